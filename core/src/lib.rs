@@ -1,0 +1,34 @@
+//! metronome-core: the sans-IO heart of metronome.
+//!
+//! **No clock, no sockets, no allocation, no unsafe.** Time enters as
+//! nanosecond values, bytes enter as slices, results leave as small `Copy`
+//! values. Engines (io_uring, std) own the clock and the sockets and feed this
+//! crate with facts; everything that can be decided without I/O is decided
+//! here and tested with exact numbers.
+//!
+//! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
+//! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma), sharded exactly.
+//! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
+//! - [`http`]: an incremental HTTP/1.1 response parser.
+//! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
+//! - [`measure`]: the per-thread [`measure::Recorder`].
+//! - [`plan`]: what an engine needs to run, and the pacing decision.
+//!
+//! ```
+//! use metronome_core::rng::Pcg32;
+//! assert_eq!(Pcg32::new(42, 54).next_u32(), 0xa15c02b7);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod histogram;
+pub mod http;
+pub mod measure;
+pub mod plan;
+pub mod rng;
+pub mod schedule;
+pub mod sse;

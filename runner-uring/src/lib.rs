@@ -1,0 +1,2 @@
+//! metronome-uring: the Linux io_uring engine.
+#![deny(missing_docs)]
