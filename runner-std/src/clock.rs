@@ -1,0 +1,90 @@
+//! The monotonic clock of a run and per-thread CPU time.
+
+use std::time::{Duration, Instant};
+
+/// Nanoseconds since the run start, on the monotonic clock.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn start() -> Clock {
+        Clock {
+            start: Instant::now(),
+        }
+    }
+
+    /// A clock whose zero is `start`.
+    pub fn at(start: Instant) -> Clock {
+        Clock { start }
+    }
+
+    /// The instant of the zero.
+    pub fn origin(&self) -> Instant {
+        self.start
+    }
+
+    /// Nanoseconds elapsed since the zero.
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// The instant `ns` after the zero.
+    pub fn instant(&self, ns: u64) -> Instant {
+        self.start + Duration::from_nanos(ns)
+    }
+
+    /// Sleeps until `until_ns` (returns at once when it has passed).
+    pub fn sleep_until(&self, until_ns: u64) {
+        let now = self.now_ns();
+        if until_ns > now {
+            std::thread::sleep(Duration::from_nanos(until_ns - now));
+        }
+    }
+}
+
+/// CPU time consumed by the calling thread, in nanoseconds
+/// (`CLOCK_THREAD_CPUTIME_ID`); 0 where the platform has no such clock.
+pub fn thread_cpu_ns() -> u64 {
+    cpu_clock_ns(libc_clock::THREAD)
+}
+
+/// CPU time consumed by the whole process, in nanoseconds
+/// (`CLOCK_PROCESS_CPUTIME_ID`); 0 where the platform has no such clock.
+pub fn process_cpu_ns() -> u64 {
+    cpu_clock_ns(libc_clock::PROCESS)
+}
+
+#[cfg(unix)]
+mod libc_clock {
+    pub const THREAD: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
+    pub const PROCESS: libc::clockid_t = libc::CLOCK_PROCESS_CPUTIME_ID;
+}
+
+#[cfg(unix)]
+fn cpu_clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec owned by this frame, and `id`
+    // is one of the two CPU-time clock ids defined by libc for this platform.
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(not(unix))]
+mod libc_clock {
+    pub const THREAD: i32 = 0;
+    pub const PROCESS: i32 = 1;
+}
+
+#[cfg(not(unix))]
+fn cpu_clock_ns(_id: i32) -> u64 {
+    0
+}

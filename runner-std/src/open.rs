@@ -1,0 +1,322 @@
+//! The open model: one pacer thread walks the schedule and hands each due
+//! request to an idle connection thread; a collector thread records.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+use std::time::Duration;
+
+use metronome_core::measure::{ErrorKind, Recorder};
+use metronome_core::plan::{pace, Pace, Plan, Protocol};
+use metronome_core::schedule::Schedule;
+
+use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
+use crate::conn::{Exchange, Outcome};
+use crate::output::{Collector, Control, EngineError, Fact, RunOutput, ThreadStats};
+
+/// A due request waiting for a connection.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    index: u64,
+    intended_ns: u64,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Connection threads waiting for a job.
+    idle: usize,
+    /// Connection threads started but not yet connected.
+    connecting: usize,
+    /// The schedule is over: exit once the queue is empty.
+    closing: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    in_flight: AtomicU64,
+    open_connections: AtomicU64,
+    peak_connections: AtomicU64,
+    opened: AtomicU64,
+    /// No request is sent, and no reply awaited, after this time (ns).
+    hard_end_ns: AtomicU64,
+    threads: AtomicUsize,
+}
+
+/// The longest a single sleep of the pacer lasts, so a stop is noticed.
+const MAX_SLEEP_NS: u64 = 20_000_000;
+
+pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
+    let expect_stream = plan.protocol == Protocol::OpenAiSse;
+    let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
+    let schedule = Schedule::new(plan.arrival, plan.rate, plan.seed, plan.end_ns(), plan.shard)
+        .map_err(|_| EngineError::Plan("the arrival process is invalid"))?;
+
+    // 1. Pre-open the connections before the clock starts.
+    let mut pre = Vec::with_capacity(plan.connections as usize);
+    let mut warnings = Vec::new();
+    for _ in 0..plan.connections {
+        match Exchange::connect(plan.addr, connect_timeout, expect_stream) {
+            Ok(c) => pre.push(c),
+            Err(e) if pre.is_empty() => return Err(EngineError::Connect(e)),
+            Err(e) => {
+                warnings.push(format!(
+                    "only {} of {} connections could be pre-opened: {e}",
+                    pre.len(),
+                    plan.connections
+                ));
+                break;
+            }
+        }
+    }
+
+    let shared = Shared {
+        queue: Mutex::new(Queue::default()),
+        ready: Condvar::new(),
+        in_flight: AtomicU64::new(0),
+        open_connections: AtomicU64::new(pre.len() as u64),
+        peak_connections: AtomicU64::new(pre.len() as u64),
+        opened: AtomicU64::new(pre.len() as u64),
+        hard_end_ns: AtomicU64::new(u64::MAX),
+        threads: AtomicUsize::new(0),
+    };
+    let (tx, rx) = mpsc::channel::<Fact>();
+    let clock = Clock::start();
+    shared
+        .hard_end_ns
+        .store(plan.end_ns().saturating_add(plan.timeout_ns), Ordering::Relaxed);
+    let cpu_start = process_cpu_ns();
+
+    let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
+        let collector = s.spawn(|| {
+            let mut c = Collector::new(plan);
+            for fact in rx {
+                c.handle(fact, &control.progress);
+            }
+            let mut out = c.out;
+            out.threads.push(ThreadStats {
+                cpu_ns: thread_cpu_ns(),
+                ..ThreadStats::default()
+            });
+            out
+        });
+        for conn in pre {
+            let tx = tx.clone();
+            let shared = &shared;
+            let clock = &clock;
+            shared.threads.fetch_add(1, Ordering::Relaxed);
+            s.spawn(move || worker(plan, clock, shared, tx, Some(conn)));
+        }
+
+        // 2. The pacer: the schedule is the single source of truth for send times.
+        let mut rec = Recorder::new();
+        let mut stats = ThreadStats::default();
+        let mut waited = 0u64;
+        let mut schedule = schedule;
+        let mut next = schedule.next();
+        let mut index = 0u64;
+        let mut stopped = false;
+        loop {
+            if control.stopped() {
+                stopped = true;
+                break;
+            }
+            let now = clock.now_ns();
+            match pace(now, next, plan.spin_ns) {
+                Pace::Done => break,
+                Pace::Spin => {
+                    let target = next.unwrap_or(now);
+                    let mut t = now;
+                    while t < target {
+                        std::hint::spin_loop();
+                        t = clock.now_ns();
+                    }
+                    stats.spin_ns += t - now;
+                }
+                Pace::Sleep { until_ns } => {
+                    clock.sleep_until(until_ns.min(now + MAX_SLEEP_NS));
+                }
+                Pace::Send => {
+                    while let Some(t) = next.filter(|&t| t <= now) {
+                        let measured = plan.is_measured(t);
+                        if measured {
+                            rec.record_scheduled();
+                        }
+                        if shared.in_flight.load(Ordering::Relaxed) >= u64::from(plan.max_in_flight)
+                        {
+                            if measured {
+                                rec.record_dropped();
+                            }
+                        } else {
+                            shared.in_flight.fetch_add(1, Ordering::Relaxed);
+                            let grow = {
+                                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                                q.jobs.push_back(Job {
+                                    index,
+                                    intended_ns: t,
+                                });
+                                if q.jobs.len() > q.idle && measured {
+                                    waited += 1;
+                                }
+                                let grow = q.jobs.len() > q.idle + q.connecting
+                                    && shared.open_connections.load(Ordering::Relaxed)
+                                        + q.connecting as u64
+                                        < u64::from(plan.max_connections);
+                                if grow {
+                                    q.connecting += 1;
+                                }
+                                grow
+                            };
+                            shared.ready.notify_one();
+                            if grow {
+                                let tx = tx.clone();
+                                let shared = &shared;
+                                let clock = &clock;
+                                shared.threads.fetch_add(1, Ordering::Relaxed);
+                                s.spawn(move || worker(plan, clock, shared, tx, None));
+                            }
+                            stats.sent += 1;
+                        }
+                        index += 1;
+                        next = schedule.next();
+                    }
+                }
+            }
+        }
+        let stop_ns = clock.now_ns();
+        if stopped {
+            let grace = plan.timeout_ns.min(1_000_000_000);
+            shared
+                .hard_end_ns
+                .fetch_min(stop_ns.saturating_add(grace), Ordering::Relaxed);
+        }
+        {
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.closing = true;
+        }
+        shared.ready.notify_all();
+        drop(tx);
+        stats.cpu_ns = thread_cpu_ns();
+        let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
+        (out, stats, rec, waited, stopped, stop_ns)
+    });
+
+    // The pacer's own counts: scheduled and dropped.
+    out.recorder.merge(&pacer_rec);
+    out.threads.insert(0, pacer_stats);
+    out.spin_ns = pacer_stats.spin_ns;
+    out.cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
+    out.measured_ns = if stopped {
+        stop_ns.saturating_sub(plan.warmup_ns).min(plan.duration_ns)
+    } else {
+        plan.duration_ns
+    };
+    out.stopped = stopped;
+    out.connections_opened = shared.opened.load(Ordering::Relaxed);
+    out.peak_connections = shared.peak_connections.load(Ordering::Relaxed);
+    out.waited_for_connection = waited;
+    out.warnings.extend(warnings);
+    Ok(out)
+}
+
+/// A connection thread: takes due requests from the queue, one at a time.
+fn worker(
+    plan: &Plan<'_>,
+    clock: &Clock,
+    shared: &Shared,
+    tx: mpsc::Sender<Fact>,
+    conn: Option<Exchange>,
+) -> ThreadStats {
+    let expect_stream = plan.protocol == Protocol::OpenAiSse;
+    let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
+    let mut stats = ThreadStats::default();
+    let mut conn = match conn {
+        Some(c) => Some(c),
+        None => {
+            let c = Exchange::connect(plan.addr, connect_timeout, expect_stream).ok();
+            if c.is_some() {
+                count_open(shared);
+            }
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.connecting -= 1;
+            c
+        }
+    };
+    loop {
+        let job = {
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(j) = q.jobs.pop_front() {
+                    break Some(j);
+                }
+                if q.closing {
+                    break None;
+                }
+                q.idle += 1;
+                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                q.idle -= 1;
+            }
+        };
+        let Some(job) = job else { break };
+        let hard_end = shared.hard_end_ns.load(Ordering::Relaxed);
+        let request = plan.requests[(job.index % plan.requests.len() as u64) as usize];
+        let now = clock.now_ns();
+        if now >= hard_end {
+            let _ = tx.send(Fact::Unsent {
+                intended_ns: job.intended_ns,
+                at_ns: now,
+            });
+            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            continue;
+        }
+        // A broken or closed connection is replaced before the send.
+        let usable = match conn.as_mut() {
+            Some(c) if c.is_open() => true,
+            Some(c) => match c.reopen(plan.addr, connect_timeout) {
+                Ok(()) => {
+                    shared.opened.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(_) => false,
+            },
+            None => match Exchange::connect(plan.addr, connect_timeout, expect_stream) {
+                Ok(c) => {
+                    conn = Some(c);
+                    count_open(shared);
+                    true
+                }
+                Err(_) => false,
+            },
+        };
+        let sent_ns = clock.now_ns();
+        let (done_ns, outcome) = match (usable, conn.as_mut()) {
+            (true, Some(c)) => {
+                let _ = tx.send(Fact::Sent {
+                    intended_ns: job.intended_ns,
+                    sent_ns,
+                });
+                let deadline = sent_ns.saturating_add(plan.timeout_ns).min(hard_end);
+                c.exchange(clock, request, job.intended_ns, sent_ns, deadline)
+            }
+            // Refused or unreachable: counted, never sent.
+            _ => (sent_ns, Outcome::Error(ErrorKind::Connect)),
+        };
+        stats.sent += 1;
+        let _ = tx.send(Fact::Done {
+            intended_ns: job.intended_ns,
+            sent_ns,
+            done_ns,
+            outcome,
+        });
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+    stats.cpu_ns = thread_cpu_ns();
+    stats
+}
+
+fn count_open(shared: &Shared) {
+    shared.opened.fetch_add(1, Ordering::Relaxed);
+    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
+}

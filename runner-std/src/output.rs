@@ -1,0 +1,358 @@
+//! What an engine returns, how the caller steers it, and the collector that
+//! turns per-request facts into one [`Recorder`] and its intervals.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use metronome_core::plan::Plan;
+
+use crate::conn::Outcome;
+
+/// Steering shared between the caller and a running engine.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Set (e.g. on Ctrl-C) to stop scheduling; replies in flight are still
+    /// awaited briefly and everything measured is returned.
+    pub stop: AtomicBool,
+    /// Live counters for a progress line.
+    pub progress: Progress,
+}
+
+impl Control {
+    /// True once a stop was requested.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Live counters of the measured phase, published by the engine for a
+/// progress line; never used for the report itself.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests sent.
+    pub sent: AtomicU64,
+    /// Requests that succeeded.
+    pub ok: AtomicU64,
+    /// Requests that failed.
+    pub errors: AtomicU64,
+    /// p99 latency of the last complete interval, in ns.
+    pub last_p99_ns: AtomicU64,
+    /// p99 send lag of the last complete interval, in ns.
+    pub last_send_lag_p99_ns: AtomicU64,
+}
+
+/// The engine's own cost, per thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// CPU time of the thread (user + system), ns.
+    pub cpu_ns: u64,
+    /// Time spent busy-waiting before intended sends, ns (part of `cpu_ns`).
+    pub spin_ns: u64,
+    /// Requests this thread sent.
+    pub sent: u64,
+}
+
+/// Everything an engine measured.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The merged recorder of all threads.
+    pub recorder: Box<Recorder>,
+    /// One entry per report interval of the measured phase (merged).
+    pub intervals: Vec<Interval>,
+    /// The engine's threads and their cost.
+    pub threads: Vec<ThreadStats>,
+    /// CPU time of the whole engine (all its threads), ns.
+    pub cpu_ns: u64,
+    /// Busy-wait time of the whole engine, ns.
+    pub spin_ns: u64,
+    /// Wall time of the measured phase actually run (shorter than the plan's
+    /// duration after a stop), ns.
+    pub measured_ns: u64,
+    /// Connections opened in all (pre-opened, grown and replacements).
+    pub connections_opened: u64,
+    /// The most connections open at once.
+    pub peak_connections: u64,
+    /// Measured requests that found no idle connection and waited for one.
+    pub waited_for_connection: u64,
+    /// True when the run was stopped early.
+    pub stopped: bool,
+    /// Plain warnings found by the engine itself.
+    pub warnings: Vec<String>,
+}
+
+impl RunOutput {
+    /// An empty output sized for `plan`'s intervals.
+    pub fn empty(plan: &Plan<'_>) -> RunOutput {
+        RunOutput {
+            recorder: Box::new(Recorder::new()),
+            intervals: (0..plan.interval_count()).map(|_| Interval::new()).collect(),
+            threads: Vec::new(),
+            cpu_ns: 0,
+            spin_ns: 0,
+            measured_ns: 0,
+            connections_opened: 0,
+            peak_connections: 0,
+            waited_for_connection: 0,
+            stopped: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Merges another thread's or engine's output into this one (exact).
+    pub fn merge(&mut self, other: &RunOutput) {
+        self.recorder.merge(&other.recorder);
+        if self.intervals.len() < other.intervals.len() {
+            self.intervals.resize_with(other.intervals.len(), Interval::new);
+        }
+        for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
+            a.merge(b);
+        }
+        self.threads.extend_from_slice(&other.threads);
+        self.cpu_ns += other.cpu_ns;
+        self.spin_ns += other.spin_ns;
+        self.measured_ns = self.measured_ns.max(other.measured_ns);
+        self.connections_opened += other.connections_opened;
+        self.peak_connections += other.peak_connections;
+        self.waited_for_connection += other.waited_for_connection;
+        self.stopped |= other.stopped;
+        self.warnings.extend(other.warnings.iter().cloned());
+    }
+}
+
+/// Why an engine could not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The plan is inconsistent; the message names the field to change.
+    Plan(&'static str),
+    /// Not even one connection could be opened before the clock started
+    /// (refused, unreachable, timed out): check the URL and that the server runs.
+    Connect(std::io::Error),
+    /// A thread could not be started or the engine itself failed.
+    Io(&'static str, std::io::Error),
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Plan(m) => write!(f, "invalid plan: {m}"),
+            EngineError::Connect(e) => write!(f, "cannot connect to the target: {e}"),
+            EngineError::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Connect(e) | EngineError::Io(_, e) => Some(e),
+            EngineError::Plan(_) => None,
+        }
+    }
+}
+
+/// Checks what an engine relies on.
+pub(crate) fn validate(plan: &Plan<'_>) -> Result<(), EngineError> {
+    if plan.requests.is_empty() {
+        return Err(EngineError::Plan("no request to send"));
+    }
+    if !(plan.rate.is_finite() && plan.rate > 0.0) {
+        return Err(EngineError::Plan("the rate must be a positive number"));
+    }
+    if plan.connections == 0 {
+        return Err(EngineError::Plan("--connections must be at least 1"));
+    }
+    if plan.max_connections < plan.connections {
+        return Err(EngineError::Plan(
+            "--max-connections must be at least --connections",
+        ));
+    }
+    if plan.max_in_flight == 0 {
+        return Err(EngineError::Plan("--max-in-flight must be at least 1"));
+    }
+    if plan.duration_ns == 0 {
+        return Err(EngineError::Plan("--duration must be positive"));
+    }
+    if plan.interval_ns == 0 {
+        return Err(EngineError::Plan("--interval must be positive"));
+    }
+    Ok(())
+}
+
+/// One fact about one request, sent by connection threads to the collector.
+#[derive(Debug)]
+pub(crate) enum Fact {
+    /// Request intended at `intended_ns` left at `sent_ns`.
+    Sent { intended_ns: u64, sent_ns: u64 },
+    /// Request finished (or failed) at `done_ns`.
+    Done {
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        outcome: Outcome,
+    },
+    /// Request intended at `intended_ns` was never sent: the run's hard end
+    /// came first. It counts as a timeout.
+    Unsent { intended_ns: u64, at_ns: u64 },
+    /// A closed-loop completion, also fed to the corrected histogram.
+    ClosedDone {
+        sent_ns: u64,
+        done_ns: u64,
+        outcome: Outcome,
+        expected_interval_ns: Option<u64>,
+    },
+}
+
+/// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
+pub(crate) struct Collector<'p> {
+    plan: &'p Plan<'p>,
+    pub(crate) out: RunOutput,
+    published_interval: Option<usize>,
+}
+
+impl<'p> Collector<'p> {
+    pub(crate) fn new(plan: &'p Plan<'p>) -> Collector<'p> {
+        Collector {
+            plan,
+            out: RunOutput::empty(plan),
+            published_interval: None,
+        }
+    }
+
+    fn interval(&mut self, t_ns: u64) -> Option<&mut metronome_core::measure::Interval> {
+        let i = self.plan.interval_index(t_ns)?;
+        // A completion after the end (in the grace period) counts in the last interval.
+        let i = i.min(self.out.intervals.len().saturating_sub(1));
+        self.out.intervals.get_mut(i)
+    }
+
+    pub(crate) fn handle(&mut self, fact: Fact, progress: &Progress) {
+        match fact {
+            Fact::Sent {
+                intended_ns,
+                sent_ns,
+            } => {
+                if !self.plan.is_measured(intended_ns) {
+                    return;
+                }
+                self.out.recorder.record_sent(intended_ns, sent_ns);
+                if let Some(iv) = self.interval(sent_ns) {
+                    iv.sent += 1;
+                    iv.send_lag.record(sent_ns.saturating_sub(intended_ns));
+                }
+                progress.sent.fetch_add(1, Ordering::Relaxed);
+            }
+            Fact::Done {
+                intended_ns,
+                sent_ns,
+                done_ns,
+                outcome,
+            } => {
+                if !self.plan.is_measured(intended_ns) {
+                    return;
+                }
+                self.publish(done_ns, progress);
+                self.finish(intended_ns, sent_ns, done_ns, outcome, progress);
+            }
+            Fact::Unsent { intended_ns, at_ns } => {
+                if !self.plan.is_measured(intended_ns) {
+                    return;
+                }
+                self.out.recorder.record_error(ErrorKind::Timeout);
+                if let Some(iv) = self.interval(at_ns) {
+                    iv.errors += 1;
+                }
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Fact::ClosedDone {
+                sent_ns,
+                done_ns,
+                outcome,
+                expected_interval_ns,
+            } => {
+                if !self.plan.is_measured(sent_ns) {
+                    return;
+                }
+                self.publish(done_ns, progress);
+                let ok = self.finish(sent_ns, sent_ns, done_ns, outcome, progress);
+                if ok {
+                    let v = done_ns.saturating_sub(sent_ns);
+                    match expected_interval_ns {
+                        Some(ei) => self.out.recorder.corrected.record_corrected(v, ei),
+                        None => self.out.recorder.corrected.record(v),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records one finished request; returns true when it succeeded.
+    fn finish(
+        &mut self,
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        outcome: Outcome,
+        progress: &Progress,
+    ) -> bool {
+        let slo = self.plan.slo;
+        let rec = &mut self.out.recorder;
+        let ok = match outcome {
+            Outcome::Ok => {
+                rec.record_ok(intended_ns, sent_ns, done_ns, &slo);
+                true
+            }
+            Outcome::Status(code) => {
+                rec.record_status(code);
+                false
+            }
+            Outcome::Error(kind) => {
+                rec.record_error(kind);
+                false
+            }
+            Outcome::Stream { timing, gaps } => match rec.record_stream(&timing, &gaps, &slo) {
+                Ok(_) => true,
+                Err(_) => false,
+            },
+        };
+        if let Some(iv) = self.interval(done_ns) {
+            if ok {
+                iv.ok += 1;
+                iv.latency.record(done_ns.saturating_sub(intended_ns));
+            } else {
+                iv.errors += 1;
+            }
+        }
+        if ok {
+            progress.ok.fetch_add(1, Ordering::Relaxed);
+        } else {
+            progress.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Publishes the last complete interval's p99 for the progress line.
+    fn publish(&mut self, now_ns: u64, progress: &Progress) {
+        let Some(current) = self.plan.interval_index(now_ns) else {
+            return;
+        };
+        if current == 0 {
+            return;
+        }
+        let last = current - 1;
+        if self.published_interval == Some(last) {
+            return;
+        }
+        if let Some(iv) = self.out.intervals.get(last) {
+            progress
+                .last_p99_ns
+                .store(iv.latency.quantile(0.99), Ordering::Relaxed);
+            progress
+                .last_send_lag_p99_ns
+                .store(iv.send_lag.quantile(0.99), Ordering::Relaxed);
+            self.published_interval = Some(last);
+        }
+    }
+}
+

@@ -1,0 +1,239 @@
+//! Command-line arguments (clap). Parsing only: each subcommand's work lives
+//! in its own module.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units::parse_duration;
+
+/// metronome: an open-loop load generator with honest latency.
+///
+/// Requests leave on a precomputed schedule of intended send times and never
+/// wait for earlier replies; every latency is measured from the intended send
+/// time, so a server stall shows up in every request it delayed.
+#[derive(Debug, Parser)]
+#[command(name = "metronome", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a load test against URL (the main job).
+    Run(Box<RunArgs>),
+    /// Serve the embedded target: a FIFO server with stalls, errors and SSE.
+    Serve(crate::serve::ServeArgs),
+    /// The embedded default: closed vs open loop against a stalling server, side by side.
+    Demo(DemoArgs),
+    /// The virtual-time experiment: exact, instant, deterministic.
+    Simulate(SimulateArgs),
+    /// Print a saved JSON report as text (or re-emit it as JSON).
+    Report(ReportArgs),
+    /// Merge JSON reports of shards of one run (several machines) into one.
+    Merge(MergeArgs),
+}
+
+/// How requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// `--burst-size` requests at once, every burst-size/rate seconds.
+    Burst,
+    /// Gamma gaps with shape `--burstiness` (1 is Poisson).
+    Gamma,
+}
+
+/// Which engine sends the requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// io_uring where the kernel allows it, else std (with a notice).
+    Auto,
+    /// The Linux io_uring engine.
+    Uring,
+    /// The portable engine (std threads, blocking sockets).
+    Std,
+}
+
+/// Output format on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// A one-screen summary.
+    Text,
+    /// The `metronome.report/v1` JSON report.
+    Json,
+}
+
+/// `metronome run URL`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Target URL, http:// only (e.g. http://127.0.0.1:8080/).
+    pub url: String,
+    /// Offered rate in requests per second (across all threads).
+    #[arg(short, long, default_value_t = 100.0)]
+    pub rate: f64,
+    /// Measured duration (after the warmup), like 30s or 2m.
+    #[arg(short, long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Arrival process of the schedule.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Constant)]
+    pub arrival: ArrivalArg,
+    /// Requests per burst with --arrival burst.
+    #[arg(long, default_value_t = 10)]
+    pub burst_size: u32,
+    /// Gamma shape with --arrival gamma: 1 is Poisson, larger is smoother, smaller burstier.
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Seed for every random choice (arrivals, prompt choice).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Connections opened before the clock starts.
+    #[arg(short, long, default_value_t = 16)]
+    pub connections: u32,
+    /// Connections may grow to this many when all are busy.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: u32,
+    /// Requests in flight (sent or waiting for a connection) above which a due request is dropped.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_in_flight: u32,
+    /// A request unanswered this long after its send is a timeout.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Warmup before the measured duration: sent, not recorded.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// HTTP method (default GET, or POST with a body or --openai).
+    #[arg(short = 'X', long)]
+    pub method: Option<String>,
+    /// A request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Speak OpenAI-style streaming chat completions (POST, text/event-stream): TTFT, ITL, TPOT, E2E.
+    #[arg(long)]
+    pub openai: bool,
+    /// Model name sent with --openai.
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// A prompt for --openai (repeatable; requests cycle through them in a seeded order).
+    #[arg(long = "prompt")]
+    pub prompts: Vec<String>,
+    /// max_tokens sent with --openai.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u32,
+    /// Bearer token sent with --openai (Authorization header).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// A service-level objective, METRIC=DURATION with METRIC one of latency, ttft, itl, tpot (repeatable).
+    /// Goodput = requests meeting every bound / all scheduled requests.
+    #[arg(long = "slo")]
+    pub slos: Vec<String>,
+    /// A pass/fail check, e.g. 'latency.p99<50ms', 'error_rate<0.01', 'send_lag.p99<1ms',
+    /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached).
+    #[arg(long = "threshold")]
+    pub thresholds: Vec<String>,
+    /// Closed loop with N workers (send, wait, send) — only to show the difference.
+    #[arg(long, value_name = "N")]
+    pub closed: Option<u32>,
+    /// With --closed: apply HdrHistogram's coordinated-omission correction at this interval
+    /// into a separate histogram.
+    #[arg(long, value_parser = parse_duration, requires = "closed")]
+    pub expected_interval: Option<Duration>,
+    /// Engine: auto picks io_uring where the kernel allows it.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+    /// Generator threads (io_uring engine; default one per core).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// CPUs to pin generator threads to, e.g. 0,1 or 2-5 (io_uring engine).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Busy-wait this long before each intended send (sleep before that).
+    #[arg(long, default_value = "50us", value_parser = parse_duration)]
+    pub spin: Duration,
+    /// Write the JSON report to FILE.
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Write the latency histogram in HdrHistogram's percentile-distribution (.hgrm) format to FILE.
+    #[arg(long)]
+    pub hgrm: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Width of one report interval.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Send only shard K of N of the schedule, "K/N" (for several machines; merge the reports).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// No progress line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `metronome demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Length of each of the four runs.
+    #[arg(long, default_value = "6s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Length of the server's stall, held from the middle of each run.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub stall: Duration,
+    /// Open-loop rate.
+    #[arg(long, default_value_t = 500.0)]
+    pub rate: f64,
+    /// Engine for the runs.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+    /// Also write the four JSON reports into this directory.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// `metronome simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `metronome report FILE`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A JSON report written by `run --out`.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Write the latency histogram as .hgrm to FILE.
+    #[arg(long)]
+    pub hgrm: Option<PathBuf>,
+}
+
+/// `metronome merge FILE...`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// JSON reports of shards of one run.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged JSON report to FILE (default: stdout as JSON).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = FormatArg::Json)]
+    pub format: FormatArg,
+}

@@ -1,0 +1,552 @@
+//! The `metronome.report/v1` JSON report (documented in docs/report.md), its
+//! one-screen text summary, and its HdrHistogram-compatible outputs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use metronome_core::histogram::Histogram;
+use metronome_core::measure::{ErrorKind, Recorder};
+use serde::{Deserialize, Serialize};
+
+/// The schema name written in every report.
+pub const SCHEMA: &str = "metronome.report/v1";
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// A unique id of this run (time and seed).
+    pub run_id: String,
+    /// The target URL.
+    pub target: String,
+    /// `uring` or `std`.
+    pub engine: String,
+    /// `open` or `closed`.
+    pub model: String,
+    /// The arrival process.
+    pub arrival: ArrivalReport,
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// The shard this report covers, "K/N" ("0/1" for the whole run).
+    pub shard: String,
+    /// Closed-loop workers (0 for the open model).
+    pub closed_workers: u32,
+    /// Offered rate, requests per second (0 for the closed model).
+    pub offered_rps: f64,
+    /// Requests sent per second of the measured duration.
+    pub achieved_rps: f64,
+    /// Successful responses per second of the measured duration.
+    pub throughput_rps: f64,
+    /// Measured duration actually run, seconds.
+    pub duration_s: f64,
+    /// Request counts.
+    pub requests: Requests,
+    /// Errors by kind and by HTTP status code.
+    pub errors: Errors,
+    /// errors / (ok + errors); 0 when nothing completed.
+    pub error_rate: f64,
+    /// Requests that met every SLO / all scheduled requests (ok / scheduled when no SLO is set).
+    pub goodput: f64,
+    /// Output tokens per second (streams only).
+    pub output_tokens_per_s: f64,
+    /// The SLO bounds, ms (absent bounds are null).
+    pub slo: SloReport,
+    /// Latency and friends, ms.
+    pub metrics: Metrics,
+    /// One entry per report interval.
+    pub intervals: Vec<IntervalReport>,
+    /// The generator's own cost and warnings.
+    pub generator: Generator,
+    /// Every `--threshold` and whether it held.
+    pub thresholds: Vec<ThresholdReport>,
+}
+
+/// The arrival process of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalReport {
+    /// constant, poisson, burst, gamma (or closed).
+    pub process: String,
+    /// Requests per burst (burst only).
+    pub burst_size: Option<u32>,
+    /// Gamma shape (gamma only).
+    pub burstiness: Option<f64>,
+}
+
+/// Request counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requests {
+    /// Intended in the measured phase.
+    pub scheduled: u64,
+    /// Actually sent.
+    pub sent: u64,
+    /// Succeeded.
+    pub ok: u64,
+    /// Failed (any kind, timeouts included).
+    pub errors: u64,
+    /// Dropped above --max-in-flight (never sent).
+    pub dropped: u64,
+    /// Timed out (also counted in errors).
+    pub timeouts: u64,
+    /// Met every SLO.
+    pub good: u64,
+}
+
+/// Errors by kind and status.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Errors {
+    /// By kind: connect, reset, timeout, status, malformed, stream_cut, stream_error, no_content.
+    pub by_kind: BTreeMap<String, u64>,
+    /// Non-success responses by status code.
+    pub by_status: BTreeMap<String, u64>,
+}
+
+/// SLO bounds in ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloReport {
+    /// Latency (E2E) bound.
+    pub latency_ms: Option<f64>,
+    /// Time-to-first-token bound.
+    pub ttft_ms: Option<f64>,
+    /// Inter-token latency bound (every gap of a request).
+    pub itl_ms: Option<f64>,
+    /// Time-per-output-token bound.
+    pub tpot_ms: Option<f64>,
+}
+
+/// All histograms of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// completion - intended send (E2E for streams).
+    pub latency: Metric,
+    /// completion - actual send.
+    pub service_time: Metric,
+    /// actual send - intended send.
+    pub send_lag: Metric,
+    /// first content chunk - intended send.
+    pub ttft: Metric,
+    /// gaps between consecutive content chunks.
+    pub itl: Metric,
+    /// (E2E - TTFT) / (tokens - 1).
+    pub tpot: Metric,
+    /// Closed model with --expected-interval only: the HdrHistogram-corrected latency.
+    pub latency_corrected: Option<Metric>,
+}
+
+/// One histogram summarised, in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// Values recorded.
+    pub count: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Exact mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Non-empty buckets: [upper bound ms, count], ascending.
+    pub buckets: Vec<(f64, u64)>,
+}
+
+/// One report interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalReport {
+    /// Start of the interval, seconds after the warmup.
+    pub start_s: f64,
+    /// Requests sent in it.
+    pub sent: u64,
+    /// Requests that succeeded in it (by completion time).
+    pub ok: u64,
+    /// Requests that failed in it.
+    pub errors: u64,
+    /// Latency median of its successes, ms.
+    pub p50: f64,
+    /// Latency p99, ms.
+    pub p99: f64,
+    /// Latency max, ms.
+    pub max: f64,
+    /// Send-lag p99 of its sends, ms.
+    pub send_lag_p99: f64,
+}
+
+/// The generator's cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generator {
+    /// Threads of the engine.
+    pub threads: u32,
+    /// CPU time of the engine, seconds (user + system).
+    pub cpu_s: f64,
+    /// Of which busy-waiting before intended sends, seconds.
+    pub spin_s: f64,
+    /// cpu_s / sent, microseconds.
+    pub cpu_us_per_request: f64,
+    /// (cpu_s - spin_s) / sent, microseconds.
+    pub work_us_per_request: f64,
+    /// Connections opened in all.
+    pub connections_opened: u64,
+    /// Most connections open at once.
+    pub peak_connections: u64,
+    /// Requests that waited for a free connection.
+    pub waited_for_connection: u64,
+    /// True when the run was stopped early (Ctrl-C).
+    pub stopped: bool,
+    /// Plain warnings: when the numbers cannot be trusted.
+    pub warnings: Vec<String>,
+}
+
+/// One threshold and its outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdReport {
+    /// As written on the command line.
+    pub expr: String,
+    /// The measured value (ms for durations).
+    pub value: f64,
+    /// True when it held.
+    pub passed: bool,
+}
+
+/// Nanoseconds to milliseconds.
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl Metric {
+    /// Summarises a histogram of nanoseconds.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::histogram::Histogram;
+    /// use metronome::report::Metric;
+    /// let mut h = Histogram::new();
+    /// for v in [1_000_000u64, 2_000_000, 3_000_000] { h.record(v); }
+    /// let m = Metric::from_histogram(&h);
+    /// assert_eq!(m.count, 3);
+    /// assert_eq!(m.mean, 2.0);
+    /// assert_eq!(m.max, 3.0);
+    /// ```
+    pub fn from_histogram(h: &Histogram) -> Metric {
+        Metric {
+            count: h.count(),
+            min: ms(h.min()),
+            mean: h.mean() / 1e6,
+            p50: ms(h.quantile(0.5)),
+            p90: ms(h.quantile(0.9)),
+            p95: ms(h.quantile(0.95)),
+            p99: ms(h.quantile(0.99)),
+            p999: ms(h.quantile(0.999)),
+            max: ms(h.max()),
+            buckets: h.buckets().map(|b| (ms(b.upper), b.count)).collect(),
+        }
+    }
+
+    /// Rebuilds the histogram from the buckets (exact counts per bucket;
+    /// each bucket's values are taken at its upper bound, clamped to `max`).
+    pub fn to_histogram(&self) -> Histogram {
+        let mut h = Histogram::new();
+        let max_ns = (self.max * 1e6).round() as u64;
+        let min_ns = (self.min * 1e6).round() as u64;
+        for &(upper_ms, count) in &self.buckets {
+            let upper = (upper_ms * 1e6).round() as u64;
+            h.record_n(upper.min(max_ns).max(min_ns), count);
+        }
+        h
+    }
+
+    /// A quantile by label: p50, p90, p95, p99, p999, max, min, mean.
+    pub fn get(&self, label: &str) -> Option<f64> {
+        Some(match label {
+            "p50" | "median" => self.p50,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" | "p99.9" => self.p999,
+            "max" => self.max,
+            "min" => self.min,
+            "mean" | "avg" => self.mean,
+            "count" => self.count as f64,
+            _ => return None,
+        })
+    }
+}
+
+impl Metrics {
+    /// The metric called `name` (latency, service_time, send_lag, ttft, itl, tpot, latency_corrected).
+    pub fn get(&self, name: &str) -> Option<&Metric> {
+        match name {
+            "latency" | "e2e" => Some(&self.latency),
+            "service_time" => Some(&self.service_time),
+            "send_lag" => Some(&self.send_lag),
+            "ttft" => Some(&self.ttft),
+            "itl" => Some(&self.itl),
+            "tpot" => Some(&self.tpot),
+            "latency_corrected" => self.latency_corrected.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Summarises a recorder; `corrected` adds the closed-loop correction.
+    pub fn from_recorder(rec: &Recorder, corrected: bool) -> Metrics {
+        Metrics {
+            latency: Metric::from_histogram(&rec.latency),
+            service_time: Metric::from_histogram(&rec.service_time),
+            send_lag: Metric::from_histogram(&rec.send_lag),
+            ttft: Metric::from_histogram(&rec.ttft),
+            itl: Metric::from_histogram(&rec.itl),
+            tpot: Metric::from_histogram(&rec.tpot),
+            latency_corrected: corrected.then(|| Metric::from_histogram(&rec.corrected)),
+        }
+    }
+}
+
+impl Errors {
+    /// Errors of a recorder by kind (all kinds listed) and status code.
+    pub fn from_recorder(rec: &Recorder) -> Errors {
+        let by_kind = ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), rec.errors[k.index()]))
+            .collect();
+        let by_status = rec
+            .status
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| ((i + 100).to_string(), n))
+            .collect();
+        Errors { by_kind, by_status }
+    }
+}
+
+/// Renders the one-screen text summary.
+pub fn render_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "metronome {} -> {}  [{} model, {} engine, {}]",
+        r.run_id, r.target, r.model, r.engine, r.arrival.process
+    );
+    if r.model == "closed" {
+        let _ = writeln!(
+            s,
+            "  closed loop, {} workers: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
+            r.closed_workers, r.achieved_rps, r.duration_s
+        );
+    } else {
+        let ratio = if r.offered_rps > 0.0 {
+            100.0 * r.achieved_rps / r.offered_rps
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s",
+            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps
+        );
+    }
+    let q = &r.requests;
+    let _ = writeln!(
+        s,
+        "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  timeouts {}",
+        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.timeouts
+    );
+    let _ = writeln!(
+        s,
+        "  error rate {:.2}%  goodput {:.2}%",
+        100.0 * r.error_rate,
+        100.0 * r.goodput
+    );
+    if q.errors > 0 {
+        let kinds: Vec<String> = r
+            .errors
+            .by_kind
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .chain(r.errors.by_status.iter().map(|(c, n)| format!("HTTP {c}: {n}")))
+            .collect();
+        let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "metric (ms)", "count", "p50", "p90", "p99", "p99.9", "max", "mean"
+    );
+    let mut rows: Vec<(&str, &Metric)> = vec![
+        ("latency", &r.metrics.latency),
+        ("service_time", &r.metrics.service_time),
+        ("send_lag", &r.metrics.send_lag),
+    ];
+    if let Some(c) = &r.metrics.latency_corrected {
+        rows.push(("latency_corrected", c));
+    }
+    for (name, m) in [
+        ("ttft", &r.metrics.ttft),
+        ("itl", &r.metrics.itl),
+        ("tpot", &r.metrics.tpot),
+    ] {
+        if m.count > 0 {
+            rows.push((name, m));
+        }
+    }
+    for (name, m) in rows {
+        let _ = writeln!(
+            s,
+            "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            name,
+            m.count,
+            fmt_ms(m.p50),
+            fmt_ms(m.p90),
+            fmt_ms(m.p99),
+            fmt_ms(m.p999),
+            fmt_ms(m.max),
+            fmt_ms(m.mean)
+        );
+    }
+    if r.output_tokens_per_s > 0.0 {
+        let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
+    }
+    let g = &r.generator;
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  generator: {} threads, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {} connections",
+        g.threads, g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s, g.peak_connections
+    );
+    for t in &r.thresholds {
+        let _ = writeln!(
+            s,
+            "  threshold {:<28} {} (measured {})",
+            t.expr,
+            if t.passed { "ok" } else { "BREACHED" },
+            t.value
+        );
+    }
+    for w in &g.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    s
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Renders a histogram in HdrHistogram's percentile-distribution format
+/// (`.hgrm`, as printed by `outputPercentileDistribution` with a value
+/// scale of 1e6: values in milliseconds), readable by HdrHistogram's plotter.
+pub fn render_hgrm(h: &Histogram) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let total = h.count();
+    if total == 0 {
+        let _ = writeln!(s, "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]", 0.0, 0.0);
+        let _ = writeln!(s, "#[Max     = {:>12.3}, Total count    = {:>12}]", 0.0, 0);
+        let _ = writeln!(s, "#[Buckets = {:>12}, SubBuckets     = {:>12}]", 58, 256);
+        return s;
+    }
+    // Percentile ticks as HdrHistogram prints them: 5 per halving distance.
+    let mut seen = 0u64;
+    let mut buckets = h.buckets().peekable();
+    let mut pct = 0.0f64;
+    let ticks_per_half = 5.0;
+    let mut sumsq = 0.0f64;
+    let mean = h.mean();
+    for b in h.buckets() {
+        let v = b.upper.min(h.max()) as f64;
+        sumsq += (v - mean) * (v - mean) * b.count as f64;
+    }
+    loop {
+        let rank = ((pct / 100.0) * total as f64).ceil().max(1.0) as u64;
+        while let Some(b) = buckets.peek() {
+            if seen + b.count >= rank {
+                break;
+            }
+            seen += b.count;
+            buckets.next();
+        }
+        let Some(b) = buckets.peek() else { break };
+        let value = b.upper.min(h.max());
+        let count_to = seen + b.count;
+        let inv = if pct >= 100.0 {
+            f64::INFINITY
+        } else {
+            1.0 / (1.0 - pct / 100.0)
+        };
+        if inv.is_finite() {
+            let _ = writeln!(
+                s,
+                "{:>12.3} {:>14.12} {:>10} {:>14.2}",
+                value as f64 / 1e6,
+                pct / 100.0,
+                count_to,
+                inv
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "{:>12.3} {:>14.12} {:>10}",
+                value as f64 / 1e6,
+                1.0,
+                count_to
+            );
+        }
+        if pct >= 100.0 || count_to >= total && pct > 0.0 && inv.is_infinite() {
+            break;
+        }
+        if count_to >= total {
+            // Last tick: 100%.
+            pct = 100.0;
+            continue;
+        }
+        let remaining = 100.0 - pct;
+        let step = remaining / (2.0 * ticks_per_half);
+        pct += step.max(1e-9);
+        if 100.0 - pct < 1e-7 {
+            pct = 100.0;
+        }
+    }
+    let _ = writeln!(
+        s,
+        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        mean / 1e6,
+        (sumsq / total as f64).sqrt() / 1e6
+    );
+    let _ = writeln!(
+        s,
+        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        h.max() as f64 / 1e6,
+        total
+    );
+    let _ = writeln!(s, "#[Buckets = {:>12}, SubBuckets     = {:>12}]", 58, 256);
+    s
+}

@@ -1,0 +1,179 @@
+//! `--threshold` expressions: `latency.p99<50ms`, `error_rate<0.01`,
+//! `send_lag.p99<1ms`, `achieved_ratio>0.99`, `dropped==0`.
+
+use crate::report::{Report, ThresholdReport};
+use crate::units::parse_duration;
+use crate::UsageError;
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+/// One parsed threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// As written.
+    pub expr: String,
+    /// Left side: `metric.stat` or a scalar name.
+    pub lhs: String,
+    /// The operator.
+    pub op: Op,
+    /// Right side, in ms for durations.
+    pub value: f64,
+}
+
+/// Scalars a threshold may name.
+const SCALARS: &[&str] = &[
+    "error_rate",
+    "achieved_ratio",
+    "achieved_rps",
+    "throughput_rps",
+    "goodput",
+    "dropped",
+    "errors",
+    "timeouts",
+    "ok",
+    "sent",
+    "scheduled",
+    "output_tokens_per_s",
+];
+
+impl Threshold {
+    /// Parses `LHS OP VALUE`.
+    ///
+    /// # Errors
+    /// A [`UsageError`] naming the expression and what to write.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome::threshold::{Op, Threshold};
+    /// let t = Threshold::parse("latency.p99<50ms").unwrap();
+    /// assert_eq!((t.lhs.as_str(), t.op, t.value), ("latency.p99", Op::Lt, 50.0));
+    /// let t = Threshold::parse("dropped==0").unwrap();
+    /// assert_eq!((t.op, t.value), (Op::Eq, 0.0));
+    /// assert!(Threshold::parse("latency.p42<1ms").is_err());
+    /// assert!(Threshold::parse("nonsense").is_err());
+    /// ```
+    pub fn parse(expr: &str) -> Result<Threshold, UsageError> {
+        let bad = |why: &str| {
+            UsageError(format!(
+                "bad --threshold '{expr}': {why} (e.g. 'latency.p99<50ms', 'error_rate<0.01', 'dropped==0')"
+            ))
+        };
+        let ops = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ];
+        let (pos, text, op) = ops
+            .iter()
+            .filter_map(|(t, op)| expr.find(t).map(|p| (p, *t, *op)))
+            .min_by_key(|(p, t, _)| (*p, std::cmp::Reverse(t.len())))
+            .ok_or_else(|| bad("no comparison"))?;
+        let lhs = expr[..pos].trim().to_string();
+        let rhs = expr[pos + text.len()..].trim();
+        let value = if let Some((metric, stat)) = lhs.split_once('.') {
+            let metrics = [
+                "latency",
+                "e2e",
+                "service_time",
+                "send_lag",
+                "ttft",
+                "itl",
+                "tpot",
+                "latency_corrected",
+            ];
+            let stats = ["p50", "p90", "p95", "p99", "p999", "p99.9", "max", "min", "mean", "avg", "median"];
+            if !metrics.contains(&metric) {
+                return Err(bad(&format!("unknown metric '{metric}'")));
+            }
+            if !stats.contains(&stat) {
+                return Err(bad(&format!("unknown statistic '{stat}'")));
+            }
+            let d = parse_duration(rhs).map_err(|e| bad(&e))?;
+            d.as_nanos() as f64 / 1e6
+        } else {
+            if !SCALARS.contains(&lhs.as_str()) {
+                return Err(bad(&format!("unknown quantity '{lhs}'")));
+            }
+            rhs.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| bad("the right side must be a number"))?
+        };
+        Ok(Threshold {
+            expr: expr.to_string(),
+            lhs,
+            op,
+            value,
+        })
+    }
+
+    /// The measured value of the left side in `r`.
+    pub fn measure(&self, r: &Report) -> f64 {
+        if let Some((metric, stat)) = self.lhs.split_once('.') {
+            return r
+                .metrics
+                .get(metric)
+                .and_then(|m| m.get(stat))
+                .unwrap_or(f64::NAN);
+        }
+        let q = &r.requests;
+        match self.lhs.as_str() {
+            "error_rate" => r.error_rate,
+            "achieved_ratio" => {
+                if r.offered_rps > 0.0 {
+                    r.achieved_rps / r.offered_rps
+                } else {
+                    f64::NAN
+                }
+            }
+            "achieved_rps" => r.achieved_rps,
+            "throughput_rps" => r.throughput_rps,
+            "goodput" => r.goodput,
+            "dropped" => q.dropped as f64,
+            "errors" => q.errors as f64,
+            "timeouts" => q.timeouts as f64,
+            "ok" => q.ok as f64,
+            "sent" => q.sent as f64,
+            "scheduled" => q.scheduled as f64,
+            "output_tokens_per_s" => r.output_tokens_per_s,
+            _ => f64::NAN,
+        }
+    }
+
+    /// Evaluates against a report (a value that cannot be measured fails).
+    pub fn evaluate(&self, r: &Report) -> ThresholdReport {
+        let v = self.measure(r);
+        let passed = !v.is_nan()
+            && match self.op {
+                Op::Lt => v < self.value,
+                Op::Le => v <= self.value,
+                Op::Gt => v > self.value,
+                Op::Ge => v >= self.value,
+                Op::Eq => v == self.value,
+                Op::Ne => v != self.value,
+            };
+        ThresholdReport {
+            expr: self.expr.clone(),
+            value: v,
+            passed,
+        }
+    }
+}
