@@ -836,7 +836,10 @@ impl SseDecoder {
 mod tests {
     use super::*;
 
-    fn scan(json: &str) -> (bool, Option<u32>, bool) {
+    /// (content, usage, error)
+    type Facts = (bool, Option<u32>, bool);
+
+    fn scan(json: &str) -> Facts {
         let mut s = JsonScan::NEW;
         s.scan(json.as_bytes());
         s.finish();
@@ -845,7 +848,7 @@ mod tests {
 
     #[test]
     fn json_facts_table() {
-        let table: &[(&str, (bool, Option<u32>, bool))] = &[
+        let table: &[(&str, Facts)] = &[
             (
                 r#"{"choices":[{"delta":{"content":"x"}}]}"#,
                 (true, None, false),
