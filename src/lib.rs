@@ -2,4 +2,5 @@
 //! server, the demo and the virtual-time simulation. `main.rs` is thin.
 #![deny(missing_docs)]
 
+pub mod serve;
 pub mod units;
