@@ -36,14 +36,24 @@ fn stall_open_loop_sees_it_closed_loop_hides_it() {
         );
         srv.stop();
         assert_eq!(open.requests.scheduled, 400, "{engine}");
-        assert_eq!(open.requests.sent, 400, "{engine}: every scheduled request is sent");
+        assert_eq!(
+            open.requests.sent, 400,
+            "{engine}: every scheduled request is sent"
+        );
         assert_eq!(open.requests.ok, 400, "{engine}");
         // Sent near the intended time even while the server stalls.
-        assert!(open.metrics.send_lag.p99 < 50.0, "{engine}: send lag p99 {}", open.metrics.send_lag.p99);
+        assert!(
+            open.metrics.send_lag.p99 < 50.0,
+            "{engine}: send lag p99 {}",
+            open.metrics.send_lag.p99
+        );
         // Requests intended in the first half of the stall (about 60 at
         // 200/s) each waited at least the second half: >= 300 ms.
         let waited = count_at_least(&open.metrics.latency, stall_ms / 2.0);
-        assert!(waited >= 50, "{engine}: only {waited} requests waited >= 300 ms");
+        assert!(
+            waited >= 50,
+            "{engine}: only {waited} requests waited >= 300 ms"
+        );
         // ... and about 120 requests were intended inside the stall, each
         // waiting at least a little.
         let any = count_at_least(&open.metrics.latency, 5.0);
@@ -62,14 +72,21 @@ fn stall_open_loop_sees_it_closed_loop_hides_it() {
         assert_eq!(closed.model, "closed");
         // The closed loop stopped sending for the stall: at most one stalled
         // request per worker.
-        assert!(count_at_least(&closed.metrics.latency, stall_ms / 2.0) <= 2, "{engine}");
+        assert!(
+            count_at_least(&closed.metrics.latency, stall_ms / 2.0) <= 2,
+            "{engine}"
+        );
         assert!(
             closed.metrics.latency.p99 * 10.0 < open.metrics.latency.p99,
             "{engine}: closed p99 {} vs open p99 {}",
             closed.metrics.latency.p99,
             open.metrics.latency.p99
         );
-        assert!(closed.generator.warnings.iter().any(|w| w.contains("closed loop")));
+        assert!(closed
+            .generator
+            .warnings
+            .iter()
+            .any(|w| w.contains("closed loop")));
     }
 }
 
@@ -82,7 +99,13 @@ fn status_429_counted_never_in_histograms() {
             error_every: Some(5),
             ..ServeConfig::default()
         });
-        let r = run_json(srv.addr(), "/", engine, &["--rate", "100", "--duration", "1s"], 0);
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "100", "--duration", "1s"],
+            0,
+        );
         srv.stop();
         assert_eq!(r.requests.sent, 100, "{engine}");
         assert_eq!(r.requests.errors, 20, "{engine}");
@@ -111,7 +134,15 @@ fn sse_metrics_match_server_timing() {
             srv.addr(),
             "/",
             engine,
-            &["--openai", "--rate", "20", "--duration", "1s", "--max-tokens", "5"],
+            &[
+                "--openai",
+                "--rate",
+                "20",
+                "--duration",
+                "1s",
+                "--max-tokens",
+                "5",
+            ],
             0,
         );
         srv.stop();
@@ -119,12 +150,28 @@ fn sse_metrics_match_server_timing() {
         assert_eq!(r.requests.ok, 20, "{engine}: {:?}", r.errors);
         let m = &r.metrics;
         assert_eq!(m.ttft.count, 20);
-        assert!(m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol, "{engine}: ttft {:?}", m.ttft);
+        assert!(
+            m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+            "{engine}: ttft {:?}",
+            m.ttft
+        );
         assert_eq!(m.itl.count, 20 * 4, "{engine}: 4 gaps per 5-token stream");
-        assert!(m.itl.p50 >= 20.0 - tol && m.itl.p50 <= 20.0 + tol, "{engine}: itl {:?}", m.itl);
+        assert!(
+            m.itl.p50 >= 20.0 - tol && m.itl.p50 <= 20.0 + tol,
+            "{engine}: itl {:?}",
+            m.itl
+        );
         // E2E = TTFT + 4 ITL = 140 ms; TPOT = 20 ms.
-        assert!(m.latency.min >= 138.0 && m.latency.p50 <= 140.0 + tol, "{engine}: e2e {:?}", m.latency);
-        assert!(m.tpot.p50 >= 20.0 - tol / 4.0 && m.tpot.p50 <= 20.0 + tol, "{engine}: tpot {:?}", m.tpot);
+        assert!(
+            m.latency.min >= 138.0 && m.latency.p50 <= 140.0 + tol,
+            "{engine}: e2e {:?}",
+            m.latency
+        );
+        assert!(
+            m.tpot.p50 >= 20.0 - tol / 4.0 && m.tpot.p50 <= 20.0 + tol,
+            "{engine}: tpot {:?}",
+            m.tpot
+        );
         // Tokens come from the usage chunk: 5 per stream.
         let tokens = r.output_tokens_per_s * r.duration_s;
         assert!((tokens - 100.0).abs() < 0.5, "{engine}: {tokens} tokens");
@@ -143,11 +190,20 @@ fn sse_cut_and_error_event_are_errors() {
             cut_every: Some(2),
             ..ServeConfig::default()
         });
-        let r = run_json(srv.addr(), "/", engine, &["--openai", "--rate", "20", "--duration", "1s"], 0);
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "1s"],
+            0,
+        );
         srv.stop();
         assert_eq!(r.requests.errors, 10, "{engine}: {:?}", r.errors);
         assert_eq!(r.errors.by_kind.get("stream_cut"), Some(&10), "{engine}");
-        assert_eq!(r.metrics.ttft.count, 10, "{engine}: cut streams enter no histogram");
+        assert_eq!(
+            r.metrics.ttft.count, 10,
+            "{engine}: cut streams enter no histogram"
+        );
 
         let srv = server(ServeConfig {
             sse: true,
@@ -157,9 +213,20 @@ fn sse_cut_and_error_event_are_errors() {
             error_event_every: Some(4),
             ..ServeConfig::default()
         });
-        let r = run_json(srv.addr(), "/", engine, &["--openai", "--rate", "20", "--duration", "1s"], 0);
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "1s"],
+            0,
+        );
         srv.stop();
-        assert_eq!(r.errors.by_kind.get("stream_error"), Some(&5), "{engine}: {:?}", r.errors);
+        assert_eq!(
+            r.errors.by_kind.get("stream_error"),
+            Some(&5),
+            "{engine}: {:?}",
+            r.errors
+        );
         assert_eq!(r.requests.ok, 15, "{engine}");
     }
 }
@@ -171,7 +238,13 @@ fn duration_boundary_and_warmup() {
     for engine in engines() {
         let srv = server(plain(Duration::ZERO));
         // 10/s for 1 s: offsets 0, 100, ..., 900 ms; 1000 ms is not sent.
-        let r = run_json(srv.addr(), "/", engine, &["--rate", "10", "--duration", "1s"], 0);
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "10", "--duration", "1s"],
+            0,
+        );
         assert_eq!(r.requests.scheduled, 10, "{engine}");
         assert_eq!(r.requests.sent, 10, "{engine}");
         // 100/s, 500 ms warmup then 1 s: 50 warmup requests sent, 100 recorded.
@@ -200,14 +273,30 @@ fn max_in_flight_drops_are_counted() {
             srv.addr(),
             "/",
             engine,
-            &["--rate", "50", "--duration", "1s", "--max-in-flight", "5", "--timeout", "3s"],
+            &[
+                "--rate",
+                "50",
+                "--duration",
+                "1s",
+                "--max-in-flight",
+                "5",
+                "--timeout",
+                "3s",
+            ],
             0,
         );
         srv.stop();
         assert_eq!(r.requests.scheduled, 50, "{engine}");
-        assert!(r.requests.dropped >= 30, "{engine}: dropped {}", r.requests.dropped);
+        assert!(
+            r.requests.dropped >= 30,
+            "{engine}: dropped {}",
+            r.requests.dropped
+        );
         assert_eq!(r.requests.sent + r.requests.dropped, 50, "{engine}");
-        assert!(r.generator.warnings.iter().any(|w| w.contains("dropped")), "{engine}");
+        assert!(
+            r.generator.warnings.iter().any(|w| w.contains("dropped")),
+            "{engine}"
+        );
     }
 }
 
@@ -223,7 +312,9 @@ fn silent_server_gives_timeouts() {
         let t = std::thread::spawn(move || {
             let mut held = Vec::new();
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while !stop2.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < deadline
+            {
                 match listener.accept() {
                     Ok((mut s, _)) => {
                         s.set_nonblocking(true).ok();
@@ -239,7 +330,16 @@ fn silent_server_gives_timeouts() {
             addr,
             "/",
             engine,
-            &["--rate", "10", "--duration", "500ms", "--timeout", "300ms", "--connections", "2"],
+            &[
+                "--rate",
+                "10",
+                "--duration",
+                "500ms",
+                "--timeout",
+                "300ms",
+                "--connections",
+                "2",
+            ],
             0,
         );
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -260,7 +360,17 @@ fn refused_port_is_a_clear_error() {
     };
     for engine in engines() {
         let url = format!("http://127.0.0.1:{port}/");
-        let out = metronome(&["run", &url, "--rate", "10", "--duration", "200ms", "--quiet", "--engine", engine]);
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "200ms",
+            "--quiet",
+            "--engine",
+            engine,
+        ]);
         assert_eq!(out.status.code(), Some(1), "{engine}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("refused"), "{engine}: {err}");
@@ -277,15 +387,36 @@ fn breached_threshold_exits_3() {
             srv.addr(),
             "/",
             engine,
-            &["--rate", "20", "--duration", "500ms", "--threshold", "latency.p99<1ms", "--threshold", "dropped==0"],
+            &[
+                "--rate",
+                "20",
+                "--duration",
+                "500ms",
+                "--threshold",
+                "latency.p99<1ms",
+                "--threshold",
+                "dropped==0",
+            ],
             3,
         );
-        assert!(!r.thresholds[0].passed && r.thresholds[1].passed, "{engine}");
+        assert!(
+            !r.thresholds[0].passed && r.thresholds[1].passed,
+            "{engine}"
+        );
         let r = run_json(
             srv.addr(),
             "/",
             engine,
-            &["--rate", "20", "--duration", "500ms", "--threshold", "latency.p99<2s", "--threshold", "error_rate<0.01"],
+            &[
+                "--rate",
+                "20",
+                "--duration",
+                "500ms",
+                "--threshold",
+                "latency.p99<2s",
+                "--threshold",
+                "error_rate<0.01",
+            ],
             0,
         );
         srv.stop();
@@ -300,9 +431,15 @@ fn bad_input_exits_2_with_one_line() {
         vec!["run", "ftp://127.0.0.1/"],
         vec!["run", "https://127.0.0.1/"],
         vec!["run", "http://127.0.0.1:99999/"],
+        vec!["run", "http://127.0.0.1:1/", "--rate=-5"],
         vec!["run", "http://127.0.0.1:1/", "--rate", "-5"],
         vec!["run", "http://127.0.0.1:1/", "--duration", "fast"],
-        vec!["run", "http://127.0.0.1:1/", "--threshold", "latency.p42<1ms"],
+        vec![
+            "run",
+            "http://127.0.0.1:1/",
+            "--threshold",
+            "latency.p42<1ms",
+        ],
         vec!["run", "http://127.0.0.1:1/", "--slo", "speed=1ms"],
         vec!["run", "http://127.0.0.1:1/", "-H", "no colon"],
     ] {
@@ -319,14 +456,35 @@ fn bad_input_exits_2_with_one_line() {
 /// docs/report.md (its example report, at every level).
 #[test]
 fn json_keys_match_docs() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
-    let start = doc.find("```json").expect("docs/report.md has a ```json example") + 7;
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    let start = doc
+        .find("```json")
+        .expect("docs/report.md has a ```json example")
+        + 7;
     let end = start + doc[start..].find("```").unwrap();
-    let documented: serde_json::Value = serde_json::from_str(&doc[start..end]).expect("the example parses");
+    let documented: serde_json::Value =
+        serde_json::from_str(&doc[start..end]).expect("the example parses");
     for engine in engines() {
         let srv = server(plain(Duration::ZERO));
         let url = format!("http://{}/", srv.addr());
-        let out = metronome(&["run", &url, "--rate", "50", "--duration", "300ms", "--format", "json", "--quiet", "--engine", engine, "--slo", "latency=1s", "--threshold", "dropped==0"]);
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "50",
+            "--duration",
+            "300ms",
+            "--format",
+            "json",
+            "--quiet",
+            "--engine",
+            engine,
+            "--slo",
+            "latency=1s",
+            "--threshold",
+            "dropped==0",
+        ]);
         srv.stop();
         assert_eq!(out.status.code(), Some(0));
         let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

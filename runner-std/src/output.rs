@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use metronome_core::measure::{ErrorKind, Interval, Recorder};
 use metronome_core::plan::Plan;
 
 use crate::conn::Outcome;
@@ -86,7 +86,9 @@ impl RunOutput {
     pub fn empty(plan: &Plan<'_>) -> RunOutput {
         RunOutput {
             recorder: Box::new(Recorder::new()),
-            intervals: (0..plan.interval_count()).map(|_| Interval::new()).collect(),
+            intervals: (0..plan.interval_count())
+                .map(|_| Interval::new())
+                .collect(),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -103,7 +105,8 @@ impl RunOutput {
     pub fn merge(&mut self, other: &RunOutput) {
         self.recorder.merge(&other.recorder);
         if self.intervals.len() < other.intervals.len() {
-            self.intervals.resize_with(other.intervals.len(), Interval::new);
+            self.intervals
+                .resize_with(other.intervals.len(), Interval::new);
         }
         for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
             a.merge(b);
@@ -355,4 +358,3 @@ impl<'p> Collector<'p> {
         }
     }
 }
-

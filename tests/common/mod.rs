@@ -16,19 +16,15 @@ pub fn engines() -> Vec<&'static str> {
     if uring_available() {
         v.push("uring");
     } else {
-        eprintln!("SKIP uring: io_uring is not available on this kernel; testing the std engine only");
+        eprintln!(
+            "SKIP uring: io_uring is not available on this kernel; testing the std engine only"
+        );
     }
     v
 }
 
-#[cfg(target_os = "linux")]
 fn uring_available() -> bool {
-    metronome_uring::probe().is_ok()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn uring_available() -> bool {
-    false
+    metronome::engine::uring_available()
 }
 
 /// Starts the embedded server on 127.0.0.1 with a free port.
@@ -60,7 +56,15 @@ pub fn metronome(args: &[&str]) -> Output {
 /// decodes the report; panics with stderr when it did not exit with `code`.
 pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code: i32) -> Report {
     let url = format!("http://{addr}{path}");
-    let mut all = vec!["run", url.as_str(), "--format", "json", "--quiet", "--engine", engine];
+    let mut all = vec![
+        "run",
+        url.as_str(),
+        "--format",
+        "json",
+        "--quiet",
+        "--engine",
+        engine,
+    ];
     all.extend_from_slice(args);
     let out = metronome(&all);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -83,5 +87,8 @@ pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code:
 pub fn count_at_least(m: &metronome::report::Metric, at_least_ms: f64) -> u64 {
     let h = m.to_histogram();
     let lim = (at_least_ms * 1e6) as u64;
-    h.buckets().filter(|b| b.lower >= lim).map(|b| b.count).sum()
+    h.buckets()
+        .filter(|b| b.lower >= lim)
+        .map(|b| b.count)
+        .sum()
 }
