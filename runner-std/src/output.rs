@@ -314,10 +314,7 @@ impl<'p> Collector<'p> {
                 rec.record_error(kind);
                 false
             }
-            Outcome::Stream { timing, gaps } => match rec.record_stream(&timing, &gaps, &slo) {
-                Ok(_) => true,
-                Err(_) => false,
-            },
+            Outcome::Stream { timing, gaps } => rec.record_stream(&timing, &gaps, &slo).is_ok(),
         };
         if let Some(iv) = self.interval(done_ns) {
             if ok {
