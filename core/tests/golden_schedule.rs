@@ -27,7 +27,11 @@ fn shard(index: u32, count: u32) -> Shard {
 fn exact_offset(a: u128, rate: f64) -> u128 {
     let bits = rate.to_bits();
     let exp = ((bits >> 52) & 0x7ff) as i64;
-    let mantissa = if exp == 0 { bits & ((1 << 52) - 1) } else { (bits & ((1 << 52) - 1)) | (1 << 52) };
+    let mantissa = if exp == 0 {
+        bits & ((1 << 52) - 1)
+    } else {
+        (bits & ((1 << 52) - 1)) | (1 << 52)
+    };
     let e = if exp == 0 { -1074 } else { exp - 1075 };
     // rate = mantissa * 2^e; value = a 1e9 2^-e / mantissa.
     let (num, den) = if e >= 0 {
@@ -46,7 +50,10 @@ fn constant_integer_rates_match_the_exact_formula() {
         let end = 5_000 * S / rate; // about 5000 slots
         let got = whole(Arrival::Constant, rate as f64, 0, end);
         let want: Vec<u64> = (0u64..)
-            .map(|i| ((2 * u128::from(i) * 1_000_000_000 + u128::from(rate)) / (2 * u128::from(rate))) as u64)
+            .map(|i| {
+                ((2 * u128::from(i) * 1_000_000_000 + u128::from(rate)) / (2 * u128::from(rate)))
+                    as u64
+            })
             .take_while(|&o| o < end)
             .collect();
         assert_eq!(got, want, "rate {rate}");
@@ -58,12 +65,28 @@ fn constant_integer_rates_match_the_exact_formula() {
 fn constant_rate_three_rounds_each_slot_from_the_base() {
     let got = whole(Arrival::Constant, 3.0, 0, 3 * S);
     // 1e9/3 = 333333333.33, 2e9/3 = 666666666.67: rounded, not accumulated.
-    assert_eq!(got, [0, 333_333_333, 666_666_667, 1_000_000_000, 1_333_333_333, 1_666_666_667, 2_000_000_000, 2_333_333_333, 2_666_666_667]);
+    assert_eq!(
+        got,
+        [
+            0,
+            333_333_333,
+            666_666_667,
+            1_000_000_000,
+            1_333_333_333,
+            1_666_666_667,
+            2_000_000_000,
+            2_333_333_333,
+            2_666_666_667
+        ]
+    );
 }
 
 #[test]
 fn constant_half_per_second() {
-    assert_eq!(whole(Arrival::Constant, 0.5, 0, 10 * S), [0, 2 * S, 4 * S, 6 * S, 8 * S]);
+    assert_eq!(
+        whole(Arrival::Constant, 0.5, 0, 10 * S),
+        [0, 2 * S, 4 * S, 6 * S, 8 * S]
+    );
 }
 
 #[test]
@@ -82,13 +105,25 @@ fn constant_is_exact_at_large_slot_numbers() {
     // round(10^18 / 3), which an f64 cannot even represent.
     assert_eq!(at(3.0, 1_000_000_000), Some(333_333_333_333_333_333));
     assert_eq!(at(7.0, 10_000_000_000), Some(1_428_571_428_571_428_571));
-    assert_eq!(at(30_000.0, 1_000_000_000_000), Some(33_333_333_333_333_333));
-    assert_eq!(at(1000.0, 1_000_000_000_000), Some(1_000_000_000_000_000_000));
+    assert_eq!(
+        at(30_000.0, 1_000_000_000_000),
+        Some(33_333_333_333_333_333)
+    );
+    assert_eq!(
+        at(1000.0, 1_000_000_000_000),
+        Some(1_000_000_000_000_000_000)
+    );
     assert_eq!(at(0.5, 9_000_000_000), Some(18_000_000_000_000_000_000));
     // 0.1 is not 1/10 in binary: the offset follows the binary value exactly.
-    assert_eq!(at(0.1, 10_000_000), Some(exact_offset(10_000_000, 0.1) as u64));
+    assert_eq!(
+        at(0.1, 10_000_000),
+        Some(exact_offset(10_000_000, 0.1) as u64)
+    );
     assert_eq!(at(0.1, 10_000_000), Some(99_999_999_999_999_994));
-    assert_eq!(at(123.456, 987_654_321), Some(exact_offset(987_654_321, 123.456) as u64));
+    assert_eq!(
+        at(123.456, 987_654_321),
+        Some(exact_offset(987_654_321, 123.456) as u64)
+    );
     // Past u64 nanoseconds: the schedule ends instead of wrapping.
     assert_eq!(at(7.0, 1_000_000_000_000), None);
 }
@@ -101,24 +136,44 @@ fn constant_iteration_does_not_drift_over_millions_of_slots() {
         for i in 0..2_000_000u64 {
             last = s.next().unwrap();
             if i % 250_000 == 0 {
-                assert_eq!(u128::from(last), exact_offset(u128::from(i), rate), "rate {rate} slot {i}");
+                assert_eq!(
+                    u128::from(last),
+                    exact_offset(u128::from(i), rate),
+                    "rate {rate} slot {i}"
+                );
             }
         }
-        assert_eq!(u128::from(last), exact_offset(1_999_999, rate), "rate {rate}");
+        assert_eq!(
+            u128::from(last),
+            exact_offset(1_999_999, rate),
+            "rate {rate}"
+        );
     }
 }
 
 #[test]
 fn nth_equals_stepping_for_grids() {
-    for arrival in [Arrival::Constant, Arrival::Burst { size: 3 }, Arrival::Burst { size: 7 }] {
+    for arrival in [
+        Arrival::Constant,
+        Arrival::Burst { size: 3 },
+        Arrival::Burst { size: 7 },
+    ] {
         for sh in [Shard::WHOLE, shard(1, 3), shard(2, 5)] {
             let list = all(arrival, 123.456, 0, 20 * S, sh);
             assert!(list.len() > 100, "{arrival:?} {sh:?}");
             for skip in [0usize, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89] {
                 let mut s = Schedule::new(arrival, 123.456, 0, 20 * S, sh).unwrap();
-                assert_eq!(s.nth(skip), list.get(skip).copied(), "{arrival:?} {sh:?} skip {skip}");
+                assert_eq!(
+                    s.nth(skip),
+                    list.get(skip).copied(),
+                    "{arrival:?} {sh:?} skip {skip}"
+                );
                 // And after a skip the iteration carries on in step.
-                assert_eq!(s.next(), list.get(skip + 1).copied(), "{arrival:?} {sh:?} after {skip}");
+                assert_eq!(
+                    s.next(),
+                    list.get(skip + 1).copied(),
+                    "{arrival:?} {sh:?} after {skip}"
+                );
                 // Two skips in a row.
                 assert_eq!(s.nth(skip), list.get(2 * skip + 2).copied());
             }
@@ -139,7 +194,10 @@ fn the_offset_exactly_at_the_end_is_not_produced() {
     assert_eq!(whole(Arrival::Constant, 10.0, 0, S + 1).len(), 11);
     assert_eq!(whole(Arrival::Constant, 10.0, 0, 0), Vec::<u64>::new());
     assert_eq!(whole(Arrival::Constant, 10.0, 0, 1), [0]);
-    assert_eq!(whole(Arrival::Burst { size: 2 }, 10.0, 0, 200_000_000), [0, 0]);
+    assert_eq!(
+        whole(Arrival::Burst { size: 2 }, 10.0, 0, 200_000_000),
+        [0, 0]
+    );
 }
 
 #[test]
@@ -213,7 +271,12 @@ fn constant_shards_take_every_nth_slot_and_union_to_the_whole() {
         let mut union = Vec::new();
         for k in 0..n {
             let part = all(Arrival::Constant, 7.0, 0, 100 * S, shard(k, n));
-            let want: Vec<u64> = w.iter().copied().skip(k as usize).step_by(n as usize).collect();
+            let want: Vec<u64> = w
+                .iter()
+                .copied()
+                .skip(k as usize)
+                .step_by(n as usize)
+                .collect();
             assert_eq!(part, want, "shard {k} of {n}");
             union.extend(part);
         }
@@ -255,7 +318,12 @@ fn gamma_shards_keep_every_nth_arrival_and_union_to_the_whole() {
             let mut union = Vec::new();
             for i in 0..n {
                 let part = all(arrival, 300.0, 9, 10 * S, shard(i, n));
-                let want: Vec<u64> = w.iter().copied().skip(i as usize).step_by(n as usize).collect();
+                let want: Vec<u64> = w
+                    .iter()
+                    .copied()
+                    .skip(i as usize)
+                    .step_by(n as usize)
+                    .collect();
                 assert_eq!(part, want, "k {k}, shard {i} of {n}");
                 union.extend(part);
             }
@@ -344,10 +412,15 @@ fn poisson_one_shard_is_the_whole_and_shards_are_independent_streams() {
     for k in 0..n {
         let part = all(Arrival::Poisson, 800.0, 5, 5 * S, shard(k, n));
         // stream(child_seed(seed, ARRIVALS), k) = Pcg32::new(child(child(seed, 0), k), k), at rate / n.
-        let want: Vec<u64> = oracle_poisson(Uniforms::new(child(child(5, 0), u64::from(k)), u64::from(k)), 800.0, n, part.len() + 1)
-            .into_iter()
-            .take_while(|&o| o < 5 * S)
-            .collect();
+        let want: Vec<u64> = oracle_poisson(
+            Uniforms::new(child(child(5, 0), u64::from(k)), u64::from(k)),
+            800.0,
+            n,
+            part.len() + 1,
+        )
+        .into_iter()
+        .take_while(|&o| o < 5 * S)
+        .collect();
         assert_eq!(part, want, "shard {k}");
         assert_ne!(part, w);
         total += part.len();
@@ -360,7 +433,11 @@ fn poisson_one_shard_is_the_whole_and_shards_are_independent_streams() {
 fn poisson_sharded_rates_add_up() {
     let n = 8;
     let total: usize = (0..n)
-        .map(|k| Schedule::new(Arrival::Poisson, 1000.0, 77, 100 * S, shard(k, n)).unwrap().count())
+        .map(|k| {
+            Schedule::new(Arrival::Poisson, 1000.0, 77, 100 * S, shard(k, n))
+                .unwrap()
+                .count()
+        })
         .sum();
     // Expected 100000, sd about 316.
     assert!((98_000..=102_000).contains(&total), "{total}");
@@ -387,7 +464,10 @@ fn poisson_gaps_have_the_exponential_mean_and_shape() {
     assert!((mean - want).abs() / want < 0.02, "mean gap {mean} ns");
     // P(gap < mean) = 1 - 1/e = 0.632 for an exponential.
     let below = gaps.iter().filter(|&&g| g < want).count() as f64 / gaps.len() as f64;
-    assert!((below - 0.632).abs() < 0.015, "fraction below the mean {below}");
+    assert!(
+        (below - 0.632).abs() < 0.015,
+        "fraction below the mean {below}"
+    );
 }
 
 #[test]
@@ -427,10 +507,16 @@ fn oracle_gamma(u: &mut Uniforms, k: f64) -> f64 {
 fn gamma_offsets_follow_marsaglia_tsang_on_the_arrivals_stream() {
     for (k, seed) in [(0.25, 3u64), (1.0, 4), (4.0, 5)] {
         let rate = 250.0;
-        let got: Vec<u64> = Schedule::new(Arrival::Gamma { burstiness: k }, rate, seed, u64::MAX, Shard::WHOLE)
-            .unwrap()
-            .take(3_000)
-            .collect();
+        let got: Vec<u64> = Schedule::new(
+            Arrival::Gamma { burstiness: k },
+            rate,
+            seed,
+            u64::MAX,
+            Shard::WHOLE,
+        )
+        .unwrap()
+        .take(3_000)
+        .collect();
         let mut u = Uniforms::new(child(seed, 0), 0);
         let mut t = 0.0f64;
         for (i, &o) in got.iter().enumerate() {
@@ -443,10 +529,16 @@ fn gamma_offsets_follow_marsaglia_tsang_on_the_arrivals_stream() {
 }
 
 fn gamma_gap_stats(k: f64, rate: f64, seed: u64, count: usize) -> (f64, f64) {
-    let offsets: Vec<u64> = Schedule::new(Arrival::Gamma { burstiness: k }, rate, seed, u64::MAX, Shard::WHOLE)
-        .unwrap()
-        .take(count)
-        .collect();
+    let offsets: Vec<u64> = Schedule::new(
+        Arrival::Gamma { burstiness: k },
+        rate,
+        seed,
+        u64::MAX,
+        Shard::WHOLE,
+    )
+    .unwrap()
+    .take(count)
+    .collect();
     let mut prev = 0u64;
     let (mut sum, mut sum2) = (0.0f64, 0.0f64);
     for &o in &offsets {
@@ -468,17 +560,29 @@ fn gamma_gaps_have_mean_one_over_rate_and_cv_one_over_sqrt_k() {
         let (mean, cv) = gamma_gap_stats(k, rate, seed, 100_000);
         let want_mean = 1e9 / rate;
         let want_cv = 1.0 / f64::sqrt(k);
-        assert!((mean - want_mean).abs() / want_mean < 0.03, "k {k}: mean {mean}");
-        assert!((cv - want_cv).abs() / want_cv < 0.03, "k {k}: cv {cv}, want {want_cv}");
+        assert!(
+            (mean - want_mean).abs() / want_mean < 0.03,
+            "k {k}: mean {mean}"
+        );
+        assert!(
+            (cv - want_cv).abs() / want_cv < 0.03,
+            "k {k}: cv {cv}, want {want_cv}"
+        );
     }
 }
 
 #[test]
 fn gamma_first_arrival_is_one_gap_after_zero() {
-    let first = Schedule::new(Arrival::Gamma { burstiness: 2.0 }, 10.0, 1, u64::MAX, Shard::WHOLE)
-        .unwrap()
-        .next()
-        .unwrap();
+    let first = Schedule::new(
+        Arrival::Gamma { burstiness: 2.0 },
+        10.0,
+        1,
+        u64::MAX,
+        Shard::WHOLE,
+    )
+    .unwrap()
+    .next()
+    .unwrap();
     assert!(first > 0);
 }
 
@@ -488,11 +592,23 @@ fn gamma_first_arrival_is_one_gap_after_zero() {
 fn bad_inputs_give_typed_errors() {
     let new = |arrival, rate, sh| Schedule::new(arrival, rate, 0, S, sh).err();
     for rate in [0.0, -0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-        for arrival in [Arrival::Constant, Arrival::Poisson, Arrival::Burst { size: 2 }, Arrival::Gamma { burstiness: 1.0 }] {
-            assert_eq!(new(arrival, rate, Shard::WHOLE), Some(ScheduleError::InvalidRate), "{arrival:?} {rate}");
+        for arrival in [
+            Arrival::Constant,
+            Arrival::Poisson,
+            Arrival::Burst { size: 2 },
+            Arrival::Gamma { burstiness: 1.0 },
+        ] {
+            assert_eq!(
+                new(arrival, rate, Shard::WHOLE),
+                Some(ScheduleError::InvalidRate),
+                "{arrival:?} {rate}"
+            );
         }
     }
-    assert_eq!(new(Arrival::Burst { size: 0 }, 1.0, Shard::WHOLE), Some(ScheduleError::EmptyBurst));
+    assert_eq!(
+        new(Arrival::Burst { size: 0 }, 1.0, Shard::WHOLE),
+        Some(ScheduleError::EmptyBurst)
+    );
     for k in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert_eq!(
             new(Arrival::Gamma { burstiness: k }, 1.0, Shard::WHOLE),
@@ -500,12 +616,37 @@ fn bad_inputs_give_typed_errors() {
             "burstiness {k}"
         );
     }
-    for sh in [shard(0, 0), shard(1, 1), shard(5, 3), shard(u32::MAX, u32::MAX)] {
-        assert_eq!(new(Arrival::Constant, 1.0, sh), Some(ScheduleError::InvalidShard), "{sh:?}");
+    for sh in [
+        shard(0, 0),
+        shard(1, 1),
+        shard(5, 3),
+        shard(u32::MAX, u32::MAX),
+    ] {
+        assert_eq!(
+            new(Arrival::Constant, 1.0, sh),
+            Some(ScheduleError::InvalidShard),
+            "{sh:?}"
+        );
     }
     // The smallest valid inputs are accepted.
-    assert!(Schedule::new(Arrival::Constant, f64::MIN_POSITIVE, 0, S, shard(u32::MAX - 1, u32::MAX)).is_ok());
-    assert!(Schedule::new(Arrival::Gamma { burstiness: f64::MIN_POSITIVE }, f64::MAX, 0, 0, Shard::WHOLE).is_ok());
+    assert!(Schedule::new(
+        Arrival::Constant,
+        f64::MIN_POSITIVE,
+        0,
+        S,
+        shard(u32::MAX - 1, u32::MAX)
+    )
+    .is_ok());
+    assert!(Schedule::new(
+        Arrival::Gamma {
+            burstiness: f64::MIN_POSITIVE
+        },
+        f64::MAX,
+        0,
+        0,
+        Shard::WHOLE
+    )
+    .is_ok());
 }
 
 #[test]
@@ -519,14 +660,20 @@ fn errors_display_what_to_change() {
         "the shard index must be below the shard count, and the count at least 1"
     );
     let e: &dyn std::error::Error = &ScheduleError::InvalidBurstiness;
-    assert_eq!(e.to_string(), "the gamma burstiness must be a finite number above 0 (1 is Poisson)");
+    assert_eq!(
+        e.to_string(),
+        "the gamma burstiness must be a finite number above 0 (1 is Poisson)"
+    );
 }
 
 #[test]
 fn extreme_rates_end_or_stay_exact() {
     // One request per ~3e299 s: only slot 0 fits.
     assert_eq!(whole(Arrival::Constant, 1e-300, 0, u64::MAX), [0]);
-    assert_eq!(all(Arrival::Constant, 1e-300, 0, u64::MAX, shard(1, 2)), Vec::<u64>::new());
+    assert_eq!(
+        all(Arrival::Constant, 1e-300, 0, u64::MAX, shard(1, 2)),
+        Vec::<u64>::new()
+    );
     // A billion per second, exactly one per ns.
     assert_eq!(whole(Arrival::Constant, 1e9, 0, 5), [0, 1, 2, 3, 4]);
     // Ten billion per second: ten slots per ns, rounded half up.
