@@ -70,14 +70,18 @@ const COOKIE_WORD_SIZE_MASK: u32 = 0xf0;
 /// `Clone` copies about 58 KiB; engines keep one per thread (inside a
 /// [`crate::measure::Recorder`]) and merge them at the end.
 #[derive(Clone, PartialEq, Eq)]
+#[repr(C)]
 pub struct Histogram {
-    counts: [u64; BUCKET_COUNT],
+    // The statistics come first (`repr(C)`) so the optimizer can see that a
+    // store into `counts[i]` never aliases them and keep them in registers
+    // across a loop of `record` calls.
+    sum: u128,
     total: u64,
     /// `u64::MAX` when empty.
     min: u64,
     /// 0 when empty.
     max: u64,
-    sum: u128,
+    counts: [u64; BUCKET_COUNT],
 }
 
 /// One non-empty bucket, as yielded by [`Histogram::buckets`].
@@ -514,8 +518,7 @@ impl Histogram {
         }
         let lo = bucket_index(other.min);
         let hi = bucket_index(other.max);
-        if let (Some(dst), Some(src)) = (self.counts.get_mut(lo..=hi), other.counts.get(lo..=hi))
-        {
+        if let (Some(dst), Some(src)) = (self.counts.get_mut(lo..=hi), other.counts.get(lo..=hi)) {
             for (d, &s) in dst.iter_mut().zip(src) {
                 *d = d.saturating_add(s);
             }
@@ -1061,7 +1064,17 @@ mod tests {
 
     #[test]
     fn varint_len_matches_writer() {
-        for v in [0u64, 1, 127, 128, 16_383, 16_384, 1 << 49, 1 << 56, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            1 << 49,
+            1 << 56,
+            u64::MAX,
+        ] {
             let mut out = [0u8; 9];
             let n = varint_write(v, &mut out);
             assert_eq!(varint_len(v), n, "v = {v}");
@@ -1090,7 +1103,10 @@ mod tests {
         assert_eq!(h.count(), u64::MAX);
         assert_eq!(h.min(), 1);
         assert_eq!(h.max(), u64::MAX);
-        assert_eq!(h.sum(), u128::from(u64::MAX) * (u128::from(u64::MAX) + 1) / 2);
+        assert_eq!(
+            h.sum(),
+            u128::from(u64::MAX) * (u128::from(u64::MAX) + 1) / 2
+        );
         assert_eq!(h.count_at_index(0), 0);
         assert_eq!(h.count_at_index(1), 1);
         assert_eq!(h.count_at_index(7423), 1 << 56);

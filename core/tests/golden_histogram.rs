@@ -30,7 +30,12 @@ fn ours_by_value(h: &Histogram) -> Vec<(u64, u64)> {
 /// is `u64::MAX - 1`: its `next_non_equivalent` saturates at `u64::MAX`.)
 fn hdr_by_value(h: &Hdr) -> Vec<(u64, u64)> {
     h.iter_recorded()
-        .map(|v| (h.lowest_equivalent(v.value_iterated_to()), v.count_at_value()))
+        .map(|v| {
+            (
+                h.lowest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
         .collect()
 }
 
@@ -94,9 +99,21 @@ fn hand_example_quantiles_and_mean() {
     assert_eq!(
         h.buckets().collect::<Vec<_>>(),
         [
-            Bucket { lower: 1000, upper: 1003, count: 2 },
-            Bucket { lower: 1004, upper: 1007, count: 1 },
-            Bucket { lower: 2000, upper: 2007, count: 1 },
+            Bucket {
+                lower: 1000,
+                upper: 1003,
+                count: 2
+            },
+            Bucket {
+                lower: 1004,
+                upper: 1007,
+                count: 1
+            },
+            Bucket {
+                lower: 2000,
+                upper: 2007,
+                count: 1
+            },
         ]
     );
 }
@@ -141,8 +158,16 @@ fn empty_zero_and_max_do_not_panic() {
     assert_eq!(
         h.buckets().collect::<Vec<_>>(),
         [
-            Bucket { lower: 0, upper: 0, count: 1 },
-            Bucket { lower: 255 << 56, upper: u64::MAX, count: 1 },
+            Bucket {
+                lower: 0,
+                upper: 0,
+                count: 1
+            },
+            Bucket {
+                lower: 255 << 56,
+                upper: u64::MAX,
+                count: 1
+            },
         ]
     );
     let bytes = encode(&h);
@@ -292,14 +317,20 @@ fn decode_rebuckets_finer_layouts_exactly() {
 fn decode_rejects_coarser_layouts() {
     let mut one_digit = Hdr::new_with_bounds(1, 1 << 20, 1).unwrap();
     one_digit.record(100).unwrap(); // a counter 4 values wide at 100
-    assert_eq!(decode_v2(&hdr_encode(&one_digit)), Err(DecodeError::Coarser));
+    assert_eq!(
+        decode_v2(&hdr_encode(&one_digit)),
+        Err(DecodeError::Coarser)
+    );
     // Values whose counters stay one value wide are fine.
     let mut exact = Hdr::new_with_bounds(1, 1 << 20, 1).unwrap();
     exact.record(5).unwrap();
     assert_eq!(decode_v2(&hdr_encode(&exact)).unwrap().quantile(1.0), 5);
     let mut unit_1024 = Hdr::new_with_bounds(1024, 1 << 40, 3).unwrap();
     unit_1024.record(5000).unwrap();
-    assert_eq!(decode_v2(&hdr_encode(&unit_1024)), Err(DecodeError::Coarser));
+    assert_eq!(
+        decode_v2(&hdr_encode(&unit_1024)),
+        Err(DecodeError::Coarser)
+    );
 }
 
 /// A header for hand-made inputs.
@@ -318,7 +349,10 @@ fn header(cookie: u32, payload: u32, offset: u32, digits: u32, low: u64, ratio: 
 #[test]
 fn decode_errors_are_typed() {
     assert_eq!(decode_v2(&[]), Err(DecodeError::Truncated));
-    assert_eq!(decode_v2(&[0x1c, 0x84, 0x93, 0x13, 0]), Err(DecodeError::Truncated));
+    assert_eq!(
+        decode_v2(&[0x1c, 0x84, 0x93, 0x13, 0]),
+        Err(DecodeError::Truncated)
+    );
     let ok = header(0x1c84_9313, 1, 0, 2, 1, 1.0);
     assert_eq!(decode_v2(&ok), Err(DecodeError::Truncated)); // payload missing
     let mut one = ok.clone();
@@ -412,7 +446,9 @@ fn record_corrected_equals_hdrhistogram() {
     let interval = 1_000;
     let mut x = 12345u64;
     for _ in 0..2000 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let v = (x >> 33) % 2_000_000; // up to 2000 intervals
         ours.record_corrected(v, interval);
         hdr.record_correct(v, interval).unwrap();
@@ -426,7 +462,10 @@ fn record_corrected_equals_hdrhistogram() {
     // Hand check: 3500 with interval 1000 adds 2500 and 1500.
     let mut h = Histogram::new();
     h.record_corrected(3500, 1000);
-    assert_eq!((h.count(), h.sum(), h.min(), h.max()), (3, 7500, 1500, 3500));
+    assert_eq!(
+        (h.count(), h.sum(), h.min(), h.max()),
+        (3, 7500, 1500, 3500)
+    );
     h.record_corrected(5, 0);
     assert_eq!(h.count(), 4);
 }
@@ -437,7 +476,9 @@ fn corrected_copy_equals_hdrhistogram() {
     let mut hdr = hdr_full();
     let mut x = 777u64;
     for _ in 0..3000 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let v = (x >> 33) % 500_000;
         ours.record(v);
         hdr.record(v).unwrap();
@@ -478,7 +519,11 @@ fn merge_is_exact() {
     let mut b = Histogram::new();
     let mut all = Histogram::new();
     for (i, v) in spread().into_iter().enumerate() {
-        if i % 3 == 0 { a.record(v) } else { b.record(v) }
+        if i % 3 == 0 {
+            a.record(v)
+        } else {
+            b.record(v)
+        }
         all.record(v);
     }
     a.merge(&b);
