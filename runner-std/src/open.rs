@@ -161,7 +161,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                                 }
                                 let grow = q.jobs.len() > q.idle + q.connecting
                                     && shared.open_connections.load(Ordering::Relaxed)
-                                        + q.connecting as u64
+                                        + (q.connecting as u64)
                                         < u64::from(plan.max_connections);
                                 if grow {
                                     q.connecting += 1;
