@@ -1,12 +1,13 @@
 //! The engine: threads, their share of the plan, and each thread's event loop.
 //!
 //! One loop iteration: reap every completion without blocking (each is
-//! stamped with the clock as it is handled), check deadlines (at most every
+//! stamped with the clock as it is handled), check deadlines when the
+//! earliest one has passed (a linear scan of the connections, at most every
 //! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
 //! in one batch and submit, busy-wait the last slice, or arm the ring's
 //! timer and sleep in `submit_and_wait` until it fires or a completion
-//! arrives. Sleeps are capped at [`SCAN_NS`] so deadlines and the stop flag
-//! are noticed within about a millisecond.
+//! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
+//! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
 
 use std::collections::VecDeque;
 use std::io;
@@ -32,6 +33,8 @@ pub(crate) const READ_BUF: usize = 64 * 1024;
 const GAP_CAP: usize = 4096;
 /// Deadline scan period and longest sleep.
 const SCAN_NS: u64 = 1_000_000;
+/// Longest sleep: the stop flag is noticed within this.
+const IDLE_WAKE_NS: u64 = 10_000_000;
 /// Progress publication period per thread.
 const PUBLISH_NS: u64 = 50_000_000;
 /// Closed model: wait this long before reconnecting after a refused connect.
@@ -358,6 +361,8 @@ struct Worker<'p> {
     waited: u64,
     gap_overflow: u64,
     hard_end_ns: u64,
+    /// The earliest deadline (request timeout or closed-model retry), or `u64::MAX`.
+    next_deadline_ns: u64,
     /// False once the schedule is over or stopped.
     scheduling: bool,
     out: RunOutput,
@@ -442,6 +447,7 @@ impl<'p> Worker<'p> {
             gap_overflow: 0,
             hard_end_ns: plan.end_ns().saturating_add(plan.timeout_ns),
             scheduling: true,
+            next_deadline_ns: u64::MAX,
             out,
             stats: ThreadStats::default(),
             progress: [0; 3],
@@ -505,13 +511,13 @@ impl<'p> Worker<'p> {
             }
             let now = self.clock.now_ns();
             // 2. Deadlines, retries and progress, about every millisecond.
-            if now >= next_scan {
+            if now >= next_scan && now >= self.next_deadline_ns {
                 self.scan(now)?;
                 next_scan = now + SCAN_NS;
-                if now >= next_publish {
-                    self.publish(now, false);
-                    next_publish = now + PUBLISH_NS;
-                }
+            }
+            if now >= next_publish {
+                self.publish(now, false);
+                next_publish = now + PUBLISH_NS;
             }
             // 3. The end of scheduling: the schedule, the stop flag, or (closed) the end time.
             if self.scheduling {
@@ -529,11 +535,14 @@ impl<'p> Worker<'p> {
                         for c in self.conns.iter_mut() {
                             c.deadline_ns = c.deadline_ns.min(self.hard_end_ns);
                         }
+                        self.next_deadline_ns = self.next_deadline_ns.min(self.hard_end_ns);
                     }
                     self.hook(Phase::Draining);
                 }
             }
-            let mut wake = now + SCAN_NS;
+            let mut wake = (now + IDLE_WAKE_NS)
+                .min(next_publish)
+                .min(self.next_deadline_ns.max(next_scan));
             if self.scheduling && self.closed.is_none() {
                 match pace(now, next, spin_ns) {
                     Pace::Send => {
@@ -644,6 +653,7 @@ impl<'p> Worker<'p> {
             Some(ei) => {
                 let c = &mut self.conns[slot];
                 c.retry_at_ns = Some(now + RETRY_NS);
+                self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
                 if self.plan.is_measured(now) {
                     let ok = self
                         .ledger
@@ -694,6 +704,7 @@ impl<'p> Worker<'p> {
         c.timing = StreamTiming::new(job.intended_ns, now);
         c.gaps = 0;
         c.sends += 1;
+        self.next_deadline_ns = self.next_deadline_ns.min(deadline);
         if self.ledger.sent(&mut self.out, job.intended_ns, now) {
             self.progress[0] += 1;
         }
@@ -965,16 +976,22 @@ impl<'p> Worker<'p> {
     }
 
     /// Timeouts of requests past their deadline; closed-model reconnects due.
+    /// Recomputes the earliest deadline.
     fn scan(&mut self, now: u64) -> io::Result<()> {
+        self.next_deadline_ns = u64::MAX;
         for slot in 0..self.conns.len() {
             let c = &self.conns[slot];
-            if c.state == State::Busy && now >= c.deadline_ns {
-                self.fault(slot, ErrorKind::Timeout)?;
-            } else if c.state == State::Free && c.retry_at_ns.is_some_and(|t| now >= t) {
-                self.conns[slot].retry_at_ns = None;
-                if now < self.plan.end_ns() && !self.control.stopped() {
-                    self.connect(slot)?;
+            match (c.state, c.retry_at_ns) {
+                (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
+                (State::Busy, _) => self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns),
+                (State::Free, Some(t)) if now >= t => {
+                    self.conns[slot].retry_at_ns = None;
+                    if now < self.plan.end_ns() && !self.control.stopped() {
+                        self.connect(slot)?;
+                    }
                 }
+                (State::Free, Some(t)) => self.next_deadline_ns = self.next_deadline_ns.min(t),
+                _ => {}
             }
         }
         Ok(())
