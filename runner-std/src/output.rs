@@ -86,7 +86,9 @@ impl RunOutput {
     pub fn empty(plan: &Plan<'_>) -> RunOutput {
         RunOutput {
             recorder: Box::new(Recorder::new()),
-            intervals: (0..plan.interval_count()).map(|_| Interval::new()).collect(),
+            intervals: (0..plan.interval_count())
+                .map(|_| Interval::new())
+                .collect(),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -103,7 +105,8 @@ impl RunOutput {
     pub fn merge(&mut self, other: &RunOutput) {
         self.recorder.merge(&other.recorder);
         if self.intervals.len() < other.intervals.len() {
-            self.intervals.resize_with(other.intervals.len(), Interval::new);
+            self.intervals
+                .resize_with(other.intervals.len(), Interval::new);
         }
         for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
             a.merge(b);
@@ -467,7 +470,9 @@ impl<'p> Collector<'p> {
             return;
         }
         progress.last_p99_ns.store(p99, Ordering::Relaxed);
-        progress.last_send_lag_p99_ns.store(lag_p99, Ordering::Relaxed);
+        progress
+            .last_send_lag_p99_ns
+            .store(lag_p99, Ordering::Relaxed);
         self.published_interval = Some(last);
     }
 }

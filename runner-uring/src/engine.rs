@@ -120,7 +120,11 @@ fn split(total: u64, n: usize, i: usize) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-pub(crate) fn run(plan: &Plan<'_>, control: &Control, opts: &UringOptions) -> Result<RunOutput, EngineError> {
+pub(crate) fn run(
+    plan: &Plan<'_>,
+    control: &Control,
+    opts: &UringOptions,
+) -> Result<RunOutput, EngineError> {
     validate(plan)?;
     let workers = match plan.model {
         Model::Closed { workers: 0, .. } => {
@@ -130,7 +134,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control, opts: &UringOptions) -> Re
         Model::Open => None,
     };
     if plan.shard.count == 0 || plan.shard.index >= plan.shard.count {
-        return Err(EngineError::Plan("the shard index must be below the shard count"));
+        return Err(EngineError::Plan(
+            "the shard index must be below the shard count",
+        ));
     }
     let cpus = match &opts.cpus {
         Some(c) if c.is_empty() => return Err(EngineError::Plan("--cpus lists no CPU")),
@@ -153,7 +159,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control, opts: &UringOptions) -> Re
             .and_then(|s| s.set_nodelay(true).map(|()| s))
         {
             Ok(s) => streams.push(s),
-            Err(e) if streams.is_empty() || workers.is_some() => return Err(EngineError::Connect(e)),
+            Err(e) if streams.is_empty() || workers.is_some() => {
+                return Err(EngineError::Connect(e))
+            }
             Err(e) => {
                 warnings.push(format!(
                     "only {} of {} connections could be pre-opened: {e}",
@@ -323,7 +331,10 @@ fn thread_main(
     let mut warning = None;
     if let Some(cpu) = share.cpu {
         if let Err(e) = pin_to_cpu(cpu) {
-            warning = Some(format!("thread {} not pinned to CPU {cpu}: {e}", share.thread));
+            warning = Some(format!(
+                "thread {} not pinned to CPU {cpu}: {e}",
+                share.thread
+            ));
         }
     }
     let setup = Worker::new(plan, control, opts, share, warning);
@@ -410,8 +421,19 @@ impl<'p> Worker<'p> {
             idle.push(i);
         }
         idle.reverse();
-        let schedule = Schedule::new(plan.arrival, plan.rate, plan.seed, plan.end_ns(), share.shard)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the arrival process is invalid"))?;
+        let schedule = Schedule::new(
+            plan.arrival,
+            plan.rate,
+            plan.seed,
+            plan.end_ns(),
+            share.shard,
+        )
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the arrival process is invalid",
+            )
+        })?;
         let mut out = RunOutput::empty(plan);
         out.warnings.extend(warning);
         let (closed, workers_total) = match plan.model {
@@ -487,7 +509,11 @@ impl<'p> Worker<'p> {
         let spin_ns = self.plan.spin_ns;
         let end_ns = self.plan.end_ns();
         let mut batch = [Completion::Timer; REAP_BATCH];
-        let mut next = if self.closed.is_some() { None } else { self.schedule.next() };
+        let mut next = if self.closed.is_some() {
+            None
+        } else {
+            self.schedule.next()
+        };
         let mut index = 0u64;
         let mut stopped_at = None;
         let mut next_scan = 0u64;
@@ -547,7 +573,8 @@ impl<'p> Worker<'p> {
                 match pace(now, next, spin_ns) {
                     Pace::Send => {
                         while let Some(t) = next.filter(|&t| t <= now) {
-                            let request = (self.thread + index * self.threads) % self.plan.requests.len() as u64;
+                            let request = (self.thread + index * self.threads)
+                                % self.plan.requests.len() as u64;
                             self.dispatch(Job {
                                 request: request as usize,
                                 intended_ns: t,
@@ -655,9 +682,13 @@ impl<'p> Worker<'p> {
                 c.retry_at_ns = Some(now + RETRY_NS);
                 self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
                 if self.plan.is_measured(now) {
-                    let ok = self
-                        .ledger
-                        .closed_done(&mut self.out, now, now, Finish::Error(ErrorKind::Connect), ei);
+                    let ok = self.ledger.closed_done(
+                        &mut self.out,
+                        now,
+                        now,
+                        Finish::Error(ErrorKind::Connect),
+                        ei,
+                    );
                     self.count(ok);
                 }
             }
@@ -691,7 +722,9 @@ impl<'p> Worker<'p> {
             self.idle.push(slot);
             return Ok(());
         }
-        let deadline = now.saturating_add(self.plan.timeout_ns).min(self.hard_end_ns);
+        let deadline = now
+            .saturating_add(self.plan.timeout_ns)
+            .min(self.hard_end_ns);
         let c = &mut self.conns[slot];
         c.state = State::Busy;
         c.job = job;
@@ -856,7 +889,14 @@ impl<'p> Worker<'p> {
         if self.conns[slot].state == State::Busy {
             let now = self.clock.now_ns();
             let c = &self.conns[slot];
-            let ok = record(self.ledger, &mut self.out, self.closed, c, now, Finish::Error(kind));
+            let ok = record(
+                self.ledger,
+                &mut self.out,
+                self.closed,
+                c,
+                now,
+                Finish::Error(kind),
+            );
             self.count(ok);
             self.in_flight -= 1;
         }
@@ -929,7 +969,9 @@ impl<'p> Worker<'p> {
                         }
                         Ok(())
                     }
-                    State::Settling if res < 0 || conn.sent_bytes + (res as usize) < len => self.close(slot),
+                    State::Settling if res < 0 || conn.sent_bytes + (res as usize) < len => {
+                        self.close(slot)
+                    }
                     State::Settling => self.ready(slot),
                     _ => Ok(()),
                 }
@@ -967,7 +1009,11 @@ impl<'p> Worker<'p> {
                         self.fault(slot, ErrorKind::Reset)
                     }
                     Ok(None) | Err(_) => {
-                        let kind = if streaming { ErrorKind::StreamCut } else { ErrorKind::Reset };
+                        let kind = if streaming {
+                            ErrorKind::StreamCut
+                        } else {
+                            ErrorKind::Reset
+                        };
                         self.fault(slot, kind)
                     }
                 }
@@ -983,7 +1029,9 @@ impl<'p> Worker<'p> {
             let c = &self.conns[slot];
             match (c.state, c.retry_at_ns) {
                 (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
-                (State::Busy, _) => self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns),
+                (State::Busy, _) => {
+                    self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
+                }
                 (State::Free, Some(t)) if now >= t => {
                     self.conns[slot].retry_at_ns = None;
                     if now < self.plan.end_ns() && !self.control.stopped() {

@@ -29,7 +29,11 @@
 //!     assert_eq!(out.recorder.scheduled, 100); // 100 req/s for 1 s measured
 //! }
 //! ```
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
 #![deny(missing_docs)]
 
 use std::fmt;
@@ -180,7 +184,11 @@ pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
 /// [`EngineError::Connect`] when no connection can be opened before the
 /// clock starts, [`EngineError::Io`] when a ring or thread cannot be set up
 /// (call [`probe`] first to tell io_uring's absence apart).
-pub fn run(plan: &Plan<'_>, control: &Control, opts: &UringOptions) -> Result<RunOutput, EngineError> {
+pub fn run(
+    plan: &Plan<'_>,
+    control: &Control,
+    opts: &UringOptions,
+) -> Result<RunOutput, EngineError> {
     #[cfg(target_os = "linux")]
     {
         engine::run(plan, control, opts)

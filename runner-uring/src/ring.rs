@@ -135,7 +135,10 @@ impl Ring {
     /// # Panics
     /// When a recv into it is in flight (an engine bug).
     pub(crate) fn buf(&mut self, slot: usize) -> &mut [u8] {
-        assert!(!self.slots[slot].recv, "read buffer of slot {slot} is in use by the kernel");
+        assert!(
+            !self.slots[slot].recv,
+            "read buffer of slot {slot} is in use by the kernel"
+        );
         assert!(slot < self.slots.len());
         // SAFETY: `bufs` points at a live slab of `slots * buf_len` bytes
         // (invariant 1, allocated in `new`, freed only in `Drop`); the range
@@ -144,7 +147,10 @@ impl Ring {
         // kernel does not write it while the returned borrow of `self` lives
         // (a new recv needs `&mut self`).
         unsafe {
-            std::slice::from_raw_parts_mut(self.bufs.as_ptr().add(slot * self.buf_len), self.buf_len)
+            std::slice::from_raw_parts_mut(
+                self.bufs.as_ptr().add(slot * self.buf_len),
+                self.buf_len,
+            )
         }
     }
 
@@ -205,9 +211,15 @@ impl Ring {
     pub(crate) fn recv(&mut self, slot: usize, filled: usize) -> io::Result<()> {
         let buf_len = self.buf_len;
         let s = &mut self.slots[slot];
-        let fd = s.fd.as_ref().expect("recv on a slot without a socket").as_raw_fd();
+        let fd =
+            s.fd.as_ref()
+                .expect("recv on a slot without a socket")
+                .as_raw_fd();
         assert!(!s.recv, "a recv is already in flight on slot {slot}");
-        assert!(filled < buf_len, "no room left in the read buffer of slot {slot}");
+        assert!(
+            filled < buf_len,
+            "no room left in the read buffer of slot {slot}"
+        );
         s.recv = true;
         // SAFETY: `slot * buf_len + filled < (slot + 1) * buf_len <= slab
         // length`, asserted above; the slab lives until every operation has
@@ -230,7 +242,10 @@ impl Ring {
         let bytes = &self.requests[request][offset..];
         assert!(!bytes.is_empty(), "empty send");
         let s = &mut self.slots[slot];
-        let fd = s.fd.as_ref().expect("send on a slot without a socket").as_raw_fd();
+        let fd =
+            s.fd.as_ref()
+                .expect("send on a slot without a socket")
+                .as_raw_fd();
         assert!(!s.send, "a send is already in flight on slot {slot}");
         s.send = true;
         let entry = opcode::Send::new(types::Fd(fd), bytes.as_ptr(), bytes.len() as u32)
@@ -392,7 +407,10 @@ impl Drop for Ring {
             }
             self.reap(&mut scratch);
         }
-        let slab = std::ptr::slice_from_raw_parts_mut(self.bufs.as_ptr(), self.slots.len().max(1) * self.buf_len);
+        let slab = std::ptr::slice_from_raw_parts_mut(
+            self.bufs.as_ptr(),
+            self.slots.len().max(1) * self.buf_len,
+        );
         if self.in_flight > 0 {
             // The kernel may still touch the memory: leak it rather than free it.
             std::mem::forget(std::mem::take(&mut self.requests));
@@ -412,7 +430,10 @@ impl Drop for Ring {
 }
 
 fn retryable(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME)
+    )
 }
 
 fn shutdown(fd: RawFd) {
@@ -440,7 +461,10 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             unsafe {
                 std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin);
             }
-            (storage, std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+            (
+                storage,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
         }
         SocketAddr::V6(a) => {
             let sin6 = libc::sockaddr_in6 {
@@ -456,7 +480,10 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             unsafe {
                 std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6);
             }
-            (storage, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+            (
+                storage,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
         }
     }
 }
@@ -505,7 +532,8 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Vec::new();
     }

@@ -30,7 +30,10 @@ fn constant_run_has_exact_counts_and_small_send_lag() {
     let p = plan(server.addr, 200.0, Duration::from_secs(1));
     let out = run(&p, &Control::default(), &UringOptions::default()).unwrap();
     let r = &out.recorder;
-    assert_eq!((r.scheduled, r.sent, r.ok, r.errors_total(), r.dropped), (200, 200, 200, 0, 0));
+    assert_eq!(
+        (r.scheduled, r.sent, r.ok, r.errors_total(), r.dropped),
+        (200, 200, 200, 0, 0)
+    );
     assert_eq!(r.latency.count(), 200);
     assert_eq!(out.intervals.len(), 4);
     assert_eq!(out.intervals.iter().map(|i| i.sent).sum::<u64>(), 200);
@@ -89,7 +92,11 @@ fn silent_server_gives_timeouts() {
     assert_eq!(r.errors[ErrorKind::Timeout as usize], 20);
     assert!(r.latency.count() == 0);
     // The run waits up to the timeout after the end, not longer.
-    assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
     // Timed-out connections were replaced.
     assert!(out.connections_opened > 4);
 }
@@ -177,13 +184,25 @@ fn a_stall_does_not_delay_sends() {
     let r = &out.recorder;
     assert_eq!((r.scheduled, r.sent, r.ok), (200, 200, 200));
     // Requests intended inside the stall were still sent on time (on new connections)...
-    assert!(r.send_lag.quantile(0.99) < 5 * MS, "send lag p99 {}", r.send_lag.quantile(0.99));
+    assert!(
+        r.send_lag.quantile(0.99) < 5 * MS,
+        "send lag p99 {}",
+        r.send_lag.quantile(0.99)
+    );
     assert!(out.peak_connections >= 50, "peak {}", out.peak_connections);
     assert!(out.waited_for_connection >= 50);
     // ...and the first of them waited for (nearly) the whole stall.
-    assert!(r.latency.max() >= stall.as_nanos() as u64 - 30 * MS, "max {}", r.latency.max());
+    assert!(
+        r.latency.max() >= stall.as_nanos() as u64 - 30 * MS,
+        "max {}",
+        r.latency.max()
+    );
     // 58 of the 200 requests were intended more than 10 ms before the stall's end.
-    assert!(r.latency.quantile(0.75) > 10 * MS, "p75 {}", r.latency.quantile(0.75));
+    assert!(
+        r.latency.quantile(0.75) > 10 * MS,
+        "p75 {}",
+        r.latency.quantile(0.75)
+    );
 }
 
 #[test]
@@ -199,7 +218,11 @@ fn connection_close_replies_replace_the_connection() {
     let out = run(&p, &Control::default(), &one_thread()).unwrap();
     let r = &out.recorder;
     assert_eq!((r.scheduled, r.ok, r.errors_total()), (30, 30, 0));
-    assert!(out.connections_opened >= 30, "opened {}", out.connections_opened);
+    assert!(
+        out.connections_opened >= 30,
+        "opened {}",
+        out.connections_opened
+    );
 }
 
 #[test]
@@ -245,7 +268,11 @@ fn stop_flag_ends_the_run_early() {
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     assert!(out.stopped);
     let r = &out.recorder;
-    assert!((25..=35).contains(&r.scheduled), "scheduled {}", r.scheduled);
+    assert!(
+        (25..=35).contains(&r.scheduled),
+        "scheduled {}",
+        r.scheduled
+    );
     assert_eq!(r.ok, r.sent);
     assert!(out.measured_ns < 1_000_000_000);
     assert_eq!(control.progress.sent.load(Ordering::Relaxed), r.sent);

@@ -98,9 +98,17 @@ fn engine_threads_allocate_nothing_while_measuring() {
     let out = run(&p, &Control::default(), &opts).unwrap();
     assert_eq!(out.recorder.scheduled, 500);
     assert_eq!(out.recorder.ok, 500);
-    assert!(out.connections_opened > 2, "no growth: {}", out.connections_opened);
+    assert!(
+        out.connections_opened > 2,
+        "no growth: {}",
+        out.connections_opened
+    );
     assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 0, "allocations in the open run");
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations in the open run"
+    );
 
     // Connection: close on every reply: a replacement connect per request.
     let server = Server::start(Behaviour {
@@ -111,7 +119,11 @@ fn engine_threads_allocate_nothing_while_measuring() {
     let out = run(&p, &Control::default(), &opts).unwrap();
     assert_eq!(out.recorder.ok, 60);
     assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 0, "allocations with replacements");
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations with replacements"
+    );
 
     // Closed model.
     let server = Server::start(Behaviour::default());
@@ -123,5 +135,9 @@ fn engine_threads_allocate_nothing_while_measuring() {
     let out = run(&p, &Control::default(), &opts).unwrap();
     assert!(out.recorder.ok > 10);
     assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 0, "allocations in the closed run");
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations in the closed run"
+    );
 }

@@ -53,7 +53,9 @@ impl Server {
                 match listener.accept() {
                     Ok((s, _)) => {
                         let (stop, requests) = (stop2.clone(), requests2.clone());
-                        conns.push(std::thread::spawn(move || serve(s, b, born, stop, requests)));
+                        conns.push(std::thread::spawn(move || {
+                            serve(s, b, born, stop, requests)
+                        }));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -81,7 +83,13 @@ impl Drop for Server {
     }
 }
 
-fn serve(mut s: TcpStream, b: Behaviour, born: Instant, stop: Arc<AtomicBool>, requests: Arc<AtomicU64>) {
+fn serve(
+    mut s: TcpStream,
+    b: Behaviour,
+    born: Instant,
+    stop: Arc<AtomicBool>,
+    requests: Arc<AtomicU64>,
+) {
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = Vec::with_capacity(4096);
