@@ -68,15 +68,34 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
         },
         Part {
             label: "closed + correction",
-            args: common(&["--closed", "10", "--expected-interval", &secs(expected_interval)]),
+            args: common(&[
+                "--closed",
+                "10",
+                "--expected-interval",
+                &secs(expected_interval),
+            ]),
         },
         Part {
             label: "open, constant",
-            args: common(&["--rate", &rate, "--arrival", "constant", "--connections", "32"]),
+            args: common(&[
+                "--rate",
+                &rate,
+                "--arrival",
+                "constant",
+                "--connections",
+                "32",
+            ]),
         },
         Part {
             label: "open, Poisson",
-            args: common(&["--rate", &rate, "--arrival", "poisson", "--connections", "32"]),
+            args: common(&[
+                "--rate",
+                &rate,
+                "--arrival",
+                "poisson",
+                "--connections",
+                "32",
+            ]),
         },
     ];
     let stall_at = (args.duration - args.stall) / 2;
@@ -114,7 +133,10 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
         if let Some(dir) = &args.out_dir {
             std::fs::create_dir_all(dir)?;
             let name = format!("demo-{}.json", i + 1);
-            std::fs::write(dir.join(name), serde_json::to_string_pretty(&result.report)?)?;
+            std::fs::write(
+                dir.join(name),
+                serde_json::to_string_pretty(&result.report)?,
+            )?;
         }
         if progress {
             eprintln!("{} sent", result.report.requests.sent);

@@ -24,3 +24,8 @@ pub fn run(
         EngineArg::Uring => anyhow::bail!("the io_uring engine is not available in this build"),
     }
 }
+
+/// True when the io_uring engine can run here (built in, and the kernel allows it).
+pub fn uring_available() -> bool {
+    false
+}

@@ -10,8 +10,8 @@ pub mod report_cmd;
 pub mod request;
 pub mod run;
 pub mod serve;
-pub mod simulate;
 pub mod signal;
+pub mod simulate;
 pub mod threshold;
 pub mod units;
 

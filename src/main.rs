@@ -1,11 +1,15 @@
 //! metronome: an open-loop load generator with honest latency.
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use metronome::cli::{Cli, Command};
 use metronome::{UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => exit_on_clap_error(e),
+    };
     let code = match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -33,5 +37,25 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
         Command::Report(args) => metronome::report_cmd::report(&args),
         Command::Merge(args) => metronome::report_cmd::merge(&args),
+    }
+}
+
+/// Help and version print as clap renders them (exit 0); a usage error
+/// prints one line naming the problem (exit 2).
+fn exit_on_clap_error(e: clap::Error) -> ! {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad usage")
+                .trim_start_matches("error: ");
+            eprintln!("metronome: {first} (see --help)");
+            std::process::exit(EXIT_USAGE);
+        }
     }
 }

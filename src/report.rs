@@ -381,7 +381,12 @@ pub fn render_text(r: &Report) -> String {
             .iter()
             .filter(|(_, &n)| n > 0)
             .map(|(k, n)| format!("{k} {n}"))
-            .chain(r.errors.by_status.iter().map(|(c, n)| format!("HTTP {c}: {n}")))
+            .chain(
+                r.errors
+                    .by_status
+                    .iter()
+                    .map(|(c, n)| format!("HTTP {c}: {n}")),
+            )
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
     }
@@ -469,7 +474,11 @@ pub fn render_hgrm(h: &Histogram) -> String {
     );
     let total = h.count();
     if total == 0 {
-        let _ = writeln!(s, "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]", 0.0, 0.0);
+        let _ = writeln!(
+            s,
+            "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+            0.0, 0.0
+        );
         let _ = writeln!(s, "#[Max     = {:>12.3}, Total count    = {:>12}]", 0.0, 0);
         let _ = writeln!(s, "#[Buckets = {:>12}, SubBuckets     = {:>12}]", 58, 256);
         return s;

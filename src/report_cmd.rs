@@ -16,12 +16,8 @@ use crate::UsageError;
 pub fn load(path: &std::path::Path) -> anyhow::Result<Report> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    let r: Report = serde_json::from_str(&text).map_err(|e| {
-        UsageError(format!(
-            "{} is not a {SCHEMA} report: {e}",
-            path.display()
-        ))
-    })?;
+    let r: Report = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("{} is not a {SCHEMA} report: {e}", path.display())))?;
     if r.schema != SCHEMA {
         return Err(UsageError(format!(
             "{}: schema '{}' is not {SCHEMA}",
@@ -40,8 +36,11 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Report> {
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     let r = load(&args.file)?;
     if let Some(path) = &args.hgrm {
-        std::fs::write(path, crate::report::render_hgrm(&r.metrics.latency.to_histogram()))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(
+            path,
+            crate::report::render_hgrm(&r.metrics.latency.to_histogram()),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     crate::run::print(&r, args.format)?;
     Ok(if r.thresholds.iter().all(|t| t.passed) {
@@ -95,7 +94,13 @@ pub fn merge_metrics(ms: &[&Metric]) -> Metric {
         out.mean = sum / count as f64;
         out.min = min;
         out.max = max;
-        for q in [&mut out.p50, &mut out.p90, &mut out.p95, &mut out.p99, &mut out.p999] {
+        for q in [
+            &mut out.p50,
+            &mut out.p90,
+            &mut out.p95,
+            &mut out.p99,
+            &mut out.p999,
+        ] {
             *q = q.min(max);
         }
     }
@@ -165,7 +170,8 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
     } else {
         0.0
     };
-    let pick = |f: fn(&Report) -> &Metric| merge_metrics(&reports.iter().map(f).collect::<Vec<_>>());
+    let pick =
+        |f: fn(&Report) -> &Metric| merge_metrics(&reports.iter().map(f).collect::<Vec<_>>());
     m.metrics.latency = pick(|r| &r.metrics.latency);
     m.metrics.service_time = pick(|r| &r.metrics.service_time);
     m.metrics.send_lag = pick(|r| &r.metrics.send_lag);
@@ -212,7 +218,10 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
     g.work_us_per_request = (g.cpu_s - g.spin_s).max(0.0) * 1e6 / sent;
     g.connections_opened = reports.iter().map(|r| r.generator.connections_opened).sum();
     g.peak_connections = reports.iter().map(|r| r.generator.peak_connections).sum();
-    g.waited_for_connection = reports.iter().map(|r| r.generator.waited_for_connection).sum();
+    g.waited_for_connection = reports
+        .iter()
+        .map(|r| r.generator.waited_for_connection)
+        .sum();
     g.stopped = reports.iter().any(|r| r.generator.stopped);
     g.warnings = reports
         .iter()

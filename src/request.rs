@@ -48,7 +48,11 @@ impl Target {
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
             None => (rest, "/".to_string()),
         };
-        let bad_port = || UsageError(format!("'{url}': the port must be a number from 1 to 65535"));
+        let bad_port = || {
+            UsageError(format!(
+                "'{url}': the port must be a number from 1 to 65535"
+            ))
+        };
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let end = v6
                 .find(']')
@@ -127,7 +131,10 @@ pub fn encode(target: &Target, method: &str, headers: &[String], body: Option<&[
         r.push_str(&format!("Host: {}\r\n", target.authority()));
     }
     if !has("user-agent") {
-        r.push_str(&format!("User-Agent: metronome/{}\r\n", env!("CARGO_PKG_VERSION")));
+        r.push_str(&format!(
+            "User-Agent: metronome/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        ));
     }
     for h in headers {
         r.push_str(h.trim());

@@ -10,8 +10,11 @@ use metronome_core::rng;
 use metronome_core::schedule::{Arrival, Shard};
 use metronome_std::{Control, RunOutput};
 
-use crate::cli::{ArrivalArg, EngineArg, FormatArg, RunArgs};
-use crate::report::{self, ms, ArrivalReport, Errors, Generator, IntervalReport, Metrics, Report, Requests, SloReport};
+use crate::cli::{ArrivalArg, FormatArg, RunArgs};
+use crate::report::{
+    self, ms, ArrivalReport, Errors, Generator, IntervalReport, Metrics, Report, Requests,
+    SloReport,
+};
 use crate::request::{check_header, encode, openai_body, Target};
 use crate::threshold::Threshold;
 use crate::UsageError;
@@ -95,7 +98,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
     let mut slo = Slo::default();
     for s in &args.slos {
         let (name, value) = s.split_once('=').ok_or_else(|| {
-            UsageError(format!("bad --slo '{s}': write METRIC=DURATION, e.g. ttft=500ms"))
+            UsageError(format!(
+                "bad --slo '{s}': write METRIC=DURATION, e.g. ttft=500ms"
+            ))
         })?;
         let d = crate::units::parse_duration(value)
             .map_err(|e| UsageError(format!("bad --slo '{s}': {e}")))?;
@@ -120,9 +125,10 @@ fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
 
     let body: Option<Vec<u8>> = match (&args.body, &args.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(f)) => Some(std::fs::read(f).map_err(|e| {
-            UsageError(format!("cannot read --body-file {}: {e}", f.display()))
-        })?),
+        (None, Some(f)) => Some(
+            std::fs::read(f)
+                .map_err(|e| UsageError(format!("cannot read --body-file {}: {e}", f.display())))?,
+        ),
         (None, None) => None,
     };
     let requests = if args.openai {
@@ -238,16 +244,31 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let started = SystemTime::now();
+    let done = std::sync::atomic::AtomicBool::new(false);
     let (engine, output) = std::thread::scope(|s| {
-        let done = std::sync::atomic::AtomicBool::new(false);
         let watcher = s.spawn(|| watch(&control, &done, show_progress, plan.end_ns()));
-        let result = crate::engine::run(args.engine, &plan, &control, args.threads, args.cpus.as_deref());
+        let result = crate::engine::run(
+            args.engine,
+            &plan,
+            &control,
+            args.threads,
+            args.cpus.as_deref(),
+        );
         done.store(true, Ordering::Relaxed);
         let _ = watcher.join();
         result
     })?;
     let run_id = run_id(started, args.seed);
-    let mut report = build_report(&plan, &output, &engine, &p.target, &args.url, run_id, args.arrival, args);
+    let mut report = build_report(
+        &plan,
+        &output,
+        &engine,
+        &p.target,
+        &args.url,
+        run_id,
+        args.arrival,
+        args,
+    );
     let mut breached = false;
     for t in &p.thresholds {
         let tr = t.evaluate(&report);
@@ -476,7 +497,11 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.metrics.send_lag.max
         ));
     }
-    if r.model == "open" && r.offered_rps > 0.0 && r.achieved_rps < 0.99 * r.offered_rps && !r.generator.stopped {
+    if r.model == "open"
+        && r.offered_rps > 0.0
+        && r.achieved_rps < 0.99 * r.offered_rps
+        && !r.generator.stopped
+    {
         w.push(format!(
             "achieved {:.1} req/s is below the offered {:.1} req/s",
             r.achieved_rps, r.offered_rps

@@ -17,7 +17,10 @@ pub fn install() {
         // atomic store, which is async-signal-safe; `signal` has no other
         // preconditions.
         unsafe {
-            libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }

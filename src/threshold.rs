@@ -99,7 +99,9 @@ impl Threshold {
                 "tpot",
                 "latency_corrected",
             ];
-            let stats = ["p50", "p90", "p95", "p99", "p999", "p99.9", "max", "min", "mean", "avg", "median"];
+            let stats = [
+                "p50", "p90", "p95", "p99", "p999", "p99.9", "max", "min", "mean", "avg", "median",
+            ];
             if !metrics.contains(&metric) {
                 return Err(bad(&format!("unknown metric '{metric}'")));
             }

@@ -11,6 +11,7 @@
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
+//! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events for the engines.
 //! - [`measure`]: the per-thread [`measure::Recorder`].
 //! - [`plan`]: what an engine needs to run, and the pacing decision.
 //!
@@ -29,6 +30,7 @@ pub mod histogram;
 pub mod http;
 pub mod measure;
 pub mod plan;
+pub mod response;
 pub mod rng;
 pub mod schedule;
 pub mod sse;

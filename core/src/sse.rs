@@ -1,1 +1,1020 @@
-//! TODO(agent): sse
+//! An allocation-free decoder for OpenAI-style Server-Sent Events streams.
+//!
+//! [`SseDecoder`] is fed the de-chunked body of a `text/event-stream`
+//! response in arbitrary slices and classifies each event:
+//!
+//! | event | [`SseKind`] | notes |
+//! |---|---|---|
+//! | `data: [DONE]` | [`Done`](SseKind::Done) | the end of the stream |
+//! | `: ping` (a comment line) | [`Comment`](SseKind::Comment) | reported at the end of the line; not content |
+//! | `event: error` (with or without data) | [`Error`](SseKind::Error) | |
+//! | `data: {"error": ...}` (non-null), `data: {"object": "error", ...}` | [`Error`](SseKind::Error) | |
+//! | any other event with data | [`Data`](SseKind::Data) | with `content` and `usage_tokens` |
+//!
+//! A data event is a **content chunk** when `choices[0].delta.content`,
+//! `choices[0].delta.reasoning_content`, `choices[0].delta.reasoning` or
+//! `choices[0].text` (completions API) is a non-empty string; a role-only
+//! chunk, an empty or `null` content is not. It carries **usage** when the
+//! top-level `usage` is an object with an integer `completion_tokens` (a
+//! `null` usage is not usage). One event can be both.
+//!
+//! # Design: a streaming classifier, no buffer
+//! The decoder never copies the payload: a small resumable JSON scanner
+//! (strings skipped with `memchr`, escapes honoured, nesting tracked) walks
+//! the `data:` bytes as they arrive and records only the facts above, at the
+//! right nesting. So an event may be split across any number of feeds and
+//! chunks, and has **no size limit**. Several `data:` lines of one event are
+//! joined with `\n` as the SSE specification says (for JSON that is
+//! whitespace). Lines end in `\n`, `\r\n` or `\r`; `id:`, `retry:`, other
+//! `event:` types and unknown fields are ignored. Keys that contain escape
+//! sequences are not recognised (no real server escapes ASCII key names).
+//! Invalid JSON never fails: it is classified on what could be seen.
+//!
+//! Deviations from a browser's `EventSource`, on purpose: `event: error`
+//! without data is still dispatched (as an error), a leading byte-order
+//! mark is not stripped, and [`SseDecoder::finish`] accepts a final
+//! `data: [DONE]` that lacks its blank line.
+//!
+//! ```
+//! use metronome_core::sse::{SseDecoder, SseEvent, SseKind};
+//!
+//! let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+//! let mut sse = SseDecoder::new();
+//! let (n, event) = sse.feed(body);
+//! assert_eq!(n, 48);
+//! assert_eq!(event, Some(SseEvent { kind: SseKind::Data, content: true, usage_tokens: None }));
+//! assert_eq!(sse.feed(&body[48..]), (14, Some(SseEvent::DONE)));
+//! assert_eq!(sse.finish(), Ok(None));
+//! ```
+
+use core::fmt;
+
+/// Why a stream could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SseError {
+    /// The body ended before `data: [DONE]`: the server closed the stream
+    /// early (crash, timeout, length limit on a proxy). Counted as a cut
+    /// stream; the tokens seen so far are still valid.
+    CutBeforeDone,
+}
+
+impl fmt::Display for SseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SseError::CutBeforeDone => f.write_str("event stream ended before data: [DONE]"),
+        }
+    }
+}
+
+impl core::error::Error for SseError {}
+
+/// What kind of event was dispatched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SseKind {
+    /// A data event: a JSON chunk (content, role-only, usage, ...).
+    Data,
+    /// `data: [DONE]`: the stream is complete.
+    Done,
+    /// `event: error`, or a JSON error object.
+    Error,
+    /// A comment line such as `: ping` (keep-alive); never content.
+    Comment,
+}
+
+/// One classified event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The kind of event.
+    pub kind: SseKind,
+    /// A content chunk: a non-empty `choices[0].delta.content` (or `text`,
+    /// `reasoning_content`, `reasoning`). Only ever true for
+    /// [`SseKind::Data`].
+    pub content: bool,
+    /// `usage.completion_tokens`, when the chunk carries usage. Only ever
+    /// set for [`SseKind::Data`].
+    pub usage_tokens: Option<u32>,
+}
+
+impl SseEvent {
+    /// The `data: [DONE]` event.
+    pub const DONE: SseEvent = SseEvent {
+        kind: SseKind::Done,
+        content: false,
+        usage_tokens: None,
+    };
+    /// A comment line.
+    pub const COMMENT: SseEvent = SseEvent {
+        kind: SseKind::Comment,
+        content: false,
+        usage_tokens: None,
+    };
+    /// An error event.
+    pub const ERROR: SseEvent = SseEvent {
+        kind: SseKind::Error,
+        content: false,
+        usage_tokens: None,
+    };
+    /// A content chunk without usage.
+    pub const CONTENT: SseEvent = SseEvent {
+        kind: SseKind::Data,
+        content: true,
+        usage_tokens: None,
+    };
+    /// A data event that is neither content nor usage (e.g. role-only).
+    pub const OTHER: SseEvent = SseEvent {
+        kind: SseKind::Data,
+        content: false,
+        usage_tokens: None,
+    };
+}
+
+/// Where the decoder is inside the current line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    /// At the first byte of a line.
+    Start,
+    /// Reading a field name.
+    Name,
+    /// Reading the value of this field.
+    Value(Field),
+}
+
+/// The fields that matter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Data,
+    Event,
+    Comment,
+    Ignored,
+}
+
+/// A short ASCII accumulator: longer input (or an escape) spoils it.
+#[derive(Clone, Copy, Debug)]
+struct Small<const N: usize> {
+    buf: [u8; N],
+    /// `usize::MAX` once spoiled.
+    len: usize,
+}
+
+impl<const N: usize> Small<N> {
+    const EMPTY: Self = Self {
+        buf: [0; N],
+        len: 0,
+    };
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn spoil(&mut self) {
+        self.len = usize::MAX;
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() || self.len == usize::MAX {
+            return;
+        }
+        match self.buf.get_mut(self.len..self.len + bytes.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                self.len += bytes.len();
+            }
+            None => self.spoil(),
+        }
+    }
+
+    fn get(&self) -> Option<&[u8]> {
+        self.buf.get(..self.len)
+    }
+
+    fn is(&self, want: &[u8]) -> bool {
+        self.get() == Some(want)
+    }
+}
+
+/// Recognises a data payload of exactly `[DONE]` (surrounding ASCII
+/// whitespace allowed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DoneMatch {
+    /// Only whitespace so far; the number of bytes of `[DONE]` matched.
+    Matching(u8),
+    /// `[DONE]` and then only whitespace.
+    Matched,
+    /// Anything else.
+    Failed,
+}
+
+impl DoneMatch {
+    const WORD: &'static [u8; 6] = b"[DONE]";
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            *self = match *self {
+                DoneMatch::Failed => return,
+                DoneMatch::Matching(0) if b.is_ascii_whitespace() => DoneMatch::Matching(0),
+                DoneMatch::Matching(k) => match Self::WORD.get(usize::from(k)) {
+                    Some(&w) if w == b => {
+                        if k == 5 {
+                            DoneMatch::Matched
+                        } else {
+                            DoneMatch::Matching(k + 1)
+                        }
+                    }
+                    _ => DoneMatch::Failed,
+                },
+                DoneMatch::Matched if b.is_ascii_whitespace() => DoneMatch::Matched,
+                DoneMatch::Matched => DoneMatch::Failed,
+            };
+        }
+    }
+}
+
+/// A JSON container, as far as classification cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// The top-level object.
+    Root,
+    /// `choices`, before its first comma.
+    Choices,
+    /// `choices`, after its first element.
+    ChoicesRest,
+    /// `choices[0]`.
+    Choice0,
+    /// `choices[0].delta`.
+    Delta,
+    /// The top-level `usage` object.
+    Usage,
+    OtherObj,
+    OtherArr,
+}
+
+impl Ctx {
+    fn is_obj(self) -> bool {
+        !matches!(self, Ctx::Choices | Ctx::ChoicesRest | Ctx::OtherArr)
+    }
+}
+
+/// The keys that matter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Other,
+    Choices,
+    Usage,
+    Error,
+    Object,
+    Delta,
+    Text,
+    Content,
+    CompletionTokens,
+}
+
+impl Key {
+    fn of(name: Option<&[u8]>) -> Key {
+        match name {
+            Some(b"choices") => Key::Choices,
+            Some(b"usage") => Key::Usage,
+            Some(b"error") => Key::Error,
+            Some(b"object") => Key::Object,
+            Some(b"delta") => Key::Delta,
+            Some(b"text") => Key::Text,
+            Some(b"content" | b"reasoning_content" | b"reasoning") => Key::Content,
+            Some(b"completion_tokens") => Key::CompletionTokens,
+            _ => Key::Other,
+        }
+    }
+}
+
+/// What the scalar being read means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Plain,
+    Key,
+    Content,
+    ObjectName,
+    Tokens,
+}
+
+/// The lexical state of the JSON scanner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lex {
+    Between,
+    Str,
+    Number,
+    Literal,
+}
+
+/// Nesting levels whose context is remembered; deeper levels are counted
+/// only (they cannot hold anything that matters).
+const MAX_DEPTH: usize = 16;
+
+/// A resumable JSON scanner that records content / usage / error facts.
+#[derive(Clone, Copy, Debug)]
+struct JsonScan {
+    lex: Lex,
+    role: Role,
+    escape: bool,
+    nonempty: bool,
+    expect_key: bool,
+    key: Key,
+    depth: usize,
+    stack: [Ctx; MAX_DEPTH],
+    acc: Small<24>,
+    number: u64,
+    number_ok: bool,
+    content: bool,
+    usage: Option<u32>,
+    error: bool,
+}
+
+impl JsonScan {
+    const NEW: Self = Self {
+        lex: Lex::Between,
+        role: Role::Plain,
+        escape: false,
+        nonempty: false,
+        expect_key: false,
+        key: Key::Other,
+        depth: 0,
+        stack: [Ctx::OtherObj; MAX_DEPTH],
+        acc: Small::EMPTY,
+        number: 0,
+        number_ok: false,
+        content: false,
+        usage: None,
+        error: false,
+    };
+
+    /// The innermost open container, `None` at the top level.
+    fn parent(&self) -> Option<Ctx> {
+        match self.depth {
+            0 => None,
+            d => Some(self.stack.get(d - 1).copied().unwrap_or(Ctx::OtherObj)),
+        }
+    }
+
+    fn scan(&mut self, bytes: &[u8]) {
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            match self.lex {
+                Lex::Between => {
+                    i += 1;
+                    match b {
+                        b'"' => self.begin_string(),
+                        b'{' => self.open(true),
+                        b'[' => self.open(false),
+                        b'}' | b']' => {
+                            self.depth = self.depth.saturating_sub(1);
+                            self.expect_key = false;
+                        }
+                        b',' => self.comma(),
+                        b':' => self.expect_key = false,
+                        b'-' | b'0'..=b'9' => self.begin_number(b),
+                        b'a'..=b'z' | b'A'..=b'Z' => self.begin_literal(b),
+                        _ => {}
+                    }
+                }
+                Lex::Str => {
+                    if self.escape {
+                        self.escape = false;
+                        i += 1;
+                        continue;
+                    }
+                    let rest = &bytes[i..];
+                    match memchr::memchr2(b'"', b'\\', rest) {
+                        None => {
+                            self.string_bytes(rest);
+                            return;
+                        }
+                        Some(j) => {
+                            self.string_bytes(&rest[..j]);
+                            i += j + 1;
+                            if rest[j] == b'\\' {
+                                self.escape = true;
+                                self.nonempty = true;
+                                self.acc.spoil();
+                            } else {
+                                self.end_string();
+                            }
+                        }
+                    }
+                }
+                Lex::Number => match b {
+                    b'0'..=b'9' => {
+                        self.number = self
+                            .number
+                            .saturating_mul(10)
+                            .saturating_add(u64::from(b - b'0'));
+                        i += 1;
+                    }
+                    b'.' | b'e' | b'E' | b'+' | b'-' => {
+                        // Only the integer part of a token count is kept.
+                        self.number_ok &= !matches!(b, b'-' | b'+');
+                        self.lex = Lex::Literal;
+                        i += 1;
+                    }
+                    _ => self.end_scalar(),
+                },
+                Lex::Literal => {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-') {
+                        i += 1;
+                    } else {
+                        self.end_scalar();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends a number or literal (called on the byte after it, or at the end
+    /// of the event).
+    fn end_scalar(&mut self) {
+        if self.role == Role::Tokens && self.number_ok {
+            self.usage = Some(u32::try_from(self.number).unwrap_or(u32::MAX));
+        }
+        self.lex = Lex::Between;
+        self.role = Role::Plain;
+    }
+
+    /// The role of a value starting now, from its container and key.
+    fn value_role(&mut self) -> Role {
+        match (self.parent(), self.key) {
+            (Some(Ctx::Delta), Key::Content) | (Some(Ctx::Choice0), Key::Text) => Role::Content,
+            (Some(Ctx::Root), Key::Object) => Role::ObjectName,
+            (Some(Ctx::Usage), Key::CompletionTokens) => Role::Tokens,
+            _ => Role::Plain,
+        }
+    }
+
+    fn is_error_value(&self) -> bool {
+        self.parent() == Some(Ctx::Root) && self.key == Key::Error
+    }
+
+    fn begin_string(&mut self) {
+        self.lex = Lex::Str;
+        self.nonempty = false;
+        self.escape = false;
+        if self.expect_key && self.parent().is_some_and(Ctx::is_obj) {
+            self.role = Role::Key;
+            self.acc.clear();
+        } else {
+            self.error |= self.is_error_value();
+            self.role = self.value_role();
+            self.acc.clear();
+        }
+    }
+
+    fn string_bytes(&mut self, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.nonempty = true;
+            if matches!(self.role, Role::Key | Role::ObjectName) {
+                self.acc.push(bytes);
+            }
+        }
+    }
+
+    fn end_string(&mut self) {
+        match self.role {
+            Role::Key => {
+                self.key = Key::of(self.acc.get());
+                self.expect_key = false;
+            }
+            Role::Content => self.content |= self.nonempty,
+            Role::ObjectName => self.error |= self.acc.is(b"error"),
+            Role::Plain | Role::Tokens => {}
+        }
+        self.lex = Lex::Between;
+        self.role = Role::Plain;
+    }
+
+    fn begin_number(&mut self, first: u8) {
+        self.error |= self.is_error_value();
+        self.role = self.value_role();
+        self.lex = Lex::Number;
+        self.number_ok = first != b'-';
+        self.number = u64::from(first.wrapping_sub(b'0')) * u64::from(self.number_ok);
+    }
+
+    fn begin_literal(&mut self, first: u8) {
+        // `"error": null` is not an error; true/false/garbage is.
+        self.error |= self.is_error_value() && first != b'n';
+        self.role = Role::Plain;
+        self.lex = Lex::Literal;
+    }
+
+    fn open(&mut self, is_obj: bool) {
+        let parent = self.parent();
+        self.error |= self.is_error_value();
+        let child = match (parent, self.key, is_obj) {
+            (None, _, true) => Ctx::Root,
+            (Some(Ctx::Root), Key::Choices, false) => Ctx::Choices,
+            (Some(Ctx::Choices), _, true) => Ctx::Choice0,
+            (Some(Ctx::Choice0), Key::Delta, true) => Ctx::Delta,
+            (Some(Ctx::Root), Key::Usage, true) => Ctx::Usage,
+            (_, _, true) => Ctx::OtherObj,
+            (_, _, false) => Ctx::OtherArr,
+        };
+        if let Some(slot) = self.stack.get_mut(self.depth) {
+            *slot = child;
+        }
+        self.depth = self.depth.saturating_add(1);
+        self.expect_key = is_obj;
+        self.key = Key::Other;
+    }
+
+    fn comma(&mut self) {
+        let d = self.depth;
+        if d == 0 {
+            return;
+        }
+        match self.stack.get_mut(d - 1) {
+            Some(slot @ Ctx::Choices) => *slot = Ctx::ChoicesRest,
+            Some(slot) => self.expect_key = slot.is_obj(),
+            None => self.expect_key = true,
+        }
+    }
+
+    /// Ends the payload: a trailing number counts.
+    fn finish(&mut self) {
+        if matches!(self.lex, Lex::Number | Lex::Literal) {
+            self.end_scalar();
+        }
+    }
+}
+
+/// A streaming classifier of an OpenAI-style event stream. See the
+/// [module docs](self).
+#[derive(Clone, Debug)]
+pub struct SseDecoder {
+    line: Line,
+    /// The previous line ended in `\r`: a following `\n` belongs to it.
+    after_cr: bool,
+    /// Skip one space at the start of the value.
+    skip_space: bool,
+    name: Small<8>,
+    event_name: Small<8>,
+    /// The current event has at least one `data` line.
+    has_data: bool,
+    /// The current event has `event: error`.
+    event_error: bool,
+    done: DoneMatch,
+    json: JsonScan,
+    done_seen: bool,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::sse::SseDecoder;
+    /// assert!(!SseDecoder::new().done_seen());
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            line: Line::Start,
+            after_cr: false,
+            skip_space: false,
+            name: Small::EMPTY,
+            event_name: Small::EMPTY,
+            has_data: false,
+            event_error: false,
+            done: DoneMatch::Matching(0),
+            json: JsonScan::NEW,
+            done_seen: false,
+        }
+    }
+
+    /// Makes the decoder ready for a new stream.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::sse::{SseDecoder, SseEvent};
+    /// let mut sse = SseDecoder::new();
+    /// assert_eq!(sse.feed(b"data: [DONE]\n\n"), (14, Some(SseEvent::DONE)));
+    /// sse.reset();
+    /// assert!(!sse.done_seen());
+    /// ```
+    pub fn reset(&mut self) {
+        *self = Self::new();
+    }
+
+    /// Whether `data: [DONE]` was dispatched.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::sse::SseDecoder;
+    /// let mut sse = SseDecoder::new();
+    /// sse.feed(b"data: [DONE]\n\n");
+    /// assert!(sse.done_seen());
+    /// ```
+    #[must_use]
+    pub fn done_seen(&self) -> bool {
+        self.done_seen
+    }
+
+    /// Feeds the next body bytes. Returns how many were consumed and at
+    /// most one event. Without an event everything is consumed (the decoder
+    /// keeps its own state, nothing needs to be offered again); with an
+    /// event, the bytes after the line that dispatched it are left for the
+    /// next call. Call until it returns `(0, None)` (an empty input).
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::sse::{SseDecoder, SseEvent};
+    /// let body = b": ping\n\ndata: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    /// let mut sse = SseDecoder::new();
+    /// assert_eq!(sse.feed(body), (7, Some(SseEvent::COMMENT)));
+    /// assert_eq!(sse.feed(&body[7..]), (53, Some(SseEvent::OTHER)));
+    /// assert_eq!(sse.feed(&body[60..]), (0, None));
+    /// // Split anywhere: the same events.
+    /// let mut sse = SseDecoder::new();
+    /// assert_eq!(sse.feed(&body[..30]), (7, Some(SseEvent::COMMENT)));
+    /// assert_eq!(sse.feed(&body[7..30]), (23, None));
+    /// assert_eq!(sse.feed(&body[30..]), (30, Some(SseEvent::OTHER)));
+    /// ```
+    pub fn feed(&mut self, input: &[u8]) -> (usize, Option<SseEvent>) {
+        let mut pos = 0;
+        while let Some(&b) = input.get(pos) {
+            if self.after_cr {
+                self.after_cr = false;
+                if b == b'\n' {
+                    pos += 1;
+                    continue;
+                }
+            }
+            match self.line {
+                Line::Start => match b {
+                    b'\n' | b'\r' => {
+                        pos += 1;
+                        self.after_cr = b == b'\r';
+                        if let Some(event) = self.dispatch() {
+                            return (pos, Some(event));
+                        }
+                    }
+                    b':' => {
+                        pos += 1;
+                        self.line = Line::Value(Field::Comment);
+                        self.skip_space = false;
+                    }
+                    _ => {
+                        self.name.clear();
+                        self.line = Line::Name;
+                    }
+                },
+                Line::Name => {
+                    let rest = &input[pos..];
+                    match memchr::memchr3(b':', b'\r', b'\n', rest) {
+                        None => {
+                            self.name.push(rest);
+                            pos = input.len();
+                        }
+                        Some(i) => {
+                            self.name.push(&rest[..i]);
+                            let field = match self.name.get() {
+                                Some(b"data") => Field::Data,
+                                Some(b"event") => Field::Event,
+                                _ => Field::Ignored,
+                            };
+                            self.begin_value(field);
+                            self.line = Line::Value(field);
+                            // A line without a colon is a field with an
+                            // empty value: leave its end for `Value`.
+                            self.skip_space = rest[i] == b':';
+                            pos += i + usize::from(self.skip_space);
+                        }
+                    }
+                }
+                Line::Value(field) => {
+                    if self.skip_space {
+                        self.skip_space = false;
+                        if b == b' ' {
+                            pos += 1;
+                            continue;
+                        }
+                    }
+                    let rest = &input[pos..];
+                    match memchr::memchr2(b'\n', b'\r', rest) {
+                        None => {
+                            self.value_bytes(field, rest);
+                            pos = input.len();
+                        }
+                        Some(i) => {
+                            self.value_bytes(field, &rest[..i]);
+                            pos += i + 1;
+                            self.after_cr = rest[i] == b'\r';
+                            self.line = Line::Start;
+                            if let Some(event) = self.end_line(field) {
+                                return (pos, Some(event));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (pos, None)
+    }
+
+    /// Ends the stream (the response body is complete). Returns a final
+    /// `data: [DONE]` that lacked its blank line, if any; a partial event of
+    /// any other kind is discarded. Call until it returns `Ok(None)`.
+    ///
+    /// # Errors
+    /// [`SseError::CutBeforeDone`] if `data: [DONE]` was never seen.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::sse::{SseDecoder, SseError, SseEvent};
+    /// let mut sse = SseDecoder::new();
+    /// assert_eq!(sse.feed(b"data: [DONE]"), (12, None));
+    /// assert_eq!(sse.finish(), Ok(Some(SseEvent::DONE)));
+    /// assert_eq!(sse.finish(), Ok(None));
+    ///
+    /// let mut cut = SseDecoder::new();
+    /// cut.feed(b"data: {\"choices\":[]}\n\n");
+    /// assert_eq!(cut.finish(), Err(SseError::CutBeforeDone));
+    /// ```
+    pub fn finish(&mut self) -> Result<Option<SseEvent>, SseError> {
+        let pending = if self.has_data {
+            Some(self.classify())
+        } else {
+            None
+        };
+        self.clear_event();
+        self.line = Line::Start;
+        self.after_cr = false;
+        self.skip_space = false;
+        match pending {
+            Some(event) if event.kind == SseKind::Done => Ok(Some(event)),
+            _ if self.done_seen => Ok(None),
+            _ => Err(SseError::CutBeforeDone),
+        }
+    }
+
+    fn begin_value(&mut self, field: Field) {
+        match field {
+            Field::Data => {
+                if self.has_data {
+                    self.data_bytes(b"\n");
+                }
+                self.has_data = true;
+            }
+            Field::Event => self.event_name.clear(),
+            Field::Comment | Field::Ignored => {}
+        }
+    }
+
+    fn value_bytes(&mut self, field: Field, bytes: &[u8]) {
+        match field {
+            Field::Data => self.data_bytes(bytes),
+            Field::Event => self.event_name.push(bytes),
+            Field::Comment | Field::Ignored => {}
+        }
+    }
+
+    fn data_bytes(&mut self, bytes: &[u8]) {
+        if self.done != DoneMatch::Failed {
+            self.done.feed(bytes);
+        }
+        self.json.scan(bytes);
+    }
+
+    fn end_line(&mut self, field: Field) -> Option<SseEvent> {
+        match field {
+            Field::Event => {
+                self.event_error = self.event_name.is(b"error");
+                None
+            }
+            Field::Comment => Some(SseEvent::COMMENT),
+            Field::Data | Field::Ignored => None,
+        }
+    }
+
+    /// A blank line: dispatch the current event, if any.
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = if self.has_data || self.event_error {
+            Some(self.classify())
+        } else {
+            None
+        };
+        self.clear_event();
+        event
+    }
+
+    fn classify(&mut self) -> SseEvent {
+        self.json.finish();
+        if self.event_error || self.json.error {
+            SseEvent::ERROR
+        } else if self.done == DoneMatch::Matched {
+            self.done_seen = true;
+            SseEvent::DONE
+        } else {
+            SseEvent {
+                kind: SseKind::Data,
+                content: self.json.content,
+                usage_tokens: self.json.usage,
+            }
+        }
+    }
+
+    fn clear_event(&mut self) {
+        self.has_data = false;
+        self.event_error = false;
+        self.done = DoneMatch::Matching(0);
+        self.json = JsonScan::NEW;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (content, usage, error)
+    type Facts = (bool, Option<u32>, bool);
+
+    fn scan(json: &str) -> Facts {
+        let mut s = JsonScan::NEW;
+        s.scan(json.as_bytes());
+        s.finish();
+        (s.content, s.usage, s.error)
+    }
+
+    #[test]
+    fn json_facts_table() {
+        let table: &[(&str, Facts)] = &[
+            (
+                r#"{"choices":[{"delta":{"content":"x"}}]}"#,
+                (true, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":""}}]}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":null}}]}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#,
+                (true, None, false),
+            ),
+            (
+                r#"{"choices":[{"text":"t","index":0}]}"#,
+                (true, None, false),
+            ),
+            (r#"{"choices":[{"text":""}]}"#, (false, None, false)),
+            // only choices[0] counts
+            (
+                r#"{"choices":[{"delta":{}},{"delta":{"content":"x"}}]}"#,
+                (false, None, false),
+            ),
+            // content at the wrong nesting
+            (
+                r#"{"content":"x","delta":{"content":"y"}}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":"x"}}]}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"x":{"content":"y"}}}]}"#,
+                (false, None, false),
+            ),
+            // escapes and key-like text inside strings
+            (
+                r#"{"choices":[{"delta":{"content":"\""}}]}"#,
+                (true, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":"\\"}}]}"#,
+                (true, None, false),
+            ),
+            (
+                r#"{"id":"\"usage\":{\"completion_tokens\":9}","choices":[]}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":"the error usage {\"error\":1}"}}]}"#,
+                (true, None, false),
+            ),
+            // usage
+            (
+                r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}"#,
+                (false, Some(3), false),
+            ),
+            (r#"{"usage":null}"#, (false, None, false)),
+            (
+                r#"{"usage":{"completion_tokens":null}}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"usage":{"completion_tokens":-1}}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"usage":{"completion_tokens":12.0}}"#,
+                (false, Some(12), false),
+            ),
+            (
+                r#"{"usage":{"completion_tokens":99999999999}}"#,
+                (false, Some(u32::MAX), false),
+            ),
+            (
+                r#"{"usage":{"completion_tokens":7"#,
+                (false, Some(7), false),
+            ),
+            (
+                r#"{"x":{"usage":{"completion_tokens":7}}}"#,
+                (false, None, false),
+            ),
+            (
+                r#" { "choices" : [ { "delta" : { "content" : "x" } } ] , "usage" : { "completion_tokens" : 4 } } "#,
+                (true, Some(4), false),
+            ),
+            // errors
+            (r#"{"error":{"message":"boom"}}"#, (false, None, true)),
+            (r#"{"error":"boom"}"#, (false, None, true)),
+            (r#"{"error":null,"choices":[]}"#, (false, None, false)),
+            (r#"{"object":"error","message":"x"}"#, (false, None, true)),
+            (
+                r#"{"object":"chat.completion.chunk"}"#,
+                (false, None, false),
+            ),
+            (
+                r#"{"x":{"error":"nested is not top-level"}}"#,
+                (false, None, false),
+            ),
+            // garbage never fails
+            ("", (false, None, false)),
+            ("}}]]", (false, None, false)),
+            ("[DONE]", (false, None, false)),
+        ];
+        for (json, want) in table {
+            assert_eq!(scan(json), *want, "{json}");
+        }
+    }
+
+    #[test]
+    fn json_split_anywhere() {
+        let json = r#"{"choices":[{"delta":{"content":"a\"b"}}],"usage":{"completion_tokens":42}}"#;
+        for cut in 0..=json.len() {
+            let mut s = JsonScan::NEW;
+            s.scan(&json.as_bytes()[..cut]);
+            s.scan(&json.as_bytes()[cut..]);
+            s.finish();
+            assert_eq!(
+                (s.content, s.usage, s.error),
+                (true, Some(42), false),
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_counted() {
+        let mut json = std::string::String::from(r#"{"x":"#);
+        for _ in 0..40 {
+            json.push_str(r#"{"a":["#);
+        }
+        for _ in 0..40 {
+            json.push_str("]}");
+        }
+        json.push_str(r#","usage":{"completion_tokens":5}}"#);
+        assert_eq!(scan(&json), (false, Some(5), false));
+    }
+
+    #[test]
+    fn done_matcher() {
+        let table: &[(&[u8], bool)] = &[
+            (b"[DONE]", true),
+            (b"  [DONE] ", true),
+            (b"[DONE", false),
+            (b"[DONE]x", false),
+            (b"[done]", false),
+            (b"{}", false),
+            (b"", false),
+        ];
+        for (data, want) in table {
+            let mut m = DoneMatch::Matching(0);
+            m.feed(data);
+            assert_eq!(
+                m == DoneMatch::Matched,
+                *want,
+                "{:?}",
+                core::str::from_utf8(data)
+            );
+        }
+    }
+}

@@ -45,6 +45,21 @@ impl Clock {
     }
 }
 
+/// Measures how late `std::thread::sleep` wakes on this machine: the worst
+/// of a few short sleeps, plus a margin, capped at 2 ms. The std engine
+/// spins at least this long before each intended send, so a late wake-up
+/// lands inside the busy-wait instead of after the send time.
+pub fn sleep_overshoot_ns() -> u64 {
+    let mut worst = 0u64;
+    for _ in 0..16 {
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_micros(200));
+        let late = t.elapsed().as_nanos() as u64 - 200_000;
+        worst = worst.max(late);
+    }
+    (worst + 20_000).min(2_000_000)
+}
+
 /// CPU time consumed by the calling thread, in nanoseconds
 /// (`CLOCK_THREAD_CPUTIME_ID`); 0 where the platform has no such clock.
 pub fn thread_cpu_ns() -> u64 {

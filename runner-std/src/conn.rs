@@ -48,7 +48,11 @@ impl Exchange {
     ///
     /// # Errors
     /// The connect error (refused, unreachable, timed out).
-    pub fn connect(addr: SocketAddr, timeout: Duration, expect_stream: bool) -> io::Result<Exchange> {
+    pub fn connect(
+        addr: SocketAddr,
+        timeout: Duration,
+        expect_stream: bool,
+    ) -> io::Result<Exchange> {
         let mut ex = Exchange {
             stream: None,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -101,7 +105,13 @@ impl Exchange {
     ) -> (u64, Outcome) {
         let outcome = self.exchange_inner(clock, request, intended_ns, sent_ns, deadline_ns);
         let done = clock.now_ns();
-        if !matches!(outcome, Step::Complete { keep_alive: true, .. }) {
+        if !matches!(
+            outcome,
+            Step::Complete {
+                keep_alive: true,
+                ..
+            }
+        ) {
             self.close();
         } else {
             self.reader.reset();

@@ -10,7 +10,7 @@ use metronome_core::measure::{ErrorKind, Recorder};
 use metronome_core::plan::{pace, Pace, Plan, Protocol};
 use metronome_core::schedule::Schedule;
 
-use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
+use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::conn::{Exchange, Outcome};
 use crate::output::{Collector, Control, EngineError, Fact, RunOutput, ThreadStats};
 
@@ -50,8 +50,14 @@ const MAX_SLEEP_NS: u64 = 20_000_000;
 pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
     let expect_stream = plan.protocol == Protocol::OpenAiSse;
     let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
-    let schedule = Schedule::new(plan.arrival, plan.rate, plan.seed, plan.end_ns(), plan.shard)
-        .map_err(|_| EngineError::Plan("the arrival process is invalid"))?;
+    let schedule = Schedule::new(
+        plan.arrival,
+        plan.rate,
+        plan.seed,
+        plan.end_ns(),
+        plan.shard,
+    )
+    .map_err(|_| EngineError::Plan("the arrival process is invalid"))?;
 
     // 1. Pre-open the connections before the clock starts.
     let mut pre = Vec::with_capacity(plan.connections as usize);
@@ -82,10 +88,15 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         threads: AtomicUsize::new(0),
     };
     let (tx, rx) = mpsc::channel::<Fact>();
+    // A thread sleep wakes late by tens of microseconds or more: spin at
+    // least that long so the send itself is on time.
+    let spin_ns = plan.spin_ns.max(sleep_overshoot_ns());
+    let worker_stats = Mutex::new(Vec::new());
     let clock = Clock::start();
-    shared
-        .hard_end_ns
-        .store(plan.end_ns().saturating_add(plan.timeout_ns), Ordering::Relaxed);
+    shared.hard_end_ns.store(
+        plan.end_ns().saturating_add(plan.timeout_ns),
+        Ordering::Relaxed,
+    );
     let cpu_start = process_cpu_ns();
 
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
@@ -105,8 +116,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
             let tx = tx.clone();
             let shared = &shared;
             let clock = &clock;
+            let stats = &worker_stats;
             shared.threads.fetch_add(1, Ordering::Relaxed);
-            s.spawn(move || worker(plan, clock, shared, tx, Some(conn)));
+            s.spawn(move || worker(plan, clock, shared, tx, Some(conn), stats));
         }
 
         // 2. The pacer: the schedule is the single source of truth for send times.
@@ -123,7 +135,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                 break;
             }
             let now = clock.now_ns();
-            match pace(now, next, plan.spin_ns) {
+            match pace(now, next, spin_ns) {
                 Pace::Done => break,
                 Pace::Spin => {
                     let target = next.unwrap_or(now);
@@ -159,10 +171,10 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                                 if q.jobs.len() > q.idle && measured {
                                     waited += 1;
                                 }
+                                let open = shared.open_connections.load(Ordering::Relaxed)
+                                    + q.connecting as u64;
                                 let grow = q.jobs.len() > q.idle + q.connecting
-                                    && shared.open_connections.load(Ordering::Relaxed)
-                                        + (q.connecting as u64)
-                                        < u64::from(plan.max_connections);
+                                    && open < u64::from(plan.max_connections);
                                 if grow {
                                     q.connecting += 1;
                                 }
@@ -173,8 +185,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                                 let tx = tx.clone();
                                 let shared = &shared;
                                 let clock = &clock;
+                                let stats = &worker_stats;
                                 shared.threads.fetch_add(1, Ordering::Relaxed);
-                                s.spawn(move || worker(plan, clock, shared, tx, None));
+                                s.spawn(move || worker(plan, clock, shared, tx, None, stats));
                             }
                             stats.sent += 1;
                         }
@@ -205,6 +218,8 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     // The pacer's own counts: scheduled and dropped.
     out.recorder.merge(&pacer_rec);
     out.threads.insert(0, pacer_stats);
+    out.threads
+        .extend(worker_stats.into_inner().unwrap_or_else(|e| e.into_inner()));
     out.spin_ns = pacer_stats.spin_ns;
     out.cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
     out.measured_ns = if stopped {
@@ -227,7 +242,8 @@ fn worker(
     shared: &Shared,
     tx: mpsc::Sender<Fact>,
     conn: Option<Exchange>,
-) -> ThreadStats {
+    all_stats: &Mutex<Vec<ThreadStats>>,
+) {
     let expect_stream = plan.protocol == Protocol::OpenAiSse;
     let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
     let mut stats = ThreadStats::default();
@@ -312,7 +328,10 @@ fn worker(
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
     stats.cpu_ns = thread_cpu_ns();
-    stats
+    all_stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(stats);
 }
 
 fn count_open(shared: &Shared) {

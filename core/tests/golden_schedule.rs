@@ -1,0 +1,681 @@
+//! Golden and statistical tests for `metronome_core::schedule`: exact offsets
+//! where the answer is exact (constant, burst, sharding), offsets recomputed
+//! from an independent PCG32 (`rand_pcg`) and std math for Poisson and gamma,
+//! and distribution checks over long runs.
+
+use metronome_core::schedule::{Arrival, Schedule, ScheduleError, Shard};
+use rand_core::RngCore;
+
+const S: u64 = 1_000_000_000;
+
+fn all(arrival: Arrival, rate: f64, seed: u64, end_ns: u64, shard: Shard) -> Vec<u64> {
+    Schedule::new(arrival, rate, seed, end_ns, shard)
+        .expect("valid schedule")
+        .collect()
+}
+
+fn whole(arrival: Arrival, rate: f64, seed: u64, end_ns: u64) -> Vec<u64> {
+    all(arrival, rate, seed, end_ns, Shard::WHOLE)
+}
+
+fn shard(index: u32, count: u32) -> Shard {
+    Shard { index, count }
+}
+
+/// round(a * 1e9 / rate), halves up, from the exact binary value of `rate`
+/// (an integer rate R gives (2 a 1e9 + R) / 2R). Independent of the library.
+fn exact_offset(a: u128, rate: f64) -> u128 {
+    let bits = rate.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i64;
+    let mantissa = if exp == 0 {
+        bits & ((1 << 52) - 1)
+    } else {
+        (bits & ((1 << 52) - 1)) | (1 << 52)
+    };
+    let e = if exp == 0 { -1074 } else { exp - 1075 };
+    // rate = mantissa * 2^e; value = a 1e9 2^-e / mantissa.
+    let (num, den) = if e >= 0 {
+        (a * 1_000_000_000, u128::from(mantissa) << e)
+    } else {
+        ((a * 1_000_000_000) << (-e), u128::from(mantissa))
+    };
+    (2 * num + den) / (2 * den)
+}
+
+// ---------------------------------------------------------------- constant
+
+#[test]
+fn constant_integer_rates_match_the_exact_formula() {
+    for rate in [1000u64, 3, 7, 30_000, 1] {
+        let end = 5_000 * S / rate; // about 5000 slots
+        let got = whole(Arrival::Constant, rate as f64, 0, end);
+        let want: Vec<u64> = (0u64..)
+            .map(|i| {
+                ((2 * u128::from(i) * 1_000_000_000 + u128::from(rate)) / (2 * u128::from(rate)))
+                    as u64
+            })
+            .take_while(|&o| o < end)
+            .collect();
+        assert_eq!(got, want, "rate {rate}");
+        assert_eq!(got[0], 0);
+    }
+}
+
+#[test]
+fn constant_rate_three_rounds_each_slot_from_the_base() {
+    let got = whole(Arrival::Constant, 3.0, 0, 3 * S);
+    // 1e9/3 = 333333333.33, 2e9/3 = 666666666.67: rounded, not accumulated.
+    assert_eq!(
+        got,
+        [
+            0,
+            333_333_333,
+            666_666_667,
+            1_000_000_000,
+            1_333_333_333,
+            1_666_666_667,
+            2_000_000_000,
+            2_333_333_333,
+            2_666_666_667
+        ]
+    );
+}
+
+#[test]
+fn constant_half_per_second() {
+    assert_eq!(
+        whole(Arrival::Constant, 0.5, 0, 10 * S),
+        [0, 2 * S, 4 * S, 6 * S, 8 * S]
+    );
+}
+
+#[test]
+fn constant_rounds_halves_up() {
+    // rate 2e9/s: slot i at i/2 ns; 0.5 -> 1, 1.5 -> 2, 2.5 -> 3.
+    assert_eq!(whole(Arrival::Constant, 2e9, 0, 4), [0, 1, 1, 2, 2, 3, 3]);
+}
+
+#[test]
+fn constant_is_exact_at_large_slot_numbers() {
+    let at = |rate: f64, i: usize| {
+        Schedule::new(Arrival::Constant, rate, 0, u64::MAX, Shard::WHOLE)
+            .unwrap()
+            .nth(i)
+    };
+    // round(10^18 / 3), which an f64 cannot even represent.
+    assert_eq!(at(3.0, 1_000_000_000), Some(333_333_333_333_333_333));
+    assert_eq!(at(7.0, 10_000_000_000), Some(1_428_571_428_571_428_571));
+    assert_eq!(
+        at(30_000.0, 1_000_000_000_000),
+        Some(33_333_333_333_333_333)
+    );
+    assert_eq!(
+        at(1000.0, 1_000_000_000_000),
+        Some(1_000_000_000_000_000_000)
+    );
+    assert_eq!(at(0.5, 9_000_000_000), Some(18_000_000_000_000_000_000));
+    // 0.1 is not 1/10 in binary: the offset follows the binary value exactly.
+    assert_eq!(
+        at(0.1, 10_000_000),
+        Some(exact_offset(10_000_000, 0.1) as u64)
+    );
+    assert_eq!(at(0.1, 10_000_000), Some(99_999_999_999_999_994));
+    assert_eq!(
+        at(123.456, 987_654_321),
+        Some(exact_offset(987_654_321, 123.456) as u64)
+    );
+    // Past u64 nanoseconds: the schedule ends instead of wrapping.
+    assert_eq!(at(7.0, 1_000_000_000_000), None);
+}
+
+#[test]
+fn constant_iteration_does_not_drift_over_millions_of_slots() {
+    for rate in [3.0, 7.0, 0.1, 123.456, 30_000.0] {
+        let mut s = Schedule::new(Arrival::Constant, rate, 0, u64::MAX, Shard::WHOLE).unwrap();
+        let mut last = 0;
+        for i in 0..2_000_000u64 {
+            last = s.next().unwrap();
+            if i % 250_000 == 0 {
+                assert_eq!(
+                    u128::from(last),
+                    exact_offset(u128::from(i), rate),
+                    "rate {rate} slot {i}"
+                );
+            }
+        }
+        assert_eq!(
+            u128::from(last),
+            exact_offset(1_999_999, rate),
+            "rate {rate}"
+        );
+    }
+}
+
+#[test]
+fn nth_equals_stepping_for_grids() {
+    for arrival in [
+        Arrival::Constant,
+        Arrival::Burst { size: 3 },
+        Arrival::Burst { size: 7 },
+    ] {
+        for sh in [Shard::WHOLE, shard(1, 3), shard(2, 5)] {
+            let list = all(arrival, 123.456, 0, 20 * S, sh);
+            assert!(list.len() > 100, "{arrival:?} {sh:?}");
+            for skip in [0usize, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89] {
+                let mut s = Schedule::new(arrival, 123.456, 0, 20 * S, sh).unwrap();
+                assert_eq!(
+                    s.nth(skip),
+                    list.get(skip).copied(),
+                    "{arrival:?} {sh:?} skip {skip}"
+                );
+                // And after a skip the iteration carries on in step.
+                assert_eq!(
+                    s.next(),
+                    list.get(skip + 1).copied(),
+                    "{arrival:?} {sh:?} after {skip}"
+                );
+                // Two skips in a row.
+                assert_eq!(s.nth(skip), list.get(2 * skip + 2).copied());
+            }
+            let mut s = Schedule::new(arrival, 123.456, 0, 20 * S, sh).unwrap();
+            assert_eq!(s.nth(list.len()), None);
+            assert_eq!(s.next(), None);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the end
+
+#[test]
+fn the_offset_exactly_at_the_end_is_not_produced() {
+    let ten = whole(Arrival::Constant, 10.0, 0, S);
+    assert_eq!(ten, (0..10).map(|i| i * 100_000_000).collect::<Vec<_>>());
+    assert_eq!(ten.last(), Some(&900_000_000));
+    assert_eq!(whole(Arrival::Constant, 10.0, 0, S + 1).len(), 11);
+    assert_eq!(whole(Arrival::Constant, 10.0, 0, 0), Vec::<u64>::new());
+    assert_eq!(whole(Arrival::Constant, 10.0, 0, 1), [0]);
+    assert_eq!(
+        whole(Arrival::Burst { size: 2 }, 10.0, 0, 200_000_000),
+        [0, 0]
+    );
+}
+
+#[test]
+fn every_kind_is_non_decreasing_below_the_end_and_fused() {
+    let kinds = [
+        Arrival::Constant,
+        Arrival::Poisson,
+        Arrival::Burst { size: 4 },
+        Arrival::Gamma { burstiness: 0.3 },
+        Arrival::Gamma { burstiness: 5.0 },
+    ];
+    for arrival in kinds {
+        for sh in [Shard::WHOLE, shard(2, 3)] {
+            let end = 2 * S + 12_345;
+            let mut s = Schedule::new(arrival, 500.0, 11, end, sh).unwrap();
+            let list: Vec<u64> = s.by_ref().collect();
+            assert!(!list.is_empty(), "{arrival:?}");
+            assert!(list.windows(2).all(|w| w[0] <= w[1]), "{arrival:?} {sh:?}");
+            assert!(list.iter().all(|&o| o < end), "{arrival:?} {sh:?}");
+            assert_eq!(s.next(), None);
+            assert_eq!(s.next(), None);
+        }
+    }
+}
+
+// ------------------------------------------------------------------- burst
+
+#[test]
+fn burst_offsets_are_exact_and_the_first_burst_is_at_zero() {
+    // 4 requests every 4/3 s: bursts at round(j * 4e9 / 3).
+    let got = whole(Arrival::Burst { size: 4 }, 3.0, 0, 5 * S);
+    let mut want = Vec::new();
+    for at in [0u64, 1_333_333_333, 2_666_666_667, 4_000_000_000] {
+        want.extend([at; 4]);
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
+fn burst_of_one_is_constant() {
+    for rate in [3.0, 7.0, 0.5, 1000.0] {
+        assert_eq!(
+            whole(Arrival::Burst { size: 1 }, rate, 0, 20 * S),
+            whole(Arrival::Constant, rate, 0, 20 * S)
+        );
+    }
+}
+
+#[test]
+fn burst_large_slot_numbers_are_exact() {
+    // Burst j = 10^9 of size 3 at 7/s: round(3e18 / 7) = 428571428571428571.43.
+    let mut s = Schedule::new(Arrival::Burst { size: 3 }, 7.0, 0, u64::MAX, Shard::WHOLE).unwrap();
+    assert_eq!(s.nth(3_000_000_000), Some(428_571_428_571_428_571));
+    assert_eq!(s.next(), Some(428_571_428_571_428_571));
+    assert_eq!(s.next(), Some(428_571_428_571_428_571));
+    assert_eq!(s.next(), Some(428_571_428_571_428_571 + 428_571_429));
+}
+
+// ---------------------------------------------------------------- sharding
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn constant_shards_take_every_nth_slot_and_union_to_the_whole() {
+    let w = whole(Arrival::Constant, 7.0, 0, 100 * S);
+    assert_eq!(w.len(), 700);
+    for n in [1u32, 2, 3, 8, 1000] {
+        let mut union = Vec::new();
+        for k in 0..n {
+            let part = all(Arrival::Constant, 7.0, 0, 100 * S, shard(k, n));
+            let want: Vec<u64> = w
+                .iter()
+                .copied()
+                .skip(k as usize)
+                .step_by(n as usize)
+                .collect();
+            assert_eq!(part, want, "shard {k} of {n}");
+            union.extend(part);
+        }
+        assert_eq!(sorted(union), w, "{n} shards");
+    }
+}
+
+#[test]
+fn burst_shards_split_each_burst_by_request_index() {
+    for size in [1u32, 4, 5, 10] {
+        let w = whole(Arrival::Burst { size }, 40.0, 0, 10 * S);
+        for n in [1u32, 2, 3, 5, 7] {
+            let mut union = Vec::new();
+            for k in 0..n {
+                let part = all(Arrival::Burst { size }, 40.0, 0, 10 * S, shard(k, n));
+                // Request m of each burst goes to shard m % n.
+                let copies = (0..size).filter(|m| m % n == k).count();
+                let want: Vec<u64> = w
+                    .iter()
+                    .copied()
+                    .step_by(size as usize)
+                    .flat_map(|at| std::iter::repeat(at).take(copies))
+                    .collect();
+                assert_eq!(part, want, "size {size}, shard {k} of {n}");
+                union.extend(part);
+            }
+            assert_eq!(sorted(union), w, "size {size}, {n} shards");
+        }
+    }
+}
+
+#[test]
+fn gamma_shards_keep_every_nth_arrival_and_union_to_the_whole() {
+    for k in [0.5, 2.0] {
+        let arrival = Arrival::Gamma { burstiness: k };
+        let w = whole(arrival, 300.0, 9, 10 * S);
+        assert!(w.len() > 2_500, "{}", w.len());
+        for n in [1u32, 2, 4] {
+            let mut union = Vec::new();
+            for i in 0..n {
+                let part = all(arrival, 300.0, 9, 10 * S, shard(i, n));
+                let want: Vec<u64> = w
+                    .iter()
+                    .copied()
+                    .skip(i as usize)
+                    .step_by(n as usize)
+                    .collect();
+                assert_eq!(part, want, "k {k}, shard {i} of {n}");
+                union.extend(part);
+            }
+            assert_eq!(sorted(union), w, "k {k}, {n} shards");
+        }
+    }
+}
+
+// ----------------------------------------------------------------- Poisson
+
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The SplitMix64 output for state `z`, written independently of the library.
+fn splitmix(z: u64) -> u64 {
+    let mut z = z;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn child(seed: u64, purpose: u64) -> u64 {
+    splitmix(seed.wrapping_add((purpose + 1).wrapping_mul(GOLDEN_GAMMA)))
+}
+
+/// Uniforms [0, 1) by res53 from rand_pcg's PCG32.
+struct Uniforms {
+    pcg: rand_pcg::Pcg32,
+    spare: Option<f64>,
+}
+
+impl Uniforms {
+    fn new(seed: u64, seq: u64) -> Self {
+        Uniforms {
+            pcg: rand_pcg::Pcg32::new(seed, seq),
+            spare: None,
+        }
+    }
+    fn next(&mut self) -> f64 {
+        let a = f64::from(self.pcg.next_u32() >> 5);
+        let b = f64::from(self.pcg.next_u32() >> 6);
+        (a * 67_108_864.0 + b) / 9_007_199_254_740_992.0
+    }
+    fn normal(&mut self) -> f64 {
+        if let Some(z) = self.spare.take() {
+            return z;
+        }
+        let (u1, u2) = (self.next(), self.next());
+        let r = (-2.0 * (1.0 - u1).ln()).sqrt();
+        let theta = 2.0 * std::f64::consts::PI * u2;
+        self.spare = Some(r * theta.sin());
+        r * theta.cos()
+    }
+}
+
+/// Poisson offsets from the oracle: t += (-ln(1 - u) * n) / rate seconds.
+fn oracle_poisson(mut u: Uniforms, rate: f64, n: u32, count: usize) -> Vec<u64> {
+    let mut t = 0.0f64;
+    (0..count)
+        .map(|_| {
+            t += (-(1.0 - u.next()).ln() * f64::from(n)) / rate;
+            (t * 1e9).round() as u64
+        })
+        .collect()
+}
+
+#[test]
+fn poisson_offsets_are_running_sums_of_exponential_gaps() {
+    for (seed, rate) in [(0u64, 1000.0), (42, 3.0), (u64::MAX, 12_345.6)] {
+        let got: Vec<u64> = Schedule::new(Arrival::Poisson, rate, seed, u64::MAX, Shard::WHOLE)
+            .unwrap()
+            .take(5_000)
+            .collect();
+        let want = oracle_poisson(Uniforms::new(child(seed, 0), 0), rate, 1, 5_000);
+        assert_eq!(got, want, "seed {seed} rate {rate}");
+        // The first arrival is one gap after 0, not at 0.
+        assert!(got[0] > 0);
+    }
+}
+
+#[test]
+fn poisson_one_shard_is_the_whole_and_shards_are_independent_streams() {
+    let w = whole(Arrival::Poisson, 800.0, 5, 5 * S);
+    assert_eq!(all(Arrival::Poisson, 800.0, 5, 5 * S, shard(0, 1)), w);
+    let n = 3;
+    let mut total = 0;
+    for k in 0..n {
+        let part = all(Arrival::Poisson, 800.0, 5, 5 * S, shard(k, n));
+        // stream(child_seed(seed, ARRIVALS), k) = Pcg32::new(child(child(seed, 0), k), k), at rate / n.
+        let want: Vec<u64> = oracle_poisson(
+            Uniforms::new(child(child(5, 0), u64::from(k)), u64::from(k)),
+            800.0,
+            n,
+            part.len() + 1,
+        )
+        .into_iter()
+        .take_while(|&o| o < 5 * S)
+        .collect();
+        assert_eq!(part, want, "shard {k}");
+        assert_ne!(part, w);
+        total += part.len();
+    }
+    // Together about rate * duration = 4000.
+    assert!((3_700..=4_300).contains(&total), "{total}");
+}
+
+#[test]
+fn poisson_sharded_rates_add_up() {
+    let n = 8;
+    let total: usize = (0..n)
+        .map(|k| {
+            Schedule::new(Arrival::Poisson, 1000.0, 77, 100 * S, shard(k, n))
+                .unwrap()
+                .count()
+        })
+        .sum();
+    // Expected 100000, sd about 316.
+    assert!((98_000..=102_000).contains(&total), "{total}");
+}
+
+#[test]
+fn poisson_gaps_have_the_exponential_mean_and_shape() {
+    let rate = 1000.0;
+    let offsets: Vec<u64> = Schedule::new(Arrival::Poisson, rate, 2024, u64::MAX, Shard::WHOLE)
+        .unwrap()
+        .take(20_000)
+        .collect();
+    let mut prev = 0;
+    let gaps: Vec<f64> = offsets
+        .iter()
+        .map(|&o| {
+            let g = (o - prev) as f64;
+            prev = o;
+            g
+        })
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let want = 1e9 / rate;
+    assert!((mean - want).abs() / want < 0.02, "mean gap {mean} ns");
+    // P(gap < mean) = 1 - 1/e = 0.632 for an exponential.
+    let below = gaps.iter().filter(|&&g| g < want).count() as f64 / gaps.len() as f64;
+    assert!(
+        (below - 0.632).abs() < 0.015,
+        "fraction below the mean {below}"
+    );
+}
+
+#[test]
+fn poisson_depends_on_the_seed_only() {
+    let a = whole(Arrival::Poisson, 100.0, 1, 10 * S);
+    assert_eq!(a, whole(Arrival::Poisson, 100.0, 1, 10 * S));
+    assert_ne!(a, whole(Arrival::Poisson, 100.0, 2, 10 * S));
+}
+
+// ------------------------------------------------------------------- gamma
+
+/// Marsaglia-Tsang Gamma(k, 1) from the oracle's uniforms and normals, std math.
+fn oracle_gamma(u: &mut Uniforms, k: f64) -> f64 {
+    let shape = if k < 1.0 { k + 1.0 } else { k };
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    let g = loop {
+        let x = u.normal();
+        let v = 1.0 + c * x;
+        if v <= 0.0 {
+            continue;
+        }
+        let v = v * v * v;
+        let w = u.next();
+        if w < 1.0 - 0.0331 * x.powi(4) || w.ln() < 0.5 * x * x + d * (1.0 - v + v.ln()) {
+            break d * v;
+        }
+    };
+    if k < 1.0 {
+        g * u.next().powf(1.0 / k)
+    } else {
+        g
+    }
+}
+
+#[test]
+fn gamma_offsets_follow_marsaglia_tsang_on_the_arrivals_stream() {
+    for (k, seed) in [(0.25, 3u64), (1.0, 4), (4.0, 5)] {
+        let rate = 250.0;
+        let got: Vec<u64> = Schedule::new(
+            Arrival::Gamma { burstiness: k },
+            rate,
+            seed,
+            u64::MAX,
+            Shard::WHOLE,
+        )
+        .unwrap()
+        .take(3_000)
+        .collect();
+        let mut u = Uniforms::new(child(seed, 0), 0);
+        let mut t = 0.0f64;
+        for (i, &o) in got.iter().enumerate() {
+            t += oracle_gamma(&mut u, k) / k / rate;
+            let want = (t * 1e9).round() as u64;
+            // std and libm may differ in the last bit of ln/pow: allow 1 ns.
+            assert!(o.abs_diff(want) <= 1, "k {k} arrival {i}: {o} vs {want}");
+        }
+    }
+}
+
+fn gamma_gap_stats(k: f64, rate: f64, seed: u64, count: usize) -> (f64, f64) {
+    let offsets: Vec<u64> = Schedule::new(
+        Arrival::Gamma { burstiness: k },
+        rate,
+        seed,
+        u64::MAX,
+        Shard::WHOLE,
+    )
+    .unwrap()
+    .take(count)
+    .collect();
+    let mut prev = 0u64;
+    let (mut sum, mut sum2) = (0.0f64, 0.0f64);
+    for &o in &offsets {
+        let g = (o - prev) as f64;
+        prev = o;
+        sum += g;
+        sum2 += g * g;
+    }
+    let n = offsets.len() as f64;
+    let mean = sum / n;
+    let var = sum2 / n - mean * mean;
+    (mean, var.sqrt() / mean)
+}
+
+#[test]
+fn gamma_gaps_have_mean_one_over_rate_and_cv_one_over_sqrt_k() {
+    let rate = 1000.0;
+    for (k, seed) in [(0.25, 10u64), (1.0, 11), (4.0, 12)] {
+        let (mean, cv) = gamma_gap_stats(k, rate, seed, 100_000);
+        let want_mean = 1e9 / rate;
+        let want_cv = 1.0 / f64::sqrt(k);
+        assert!(
+            (mean - want_mean).abs() / want_mean < 0.03,
+            "k {k}: mean {mean}"
+        );
+        assert!(
+            (cv - want_cv).abs() / want_cv < 0.03,
+            "k {k}: cv {cv}, want {want_cv}"
+        );
+    }
+}
+
+#[test]
+fn gamma_first_arrival_is_one_gap_after_zero() {
+    let first = Schedule::new(
+        Arrival::Gamma { burstiness: 2.0 },
+        10.0,
+        1,
+        u64::MAX,
+        Shard::WHOLE,
+    )
+    .unwrap()
+    .next()
+    .unwrap();
+    assert!(first > 0);
+}
+
+// ------------------------------------------------------------------ errors
+
+#[test]
+fn bad_inputs_give_typed_errors() {
+    let new = |arrival, rate, sh| Schedule::new(arrival, rate, 0, S, sh).err();
+    for rate in [0.0, -0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for arrival in [
+            Arrival::Constant,
+            Arrival::Poisson,
+            Arrival::Burst { size: 2 },
+            Arrival::Gamma { burstiness: 1.0 },
+        ] {
+            assert_eq!(
+                new(arrival, rate, Shard::WHOLE),
+                Some(ScheduleError::InvalidRate),
+                "{arrival:?} {rate}"
+            );
+        }
+    }
+    assert_eq!(
+        new(Arrival::Burst { size: 0 }, 1.0, Shard::WHOLE),
+        Some(ScheduleError::EmptyBurst)
+    );
+    for k in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(
+            new(Arrival::Gamma { burstiness: k }, 1.0, Shard::WHOLE),
+            Some(ScheduleError::InvalidBurstiness),
+            "burstiness {k}"
+        );
+    }
+    for sh in [
+        shard(0, 0),
+        shard(1, 1),
+        shard(5, 3),
+        shard(u32::MAX, u32::MAX),
+    ] {
+        assert_eq!(
+            new(Arrival::Constant, 1.0, sh),
+            Some(ScheduleError::InvalidShard),
+            "{sh:?}"
+        );
+    }
+    // The smallest valid inputs are accepted.
+    assert!(Schedule::new(
+        Arrival::Constant,
+        f64::MIN_POSITIVE,
+        0,
+        S,
+        shard(u32::MAX - 1, u32::MAX)
+    )
+    .is_ok());
+    assert!(Schedule::new(
+        Arrival::Gamma {
+            burstiness: f64::MIN_POSITIVE
+        },
+        f64::MAX,
+        0,
+        0,
+        Shard::WHOLE
+    )
+    .is_ok());
+}
+
+#[test]
+fn errors_display_what_to_change() {
+    assert_eq!(
+        ScheduleError::InvalidRate.to_string(),
+        "the rate must be a finite number of requests per second above 0"
+    );
+    assert_eq!(
+        ScheduleError::InvalidShard.to_string(),
+        "the shard index must be below the shard count, and the count at least 1"
+    );
+    let e: &dyn std::error::Error = &ScheduleError::InvalidBurstiness;
+    assert_eq!(
+        e.to_string(),
+        "the gamma burstiness must be a finite number above 0 (1 is Poisson)"
+    );
+}
+
+#[test]
+fn extreme_rates_end_or_stay_exact() {
+    // One request per ~3e299 s: only slot 0 fits.
+    assert_eq!(whole(Arrival::Constant, 1e-300, 0, u64::MAX), [0]);
+    assert_eq!(
+        all(Arrival::Constant, 1e-300, 0, u64::MAX, shard(1, 2)),
+        Vec::<u64>::new()
+    );
+    // A billion per second, exactly one per ns.
+    assert_eq!(whole(Arrival::Constant, 1e9, 0, 5), [0, 1, 2, 3, 4]);
+    // Ten billion per second: ten slots per ns, rounded half up.
+    assert_eq!(whole(Arrival::Constant, 1e10, 0, 1), [0, 0, 0, 0, 0]);
+}

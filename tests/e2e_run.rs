@@ -1,0 +1,515 @@
+//! End-to-end tests of `metronome run` against the embedded server on
+//! loopback, for every engine. Real time: assertions are relations and
+//! loose bounds that hold on a loaded 2-core machine.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::time::Duration;
+
+use common::{count_at_least, engines, metronome, plain, run_json, server};
+use metronome::serve::ServeConfig;
+
+/// During a stall the open loop still sends every scheduled request near
+/// its intended time, and each request intended inside the stall records at
+/// least the stall's remaining time; the closed loop sends fewer requests
+/// and reports a far lower p99.
+#[test]
+fn stall_open_loop_sees_it_closed_loop_hides_it() {
+    for engine in engines() {
+        // 2 s run, a 600 ms stall 500 ms after the first request.
+        let stall_ms = 600.0;
+        let cfg = ServeConfig {
+            service: Duration::from_millis(1),
+            stall_at: Some(Duration::from_millis(500)),
+            stall_for: Duration::from_millis(600),
+            ..ServeConfig::default()
+        };
+        let srv = server(cfg.clone());
+        let open = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "200", "--duration", "2s", "--connections", "8"],
+            0,
+        );
+        srv.stop();
+        assert_eq!(open.requests.scheduled, 400, "{engine}");
+        assert_eq!(
+            open.requests.sent, 400,
+            "{engine}: every scheduled request is sent"
+        );
+        assert_eq!(open.requests.ok, 400, "{engine}");
+        // Sent near the intended time even while the server stalls.
+        assert!(
+            open.metrics.send_lag.p99 < 50.0,
+            "{engine}: send lag p99 {}",
+            open.metrics.send_lag.p99
+        );
+        // Requests intended in the first half of the stall (about 60 at
+        // 200/s) each waited at least the second half: >= 300 ms.
+        let waited = count_at_least(&open.metrics.latency, stall_ms / 2.0);
+        assert!(
+            waited >= 50,
+            "{engine}: only {waited} requests waited >= 300 ms"
+        );
+        // ... and about 120 requests were intended inside the stall, each
+        // waiting at least a little.
+        let any = count_at_least(&open.metrics.latency, 5.0);
+        assert!(any >= 100, "{engine}: only {any} requests saw the stall");
+        assert!(open.metrics.latency.max >= stall_ms * 0.95, "{engine}");
+
+        let srv = server(cfg);
+        let closed = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--closed", "2", "--duration", "2s"],
+            0,
+        );
+        srv.stop();
+        assert_eq!(closed.model, "closed");
+        // The closed loop stopped sending for the stall: at most one stalled
+        // request per worker.
+        assert!(
+            count_at_least(&closed.metrics.latency, stall_ms / 2.0) <= 2,
+            "{engine}"
+        );
+        assert!(
+            closed.metrics.latency.p99 * 10.0 < open.metrics.latency.p99,
+            "{engine}: closed p99 {} vs open p99 {}",
+            closed.metrics.latency.p99,
+            open.metrics.latency.p99
+        );
+        assert!(closed
+            .generator
+            .warnings
+            .iter()
+            .any(|w| w.contains("closed loop")));
+    }
+}
+
+/// 429s are counted as errors, by status, and never enter a histogram.
+#[test]
+fn status_429_counted_never_in_histograms() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            service: Duration::ZERO,
+            error_every: Some(5),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "100", "--duration", "1s"],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.sent, 100, "{engine}");
+        assert_eq!(r.requests.errors, 20, "{engine}");
+        assert_eq!(r.errors.by_status.get("429"), Some(&20), "{engine}");
+        assert_eq!(r.errors.by_kind.get("status"), Some(&20), "{engine}");
+        assert_eq!(r.requests.ok, 80, "{engine}");
+        assert_eq!(r.metrics.latency.count, 80, "{engine}");
+        assert_eq!(r.metrics.service_time.count, 80, "{engine}");
+        assert_eq!(r.error_rate, 0.2, "{engine}");
+    }
+}
+
+/// SSE: TTFT, ITL, E2E and tokens agree with the server's configured
+/// timing within 15 ms (loopback, loaded machine).
+#[test]
+fn sse_metrics_match_server_timing() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 5,
+            ttft: Duration::from_millis(60),
+            itl: Duration::from_millis(20),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--openai",
+                "--rate",
+                "20",
+                "--duration",
+                "1s",
+                "--max-tokens",
+                "5",
+            ],
+            0,
+        );
+        srv.stop();
+        let tol = 15.0;
+        assert_eq!(r.requests.ok, 20, "{engine}: {:?}", r.errors);
+        let m = &r.metrics;
+        assert_eq!(m.ttft.count, 20);
+        assert!(
+            m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+            "{engine}: ttft {:?}",
+            m.ttft
+        );
+        assert_eq!(m.itl.count, 20 * 4, "{engine}: 4 gaps per 5-token stream");
+        assert!(
+            m.itl.p50 >= 20.0 - tol && m.itl.p50 <= 20.0 + tol,
+            "{engine}: itl {:?}",
+            m.itl
+        );
+        // E2E = TTFT + 4 ITL = 140 ms; TPOT = 20 ms.
+        assert!(
+            m.latency.min >= 138.0 && m.latency.p50 <= 140.0 + tol,
+            "{engine}: e2e {:?}",
+            m.latency
+        );
+        assert!(
+            m.tpot.p50 >= 20.0 - tol / 4.0 && m.tpot.p50 <= 20.0 + tol,
+            "{engine}: tpot {:?}",
+            m.tpot
+        );
+        // Tokens come from the usage chunk: 5 per stream.
+        let tokens = r.output_tokens_per_s * r.duration_s;
+        assert!((tokens - 100.0).abs() < 0.5, "{engine}: {tokens} tokens");
+    }
+}
+
+/// A stream cut before [DONE] and an error event are errors.
+#[test]
+fn sse_cut_and_error_event_are_errors() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 4,
+            ttft: Duration::from_millis(5),
+            itl: Duration::from_millis(2),
+            cut_every: Some(2),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "1s"],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.errors, 10, "{engine}: {:?}", r.errors);
+        assert_eq!(r.errors.by_kind.get("stream_cut"), Some(&10), "{engine}");
+        assert_eq!(
+            r.metrics.ttft.count, 10,
+            "{engine}: cut streams enter no histogram"
+        );
+
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 4,
+            ttft: Duration::from_millis(5),
+            itl: Duration::from_millis(2),
+            error_event_every: Some(4),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "1s"],
+            0,
+        );
+        srv.stop();
+        assert_eq!(
+            r.errors.by_kind.get("stream_error"),
+            Some(&5),
+            "{engine}: {:?}",
+            r.errors
+        );
+        assert_eq!(r.requests.ok, 15, "{engine}");
+    }
+}
+
+/// The arrival exactly at the duration is not sent; warmup requests are
+/// sent but not recorded.
+#[test]
+fn duration_boundary_and_warmup() {
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        // 10/s for 1 s: offsets 0, 100, ..., 900 ms; 1000 ms is not sent.
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "10", "--duration", "1s"],
+            0,
+        );
+        assert_eq!(r.requests.scheduled, 10, "{engine}");
+        assert_eq!(r.requests.sent, 10, "{engine}");
+        // 100/s, 500 ms warmup then 1 s: 50 warmup requests sent, 100 recorded.
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "100", "--duration", "1s", "--warmup", "500ms"],
+            0,
+        );
+        let served = srv.stop();
+        assert_eq!(r.requests.scheduled, 100, "{engine}");
+        assert_eq!(r.requests.ok, 100, "{engine}");
+        assert_eq!(r.metrics.latency.count, 100, "{engine}");
+        assert_eq!(served, 10 + 150, "{engine}: warmup requests were sent");
+    }
+}
+
+/// Above --max-in-flight a due request is dropped and counted.
+#[test]
+fn max_in_flight_drops_are_counted() {
+    for engine in engines() {
+        // Each request holds the FIFO server 100 ms: at 50/s the queue grows.
+        let srv = server(plain(Duration::from_millis(100)));
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--rate",
+                "50",
+                "--duration",
+                "1s",
+                "--max-in-flight",
+                "5",
+                "--timeout",
+                "3s",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.scheduled, 50, "{engine}");
+        assert!(
+            r.requests.dropped >= 30,
+            "{engine}: dropped {}",
+            r.requests.dropped
+        );
+        assert_eq!(r.requests.sent + r.requests.dropped, 50, "{engine}");
+        assert!(
+            r.generator.warnings.iter().any(|w| w.contains("dropped")),
+            "{engine}"
+        );
+    }
+}
+
+/// A server that accepts and never answers gives timeouts.
+#[test]
+fn silent_server_gives_timeouts() {
+    for engine in engines() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        listener.set_nonblocking(true).unwrap();
+        let t = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < deadline
+            {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(true).ok();
+                        let mut b = [0u8; 1024];
+                        let _ = s.read(&mut b);
+                        held.push(s);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        let r = run_json(
+            addr,
+            "/",
+            engine,
+            &[
+                "--rate",
+                "10",
+                "--duration",
+                "500ms",
+                "--timeout",
+                "300ms",
+                "--connections",
+                "2",
+            ],
+            0,
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        t.join().unwrap();
+        assert_eq!(r.requests.scheduled, 5, "{engine}");
+        assert_eq!(r.requests.timeouts, 5, "{engine}: {:?}", r.errors);
+        assert_eq!(r.errors.by_kind.get("timeout"), Some(&5), "{engine}");
+        assert_eq!(r.metrics.latency.count, 0, "{engine}");
+    }
+}
+
+/// A refused port gives a clear one-line error and exit code 1.
+#[test]
+fn refused_port_is_a_clear_error() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    for engine in engines() {
+        let url = format!("http://127.0.0.1:{port}/");
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "200ms",
+            "--quiet",
+            "--engine",
+            engine,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{engine}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("refused"), "{engine}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{engine}: {err}");
+    }
+}
+
+/// A breached threshold exits 3 (and a met one 0).
+#[test]
+fn breached_threshold_exits_3() {
+    for engine in engines() {
+        let srv = server(plain(Duration::from_millis(5)));
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--rate",
+                "20",
+                "--duration",
+                "500ms",
+                "--threshold",
+                "latency.p99<1ms",
+                "--threshold",
+                "dropped==0",
+            ],
+            3,
+        );
+        assert!(
+            !r.thresholds[0].passed && r.thresholds[1].passed,
+            "{engine}"
+        );
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--rate",
+                "20",
+                "--duration",
+                "500ms",
+                "--threshold",
+                "latency.p99<2s",
+                "--threshold",
+                "error_rate<0.01",
+            ],
+            0,
+        );
+        srv.stop();
+        assert!(r.thresholds.iter().all(|t| t.passed), "{engine}");
+    }
+}
+
+/// A bad URL or flag exits 2 with a one-line message.
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for args in [
+        vec!["run", "ftp://127.0.0.1/"],
+        vec!["run", "https://127.0.0.1/"],
+        vec!["run", "http://127.0.0.1:99999/"],
+        vec!["run", "http://127.0.0.1:1/", "--rate=-5"],
+        vec!["run", "http://127.0.0.1:1/", "--rate", "-5"],
+        vec!["run", "http://127.0.0.1:1/", "--duration", "fast"],
+        vec![
+            "run",
+            "http://127.0.0.1:1/",
+            "--threshold",
+            "latency.p42<1ms",
+        ],
+        vec!["run", "http://127.0.0.1:1/", "--slo", "speed=1ms"],
+        vec!["run", "http://127.0.0.1:1/", "-H", "no colon"],
+    ] {
+        let out = metronome(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    let out = metronome(&["run", "http://127.0.0.1:1/", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The JSON keys of a real report are exactly those documented in
+/// docs/report.md (its example report, at every level).
+#[test]
+fn json_keys_match_docs() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    let start = doc
+        .find("```json")
+        .expect("docs/report.md has a ```json example")
+        + 7;
+    let end = start + doc[start..].find("```").unwrap();
+    let documented: serde_json::Value =
+        serde_json::from_str(&doc[start..end]).expect("the example parses");
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        let url = format!("http://{}/", srv.addr());
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "50",
+            "--duration",
+            "300ms",
+            "--format",
+            "json",
+            "--quiet",
+            "--engine",
+            engine,
+            "--slo",
+            "latency=1s",
+            "--threshold",
+            "dropped==0",
+        ]);
+        srv.stop();
+        assert_eq!(out.status.code(), Some(0));
+        let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(keys(&real, ""), keys(&documented, ""), "{engine}");
+    }
+}
+
+fn keys(v: &serde_json::Value, prefix: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    match v {
+        // Maps keyed by data (status codes) are not schema.
+        serde_json::Value::Object(_) if prefix.ends_with("by_status") => {}
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                out.extend(keys(x, &p));
+            }
+        }
+        serde_json::Value::Array(a) => {
+            if let Some(x) = a.first() {
+                out.extend(keys(x, &format!("{prefix}[]")));
+            }
+        }
+        _ => {}
+    }
+    out
+}
