@@ -183,12 +183,12 @@ fn a_stall_does_not_delay_sends() {
     let out = run(&p, &Control::default(), &one_thread()).unwrap();
     let r = &out.recorder;
     assert_eq!((r.scheduled, r.sent, r.ok), (200, 200, 200));
-    // Requests intended inside the stall were still sent on time (on new connections)...
-    assert!(
-        r.send_lag.quantile(0.99) < 5 * MS,
-        "send lag p99 {}",
-        r.send_lag.quantile(0.99)
-    );
+    // Requests intended inside the stall (30% of them) were still sent on
+    // time, on new connections: had they waited for the stalled ones, the
+    // p90 send lag would be tens of ms and the max most of the stall.
+    let (p90, max) = (r.send_lag.quantile(0.90), r.send_lag.max());
+    assert!(p90 < 5 * MS, "send lag p90 {p90}");
+    assert!(max < 50 * MS, "send lag max {max}");
     assert!(out.peak_connections >= 50, "peak {}", out.peak_connections);
     assert!(out.waited_for_connection >= 50);
     // ...and the first of them waited for (nearly) the whole stall.
@@ -277,4 +277,36 @@ fn stop_flag_ends_the_run_early() {
     assert!(out.measured_ns < 1_000_000_000);
     assert_eq!(control.progress.sent.load(Ordering::Relaxed), r.sent);
     assert_eq!(control.progress.ok.load(Ordering::Relaxed), r.ok);
+}
+
+/// By hand: `cargo test --release -p metronome-uring --test engine -- --ignored --nocapture`.
+/// Prints the engine's own cost against the loopback server.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_cost_per_request() {
+    if !uring_available() {
+        return;
+    }
+    let server = Server::start(Behaviour::default());
+    for rate in [1_000.0, 5_000.0, 10_000.0] {
+        let mut p = plan(server.addr, rate, Duration::from_secs(2));
+        p.connections = 32;
+        p.max_connections = 256;
+        let out = run(&p, &Control::default(), &UringOptions::default()).unwrap();
+        let r = &out.recorder;
+        let work = out.cpu_ns.saturating_sub(out.spin_ns);
+        eprintln!(
+            "{rate} req/s: sent {} ok {} | cpu {:.1} us/req, work (spin excluded) {:.1} us/req | send lag p50 {} us p99 {} us max {} us | latency p50 {} us p99 {} us | threads {}",
+            r.sent,
+            r.ok,
+            out.cpu_ns as f64 / r.sent.max(1) as f64 / 1e3,
+            work as f64 / r.sent.max(1) as f64 / 1e3,
+            r.send_lag.quantile(0.5) / 1000,
+            r.send_lag.quantile(0.99) / 1000,
+            r.send_lag.max() / 1000,
+            r.latency.quantile(0.5) / 1000,
+            r.latency.quantile(0.99) / 1000,
+            out.threads.len(),
+        );
+    }
 }
