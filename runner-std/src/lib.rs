@@ -24,7 +24,9 @@ mod output;
 
 pub use clock::{thread_cpu_ns, Clock};
 pub use conn::{Exchange, Outcome};
-pub use output::{Control, EngineError, Progress, RunOutput, ThreadStats};
+pub use output::{
+    validate, Control, EngineError, Finish, Ledger, Progress, RunOutput, ThreadStats,
+};
 
 use metronome_core::plan::{Model, Plan};
 
