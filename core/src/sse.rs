@@ -50,6 +50,15 @@
 use core::fmt;
 
 /// Why a stream could not be decoded.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseError};
+/// let mut sse = SseDecoder::new();
+/// sse.feed(b": ping\n\n");
+/// assert_eq!(sse.finish(), Err(SseError::CutBeforeDone));
+/// assert_eq!(SseError::CutBeforeDone.to_string(), "event stream ended before data: [DONE]");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SseError {
@@ -70,6 +79,14 @@ impl fmt::Display for SseError {
 impl core::error::Error for SseError {}
 
 /// What kind of event was dispatched.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseKind};
+/// let mut sse = SseDecoder::new();
+/// let (_, event) = sse.feed(b"event: error\ndata: {\"message\":\"overloaded\"}\n\n");
+/// assert_eq!(event.map(|e| e.kind), Some(SseKind::Error));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SseKind {
     /// A data event: a JSON chunk (content, role-only, usage, ...).
@@ -83,6 +100,16 @@ pub enum SseKind {
 }
 
 /// One classified event.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseEvent, SseKind};
+/// let chunk = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\n";
+/// assert_eq!(
+///     SseDecoder::new().feed(chunk),
+///     (chunk.len(), Some(SseEvent { kind: SseKind::Data, content: false, usage_tokens: Some(3) }))
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SseEvent {
     /// The kind of event.
@@ -640,6 +667,17 @@ impl JsonScan {
 
 /// A streaming classifier of an OpenAI-style event stream. See the
 /// [module docs](self).
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseEvent};
+/// // An event split across two feeds (e.g. two HTTP chunks).
+/// let mut sse = SseDecoder::new();
+/// assert_eq!(sse.feed(b"data: {\"choices\":[{\"delta\":{\"cont"), (33, None));
+/// assert_eq!(sse.feed(b"ent\":\"Hi\"}}]}\r\n\r\n"), (16, Some(SseEvent::CONTENT)));
+/// // The event is dispatched at the blank line's CR; its LF is left over.
+/// assert_eq!(sse.feed(b"\n"), (1, None));
+/// ```
 #[derive(Clone, Debug)]
 pub struct SseDecoder {
     line: Line,
