@@ -6,7 +6,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{engines, metronome, plain, run_json, server};
+use common::{engines, metronome, plain, server};
 use metronome::report::Report;
 
 /// Ctrl-C loses no data: what was measured is still reported, exit 0.
