@@ -5,12 +5,14 @@ use metronome_core::plan::Plan;
 use metronome_std::{Control, RunOutput};
 
 use crate::cli::EngineArg;
+use crate::UsageError;
 
 /// Runs `plan` on the chosen engine; returns the engine's name and output.
 ///
 /// # Errors
-/// The engine's error (e.g. the target refuses connections), or io_uring
-/// requested where the kernel refuses it.
+/// The engine's error (e.g. the target refuses connections), io_uring
+/// requested where the kernel refuses it (exit 1), or a bad `--cpus` list
+/// (a [`UsageError`], exit 2).
 pub fn run(
     choice: EngineArg,
     plan: &Plan<'_>,
@@ -18,14 +20,84 @@ pub fn run(
     threads: Option<u32>,
     cpus: Option<&str>,
 ) -> anyhow::Result<(String, RunOutput)> {
-    let _ = (threads, cpus);
-    match choice {
-        EngineArg::Std | EngineArg::Auto => Ok(("std".into(), metronome_std::run(plan, control)?)),
-        EngineArg::Uring => anyhow::bail!("the io_uring engine is not available in this build"),
+    let use_uring = match choice {
+        EngineArg::Std => false,
+        EngineArg::Uring => match uring_probe() {
+            Ok(()) => true,
+            Err(why) => anyhow::bail!(
+                "--engine uring: io_uring is not available here ({why}); use --engine std"
+            ),
+        },
+        EngineArg::Auto => match uring_probe() {
+            Ok(()) => true,
+            Err(why) => {
+                eprintln!("metronome: notice: io_uring unavailable ({why}); using the std engine");
+                false
+            }
+        },
+    };
+    if !use_uring {
+        if threads.is_some() || cpus.is_some() {
+            eprintln!("metronome: notice: --threads and --cpus apply to the io_uring engine only");
+        }
+        return Ok(("std".into(), metronome_std::run(plan, control)?));
     }
+    run_uring(plan, control, threads, cpus).map(|out| ("uring".into(), out))
+}
+
+#[cfg(target_os = "linux")]
+fn uring_probe() -> Result<(), String> {
+    metronome_uring::probe().map_err(|e| e.to_string())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn uring_probe() -> Result<(), String> {
+    Err("io_uring exists on Linux only".into())
+}
+
+#[cfg(target_os = "linux")]
+fn run_uring(
+    plan: &Plan<'_>,
+    control: &Control,
+    threads: Option<u32>,
+    cpus: Option<&str>,
+) -> anyhow::Result<RunOutput> {
+    let cpus = cpus
+        .map(metronome_uring::parse_cpus)
+        .transpose()
+        .map_err(|e| UsageError(format!("bad --cpus: {e}")))?;
+    if threads == Some(0) {
+        return Err(UsageError("--threads must be at least 1".into()).into());
+    }
+    let opts = metronome_uring::UringOptions {
+        threads,
+        cpus,
+        phase_hook: None,
+    };
+    // The engine builds its merged output on this thread: give it a stack
+    // that fits the recorders (a few hundred KiB each).
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("metronome-uring".into())
+            .stack_size(metronome_std::RECORDER_STACK)
+            .spawn_scoped(s, || metronome_uring::run(plan, control, &opts))?
+            .join()
+            .map_err(|_| anyhow::anyhow!("the io_uring engine panicked"))?
+            .map_err(anyhow::Error::from)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_uring(
+    _plan: &Plan<'_>,
+    _control: &Control,
+    _threads: Option<u32>,
+    _cpus: Option<&str>,
+) -> anyhow::Result<RunOutput> {
+    anyhow::bail!("io_uring exists on Linux only")
 }
 
 /// True when the io_uring engine can run here (built in, and the kernel allows it).
 pub fn uring_available() -> bool {
-    false
+    uring_probe().is_ok()
 }

@@ -117,12 +117,12 @@ impl Default for ServeConfig {
     }
 }
 
-/// `metronome serve`: the embedded target server, one FIFO server over
-/// HTTP/1.1 keep-alive.
+/// Run the embedded target server: one FIFO server over HTTP/1.1 keep-alive.
 ///
 /// A request arriving at t completes at max(t, free_at) + SERVICE, and
-/// free_at moves on. Prints `metronome serve listening on http://ADDR`
-/// first; Ctrl-C (or SIGTERM) stops it and prints `served N requests`.
+/// free_at moves on. The first line printed is "metronome serve listening
+/// on http://ADDR"; Ctrl-C (or SIGTERM) stops it and prints "served N
+/// requests".
 #[derive(Args, Clone, Debug, PartialEq, Eq)]
 pub struct ServeArgs {
     /// Address to listen on (IP:PORT, HOST:PORT, or a bare PORT on 127.0.0.1).
@@ -160,8 +160,8 @@ pub struct ServeArgs {
     ///
     /// Each stream sends a role chunk at once, content token i at
     /// start + TTFT + i * ITL, a usage chunk with completion_tokens, then
-    /// `data: [DONE]`. Streams run concurrently. A `max_tokens` (or
-    /// `max_completion_tokens`) in the JSON body caps --tokens. Other paths
+    /// "data: [DONE]". Streams run concurrently. A "max_tokens" (or
+    /// "max_completion_tokens") in the JSON body caps --tokens. Other paths
     /// answer 404 (GET /v1/models lists the model `metronome`).
     #[arg(long)]
     pub sse: bool,

@@ -70,14 +70,18 @@ const COOKIE_WORD_SIZE_MASK: u32 = 0xf0;
 /// `Clone` copies about 58 KiB; engines keep one per thread (inside a
 /// [`crate::measure::Recorder`]) and merge them at the end.
 #[derive(Clone, PartialEq, Eq)]
+#[repr(C)]
 pub struct Histogram {
-    counts: [u64; BUCKET_COUNT],
+    // The statistics come first (`repr(C)`) so the optimizer can see that a
+    // store into `counts[i]` never aliases them and keep them in registers
+    // across a loop of `record` calls.
+    sum: u128,
     total: u64,
     /// `u64::MAX` when empty.
     min: u64,
     /// 0 when empty.
     max: u64,
-    sum: u128,
+    counts: [u64; BUCKET_COUNT],
 }
 
 /// One non-empty bucket, as yielded by [`Histogram::buckets`].

@@ -49,6 +49,17 @@ use crate::http::{Event, ParseError, ResponseParser, DEFAULT_MAX_HEAD};
 use crate::sse::{SseDecoder, SseError, SseKind};
 
 /// A measurement-level event of one response.
+///
+/// # Example
+/// ```
+/// use metronome_core::response::{ReadEvent, Reader};
+/// let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 34\r\n\r\ndata: {\"choices\":[{\"text\":\"a\"}]}\n\n";
+/// let mut r = Reader::new(true);
+/// assert_eq!(r.feed(wire), Ok((39, Some(ReadEvent::Head { status: 200 }))));
+/// assert_eq!(r.feed(&wire[39..]), Ok((34, Some(ReadEvent::Content))));
+/// // No [DONE]: the engine counts a cut stream.
+/// assert_eq!(r.feed(&[]), Ok((0, Some(ReadEvent::Complete { keep_alive: true, done_seen: false }))));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadEvent {
     /// The final response head arrived (the time to first byte of the
@@ -78,6 +89,15 @@ pub enum ReadEvent {
 }
 
 /// Why a response could not be read. The connection must be closed.
+///
+/// # Example
+/// ```
+/// use metronome_core::http::ParseError;
+/// use metronome_core::response::{ReadError, Reader};
+/// let e = Reader::new(false).feed(b"HTTP/1.1 101 Switching Protocols\r\n\r\n").unwrap_err();
+/// assert_eq!(e, ReadError::Http(ParseError::Upgrade));
+/// assert_eq!(e.to_string(), "bad HTTP response: unsupported 101 Switching Protocols response");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReadError {
@@ -122,6 +142,14 @@ impl From<SseError> for ReadError {
 
 /// Reads one response at a time from a connection. See the
 /// [module docs](self).
+///
+/// # Example
+/// ```
+/// use metronome_core::response::{ReadEvent, Reader};
+/// let mut r = Reader::new(false);
+/// assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), Ok((38, Some(ReadEvent::Head { status: 200 }))));
+/// assert_eq!(r.feed(b"ok"), Ok((2, Some(ReadEvent::Complete { keep_alive: true, done_seen: false }))));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Reader {
     http: ResponseParser,

@@ -50,6 +50,15 @@
 use core::fmt;
 
 /// Why a stream could not be decoded.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseError};
+/// let mut sse = SseDecoder::new();
+/// sse.feed(b": ping\n\n");
+/// assert_eq!(sse.finish(), Err(SseError::CutBeforeDone));
+/// assert_eq!(SseError::CutBeforeDone.to_string(), "event stream ended before data: [DONE]");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SseError {
@@ -70,6 +79,14 @@ impl fmt::Display for SseError {
 impl core::error::Error for SseError {}
 
 /// What kind of event was dispatched.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseKind};
+/// let mut sse = SseDecoder::new();
+/// let (_, event) = sse.feed(b"event: error\ndata: {\"message\":\"overloaded\"}\n\n");
+/// assert_eq!(event.map(|e| e.kind), Some(SseKind::Error));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SseKind {
     /// A data event: a JSON chunk (content, role-only, usage, ...).
@@ -83,6 +100,16 @@ pub enum SseKind {
 }
 
 /// One classified event.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseEvent, SseKind};
+/// let chunk = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\n";
+/// assert_eq!(
+///     SseDecoder::new().feed(chunk),
+///     (chunk.len(), Some(SseEvent { kind: SseKind::Data, content: false, usage_tokens: Some(3) }))
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SseEvent {
     /// The kind of event.
@@ -304,6 +331,38 @@ enum Lex {
     Literal,
 }
 
+/// The first `"` or `\` in `s`: eight bytes at a time (SWAR, safe code)
+/// for the short strings of JSON keys and small values, `memchr2` for the
+/// rest of long ones.
+#[inline]
+fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = LO * b'"' as u64;
+    const BACKSLASHES: u64 = LO * b'\\' as u64;
+    const SWAR_BYTES: usize = 64;
+    let mut i = 0;
+    while i < SWAR_BYTES {
+        let Some(word) = s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+            return s
+                .get(i..)?
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\')
+                .map(|k| k + i);
+        };
+        let w = u64::from_le_bytes(word);
+        let (q, b) = (w ^ QUOTES, w ^ BACKSLASHES);
+        // A zero byte in q or b marks a match; the lowest flagged byte is
+        // exact (borrows only propagate upwards).
+        let found = ((q.wrapping_sub(LO) & !q) | (b.wrapping_sub(LO) & !b)) & HI;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr::memchr2(b'"', b'\\', s.get(i..)?).map(|k| k + i)
+}
+
 /// Nesting levels whose context is remembered; deeper levels are counted
 /// only (they cannot hold anything that matters).
 const MAX_DEPTH: usize = 16;
@@ -353,77 +412,128 @@ impl JsonScan {
         }
     }
 
+    /// Scans the next payload bytes (resuming a token split by an earlier
+    /// call).
     fn scan(&mut self, bytes: &[u8]) {
-        let mut i = 0;
+        let mut i = match self.lex {
+            Lex::Between => 0,
+            Lex::Str => self.scan_string(bytes, 0),
+            Lex::Number | Lex::Literal => self.scan_scalar(bytes, 0),
+        };
+        // Structural bytes are handled here; strings and scalars in their
+        // own tight loops.
         while let Some(&b) = bytes.get(i) {
-            match self.lex {
-                Lex::Between => {
-                    i += 1;
-                    match b {
-                        b'"' => self.begin_string(),
-                        b'{' => self.open(true),
-                        b'[' => self.open(false),
-                        b'}' | b']' => {
-                            self.depth = self.depth.saturating_sub(1);
-                            self.expect_key = false;
-                        }
-                        b',' => self.comma(),
-                        b':' => self.expect_key = false,
-                        b'-' | b'0'..=b'9' => self.begin_number(b),
-                        b'a'..=b'z' | b'A'..=b'Z' => self.begin_literal(b),
-                        _ => {}
-                    }
-                }
-                Lex::Str => {
-                    if self.escape {
-                        self.escape = false;
+            i += 1;
+            match b {
+                b'"' => {
+                    self.begin_string();
+                    i = self.scan_string(bytes, i);
+                    // Fast path for the usual `"key":` and `"key":"value"`.
+                    if bytes.get(i) == Some(&b':') {
                         i += 1;
-                        continue;
-                    }
-                    let rest = &bytes[i..];
-                    match memchr::memchr2(b'"', b'\\', rest) {
-                        None => {
-                            self.string_bytes(rest);
-                            return;
-                        }
-                        Some(j) => {
-                            self.string_bytes(&rest[..j]);
-                            i += j + 1;
-                            if rest[j] == b'\\' {
-                                self.escape = true;
-                                self.nonempty = true;
-                                self.acc.spoil();
-                            } else {
-                                self.end_string();
-                            }
+                        self.expect_key = false;
+                        if bytes.get(i) == Some(&b'"') {
+                            i += 1;
+                            self.begin_string();
+                            i = self.scan_string(bytes, i);
                         }
                     }
                 }
-                Lex::Number => match b {
-                    b'0'..=b'9' => {
-                        self.number = self
-                            .number
-                            .saturating_mul(10)
-                            .saturating_add(u64::from(b - b'0'));
-                        i += 1;
+                b':' => self.expect_key = false,
+                b',' => self.comma(),
+                b'{' => self.open(true),
+                b'[' => self.open(false),
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    self.expect_key = false;
+                }
+                b'-' | b'0'..=b'9' => {
+                    self.begin_number(b);
+                    i = self.scan_scalar(bytes, i);
+                }
+                b'a'..=b'z' | b'A'..=b'Z' => {
+                    self.begin_literal(b);
+                    i = self.scan_scalar(bytes, i);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Continues a string from `bytes[i..]`; returns the index after its
+    /// closing quote, or `bytes.len()` if it continues in the next call.
+    fn scan_string(&mut self, bytes: &[u8], mut i: usize) -> usize {
+        if self.escape {
+            if i >= bytes.len() {
+                return i;
+            }
+            self.escape = false;
+            i += 1;
+        }
+        loop {
+            let Some(rest) = bytes.get(i..) else {
+                return bytes.len();
+            };
+            match find_quote_or_backslash(rest) {
+                None => {
+                    self.string_bytes(rest);
+                    return bytes.len();
+                }
+                Some(j) if rest[j] == b'"' => {
+                    self.end_string(&rest[..j]);
+                    return i + j + 1;
+                }
+                Some(j) => {
+                    // An escape: the string is not empty, an accumulated
+                    // name cannot match; skip the escaped byte.
+                    self.nonempty = true;
+                    self.acc.spoil();
+                    if i + j + 1 >= bytes.len() {
+                        self.escape = true;
+                        return bytes.len();
                     }
-                    b'.' | b'e' | b'E' | b'+' | b'-' => {
-                        // Only the integer part of a token count is kept.
-                        self.number_ok &= !matches!(b, b'-' | b'+');
-                        self.lex = Lex::Literal;
-                        i += 1;
-                    }
-                    _ => self.end_scalar(),
-                },
-                Lex::Literal => {
-                    if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-') {
-                        i += 1;
-                    } else {
-                        self.end_scalar();
-                    }
+                    i += j + 2;
                 }
             }
         }
+    }
+
+    /// Continues a number or literal from `bytes[i..]`; returns the index of
+    /// the byte after it, or `bytes.len()` if it continues in the next call.
+    fn scan_scalar(&mut self, bytes: &[u8], mut i: usize) -> usize {
+        if self.lex == Lex::Number && self.role == Role::Tokens {
+            while let Some(&b) = bytes.get(i) {
+                if !b.is_ascii_digit() {
+                    break;
+                }
+                self.number = self
+                    .number
+                    .saturating_mul(10)
+                    .saturating_add(u64::from(b - b'0'));
+                i += 1;
+            }
+            match bytes.get(i) {
+                None => return i,
+                // Only the integer part of a token count is kept.
+                Some(b'.' | b'e' | b'E') => self.lex = Lex::Literal,
+                Some(b'+' | b'-') => {
+                    self.number_ok = false;
+                    self.lex = Lex::Literal;
+                }
+                Some(_) => {
+                    self.end_scalar();
+                    return i;
+                }
+            }
+        }
+        while let Some(&b) = bytes.get(i) {
+            if !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-')) {
+                self.end_scalar();
+                return i;
+            }
+            i += 1;
+        }
+        i
     }
 
     /// Ends a number or literal (called on the byte after it, or at the end
@@ -464,6 +574,7 @@ impl JsonScan {
         }
     }
 
+    /// String bytes that continue in the next call.
     fn string_bytes(&mut self, bytes: &[u8]) {
         if !bytes.is_empty() {
             self.nonempty = true;
@@ -473,15 +584,27 @@ impl JsonScan {
         }
     }
 
-    fn end_string(&mut self) {
-        match self.role {
-            Role::Key => {
-                self.key = Key::of(self.acc.get());
+    /// The string ends after `last` (its bytes since the last call or
+    /// escape).
+    fn end_string(&mut self, last: &[u8]) {
+        self.nonempty |= !last.is_empty();
+        if matches!(self.role, Role::Key | Role::ObjectName) {
+            // The whole name in one slice (the common case) is matched in
+            // place; otherwise it was accumulated.
+            let name = if self.acc.len == 0 {
+                Some(last)
+            } else {
+                self.acc.push(last);
+                self.acc.get()
+            };
+            if self.role == Role::Key {
+                self.key = Key::of(name);
                 self.expect_key = false;
+            } else {
+                self.error |= name == Some(b"error");
             }
-            Role::Content => self.content |= self.nonempty,
-            Role::ObjectName => self.error |= self.acc.is(b"error"),
-            Role::Plain | Role::Tokens => {}
+        } else if self.role == Role::Content {
+            self.content |= self.nonempty;
         }
         self.lex = Lex::Between;
         self.role = Role::Plain;
@@ -544,6 +667,17 @@ impl JsonScan {
 
 /// A streaming classifier of an OpenAI-style event stream. See the
 /// [module docs](self).
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{SseDecoder, SseEvent};
+/// // An event split across two feeds (e.g. two HTTP chunks).
+/// let mut sse = SseDecoder::new();
+/// assert_eq!(sse.feed(b"data: {\"choices\":[{\"delta\":{\"cont"), (33, None));
+/// assert_eq!(sse.feed(b"ent\":\"Hi\"}}]}\r\n\r\n"), (16, Some(SseEvent::CONTENT)));
+/// // The event is dispatched at the blank line's CR; its LF is left over.
+/// assert_eq!(sse.feed(b"\n"), (1, None));
+/// ```
 #[derive(Clone, Debug)]
 pub struct SseDecoder {
     line: Line,
@@ -993,6 +1127,36 @@ mod tests {
         }
         json.push_str(r#","usage":{"completion_tokens":5}}"#);
         assert_eq!(scan(&json), (false, Some(5), false));
+    }
+
+    #[test]
+    fn find_quote_or_backslash_matches_naive_oracle() {
+        let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\');
+        // Fill bytes include the neighbours of the targets and bytes with
+        // the high bit set, which trip naive SWAR tricks.
+        let fill: std::vec::Vec<u8> = (0..=255u8).filter(|&b| b != b'"' && b != b'\\').collect();
+        for len in 0..=150usize {
+            let mut s: std::vec::Vec<u8> = (0..len)
+                .map(|k| fill[(k * 37 + len) % fill.len()])
+                .collect();
+            assert_eq!(find_quote_or_backslash(&s), None, "len {len}");
+            for pos in 0..len {
+                for target in [b'"', b'\\'] {
+                    let saved = s[pos];
+                    s[pos] = target;
+                    assert_eq!(
+                        find_quote_or_backslash(&s),
+                        naive(&s),
+                        "len {len} pos {pos}"
+                    );
+                    assert_eq!(find_quote_or_backslash(&s), Some(pos));
+                    s[pos] = saved;
+                }
+            }
+        }
+        // Two targets: the first wins.
+        assert_eq!(find_quote_or_backslash(b"abcdefgh\\ijk\"lmn"), Some(8));
+        assert_eq!(find_quote_or_backslash(b"\x01\"\x21\x23\\"), Some(1));
     }
 
     #[test]

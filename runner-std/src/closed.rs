@@ -37,13 +37,13 @@ pub(crate) fn run(
     let hard_end_ns = end_ns.saturating_add(plan.timeout_ns);
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
-        let collector = s.spawn(|| {
+        let collector = crate::spawn_big(s, || {
             let mut c = Collector::new(plan);
             for fact in rx {
                 c.handle(fact, &control.progress);
             }
             c.out
-        });
+        })?;
         let handles: Vec<_> = conns
             .into_iter()
             .enumerate()
@@ -97,8 +97,8 @@ pub(crate) fn run(
             .map(|h| h.join().unwrap_or_default())
             .collect();
         let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
-        (out, stats)
-    });
+        Ok((out, stats))
+    })?;
     let stop_ns = clock.now_ns();
     // In a closed loop a request is "scheduled" when a worker sends it.
     out.recorder.scheduled = out.recorder.sent;

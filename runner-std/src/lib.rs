@@ -24,7 +24,9 @@ mod output;
 
 pub use clock::{thread_cpu_ns, Clock};
 pub use conn::{Exchange, Outcome};
-pub use output::{Control, EngineError, Progress, RunOutput, ThreadStats};
+pub use output::{
+    validate, Control, EngineError, Finish, Ledger, Progress, RunOutput, ThreadStats,
+};
 
 use metronome_core::plan::{Model, Plan};
 
@@ -36,11 +38,34 @@ use metronome_core::plan::{Model, Plan};
 /// before the clock starts (for example the port refuses).
 pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
     output::validate(plan)?;
-    match plan.model {
-        Model::Open => open::run(plan, control),
-        Model::Closed {
-            workers,
-            expected_interval_ns,
-        } => closed::run(plan, control, workers, expected_interval_ns),
-    }
+    // Recorders are a few hundred KiB of inline counters: the threads that
+    // hold them get a stack to match (debug builds copy them on the stack).
+    std::thread::scope(|s| {
+        spawn_big(s, || match plan.model {
+            Model::Open => open::run(plan, control),
+            Model::Closed {
+                workers,
+                expected_interval_ns,
+            } => closed::run(plan, control, workers, expected_interval_ns),
+        })?
+        .join()
+        .map_err(|_| {
+            EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
+        })?
+    })
+}
+
+/// Stack size of threads that hold a [`metronome_core::measure::Recorder`].
+pub const RECORDER_STACK: usize = 64 << 20;
+
+/// Spawns a scoped thread with a [`RECORDER_STACK`]-sized stack.
+pub(crate) fn spawn_big<'scope, 'env, T: Send + 'scope>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> Result<std::thread::ScopedJoinHandle<'scope, T>, EngineError> {
+    std::thread::Builder::new()
+        .name("metronome-engine".into())
+        .stack_size(RECORDER_STACK)
+        .spawn_scoped(s, f)
+        .map_err(|e| EngineError::Io("cannot start an engine thread", e))
 }

@@ -100,7 +100,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     let cpu_start = process_cpu_ns();
 
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
-        let collector = s.spawn(|| {
+        let collector = crate::spawn_big(s, || {
             let mut c = Collector::new(plan);
             for fact in rx {
                 c.handle(fact, &control.progress);
@@ -111,7 +111,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                 ..ThreadStats::default()
             });
             out
-        });
+        })?;
         for conn in pre {
             let tx = tx.clone();
             let shared = &shared;
@@ -212,8 +212,8 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         drop(tx);
         stats.cpu_ns = thread_cpu_ns();
         let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
-        (out, stats, rec, waited, stopped, stop_ns)
-    });
+        Ok((out, stats, rec, waited, stopped, stop_ns))
+    })?;
 
     // The pacer's own counts: scheduled and dropped.
     out.recorder.merge(&pacer_rec);

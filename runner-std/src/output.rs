@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use metronome_core::measure::{ErrorKind, Interval, Recorder};
+use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming};
 use metronome_core::plan::Plan;
 
 use crate::conn::Outcome;
@@ -155,8 +155,11 @@ impl std::error::Error for EngineError {
     }
 }
 
-/// Checks what an engine relies on.
-pub(crate) fn validate(plan: &Plan<'_>) -> Result<(), EngineError> {
+/// Checks what an engine relies on (shared by both engines).
+///
+/// # Errors
+/// [`EngineError::Plan`] naming the field to change.
+pub fn validate(plan: &Plan<'_>) -> Result<(), EngineError> {
     if plan.requests.is_empty() {
         return Err(EngineError::Plan("no request to send"));
     }
@@ -207,119 +210,159 @@ pub(crate) enum Fact {
     },
 }
 
-/// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
-pub(crate) struct Collector<'p> {
-    plan: &'p Plan<'p>,
-    pub(crate) out: RunOutput,
-    published_interval: Option<usize>,
+/// How one request ended, borrowed: what a [`Ledger`] needs to record it.
+/// Engines with fixed buffers (io_uring) build it without allocating.
+#[derive(Clone, Copy, Debug)]
+pub enum Finish<'a> {
+    /// A 2xx response, fully read.
+    Ok,
+    /// A complete response with a non-2xx status.
+    Status(u16),
+    /// A fault, by kind.
+    Error(ErrorKind),
+    /// A streamed response that reached its end; the recorder decides
+    /// whether it succeeded.
+    Stream {
+        /// The stream's timing.
+        timing: &'a StreamTiming,
+        /// Gaps between consecutive content chunks, ns.
+        gaps: &'a [u64],
+    },
 }
 
-impl<'p> Collector<'p> {
-    pub(crate) fn new(plan: &'p Plan<'p>) -> Collector<'p> {
-        Collector {
-            plan,
-            out: RunOutput::empty(plan),
-            published_interval: None,
+impl Outcome {
+    /// The borrowed form a [`Ledger`] records.
+    pub fn as_finish(&self) -> Finish<'_> {
+        match self {
+            Outcome::Ok => Finish::Ok,
+            Outcome::Status(code) => Finish::Status(*code),
+            Outcome::Error(kind) => Finish::Error(*kind),
+            Outcome::Stream { timing, gaps } => Finish::Stream { timing, gaps },
         }
     }
+}
 
-    fn interval(&mut self, t_ns: u64) -> Option<&mut metronome_core::measure::Interval> {
+/// The bookkeeping rules shared by both engines: turns one fact about one
+/// request into the [`RunOutput`]'s recorder and intervals. Sends count in
+/// the interval of their send time, completions in the interval of their
+/// completion time (after the end: the last interval); warmup requests are
+/// not recorded. It never allocates and never touches a clock or an atomic:
+/// the caller publishes progress as it likes.
+#[derive(Clone, Copy, Debug)]
+pub struct Ledger<'p> {
+    plan: &'p Plan<'p>,
+}
+
+impl<'p> Ledger<'p> {
+    /// A ledger for `plan`.
+    pub fn new(plan: &'p Plan<'p>) -> Ledger<'p> {
+        Ledger { plan }
+    }
+
+    fn interval<'o>(&self, out: &'o mut RunOutput, t_ns: u64) -> Option<&'o mut Interval> {
         let i = self.plan.interval_index(t_ns)?;
         // A completion after the end (in the grace period) counts in the last interval.
-        let i = i.min(self.out.intervals.len().saturating_sub(1));
-        self.out.intervals.get_mut(i)
+        let i = i.min(out.intervals.len().saturating_sub(1));
+        out.intervals.get_mut(i)
     }
 
-    pub(crate) fn handle(&mut self, fact: Fact, progress: &Progress) {
-        match fact {
-            Fact::Sent {
-                intended_ns,
-                sent_ns,
-            } => {
-                if !self.plan.is_measured(intended_ns) {
-                    return;
-                }
-                self.out.recorder.record_sent(intended_ns, sent_ns);
-                if let Some(iv) = self.interval(sent_ns) {
-                    iv.sent += 1;
-                    iv.send_lag.record(sent_ns.saturating_sub(intended_ns));
-                }
-                progress.sent.fetch_add(1, Ordering::Relaxed);
-            }
-            Fact::Done {
-                intended_ns,
-                sent_ns,
-                done_ns,
-                outcome,
-            } => {
-                if !self.plan.is_measured(intended_ns) {
-                    return;
-                }
-                self.publish(done_ns, progress);
-                self.finish(intended_ns, sent_ns, done_ns, outcome, progress);
-            }
-            Fact::Unsent { intended_ns, at_ns } => {
-                if !self.plan.is_measured(intended_ns) {
-                    return;
-                }
-                self.out.recorder.record_error(ErrorKind::Timeout);
-                if let Some(iv) = self.interval(at_ns) {
-                    iv.errors += 1;
-                }
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-            }
-            Fact::ClosedDone {
-                sent_ns,
-                done_ns,
-                outcome,
-                expected_interval_ns,
-            } => {
-                if !self.plan.is_measured(sent_ns) {
-                    return;
-                }
-                self.publish(done_ns, progress);
-                let ok = self.finish(sent_ns, sent_ns, done_ns, outcome, progress);
-                if ok {
-                    let v = done_ns.saturating_sub(sent_ns);
-                    match expected_interval_ns {
-                        Some(ei) => self.out.recorder.corrected.record_corrected(v, ei),
-                        None => self.out.recorder.corrected.record(v),
-                    }
-                }
+    /// Request intended at `intended_ns` left at `sent_ns`. Returns true when
+    /// it was recorded (not warmup).
+    pub fn sent(&self, out: &mut RunOutput, intended_ns: u64, sent_ns: u64) -> bool {
+        if !self.plan.is_measured(intended_ns) {
+            return false;
+        }
+        out.recorder.record_sent(intended_ns, sent_ns);
+        if let Some(iv) = self.interval(out, sent_ns) {
+            iv.sent += 1;
+            iv.send_lag.record(sent_ns.saturating_sub(intended_ns));
+        }
+        true
+    }
+
+    /// Request intended at `intended_ns` was never sent: the run's hard end
+    /// came first (`at_ns`). It counts as a timeout. Returns true when recorded.
+    pub fn unsent(&self, out: &mut RunOutput, intended_ns: u64, at_ns: u64) -> bool {
+        if !self.plan.is_measured(intended_ns) {
+            return false;
+        }
+        out.recorder.record_error(ErrorKind::Timeout);
+        if let Some(iv) = self.interval(out, at_ns) {
+            iv.errors += 1;
+        }
+        true
+    }
+
+    /// Request intended at `intended_ns`, sent at `sent_ns`, finished (or
+    /// failed) at `done_ns`. Returns `None` for a warmup request, else
+    /// whether it succeeded.
+    pub fn done(
+        &self,
+        out: &mut RunOutput,
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+    ) -> Option<bool> {
+        if !self.plan.is_measured(intended_ns) {
+            return None;
+        }
+        Some(self.finish(out, intended_ns, sent_ns, done_ns, finish))
+    }
+
+    /// A closed-loop request sent at `sent_ns` finished at `done_ns`: as
+    /// [`Ledger::done`] with the send as the intended time, and a success
+    /// also enters the corrected histogram (with the HdrHistogram correction
+    /// when `expected_interval_ns` is set).
+    pub fn closed_done(
+        &self,
+        out: &mut RunOutput,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+        expected_interval_ns: Option<u64>,
+    ) -> Option<bool> {
+        if !self.plan.is_measured(sent_ns) {
+            return None;
+        }
+        let ok = self.finish(out, sent_ns, sent_ns, done_ns, finish);
+        if ok {
+            let v = done_ns.saturating_sub(sent_ns);
+            match expected_interval_ns {
+                Some(ei) => out.recorder.corrected.record_corrected(v, ei),
+                None => out.recorder.corrected.record(v),
             }
         }
+        Some(ok)
     }
 
     /// Records one finished request; returns true when it succeeded.
     fn finish(
-        &mut self,
+        &self,
+        out: &mut RunOutput,
         intended_ns: u64,
         sent_ns: u64,
         done_ns: u64,
-        outcome: Outcome,
-        progress: &Progress,
+        finish: Finish<'_>,
     ) -> bool {
         let slo = self.plan.slo;
-        let rec = &mut self.out.recorder;
-        let ok = match outcome {
-            Outcome::Ok => {
+        let rec = &mut out.recorder;
+        let ok = match finish {
+            Finish::Ok => {
                 rec.record_ok(intended_ns, sent_ns, done_ns, &slo);
                 true
             }
-            Outcome::Status(code) => {
+            Finish::Status(code) => {
                 rec.record_status(code);
                 false
             }
-            Outcome::Error(kind) => {
+            Finish::Error(kind) => {
                 rec.record_error(kind);
                 false
             }
-            Outcome::Stream { timing, gaps } => match rec.record_stream(&timing, &gaps, &slo) {
-                Ok(_) => true,
-                Err(_) => false,
-            },
+            Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).is_ok(),
         };
-        if let Some(iv) = self.interval(done_ns) {
+        if let Some(iv) = self.interval(out, done_ns) {
             if ok {
                 iv.ok += 1;
                 iv.latency.record(done_ns.saturating_sub(intended_ns));
@@ -327,34 +370,109 @@ impl<'p> Collector<'p> {
                 iv.errors += 1;
             }
         }
-        if ok {
-            progress.ok.fetch_add(1, Ordering::Relaxed);
-        } else {
-            progress.errors.fetch_add(1, Ordering::Relaxed);
-        }
         ok
+    }
+
+    /// The last complete interval at `now_ns` (its index and its p99
+    /// latency and p99 send lag, ns), for a progress line.
+    pub fn last_complete(&self, out: &RunOutput, now_ns: u64) -> Option<(usize, u64, u64)> {
+        let current = self.plan.interval_index(now_ns)?;
+        let last = current.checked_sub(1)?;
+        let iv = out.intervals.get(last)?;
+        Some((last, iv.latency.quantile(0.99), iv.send_lag.quantile(0.99)))
+    }
+}
+
+/// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
+pub(crate) struct Collector<'p> {
+    ledger: Ledger<'p>,
+    pub(crate) out: RunOutput,
+    published_interval: Option<usize>,
+}
+
+impl<'p> Collector<'p> {
+    pub(crate) fn new(plan: &'p Plan<'p>) -> Collector<'p> {
+        Collector {
+            ledger: Ledger::new(plan),
+            out: RunOutput::empty(plan),
+            published_interval: None,
+        }
+    }
+
+    pub(crate) fn handle(&mut self, fact: Fact, progress: &Progress) {
+        let plan = self.ledger.plan;
+        let ok = match fact {
+            Fact::Sent {
+                intended_ns,
+                sent_ns,
+            } => {
+                if self.ledger.sent(&mut self.out, intended_ns, sent_ns) {
+                    progress.sent.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+            Fact::Unsent { intended_ns, at_ns } => {
+                if self.ledger.unsent(&mut self.out, intended_ns, at_ns) {
+                    progress.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+            Fact::Done {
+                intended_ns,
+                sent_ns,
+                done_ns,
+                outcome,
+            } => {
+                if !plan.is_measured(intended_ns) {
+                    return;
+                }
+                self.publish(done_ns, progress);
+                self.ledger.done(
+                    &mut self.out,
+                    intended_ns,
+                    sent_ns,
+                    done_ns,
+                    outcome.as_finish(),
+                )
+            }
+            Fact::ClosedDone {
+                sent_ns,
+                done_ns,
+                outcome,
+                expected_interval_ns,
+            } => {
+                if !plan.is_measured(sent_ns) {
+                    return;
+                }
+                self.publish(done_ns, progress);
+                self.ledger.closed_done(
+                    &mut self.out,
+                    sent_ns,
+                    done_ns,
+                    outcome.as_finish(),
+                    expected_interval_ns,
+                )
+            }
+        };
+        match ok {
+            Some(true) => progress.ok.fetch_add(1, Ordering::Relaxed),
+            Some(false) => progress.errors.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        };
     }
 
     /// Publishes the last complete interval's p99 for the progress line.
     fn publish(&mut self, now_ns: u64, progress: &Progress) {
-        let Some(current) = self.plan.interval_index(now_ns) else {
+        let Some((last, p99, lag_p99)) = self.ledger.last_complete(&self.out, now_ns) else {
             return;
         };
-        if current == 0 {
-            return;
-        }
-        let last = current - 1;
         if self.published_interval == Some(last) {
             return;
         }
-        if let Some(iv) = self.out.intervals.get(last) {
-            progress
-                .last_p99_ns
-                .store(iv.latency.quantile(0.99), Ordering::Relaxed);
-            progress
-                .last_send_lag_p99_ns
-                .store(iv.send_lag.quantile(0.99), Ordering::Relaxed);
-            self.published_interval = Some(last);
-        }
+        progress.last_p99_ns.store(p99, Ordering::Relaxed);
+        progress
+            .last_send_lag_p99_ns
+            .store(lag_p99, Ordering::Relaxed);
+        self.published_interval = Some(last);
     }
 }

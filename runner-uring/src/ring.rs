@@ -1,0 +1,544 @@
+//! The only file with `unsafe`: the io_uring ring, the memory the kernel
+//! reads and writes through it, and the few raw socket and affinity calls.
+//!
+//! The safe API is built on three invariants, each established here:
+//!
+//! 1. **Kernel-visible memory lives in the ring and outlives every
+//!    operation.** The read buffers (one slab, `slots * buf_len` bytes), the
+//!    copies of the requests, the target's socket address and the timer's
+//!    timespec are allocated in [`Ring::new`], before the first operation,
+//!    and freed in `Drop` only after every operation has completed; if the
+//!    drain fails they are leaked, never freed under the kernel.
+//! 2. **One operation of a kind per slot.** The slot index is the low 32
+//!    bits of `user_data`, the operation kind the next 8 bits; a slot has at
+//!    most one recv, one send and one connect in flight (flags in
+//!    [`SlotState`]), so a completion names exactly one pending operation and
+//!    the read buffer of a slot with a recv in flight is never handed out.
+//! 3. **A slot's socket is closed only when nothing of it is in flight.**
+//!    [`Ring::close`] shuts the socket down (which completes its pending
+//!    operations) and drops the descriptor when the last completion arrives,
+//!    reported as [`Completion::Closed`], so a descriptor number is never
+//!    reused under a pending operation.
+//!
+//! Reserved `user_data` tags are named constants ([`TAG_TIMER`]).
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, types, IoUring};
+
+/// `user_data` of the pacing timer (a `Timeout` sqe); never a slot.
+pub(crate) const TAG_TIMER: u64 = u64::MAX;
+/// Operation kinds, stored in bits 32..40 of `user_data`.
+const OP_RECV: u64 = 1;
+const OP_SEND: u64 = 2;
+const OP_CONNECT: u64 = 3;
+const OP_SHIFT: u32 = 32;
+/// How long `Drop` waits for operations in flight before leaking the memory.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+fn tag(op: u64, slot: usize) -> u64 {
+    (op << OP_SHIFT) | slot as u64
+}
+
+/// One completion, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// A recv into the slot's buffer ended: bytes read (0 = end of file) or `-errno`.
+    Recv { slot: usize, res: i32 },
+    /// A send ended: bytes sent or `-errno`.
+    Send { slot: usize, res: i32 },
+    /// A connect ended: 0 or `-errno`.
+    Connect { slot: usize, res: i32 },
+    /// The pacing timer fired (or was cut short).
+    Timer,
+    /// A slot being closed has nothing in flight any more; its socket is closed.
+    Closed { slot: usize },
+}
+
+/// What the ring knows about one slot.
+#[derive(Debug, Default)]
+struct SlotState {
+    fd: Option<OwnedFd>,
+    recv: bool,
+    send: bool,
+    connect: bool,
+    closing: bool,
+}
+
+impl SlotState {
+    fn busy(&self) -> bool {
+        self.recv || self.send || self.connect
+    }
+}
+
+/// An io_uring instance with the memory its operations use.
+pub(crate) struct Ring {
+    uring: IoUring,
+    slots: Box<[SlotState]>,
+    /// The read-buffer slab from `Box::into_raw`; freed in `Drop` (invariant 1).
+    bufs: NonNull<u8>,
+    buf_len: usize,
+    requests: Box<[Box<[u8]>]>,
+    addr: Box<libc::sockaddr_storage>,
+    addr_len: libc::socklen_t,
+    family: libc::c_int,
+    timespec: Box<types::Timespec>,
+    timer_pending: bool,
+    in_flight: usize,
+}
+
+impl Ring {
+    /// A ring for `slots` connections of `buf_len`-byte read buffers, sending
+    /// copies of `requests` to `addr`. Everything the kernel will touch is
+    /// allocated here.
+    ///
+    /// # Errors
+    /// The ring could not be created (io_uring refused, or out of memory).
+    pub(crate) fn new(
+        slots: usize,
+        buf_len: usize,
+        requests: &[&[u8]],
+        addr: SocketAddr,
+    ) -> io::Result<Ring> {
+        // Every slot has at most a recv and a send (or a connect) in flight,
+        // plus the timer: the completion queue (twice the entries) never overflows.
+        let entries = (2 * slots + 8).next_power_of_two().clamp(64, 32_768) as u32;
+        let uring = IoUring::new(entries)?;
+        let slab = vec![0u8; slots.max(1) * buf_len].into_boxed_slice();
+        let bufs = NonNull::new(Box::into_raw(slab).cast::<u8>()).expect("Box is non-null");
+        let (storage, addr_len) = sockaddr(addr);
+        Ok(Ring {
+            uring,
+            slots: (0..slots).map(|_| SlotState::default()).collect(),
+            bufs,
+            buf_len,
+            requests: requests.iter().map(|r| Box::<[u8]>::from(*r)).collect(),
+            addr: Box::new(storage),
+            addr_len,
+            family: if addr.is_ipv4() {
+                libc::AF_INET
+            } else {
+                libc::AF_INET6
+            },
+            timespec: Box::new(types::Timespec::new()),
+            timer_pending: false,
+            in_flight: 0,
+        })
+    }
+
+    /// The slot's read buffer.
+    ///
+    /// # Panics
+    /// When a recv into it is in flight (an engine bug).
+    pub(crate) fn buf(&mut self, slot: usize) -> &mut [u8] {
+        assert!(
+            !self.slots[slot].recv,
+            "read buffer of slot {slot} is in use by the kernel"
+        );
+        assert!(slot < self.slots.len());
+        // SAFETY: `bufs` points at a live slab of `slots * buf_len` bytes
+        // (invariant 1, allocated in `new`, freed only in `Drop`); the range
+        // `slot * buf_len .. +buf_len` is inside it (asserted above); no recv
+        // into this range is in flight (asserted above, invariant 2), so the
+        // kernel does not write it while the returned borrow of `self` lives
+        // (a new recv needs `&mut self`).
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.bufs.as_ptr().add(slot * self.buf_len),
+                self.buf_len,
+            )
+        }
+    }
+
+    /// Takes ownership of an already connected socket for `slot`.
+    pub(crate) fn adopt(&mut self, slot: usize, stream: TcpStream) {
+        let s = &mut self.slots[slot];
+        assert!(s.fd.is_none() && !s.busy(), "slot {slot} is in use");
+        s.fd = Some(OwnedFd::from(stream));
+        s.closing = false;
+    }
+
+    /// Opens a non-connected TCP socket (`TCP_NODELAY`) in `slot` and starts
+    /// an asynchronous connect to the target.
+    ///
+    /// # Errors
+    /// The socket could not be created (e.g. out of descriptors).
+    pub(crate) fn connect(&mut self, slot: usize) -> io::Result<()> {
+        assert!(
+            self.slots[slot].fd.is_none() && !self.slots[slot].busy(),
+            "slot {slot} is in use"
+        );
+        // SAFETY: plain socket(2) call with constant arguments; no pointer.
+        let raw = unsafe {
+            libc::socket(
+                self.family,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                libc::IPPROTO_TCP,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a descriptor socket(2) just returned and nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let stream = TcpStream::from(fd);
+        stream.set_nodelay(true)?;
+        let fd = OwnedFd::from(stream);
+        let entry = opcode::Connect::new(
+            types::Fd(fd.as_raw_fd()),
+            (&*self.addr as *const libc::sockaddr_storage).cast::<libc::sockaddr>(),
+            self.addr_len,
+        )
+        .build()
+        .user_data(tag(OP_CONNECT, slot));
+        let s = &mut self.slots[slot];
+        s.fd = Some(fd);
+        s.connect = true;
+        s.closing = false;
+        // SAFETY: the sockaddr lives in `self.addr` (invariant 1) and the
+        // socket in the slot, closed only when nothing is in flight (invariant 3).
+        unsafe { self.push(&entry) }
+    }
+
+    /// Starts a recv into `buf(slot)[filled..]`.
+    ///
+    /// # Panics
+    /// When the slot has no socket, a recv in flight, or `filled` leaves no room.
+    pub(crate) fn recv(&mut self, slot: usize, filled: usize) -> io::Result<()> {
+        let buf_len = self.buf_len;
+        let s = &mut self.slots[slot];
+        let fd =
+            s.fd.as_ref()
+                .expect("recv on a slot without a socket")
+                .as_raw_fd();
+        assert!(!s.recv, "a recv is already in flight on slot {slot}");
+        assert!(
+            filled < buf_len,
+            "no room left in the read buffer of slot {slot}"
+        );
+        s.recv = true;
+        // SAFETY: `slot * buf_len + filled < (slot + 1) * buf_len <= slab
+        // length`, asserted above; the slab lives until every operation has
+        // completed (invariant 1).
+        let ptr = unsafe { self.bufs.as_ptr().add(slot * buf_len + filled) };
+        let entry = opcode::Recv::new(types::Fd(fd), ptr, (buf_len - filled) as u32)
+            .build()
+            .user_data(tag(OP_RECV, slot));
+        // SAFETY: the destination range belongs to this slot alone and is not
+        // handed out by `buf` while the recv is in flight (invariant 2); the
+        // socket stays open until the completion (invariant 3).
+        unsafe { self.push(&entry) }
+    }
+
+    /// Starts a send of `requests[request][offset..]`.
+    ///
+    /// # Panics
+    /// When the slot has no socket or a send in flight, or the range is empty.
+    pub(crate) fn send(&mut self, slot: usize, request: usize, offset: usize) -> io::Result<()> {
+        let bytes = &self.requests[request][offset..];
+        assert!(!bytes.is_empty(), "empty send");
+        let s = &mut self.slots[slot];
+        let fd =
+            s.fd.as_ref()
+                .expect("send on a slot without a socket")
+                .as_raw_fd();
+        assert!(!s.send, "a send is already in flight on slot {slot}");
+        s.send = true;
+        let entry = opcode::Send::new(types::Fd(fd), bytes.as_ptr(), bytes.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(tag(OP_SEND, slot));
+        // SAFETY: the bytes are the ring's own copy of the request, which
+        // lives until every operation has completed (invariant 1); the
+        // socket stays open until the completion (invariant 3).
+        unsafe { self.push(&entry) }
+    }
+
+    /// Arms the pacing timer to fire in `after_ns`, unless it is already armed.
+    pub(crate) fn timer(&mut self, after_ns: u64) -> io::Result<()> {
+        if self.timer_pending {
+            return Ok(());
+        }
+        *self.timespec = types::Timespec::new()
+            .sec(after_ns / 1_000_000_000)
+            .nsec((after_ns % 1_000_000_000) as u32);
+        let entry = opcode::Timeout::new(&*self.timespec as *const types::Timespec)
+            .build()
+            .user_data(TAG_TIMER);
+        self.timer_pending = true;
+        // SAFETY: the timespec lives in `self.timespec` (invariant 1) and is
+        // rewritten only when no timer is pending (checked above).
+        unsafe { self.push(&entry) }
+    }
+
+    /// Closes the slot's socket. Returns true when it is closed now; false
+    /// when operations are in flight: they are cut short (`shutdown`) and a
+    /// [`Completion::Closed`] follows the last one.
+    pub(crate) fn close(&mut self, slot: usize) -> bool {
+        let s = &mut self.slots[slot];
+        if s.busy() {
+            if !s.closing {
+                s.closing = true;
+                if let Some(fd) = &s.fd {
+                    shutdown(fd.as_raw_fd());
+                }
+            }
+            false
+        } else {
+            s.fd = None;
+            s.closing = false;
+            true
+        }
+    }
+
+    /// Submits every queued sqe without waiting.
+    pub(crate) fn submit(&mut self) -> io::Result<()> {
+        match self.uring.submit() {
+            Ok(_) => Ok(()),
+            Err(e) if retryable(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Submits and sleeps until at least one completion is ready.
+    pub(crate) fn submit_and_wait(&mut self) -> io::Result<()> {
+        if !self.uring.completion().is_empty() {
+            return self.submit();
+        }
+        match self.uring.submit_and_wait(1) {
+            Ok(_) => Ok(()),
+            Err(e) if retryable(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes up to `out.len()` completions without blocking; returns how many.
+    pub(crate) fn reap(&mut self, out: &mut [Completion]) -> usize {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(cqe) = self.uring.completion().next() else {
+                break;
+            };
+            if let Some(c) = self.decode(cqe.user_data(), cqe.result()) {
+                out[n] = c;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    fn decode(&mut self, user_data: u64, res: i32) -> Option<Completion> {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if user_data == TAG_TIMER {
+            self.timer_pending = false;
+            return Some(Completion::Timer);
+        }
+        let slot = (user_data & 0xffff_ffff) as usize;
+        let op = user_data >> OP_SHIFT;
+        let s = self.slots.get_mut(slot)?;
+        let c = match op {
+            OP_RECV => {
+                s.recv = false;
+                Completion::Recv { slot, res }
+            }
+            OP_SEND => {
+                s.send = false;
+                Completion::Send { slot, res }
+            }
+            OP_CONNECT => {
+                s.connect = false;
+                Completion::Connect { slot, res }
+            }
+            _ => return None,
+        };
+        if s.closing {
+            if s.busy() {
+                return None;
+            }
+            s.closing = false;
+            s.fd = None;
+            return Some(Completion::Closed { slot });
+        }
+        Some(c)
+    }
+
+    /// Pushes one sqe, submitting first when the queue is full.
+    ///
+    /// # Safety
+    /// Every buffer the entry points to must stay valid until its completion
+    /// is reaped (invariant 1), and the flags of its slot must be set (invariant 2).
+    unsafe fn push(&mut self, entry: &io_uring::squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: the caller guarantees the entry's buffers outlive the operation.
+            let pushed = unsafe { self.uring.submission().push(entry) };
+            if pushed.is_ok() {
+                self.in_flight += 1;
+                return Ok(());
+            }
+            self.submit()?;
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // Cut every pending socket operation short, then wait for all of
+        // them (the timer fires within its own short delay) before the
+        // memory they use is freed.
+        for s in self.slots.iter() {
+            if s.busy() {
+                if let Some(fd) = &s.fd {
+                    shutdown(fd.as_raw_fd());
+                }
+            }
+        }
+        let start = Instant::now();
+        let mut scratch = [Completion::Timer; 64];
+        while self.in_flight > 0 && start.elapsed() < DRAIN_LIMIT {
+            if !self.timer_pending {
+                let _ = self.timer(10_000_000);
+            }
+            if self.submit_and_wait().is_err() {
+                break;
+            }
+            self.reap(&mut scratch);
+        }
+        let slab = std::ptr::slice_from_raw_parts_mut(
+            self.bufs.as_ptr(),
+            self.slots.len().max(1) * self.buf_len,
+        );
+        if self.in_flight > 0 {
+            // The kernel may still touch the memory: leak it rather than free it.
+            std::mem::forget(std::mem::take(&mut self.requests));
+            std::mem::forget(std::mem::replace(
+                &mut self.timespec,
+                Box::new(types::Timespec::new()),
+            ));
+            let copy = Box::new(*self.addr);
+            std::mem::forget(std::mem::replace(&mut self.addr, copy));
+            return;
+        }
+        // SAFETY: `slab` is exactly the pointer and length `Box::into_raw`
+        // returned in `new` (the slot count never changes), freed only here,
+        // and nothing is in flight any more (checked above).
+        drop(unsafe { Box::from_raw(slab) });
+    }
+}
+
+fn retryable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME)
+    )
+}
+
+fn shutdown(fd: RawFd) {
+    // SAFETY: `fd` is the open descriptor owned by a slot (borrowed for this
+    // call); shutdown(2) takes no pointer.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe {
+                std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin);
+            }
+            (
+                storage,
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe {
+                std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6);
+            }
+            (
+                storage,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        }
+    }
+}
+
+/// Whether io_uring works here: a tiny ring, and the opcodes the engine
+/// uses. Returns the OS error of the ring setup, or the missing opcode.
+pub(crate) fn probe_ring() -> Result<(), Result<io::Error, &'static str>> {
+    let ring = IoUring::new(8).map_err(Ok)?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe).map_err(Ok)?;
+    for (code, name) in [
+        (opcode::Connect::CODE, "IORING_OP_CONNECT"),
+        (opcode::Send::CODE, "IORING_OP_SEND"),
+        (opcode::Recv::CODE, "IORING_OP_RECV"),
+        (opcode::Timeout::CODE, "IORING_OP_TIMEOUT"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(Err(name));
+        }
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to `cpu`.
+///
+/// # Errors
+/// `sched_setaffinity` refused (e.g. the CPU is outside the allowed set).
+pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu < CPU_SETSIZE` (checked above), so CPU_SET stays inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The CPUs this process may run on (empty when unknown).
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `c < CPU_SETSIZE`, so CPU_ISSET reads inside `set`.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}

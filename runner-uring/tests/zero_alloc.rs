@@ -1,0 +1,143 @@
+//! The engine threads allocate nothing between the start of the clock and
+//! the end of the event loop: a counting global allocator, switched on per
+//! thread by the engine's phase hook.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::{plan, uring_available, Behaviour, Server};
+use metronome_core::plan::Model;
+use metronome_std::Control;
+use metronome_uring::{run, Phase, UringOptions};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static MEASURING_THREADS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; the
+// counter is a plain atomic and the flag a const-initialised thread-local
+// (no allocation, no destructor).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn hook(phase: Phase) {
+    match phase {
+        Phase::Measuring => {
+            MEASURING_THREADS.fetch_add(1, Ordering::Relaxed);
+            COUNTING.with(|c| c.set(true));
+        }
+        Phase::Draining => {}
+        Phase::Done => COUNTING.with(|c| c.set(false)),
+    }
+}
+
+/// One test function runs both cases one after the other, so the global
+/// counter belongs to one run at a time.
+#[test]
+fn engine_threads_allocate_nothing_while_measuring() {
+    if !uring_available() {
+        return;
+    }
+    let opts = UringOptions {
+        threads: Some(2),
+        phase_hook: Some(hook),
+        ..UringOptions::default()
+    };
+
+    // Open model with connection growth (1 pre-opened per thread, a 5 ms
+    // server: several requests in flight), a timeout or two, and warmup.
+    let server = Server::start(Behaviour {
+        delay: Duration::from_millis(5),
+        ..Behaviour::default()
+    });
+    let mut p = plan(server.addr, 1000.0, Duration::from_millis(500));
+    p.connections = 2;
+    p.max_connections = 64;
+    p.warmup_ns = 100_000_000;
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    assert_eq!(out.recorder.scheduled, 500);
+    assert_eq!(out.recorder.ok, 500);
+    assert!(
+        out.connections_opened > 2,
+        "no growth: {}",
+        out.connections_opened
+    );
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations in the open run"
+    );
+
+    // Connection: close on every reply: a replacement connect per request.
+    let server = Server::start(Behaviour {
+        close: true,
+        ..Behaviour::default()
+    });
+    let p = plan(server.addr, 200.0, Duration::from_millis(300));
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    assert_eq!(out.recorder.ok, 60);
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations with replacements"
+    );
+
+    // Closed model.
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 1.0, Duration::from_millis(200));
+    p.model = Model::Closed {
+        workers: 2,
+        expected_interval_ns: Some(1_000_000),
+    };
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    assert!(out.recorder.ok > 10);
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations in the closed run"
+    );
+}

@@ -1,0 +1,196 @@
+//! End-to-end tests of the other commands: Ctrl-C during `run`, `report`,
+//! `merge`, `--hgrm`, `--out`, and a short `demo`.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{engines, metronome, plain, server};
+use metronome::report::Report;
+
+/// Ctrl-C loses no data: what was measured is still reported, exit 0.
+#[test]
+fn ctrl_c_still_reports_what_was_measured() {
+    for engine in engines() {
+        let srv = server(plain(Duration::from_millis(1)));
+        let url = format!("http://{}/", srv.addr());
+        let child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .args([
+                "run",
+                &url,
+                "--rate",
+                "100",
+                "--duration",
+                "30s",
+                "--format",
+                "json",
+                "--quiet",
+                "--engine",
+                engine,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY-free: send SIGINT through the kill command.
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let t = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        srv.stop();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{engine}: stopping took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Report = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(r.generator.stopped, "{engine}");
+        assert!(
+            r.requests.sent >= 50 && r.requests.sent <= 250,
+            "{engine}: sent {}",
+            r.requests.sent
+        );
+        assert_eq!(
+            r.requests.ok, r.requests.sent,
+            "{engine}: replies in flight were awaited"
+        );
+        assert!(
+            r.duration_s > 0.5 && r.duration_s < 5.0,
+            "{engine}: {}",
+            r.duration_s
+        );
+        // The achieved rate is over the time actually run, not the planned 30 s.
+        assert!(r.achieved_rps > 80.0, "{engine}: {}", r.achieved_rps);
+        assert!(r
+            .generator
+            .warnings
+            .iter()
+            .any(|w| w.contains("stopped early")));
+    }
+}
+
+/// `run --out` writes the report, `report` prints it, `--hgrm` writes
+/// HdrHistogram's percentile format, and `merge` of two shards adds up.
+#[test]
+fn out_report_hgrm_and_merge() {
+    let dir = std::env::temp_dir().join(format!("metronome-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let srv = server(plain(Duration::ZERO));
+    let url = format!("http://{}/", srv.addr());
+    let a = dir.join("a.json");
+    let b = dir.join("b.json");
+    let hgrm = dir.join("a.hgrm");
+    for (shard, path) in [("0/2", &a), ("1/2", &b)] {
+        let mut args = vec![
+            "run",
+            url.as_str(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--quiet",
+            "--engine",
+            "std",
+            "--shard",
+            shard,
+            "--out",
+        ];
+        let p = path.to_str().unwrap();
+        args.push(p);
+        if shard == "0/2" {
+            args.extend(["--hgrm", hgrm.to_str().unwrap()]);
+        }
+        let out = metronome(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    srv.stop();
+    let ra: Report = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let rb: Report = serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    // Constant schedule at 100/s for 1 s split in two shards: 50 each.
+    assert_eq!((ra.requests.scheduled, rb.requests.scheduled), (50, 50));
+    assert_eq!(ra.offered_rps, 50.0);
+    let text = std::fs::read_to_string(&hgrm).unwrap();
+    assert!(
+        text.contains("Percentile") && text.contains("Total count    =           50"),
+        "{text}"
+    );
+
+    let out = metronome(&["report", a.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("scheduled 50"));
+
+    let merged = dir.join("m.json");
+    let out = metronome(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Report = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m.requests.scheduled, 100);
+    assert_eq!(m.requests.ok, ra.requests.ok + rb.requests.ok);
+    assert_eq!(m.metrics.latency.count, 100);
+    assert_eq!(m.offered_rps, 100.0);
+    assert_eq!(
+        m.metrics.latency.max,
+        ra.metrics.latency.max.max(rb.metrics.latency.max)
+    );
+    let buckets: u64 = m.metrics.latency.buckets.iter().map(|b| b.1).sum();
+    assert_eq!(buckets, 100);
+
+    // A file that is not a report is bad input: exit 2.
+    let out = metronome(&["report", hgrm.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A short demo: the open loop's p99 is far above the closed loop's.
+#[test]
+fn short_demo_shows_the_difference() {
+    let args = metronome::cli::DemoArgs {
+        duration: Duration::from_secs(2),
+        stall: Duration::from_millis(400),
+        rate: 200.0,
+        engine: metronome::cli::EngineArg::Std,
+        out_dir: None,
+    };
+    let parts = metronome::demo::run_parts(&args, false).unwrap();
+    assert_eq!(parts.len(), 4);
+    let closed = &parts[0].1;
+    let corrected = &parts[1].1;
+    let open = &parts[2].1;
+    assert_eq!(closed.model, "closed");
+    assert!(corrected.metrics.latency_corrected.is_some());
+    assert_eq!(open.requests.scheduled, 400);
+    assert!(
+        open.metrics.latency.p99 > 5.0 * closed.metrics.latency.p99,
+        "open {} closed {}",
+        open.metrics.latency.p99,
+        closed.metrics.latency.p99
+    );
+    let text = metronome::demo::render(&args, &parts);
+    assert!(text.contains("open, constant") && text.contains("closed + correction"));
+}
