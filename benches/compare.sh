@@ -20,7 +20,8 @@
 #      - metronome's maximum *sustained* rate: a short bisection over offered
 #        rates, passing when achieved >= 99% of offered and send-lag p99 < 1 ms;
 #   5. prints the markdown tables and writes them to $OUT, the raw
-#      measurements (one JSON object per run) to ${OUT%.md}.jsonl.
+#      measurements (one JSON object per run, after one line of metadata) to
+#      ${OUT%.md}.jsonl; `compare.sh --report FILE.jsonl` re-renders them.
 # Traffic goes only to the nginx it started on 127.0.0.1; everything it
 # started is stopped on exit (trap EXIT). Every tool run is bounded by
 # `timeout`.
@@ -29,7 +30,7 @@
 #   DURATION=10 REPEATS=3 RATES="10000 30000 60000" CONNECTIONS=64
 #   TOOLS="floor metronome-uring metronome-std wrk oha hey h2load"
 #   MAX_REPEATS=$REPEATS      repeats of each maximum-rate point
-#   SEARCH_STEPS=3            bisection steps per metronome engine (0: skip)
+#   SEARCH_STEPS=4            bisection steps per metronome engine (0: skip)
 #   PORT=18089 GEN_CPU=0 SERVER_CPU=1
 #   OUT=docs/benchmarks-latest.md
 #   INSTALL=1                 0: never install, skip what is missing
@@ -41,7 +42,7 @@ RATES=${RATES:-"10000 30000 60000"}
 CONNECTIONS=${CONNECTIONS:-64}
 TOOLS=${TOOLS:-"floor metronome-uring metronome-std wrk oha hey h2load"}
 MAX_REPEATS=${MAX_REPEATS:-$REPEATS}
-SEARCH_STEPS=${SEARCH_STEPS:-3}
+SEARCH_STEPS=${SEARCH_STEPS:-4}
 PORT=${PORT:-18089}
 GEN_CPU=${GEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
@@ -74,6 +75,292 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# The helper that turns each tool's output into one JSON line and, at the end,
+# the JSON lines into the markdown report.
+cat >"$WORK/compare.py" <<'PY'
+import json, os, re, statistics, sys
+
+def cpu(time_file):
+    u, s, e = open(time_file).read().split()[-3:]
+    return float(u), float(s), float(e)
+
+def per_req(seconds, n):
+    return seconds * 1e6 / n if n else None
+
+def dur_s(value, unit):
+    return float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit]
+
+def parse(tool, mode, offered, rep, out, err, timef, server_ticks=""):
+    text = open(out, errors="replace").read()
+    u, s, e = cpu(timef)
+    row = {"tool": tool, "mode": mode, "offered": offered, "rep": rep,
+           "achieved_rps": None, "requests": None, "errors": 0, "dropped": 0,
+           "cpu_ext_us": None, "cpu_self_us": None, "work_us": None, "spin_us": None,
+           "spin_share": None, "lag_p50_us": None, "lag_p99_us": None, "lag_max_us": None,
+           "p50_ms": None, "p99_ms": None, "warnings": []}
+    if tool == "floor":
+        j = json.loads(text.strip().splitlines()[-1])
+        row.update(achieved_rps=j["rps"], requests=j["requests"], cpu_self_us=j["cpu_us_per_request"])
+        row["work_us"] = row["cpu_self_us"]
+    elif tool.startswith("metronome"):
+        j = json.loads(text)
+        g, m, r = j["generator"], j["metrics"], j["requests"]
+        sent = r["sent"]
+        row.update(achieved_rps=j["achieved_rps"], requests=sent, errors=r["errors"], dropped=r["dropped"],
+                   cpu_self_us=g["cpu_us_per_request"], work_us=g["work_us_per_request"],
+                   spin_us=per_req(g["spin_s"], sent),
+                   spin_share=g["spin_s"] / g["cpu_s"] if g["cpu_s"] else 0.0,
+                   lag_p50_us=m["send_lag"]["p50"] * 1e3, lag_p99_us=m["send_lag"]["p99"] * 1e3,
+                   lag_max_us=m["send_lag"]["max"] * 1e3,
+                   p50_ms=m["latency"]["p50"], p99_ms=m["latency"]["p99"], warnings=g["warnings"])
+        row["engine"] = j["engine"]
+    elif tool == "wrk":
+        n = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
+        row["requests"] = int(n.group(1))
+        row["achieved_rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+        for q, key in (("50", "p50_ms"), ("99", "p99_ms")):
+            mm = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+            if mm:
+                row[key] = dur_s(*mm.groups()) * 1e3
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+        row["errors"] = (int(bad.group(1)) if bad else 0) + (sum(map(int, sock.groups())) if sock else 0)
+    elif tool == "oha":
+        j = json.loads(text)
+        summ = j["summary"]
+        codes = j.get("statusCodeDistribution", {})
+        ok = sum(v for k, v in codes.items() if k.startswith("2"))
+        # Requests cut off by the -z deadline are in flight, not failed.
+        errs = sum(v for k, v in codes.items() if not k.startswith("2")) + sum(
+            v for k, v in j.get("errorDistribution", {}).items() if "deadline" not in k)
+        row.update(requests=ok + errs, errors=errs)
+        row["achieved_rps"] = (ok + errs) / summ["total"] if summ.get("total") else summ["requestsPerSec"]
+        lp = j.get("latencyPercentiles", {})
+        row["p50_ms"] = lp["p50"] * 1e3 if lp.get("p50") is not None else None
+        row["p99_ms"] = lp["p99"] * 1e3 if lp.get("p99") is not None else None
+    elif tool == "hey":
+        total = float(re.search(r"Total:\s+([\d.]+) secs", text).group(1))
+        codes = [int(c) for c in re.findall(r"\[\d+\]\s+(\d+) responses", text)]
+        ok = sum(int(c) for c in re.findall(r"\[2\d\d\]\s+(\d+) responses", text))
+        n = sum(codes)
+        row.update(requests=n, errors=n - ok, achieved_rps=n / total if total else None)
+        for q, key in (("50", "p50_ms"), ("99", "p99_ms")):
+            mm = re.search(rf"{q}% in ([\d.]+) secs", text)
+            if mm:
+                row[key] = float(mm.group(1)) * 1e3
+    elif tool == "h2load":
+        fin = re.search(r"finished in ([\d.]+)(us|ms|s|m), ([\d.]+) req/s", text)
+        req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored", text)
+        row.update(achieved_rps=float(fin.group(3)), requests=int(req.group(3)),
+                   errors=int(req.group(5)) + int(req.group(6)))
+    row["cpu_ext_us"] = per_req(u + s, row["requests"])
+    row["cpu_user_s"], row["cpu_sys_s"], row["wall_s"] = u, s, e
+    # nginx worker's CPU over the run (clock ticks), as a share of the run's wall time.
+    ticks = int(server_ticks or 0)
+    if ticks > 0 and e > 0:
+        row["server_busy"] = ticks / float(os.environ.get("CLK_TCK", "100")) / e
+    print(json.dumps(row))
+
+def search_pass(out):
+    j = json.loads(open(out).read())
+    ok = j["achieved_rps"] >= 0.99 * j["offered_rps"] and j["metrics"]["send_lag"]["p99"] < 1.0 \
+        and j["requests"]["dropped"] == 0
+    print("pass" if ok else "fail")
+
+def med(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+def pct(v):
+    return None if v is None else v * 100
+
+def errs(m):
+    e = f(m["errors"], 0)
+    return f"{e} (+{m['dropped']:,.0f} dropped)" if m.get("dropped") else e
+
+def f(v, digits=1, suffix=""):
+    if v is None:
+        return "n/a"
+    return f"{v:,.{digits}f}{suffix}"
+
+def report(raw):
+    lines = [json.loads(l) for l in open(raw) if l.strip()]
+    meta = next(l["meta"] for l in lines if "meta" in l)
+    rows = [l for l in lines if "meta" not in l]
+    groups = {}
+    for r in rows:
+        # Max-rate points are keyed without their offered rate (metronome's is the overload).
+        key = (r["tool"], r["mode"], 0 if r["mode"] == "max" else r["offered"])
+        groups.setdefault(key, []).append(r)
+    def get(tool, mode, offered=0):
+        g = groups.get((tool, mode, offered))
+        if not g:
+            return None
+        m = {k: med(g, k) for k in ("achieved_rps", "requests", "errors", "dropped", "server_busy",
+                                    "cpu_ext_us", "cpu_self_us",
+                                    "work_us", "spin_us", "spin_share", "lag_p50_us", "lag_p99_us",
+                                    "lag_max_us", "p50_ms", "p99_ms")}
+        m["n"] = len(g)
+        m["offered"] = g[0]["offered"]
+        m["warnings"] = sorted({w.split(":")[0] for r in g for w in r.get("warnings", [])})
+        return m
+    tools = meta["tools"]
+    L = []
+    L.append(f"Run: {meta['date']}, `{meta['command']}`")
+    L.append("")
+    L.append(f"Machine: {meta['nproc']} CPUs ({meta['cpu']}), Linux {meta['kernel']}. "
+             f"Server: {meta['nginx']}, 1 worker on CPU {meta['server_cpu']}, fixed 2-byte response. "
+             f"Generator on CPU {meta['gen_cpu']}, {meta['connections']} connections, "
+             f"{meta['duration']} s per point, medians of {meta['repeats']} (max-rate points: {meta['max_repeats']}).")
+    L.append("")
+    L.append("Versions: " + "; ".join(meta["versions"]))
+    L.append("")
+    floor = get("floor", "max")
+    fmax = floor["achieved_rps"] if floor else None
+    fcpu = floor["cpu_self_us"] if floor else None
+    L.append("### Maximum rate on one generator core")
+    L.append("")
+    L.append("| tool | how | achieved req/s | % of floor | CPU us/req (user+sys) | of which busy-wait | "
+             "p50 ms | p99 ms | errors | nginx worker busy |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    how = {"floor": "closed loop, io_uring, no pacing", "wrk": "closed loop (no rate option)",
+           "h2load": "closed loop (--h1)", "oha": "unlimited (no -q)", "hey": "unlimited (no -q)",
+           }
+    for t in tools:
+        m = get(t, "max")
+        if not m:
+            continue
+        if t.startswith("metronome"):
+            how[t] = f"open loop, offered {m['offered']:,} (1.25x floor)"
+        c = m["cpu_self_us"] if t == "floor" else (m["cpu_self_us"] if t.startswith("metronome") else m["cpu_ext_us"])
+        bw = f(m["spin_us"], 2, f" ({m['spin_share']*100:.0f}%)") if m["spin_us"] is not None else "none (not paced)"
+        share = f(m["achieved_rps"] / fmax * 100, 1, "%") if fmax and m["achieved_rps"] else "n/a"
+        L.append(f"| {t} | {how.get(t, '')} | {f(m['achieved_rps'], 0)} | {share} | {f(c, 2)} | {bw} | "
+                 f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {errs(m)} | {f(pct(m['server_busy']), 0, '%')} |")
+    L.append("")
+    L.append("CPU per request: the tool's own getrusage for floor and metronome (engine threads; "
+             "`generator.cpu_us_per_request`), `/usr/bin/time` user+sys of the whole process for the peers. "
+             "The floor's own figure is at its maximum rate; metronome's at overload includes its busy-wait.")
+    L.append("")
+    search = meta.get("search", {})
+    if search:
+        L.append("Maximum *sustained* offered rate (achieved >= 99% of offered, send-lag p99 < 1 ms, nothing dropped; "
+                 "bisection, one run per step):")
+        L.append("")
+        for t, s in search.items():
+            steps = ", ".join(f"{r:,} {v}" for r, v in s["steps"])
+            best = f"{s['best']:,} req/s ({s['best'] / fmax * 100:.1f}% of the floor's maximum)" if s["best"] and fmax else "none passed"
+            L.append(f"- {t}: {best}; steps: {steps}")
+        L.append("")
+    L.append("### Fixed offered rates")
+    L.append("")
+    L.append("| tool | offered | achieved | CPU us/req (user+sys) | work us/req | busy-wait us/req (share) | "
+             "send lag p50 / p99 / max us | p50 ms | p99 ms | ext. CPU us/req | errors |")
+    L.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for rate in meta["rates"]:
+        for t in tools:
+            m = get(t, "rate", rate)
+            if not m:
+                continue
+            if t.startswith("metronome"):
+                cpu_, work = m["cpu_self_us"], m["work_us"]
+                bw = f"{f(m['spin_us'], 2)} ({f(m['spin_share'] * 100, 0)}%)"
+                lag = f"{f(m['lag_p50_us'], 1)} / {f(m['lag_p99_us'], 1)} / {f(m['lag_max_us'], 0)}"
+            else:
+                cpu_, work, bw, lag = m["cpu_ext_us"], m["cpu_ext_us"], "not reported", "not reported"
+            L.append(f"| {t} | {rate:,} | {f(m['achieved_rps'], 0)} | {f(cpu_, 2)} | {f(work, 2)} | {bw} | {lag} | "
+                     f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {f(m['cpu_ext_us'], 2)} | {errs(m)} |")
+    L.append("")
+    L.append("metronome's CPU, work and busy-wait come from its report (`generator.cpu_s`, `spin_s`, "
+             "`work_us_per_request`: engine threads only); \"ext. CPU\" is `/usr/bin/time` user+sys of the whole "
+             "process (start-up, connection set-up and the report included). For the peers both are the "
+             "external figure (they report no busy-wait). Latency: metronome's from the intended send time; "
+             "oha at a fixed rate runs with `--latency-correction` (also from the intended time); hey's from "
+             "the actual send (coordinated omission), with 0.1 ms resolution.")
+    warn = [(t, r, m["warnings"]) for r in meta["rates"] for t in tools
+            if t.startswith("metronome") and (m := get(t, "rate", r)) and m["warnings"]]
+    if warn:
+        L.append("")
+        L.append("metronome warnings: " + "; ".join(f"{t} at {r:,}: {' / '.join(w)}" for t, r, w in warn))
+    L.append("")
+    # Targets.
+    L.append("### Targets")
+    L.append("")
+    L.append("| target | figure | met |")
+    L.append("|---|---|---|")
+    peers = [t for t in tools if t not in ("floor", "metronome-uring", "metronome-std")]
+    mu = "metronome-uring"
+    if mu in tools and fcpu:
+        for rate in (30000, 60000):
+            m = get(mu, "rate", rate)
+            if not m or m["work_us"] is None:
+                continue
+            ratio = m["work_us"] / fcpu
+            L.append(f"| work CPU/req within 15% of the floor at {rate:,} | {m['work_us']:.2f} us vs floor "
+                     f"{fcpu:.2f} us ({(ratio - 1) * 100:+.0f}%) | {'yes' if ratio <= 1.15 else 'no'} |")
+        for rate in meta["rates"]:
+            m = get(mu, "rate", rate)
+            if not m or m["work_us"] is None:
+                continue
+            worse, figs, context = [], [], []
+            for p in peers:
+                pm = get(p, "rate", rate)
+                if pm and pm["cpu_ext_us"] is not None:
+                    figs.append(f"{p} {pm['cpu_ext_us']:.2f}")
+                    if pm["cpu_ext_us"] <= m["work_us"]:
+                        worse.append(p)
+                elif (pm := get(p, "max")) and pm["cpu_ext_us"] is not None:
+                    context.append(f"{p} {pm['cpu_ext_us']:.2f} at its max rate")
+            if figs:
+                extra = f" (closed loop, no fixed rate: {', '.join(context)})" if context else ""
+                L.append(f"| work CPU/req below every peer's at {rate:,} | {m['work_us']:.2f} us vs "
+                         f"{', '.join(figs)}{extra} | {'yes' if not worse else 'no (' + ', '.join(worse) + ')'} |")
+        m = get(mu, "max")
+        if m and fmax:
+            r = m["achieved_rps"] / fmax
+            L.append(f"| max rate >= 97% of the floor's | {m['achieved_rps']:,.0f} vs {fmax:,.0f} req/s "
+                     f"({r * 100:.1f}%) | {'yes' if r >= 0.97 else 'no'} |")
+        s = search.get(mu)
+        if s and fmax:
+            r = (s["best"] or 0) / fmax
+            L.append(f"| max *sustained* offered rate >= 97% of the floor's | {s['best'] or 0:,} vs {fmax:,.0f} req/s "
+                     f"({r * 100:.1f}%) | {'yes' if r >= 0.97 else 'no'} |")
+        m = get(mu, "rate", 30000)
+        if m:
+            L.append(f"| send-lag p99 < 10 us at 30,000 | {m['lag_p99_us']:.1f} us | "
+                     f"{'yes' if m['lag_p99_us'] < 10 else 'no'} |")
+            L.append(f"| busy-wait share reported | {f(m['spin_us'], 2)} us/req, "
+                     f"{f(m['spin_share'] * 100, 0)}% of its CPU at 30,000 | yes |")
+    else:
+        L.append("| (metronome-uring or the floor was not measured) | | |")
+    if meta.get("notes"):
+        L.append("")
+        L.append("Notes: " + " ".join(meta["notes"]))
+    print("\n".join(L))
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "parse":
+        tool, mode, offered, rep, out, err, timef, ticks = sys.argv[2:10]
+        parse(tool, mode, int(offered), int(rep), out, err, timef, ticks)
+    elif cmd == "show":
+        r = json.loads(sys.argv[2])
+        g = lambda k, d=1: "n/a" if r.get(k) is None else f"{r[k]:.{d}f}"
+        print(f"[compare]   {r['tool']:<16} {r['mode']:<6} {r['offered']:>7} #{r['rep']}: "
+              f"{g('achieved_rps', 0)} req/s, CPU {g('cpu_self_us', 2)} self / {g('cpu_ext_us', 2)} ext us/req, "
+              f"work {g('work_us', 2)}, lag p99 {g('lag_p99_us')} us, p99 {g('p99_ms', 3)} ms")
+    elif cmd == "search-pass":
+        search_pass(sys.argv[2])
+    elif cmd == "report":
+        report(sys.argv[2])
+PY
+
+# `compare.sh --report FILE.jsonl` re-renders the tables of a saved run.
+if [[ ${1:-} == --report ]]; then
+    python3 "$WORK/compare.py" report "${2:?usage: compare.sh --report FILE.jsonl}"
+    exit 0
+fi
 
 want() { [[ " $TOOLS " == *" $1 "* ]]; }
 drop_tool() { TOOLS=" $TOOLS "; TOOLS=${TOOLS/ $1 / }; }
@@ -198,270 +485,21 @@ for engine in uring std; do
 done
 
 # ---------------------------------------------------------------- 4. runs
-# The helper that turns each tool's output into one JSON line and, at the end,
-# the JSON lines into the markdown report.
-cat >"$WORK/compare.py" <<'PY'
-import json, re, statistics, sys
-
-def cpu(time_file):
-    u, s, e = open(time_file).read().split()[-3:]
-    return float(u), float(s), float(e)
-
-def per_req(seconds, n):
-    return seconds * 1e6 / n if n else None
-
-def dur_s(value, unit):
-    return float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit]
-
-def parse(tool, mode, offered, rep, out, err, timef):
-    text = open(out, errors="replace").read()
-    u, s, e = cpu(timef)
-    row = {"tool": tool, "mode": mode, "offered": offered, "rep": rep,
-           "achieved_rps": None, "requests": None, "errors": 0,
-           "cpu_ext_us": None, "cpu_self_us": None, "work_us": None, "spin_us": None,
-           "spin_share": None, "lag_p50_us": None, "lag_p99_us": None, "lag_max_us": None,
-           "p50_ms": None, "p99_ms": None, "warnings": []}
-    if tool == "floor":
-        j = json.loads(text.strip().splitlines()[-1])
-        row.update(achieved_rps=j["rps"], requests=j["requests"], cpu_self_us=j["cpu_us_per_request"])
-        row["work_us"] = row["cpu_self_us"]
-    elif tool.startswith("metronome"):
-        j = json.loads(text)
-        g, m, r = j["generator"], j["metrics"], j["requests"]
-        sent = r["sent"]
-        row.update(achieved_rps=j["achieved_rps"], requests=sent, errors=r["errors"] + r["dropped"],
-                   cpu_self_us=g["cpu_us_per_request"], work_us=g["work_us_per_request"],
-                   spin_us=per_req(g["spin_s"], sent),
-                   spin_share=g["spin_s"] / g["cpu_s"] if g["cpu_s"] else 0.0,
-                   lag_p50_us=m["send_lag"]["p50"] * 1e3, lag_p99_us=m["send_lag"]["p99"] * 1e3,
-                   lag_max_us=m["send_lag"]["max"] * 1e3,
-                   p50_ms=m["latency"]["p50"], p99_ms=m["latency"]["p99"], warnings=g["warnings"])
-        row["engine"] = j["engine"]
-    elif tool == "wrk":
-        n = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
-        row["requests"] = int(n.group(1))
-        row["achieved_rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-        for q, key in (("50", "p50_ms"), ("99", "p99_ms")):
-            mm = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
-            if mm:
-                row[key] = dur_s(*mm.groups()) * 1e3
-        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
-        row["errors"] = (int(bad.group(1)) if bad else 0) + (sum(map(int, sock.groups())) if sock else 0)
-    elif tool == "oha":
-        j = json.loads(text)
-        summ = j["summary"]
-        codes = j.get("statusCodeDistribution", {})
-        ok = sum(v for k, v in codes.items() if k.startswith("2"))
-        # Requests cut off by the -z deadline are in flight, not failed.
-        errs = sum(v for k, v in codes.items() if not k.startswith("2")) + sum(
-            v for k, v in j.get("errorDistribution", {}).items() if "deadline" not in k)
-        row.update(requests=ok + errs, errors=errs)
-        row["achieved_rps"] = (ok + errs) / summ["total"] if summ.get("total") else summ["requestsPerSec"]
-        lp = j.get("latencyPercentiles", {})
-        row["p50_ms"] = lp["p50"] * 1e3 if lp.get("p50") is not None else None
-        row["p99_ms"] = lp["p99"] * 1e3 if lp.get("p99") is not None else None
-    elif tool == "hey":
-        total = float(re.search(r"Total:\s+([\d.]+) secs", text).group(1))
-        codes = [int(c) for c in re.findall(r"\[\d+\]\s+(\d+) responses", text)]
-        ok = sum(int(c) for c in re.findall(r"\[2\d\d\]\s+(\d+) responses", text))
-        n = sum(codes)
-        row.update(requests=n, errors=n - ok, achieved_rps=n / total if total else None)
-        for q, key in (("50", "p50_ms"), ("99", "p99_ms")):
-            mm = re.search(rf"{q}% in ([\d.]+) secs", text)
-            if mm:
-                row[key] = float(mm.group(1)) * 1e3
-    elif tool == "h2load":
-        fin = re.search(r"finished in ([\d.]+)(us|ms|s|m), ([\d.]+) req/s", text)
-        req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored", text)
-        row.update(achieved_rps=float(fin.group(3)), requests=int(req.group(3)),
-                   errors=int(req.group(5)) + int(req.group(6)))
-    row["cpu_ext_us"] = per_req(u + s, row["requests"])
-    row["cpu_user_s"], row["cpu_sys_s"], row["wall_s"] = u, s, e
-    print(json.dumps(row))
-
-def search_pass(out):
-    j = json.loads(open(out).read())
-    ok = j["achieved_rps"] >= 0.99 * j["offered_rps"] and j["metrics"]["send_lag"]["p99"] < 1.0 \
-        and j["requests"]["dropped"] == 0
-    print("pass" if ok else "fail")
-
-def med(rows, key):
-    vals = [r[key] for r in rows if r.get(key) is not None]
-    return statistics.median(vals) if vals else None
-
-def f(v, digits=1, suffix=""):
-    if v is None:
-        return "n/a"
-    return f"{v:,.{digits}f}{suffix}"
-
-def report(raw, meta):
-    rows = [json.loads(l) for l in open(raw) if l.strip()]
-    meta = json.load(open(meta))
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["tool"], r["mode"], r["offered"]), []).append(r)
-    def get(tool, mode, offered=0):
-        g = groups.get((tool, mode, offered))
-        if not g:
-            return None
-        m = {k: med(g, k) for k in ("achieved_rps", "requests", "errors", "cpu_ext_us", "cpu_self_us",
-                                    "work_us", "spin_us", "spin_share", "lag_p50_us", "lag_p99_us",
-                                    "lag_max_us", "p50_ms", "p99_ms")}
-        m["n"] = len(g)
-        m["warnings"] = sorted({w.split(":")[0] for r in g for w in r.get("warnings", [])})
-        return m
-    tools = meta["tools"]
-    L = []
-    L.append(f"Run: {meta['date']}, `{meta['command']}`")
-    L.append("")
-    L.append(f"Machine: {meta['nproc']} CPUs ({meta['cpu']}), Linux {meta['kernel']}. "
-             f"Server: {meta['nginx']}, 1 worker on CPU {meta['server_cpu']}, fixed 2-byte response. "
-             f"Generator on CPU {meta['gen_cpu']}, {meta['connections']} connections, "
-             f"{meta['duration']} s per point, medians of {meta['repeats']} (max-rate points: {meta['max_repeats']}).")
-    L.append("")
-    L.append("Versions: " + "; ".join(meta["versions"]))
-    L.append("")
-    floor = get("floor", "max")
-    fmax = floor["achieved_rps"] if floor else None
-    fcpu = floor["cpu_self_us"] if floor else None
-    L.append("### Maximum rate on one generator core")
-    L.append("")
-    L.append("| tool | how | achieved req/s | % of floor | CPU us/req (user+sys) | of which busy-wait | p50 ms | p99 ms | errors |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    how = {"floor": "closed loop, io_uring, no pacing", "wrk": "closed loop (no rate option)",
-           "h2load": "closed loop (--h1)", "oha": "unlimited (no -q)", "hey": "unlimited (no -q)",
-           "metronome-uring": "open loop, offered 1.25x floor", "metronome-std": "open loop, offered 1.25x floor"}
-    for t in tools:
-        m = get(t, "max")
-        if not m:
-            continue
-        c = m["cpu_self_us"] if t == "floor" else (m["cpu_self_us"] if t.startswith("metronome") else m["cpu_ext_us"])
-        bw = f(m["spin_us"], 2, f" ({m['spin_share']*100:.0f}%)") if m["spin_us"] is not None else "none (not paced)"
-        pct = f(m["achieved_rps"] / fmax * 100, 1, "%") if fmax and m["achieved_rps"] else "n/a"
-        L.append(f"| {t} | {how.get(t, '')} | {f(m['achieved_rps'], 0)} | {pct} | {f(c, 2)} | {bw} | "
-                 f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {f(m['errors'], 0)} |")
-    L.append("")
-    L.append("CPU per request: the tool's own getrusage for floor and metronome (engine threads; "
-             "`generator.cpu_us_per_request`), `/usr/bin/time` user+sys of the whole process for the peers. "
-             "The floor's own figure is at its maximum rate; metronome's at overload includes its busy-wait.")
-    L.append("")
-    search = meta.get("search", {})
-    if search:
-        L.append("Maximum *sustained* offered rate (achieved >= 99% of offered, send-lag p99 < 1 ms, nothing dropped; "
-                 "bisection, one run per step):")
-        L.append("")
-        for t, s in search.items():
-            steps = ", ".join(f"{r:,} {v}" for r, v in s["steps"])
-            best = f"{s['best']:,} req/s ({s['best'] / fmax * 100:.1f}% of the floor's maximum)" if s["best"] and fmax else "none passed"
-            L.append(f"- {t}: {best}; steps: {steps}")
-        L.append("")
-    L.append("### Fixed offered rates")
-    L.append("")
-    L.append("| tool | offered | achieved | CPU us/req (user+sys) | work us/req | busy-wait us/req (share) | "
-             "send lag p50 / p99 / max us | p50 ms | p99 ms | ext. CPU us/req | errors |")
-    L.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-    for rate in meta["rates"]:
-        for t in tools:
-            m = get(t, "rate", rate)
-            if not m:
-                continue
-            if t.startswith("metronome"):
-                cpu_, work = m["cpu_self_us"], m["work_us"]
-                bw = f"{f(m['spin_us'], 2)} ({f(m['spin_share'] * 100, 0)}%)"
-                lag = f"{f(m['lag_p50_us'], 1)} / {f(m['lag_p99_us'], 1)} / {f(m['lag_max_us'], 0)}"
-            else:
-                cpu_, work, bw, lag = m["cpu_ext_us"], m["cpu_ext_us"], "not reported", "not reported"
-            L.append(f"| {t} | {rate:,} | {f(m['achieved_rps'], 0)} | {f(cpu_, 2)} | {f(work, 2)} | {bw} | {lag} | "
-                     f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {f(m['cpu_ext_us'], 2)} | {f(m['errors'], 0)} |")
-    L.append("")
-    L.append("metronome's CPU, work and busy-wait come from its report (`generator.cpu_s`, `spin_s`, "
-             "`work_us_per_request`: engine threads only); \"ext. CPU\" is `/usr/bin/time` user+sys of the whole "
-             "process (start-up, connection set-up and the report included). For the peers both are the "
-             "external figure: they report no busy-wait, and their latency is measured from the actual send "
-             "(coordinated omission), metronome's from the intended send time.")
-    warn = [(t, r, m["warnings"]) for r in meta["rates"] for t in tools
-            if t.startswith("metronome") and (m := get(t, "rate", r)) and m["warnings"]]
-    if warn:
-        L.append("")
-        L.append("metronome warnings: " + "; ".join(f"{t} at {r:,}: {' / '.join(w)}" for t, r, w in warn))
-    L.append("")
-    # Targets.
-    L.append("### Targets")
-    L.append("")
-    L.append("| target | figure | met |")
-    L.append("|---|---|---|")
-    peers = [t for t in tools if t not in ("floor", "metronome-uring", "metronome-std")]
-    mu = "metronome-uring"
-    if mu in tools and fcpu:
-        for rate in (30000, 60000):
-            m = get(mu, "rate", rate)
-            if not m or m["work_us"] is None:
-                continue
-            ratio = m["work_us"] / fcpu
-            L.append(f"| work CPU/req within 15% of the floor at {rate:,} | {m['work_us']:.2f} us vs floor "
-                     f"{fcpu:.2f} us ({(ratio - 1) * 100:+.0f}%) | {'yes' if ratio <= 1.15 else 'no'} |")
-        for rate in meta["rates"]:
-            m = get(mu, "rate", rate)
-            if not m or m["work_us"] is None:
-                continue
-            worse = []
-            figs = []
-            for p in peers:
-                pm = get(p, "rate", rate) or get(p, "max")
-                if not pm or pm["cpu_ext_us"] is None:
-                    continue
-                tag = "" if get(p, "rate", rate) else " (max)"
-                figs.append(f"{p}{tag} {pm['cpu_ext_us']:.2f}")
-                if pm["cpu_ext_us"] <= m["work_us"]:
-                    worse.append(p)
-            if figs:
-                L.append(f"| work CPU/req below every peer's at {rate:,} | {m['work_us']:.2f} us vs "
-                         f"{', '.join(figs)} | {'yes' if not worse else 'no (' + ', '.join(worse) + ')'} |")
-        m = get(mu, "max")
-        if m and fmax:
-            r = m["achieved_rps"] / fmax
-            L.append(f"| max rate >= 97% of the floor's | {m['achieved_rps']:,.0f} vs {fmax:,.0f} req/s "
-                     f"({r * 100:.1f}%) | {'yes' if r >= 0.97 else 'no'} |")
-        s = search.get(mu)
-        if s and fmax:
-            r = (s["best"] or 0) / fmax
-            L.append(f"| max *sustained* offered rate >= 97% of the floor's | {s['best'] or 0:,} vs {fmax:,.0f} req/s "
-                     f"({r * 100:.1f}%) | {'yes' if r >= 0.97 else 'no'} |")
-        m = get(mu, "rate", 30000)
-        if m:
-            L.append(f"| send-lag p99 < 10 us at 30,000 | {m['lag_p99_us']:.1f} us | "
-                     f"{'yes' if m['lag_p99_us'] < 10 else 'no'} |")
-            L.append(f"| busy-wait share reported | {f(m['spin_us'], 2)} us/req, "
-                     f"{f(m['spin_share'] * 100, 0)}% of its CPU at 30,000 | yes |")
-    else:
-        L.append("| (metronome-uring or the floor was not measured) | | |")
-    if meta.get("notes"):
-        L.append("")
-        L.append("Notes: " + " ".join(meta["notes"]))
-    print("\n".join(L))
-
-if __name__ == "__main__":
-    cmd = sys.argv[1]
-    if cmd == "parse":
-        tool, mode, offered, rep, out, err, timef = sys.argv[2:9]
-        parse(tool, mode, int(offered), int(rep), out, err, timef)
-    elif cmd == "show":
-        r = json.loads(sys.argv[2])
-        g = lambda k, d=1: "n/a" if r.get(k) is None else f"{r[k]:.{d}f}"
-        print(f"[compare]   {r['tool']:<16} {r['mode']:<6} {r['offered']:>7} #{r['rep']}: "
-              f"{g('achieved_rps', 0)} req/s, CPU {g('cpu_self_us', 2)} self / {g('cpu_ext_us', 2)} ext us/req, "
-              f"work {g('work_us', 2)}, lag p99 {g('lag_p99_us')} us, p99 {g('p99_ms', 3)} ms")
-    elif cmd == "search-pass":
-        search_pass(sys.argv[2])
-    elif cmd == "report":
-        report(sys.argv[2], sys.argv[3])
-PY
 
 mkdir -p "$(dirname "$OUT")"
 : >"$WORK/raw.jsonl"
 BOUND=$((DURATION + 40))
 GEN=(taskset -c "$GEN_CPU")
+
+# utime + stime of the nginx worker in clock ticks (0 if unknown).
+NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -n 1 || true)
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+export CLK_TCK
+server_ticks() {
+    [[ -n $NGINX_WORKER && -r /proc/$NGINX_WORKER/stat ]] || { echo 0; return; }
+    # Fields 14 and 15 after the ")" that closes the command name.
+    sed 's/.*) //' "/proc/$NGINX_WORKER/stat" | awk '{print $12 + $13}'
+}
 
 # run_point TOOL MODE OFFERED REP: one run, one JSON line in raw.jsonl.
 run_point() {
@@ -489,14 +527,18 @@ run_point() {
             cmd+=("$URL") ;;
         *) die "unknown tool $tool" ;;
     esac
+    local t0 t1
+    t0=$(server_ticks)
     if ! timeout --kill-after=5 "$BOUND" /usr/bin/time -f '%U %S %e' -o "$timef" \
         "${GEN[@]}" "${cmd[@]}" >"$out" 2>"$err"; then
         # metronome exits 0 or 3 (threshold) with a report; anything else is a failure.
         say "$tool $mode $offered #$rep failed: $(tail -n 2 "$err" | tr '\n' ' ')"
         [[ -s $out ]] || return 0
     fi
+    t1=$(server_ticks)
     local line
-    if ! line=$(python3 "$WORK/compare.py" parse "$tool" "$mode" "$offered" "$rep" "$out" "$err" "$timef" 2>"$WORK/parse.err"); then
+    if ! line=$(python3 "$WORK/compare.py" parse "$tool" "$mode" "$offered" "$rep" "$out" "$err" "$timef" \
+        "$((t1 - t0))" 2>"$WORK/parse.err"); then
         say "$tool $mode $offered #$rep: could not parse its output: $(tail -n 1 "$WORK/parse.err")"
         return 0
     fi
@@ -549,12 +591,12 @@ for rep in $(seq "$REPEATS"); do
     done
 done
 # metronome's maximum sustained offered rate: first probe at 97% of the
-# floor's maximum (the target), then bisect towards 50% or 105%.
+# floor's maximum (the target), then bisect towards 25% or 105%.
 SEARCH_JSON="{}"
 if [[ $SEARCH_STEPS -gt 0 ]]; then
     for t in metronome-uring metronome-std; do
         want "$t" || continue
-        lo=$((FLOOR_MAX / 2)); hi=$((FLOOR_MAX * 105 / 100)); r=$((FLOOR_MAX * 97 / 100)); best=0; steps=""
+        lo=$((FLOOR_MAX / 4)); hi=$((FLOOR_MAX * 105 / 100)); r=$((FLOOR_MAX * 97 / 100)); best=0; steps=""
         for _ in $(seq "$SEARCH_STEPS"); do
             run_point "$t" search "$r" 1
             verdict=$(python3 "$WORK/compare.py" search-pass "$WORK/out" 2>/dev/null || echo fail)
@@ -594,10 +636,10 @@ meta = {
     "tools": "${TOOL_LIST[*]}".split(),
     "versions": $versions_json, "notes": $notes_json, "search": $SEARCH_JSON,
 }
-json.dump(meta, open(sys.argv[1], "w"))
+json.dump({"meta": meta}, open(sys.argv[1], "w"))
 PY
-python3 "$WORK/compare.py" report "$WORK/raw.jsonl" "$WORK/meta.json" >"$WORK/report.md"
-cp "$WORK/raw.jsonl" "$RAW"
+{ cat "$WORK/meta.json"; echo; cat "$WORK/raw.jsonl"; } >"$RAW"
+python3 "$WORK/compare.py" report "$RAW" >"$WORK/report.md"
 cp "$WORK/report.md" "$OUT"
 cat "$WORK/report.md"
 say "wrote $OUT and $RAW"
