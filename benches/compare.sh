@@ -19,7 +19,8 @@
 #      - fixed offered rates $RATES: metronome (uring, std), oha -q, hey -q;
 #      - metronome's maximum *sustained* rate: a short bisection over offered
 #        rates, passing when achieved >= 99% of offered and send-lag p99 < 1 ms;
-#   5. prints the markdown tables and writes them to $OUT, the raw
+#   5. runs the core micro-benchmarks (criterion: rng, histogram, parse);
+#   6. prints the markdown tables and writes them to $OUT, the raw
 #      measurements (one JSON object per run, after one line of metadata) to
 #      ${OUT%.md}.jsonl; `compare.sh --report FILE.jsonl` re-renders them.
 # Traffic goes only to the nginx it started on 127.0.0.1; everything it
@@ -34,6 +35,8 @@
 #   PORT=18089 GEN_CPU=0 SERVER_CPU=1
 #   OUT=docs/benchmarks-latest.md
 #   INSTALL=1                 0: never install, skip what is missing
+#   MICRO=1                   also run the criterion benches rng, histogram,
+#                             parse (pinned to GEN_CPU); 0: skip; only: only them
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -47,6 +50,8 @@ PORT=${PORT:-18089}
 GEN_CPU=${GEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 INSTALL=${INSTALL:-1}
+MICRO=${MICRO:-1}
+if [[ $MICRO == only ]]; then TOOLS=""; fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -162,6 +167,69 @@ def parse(tool, mode, offered, rep, out, err, timef, server_ticks=""):
         row["server_busy"] = ticks / float(os.environ.get("CLK_TCK", "100")) / e
     print(json.dumps(row))
 
+def micro_collect(root, since):
+    """Criterion's headline estimates of the benches run after `since` (epoch s)."""
+    import glob
+    out = []
+    for bj in sorted(glob.glob(f"{root}/**/new/benchmark.json", recursive=True)):
+        ej = bj.replace("benchmark.json", "estimates.json")
+        if not os.path.exists(ej) or os.path.getmtime(ej) < float(since):
+            continue
+        b, e = json.load(open(bj)), json.load(open(ej))
+        est = e.get("slope") or e["mean"]
+        th = b.get("throughput") or {}
+        kind, n = (next(iter(th.items())) if th else (None, None))
+        out.append({"micro": {"id": b["full_id"], "group": b["group_id"], "function": b["function_id"],
+                              "param": b.get("value_str"), "ns": est["point_estimate"],
+                              "ns_lo": est["confidence_interval"]["lower_bound"],
+                              "ns_hi": est["confidence_interval"]["upper_bound"],
+                              "throughput": kind, "n": n}})
+    for o in out:
+        print(json.dumps(o))
+
+def micro_report(rows):
+    L = ["### Core micro-benchmarks (criterion)", ""]
+    if not rows:
+        return L + ["(not run)"]
+    L.append("| bench | time per iteration (95% CI) | per element / throughput |")
+    L.append("|---|---:|---:|")
+    by = {}
+    for r in rows:
+        by[r["id"]] = r
+        per = "n/a"
+        if r["throughput"] == "Elements":
+            per = f"{r['ns'] / r['n']:.2f} ns/element"
+        elif r["throughput"] == "Bytes":
+            per = f"{r['n'] / r['ns']:.2f} GB/s ({r['n']} B)"
+        L.append(f"| {r['id']} | {r['ns']:,.1f} ns ({r['ns_lo']:,.1f} .. {r['ns_hi']:,.1f}) | {per} |")
+    L.append("")
+    L.append("| target | figure | met |")
+    L.append("|---|---|---|")
+    def per_el(i):
+        r = by.get(i)
+        return r["ns"] / r["n"] if r and r["n"] else None
+    ours, theirs = per_el("record/metronome"), per_el("record/hdrhistogram")
+    if ours and theirs:
+        L.append(f"| `record` at most 0.6x the hdrhistogram crate's time per value | {ours:.2f} vs {theirs:.2f} ns "
+                 f"({ours / theirs:.2f}x) | {'yes' if ours <= 0.6 * theirs else 'no'} |")
+    qs = [r for r in rows if r["group"] == "quantile" and r["function"] == "metronome"]
+    if qs:
+        worst = max(r["ns"] for r in qs)
+        each = ", ".join("q=%s: %.0f ns" % (r["param"], r["ns"]) for r in qs)
+        L.append(f"| quantile over a filled histogram under 10 us | worst {worst:,.1f} ns ({each}) | "
+                 f"{'yes' if worst < 10_000 else 'no'} |")
+    nu = per_el("rng/next_u32")
+    if nu is not None:
+        L.append(f"| `next_u32` under 2 ns | {nu:.2f} ns | {'yes' if nu < 2 else 'no'} |")
+    r = by.get("http/response_200B")
+    if r:
+        L.append(f"| a 200-byte response under 200 ns | {r['ns']:.1f} ns | {'yes' if r['ns'] < 200 else 'no'} |")
+    r = by.get("sse/stream_64_chunks")
+    if r and r["n"]:
+        gbs = r["n"] / r["ns"]
+        L.append(f"| SSE decoding at 1 GB/s or more | {gbs:.2f} GB/s | {'yes' if gbs >= 1 else 'no'} |")
+    return L
+
 def search_pass(out):
     j = json.loads(open(out).read())
     ok = j["achieved_rps"] >= 0.99 * j["offered_rps"] and j["metrics"]["send_lag"]["p99"] < 1.0 \
@@ -187,7 +255,8 @@ def f(v, digits=1, suffix=""):
 def report(raw):
     lines = [json.loads(l) for l in open(raw) if l.strip()]
     meta = next(l["meta"] for l in lines if "meta" in l)
-    rows = [l for l in lines if "meta" not in l]
+    micro = [l["micro"] for l in lines if "micro" in l]
+    rows = [l for l in lines if "meta" not in l and "micro" not in l]
     groups = {}
     for r in rows:
         # Max-rate points are keyed without their offered rate (metronome's is the overload).
@@ -216,6 +285,10 @@ def report(raw):
     L.append("")
     L.append("Versions: " + "; ".join(meta["versions"]))
     L.append("")
+    if not rows:  # MICRO=only
+        L += micro_report(micro)
+        print("\n".join(L + [""] + (["Notes: " + " ".join(meta["notes"])] if meta.get("notes") else [])))
+        return
     floor = get("floor", "max")
     fmax = floor["achieved_rps"] if floor else None
     fcpu = floor["cpu_self_us"] if floor else None
@@ -334,6 +407,9 @@ def report(raw):
                      f"{f(m['spin_share'] * 100, 0)}% of its CPU at 30,000 | yes |")
     else:
         L.append("| (metronome-uring or the floor was not measured) | | |")
+    if micro:
+        L.append("")
+        L += micro_report(micro)
     if meta.get("notes"):
         L.append("")
         L.append("Notes: " + " ".join(meta["notes"]))
@@ -350,6 +426,8 @@ if __name__ == "__main__":
         print(f"[compare]   {r['tool']:<16} {r['mode']:<6} {r['offered']:>7} #{r['rep']}: "
               f"{g('achieved_rps', 0)} req/s, CPU {g('cpu_self_us', 2)} self / {g('cpu_ext_us', 2)} ext us/req, "
               f"work {g('work_us', 2)}, lag p99 {g('lag_p99_us')} us, p99 {g('p99_ms', 3)} ms")
+    elif cmd == "micro":
+        micro_collect(sys.argv[2], sys.argv[3])
     elif cmd == "search-pass":
         search_pass(sys.argv[2])
     elif cmd == "report":
@@ -400,7 +478,7 @@ need taskset util-linux
 need timeout coreutils
 [[ -x /usr/bin/time ]] || { [[ $INSTALL == 1 ]] && apt_install time || true; }
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is required (Debian package time)"
-need nginx nginx
+if [[ -n ${TOOLS// /} ]]; then need nginx nginx; fi
 want wrk && need wrk wrk wrk
 want hey && need hey hey hey
 want h2load && need h2load nghttp2-client h2load
@@ -419,7 +497,8 @@ fi
 # ---------------------------------------------------------------- 2. build
 say "building metronome and the floor client (release)"
 cargo build --release --bin metronome >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log" >&2; die "cargo build failed"; }
-METRONOME="$ROOT/target/release/metronome"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+METRONOME="$TARGET_DIR/release/metronome"
 FLOOR=""
 if want floor; then
     cargo build --release --bench floor --message-format=json 2>"$WORK/build-floor.log" >"$WORK/build-floor.json" \
@@ -434,6 +513,12 @@ for line in open(sys.argv[1]):
 fi
 
 # ---------------------------------------------------------------- 3. nginx
+: >"$WORK/raw.jsonl"
+FLOOR_MAX=0
+SEARCH_JSON="{}"
+read -r -a RATE_LIST <<<"$RATES"
+read -r -a TOOL_LIST <<<"$TOOLS"
+if [[ ${#TOOL_LIST[@]} -gt 0 ]]; then
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     die "port $PORT is already in use; set PORT"
 fi
@@ -486,8 +571,6 @@ done
 
 # ---------------------------------------------------------------- 4. runs
 
-mkdir -p "$(dirname "$OUT")"
-: >"$WORK/raw.jsonl"
 BOUND=$((DURATION + 40))
 GEN=(taskset -c "$GEN_CPU")
 
@@ -546,8 +629,6 @@ run_point() {
     python3 "$WORK/compare.py" show "$line" >&2 || true
 }
 
-read -r -a RATE_LIST <<<"$RATES"
-read -r -a TOOL_LIST <<<"$TOOLS"
 n_rate_tools=0; n_max_tools=0
 for t in "${TOOL_LIST[@]}"; do
     case $t in floor | wrk | h2load) n_max_tools=$((n_max_tools + 1)) ;;
@@ -560,7 +641,6 @@ runs=$((n_max_tools * MAX_REPEATS + n_rate_tools * ${#RATE_LIST[@]} * REPEATS + 
 say "tools: ${TOOL_LIST[*]}; $runs runs of ${DURATION}s (about $((runs * (DURATION + 2) / 60 + 1)) min)"
 
 # Maximum rates first: the floor's sets the offered rate of the overload runs.
-FLOOR_MAX=0
 if want floor; then
     for rep in $(seq "$MAX_REPEATS"); do run_point floor max 0 "$rep"; done
     FLOOR_MAX=$(python3 -c '
@@ -592,7 +672,6 @@ for rep in $(seq "$REPEATS"); do
 done
 # metronome's maximum sustained offered rate: first probe at 97% of the
 # floor's maximum (the target), then bisect towards 25% or 105%.
-SEARCH_JSON="{}"
 if [[ $SEARCH_STEPS -gt 0 ]]; then
     for t in metronome-uring metronome-std; do
         want "$t" || continue
@@ -612,7 +691,26 @@ print(json.dumps(d))' "$SEARCH_JSON" "$t" "$best" "$steps")
     done
 fi
 
-# ---------------------------------------------------------------- 5. report
+fi # any tools
+
+# ---------------------------------------------------------------- 5. micro-benchmarks
+if [[ $MICRO != 0 ]]; then
+    MICRO_BENCHES=(--bench rng --bench histogram --bench parse)
+    say "criterion: rng, histogram, parse (--warm-up-time 1 --measurement-time 3, pinned to CPU $GEN_CPU)"
+    if cargo bench "${MICRO_BENCHES[@]}" --no-run >"$WORK/micro-build.log" 2>&1; then
+        since=$(date +%s)
+        if taskset -c "$GEN_CPU" cargo bench "${MICRO_BENCHES[@]}" -- --warm-up-time 1 --measurement-time 3 \
+            >"$WORK/micro.log" 2>&1; then
+            python3 "$WORK/compare.py" micro "$TARGET_DIR/criterion" "$since" >>"$WORK/raw.jsonl"
+        else
+            note "the criterion benches failed: $(grep -m1 -E 'panicked|error' "$WORK/micro.log" || tail -n 1 "$WORK/micro.log")"
+        fi
+    else
+        note "the criterion benches did not build: $(grep -m1 '^error' "$WORK/micro-build.log" || true)"
+    fi
+fi
+
+# ---------------------------------------------------------------- 6. report
 versions=("metronome $(git -C "$ROOT" rev-parse --short HEAD)")
 versions+=("$(nginx -v 2>&1 | sed 's/^nginx version: //')")
 version_of() { "$@" 2>&1 | head -n 1 || true; } # some tools exit 1 after printing it
@@ -638,6 +736,7 @@ meta = {
 }
 json.dump({"meta": meta}, open(sys.argv[1], "w"))
 PY
+mkdir -p "$(dirname "$OUT")"
 { cat "$WORK/meta.json"; echo; cat "$WORK/raw.jsonl"; } >"$RAW"
 python3 "$WORK/compare.py" report "$RAW" >"$WORK/report.md"
 cp "$WORK/report.md" "$OUT"
