@@ -67,8 +67,13 @@ note() { NOTES+=("$*"); say "note: $*"; }
 
 WORK=$(mktemp -d /tmp/metronome-compare.XXXXXX)
 NGINX_PID=""
+CHILD=""
 cleanup() {
     local rc=$?
+    if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
+        kill -TERM "$CHILD" 2>/dev/null || true
+        wait "$CHILD" 2>/dev/null || true
+    fi
     if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
         kill -TERM "$NGINX_PID" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
@@ -326,37 +331,39 @@ def report(raw):
             best = f"{s['best']:,} req/s ({s['best'] / fmax * 100:.1f}% of the floor's maximum)" if s["best"] and fmax else "none passed"
             L.append(f"- {t}: {best}; steps: {steps}")
         L.append("")
-    L.append("### Fixed offered rates")
-    L.append("")
-    L.append("| tool | offered | achieved | CPU us/req (user+sys) | work us/req | busy-wait us/req (share) | "
-             "send lag p50 / p99 / max us | p50 ms | p99 ms | ext. CPU us/req | errors |")
-    L.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-    for rate in meta["rates"]:
-        for t in tools:
-            m = get(t, "rate", rate)
-            if not m:
-                continue
-            if t.startswith("metronome"):
-                cpu_, work = m["cpu_self_us"], m["work_us"]
-                bw = f"{f(m['spin_us'], 2)} ({f(m['spin_share'] * 100, 0)}%)"
-                lag = f"{f(m['lag_p50_us'], 1)} / {f(m['lag_p99_us'], 1)} / {f(m['lag_max_us'], 0)}"
-            else:
-                cpu_, work, bw, lag = m["cpu_ext_us"], m["cpu_ext_us"], "not reported", "not reported"
-            L.append(f"| {t} | {rate:,} | {f(m['achieved_rps'], 0)} | {f(cpu_, 2)} | {f(work, 2)} | {bw} | {lag} | "
-                     f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {f(m['cpu_ext_us'], 2)} | {errs(m)} |")
-    L.append("")
-    L.append("metronome's CPU, work and busy-wait come from its report (`generator.cpu_s`, `spin_s`, "
-             "`work_us_per_request`: engine threads only); \"ext. CPU\" is `/usr/bin/time` user+sys of the whole "
-             "process (start-up, connection set-up and the report included). For the peers both are the "
-             "external figure (they report no busy-wait). Latency: metronome's from the intended send time; "
-             "oha at a fixed rate runs with `--latency-correction` (also from the intended time); hey's from "
-             "the actual send (coordinated omission), with 0.1 ms resolution.")
-    warn = [(t, r, m["warnings"]) for r in meta["rates"] for t in tools
-            if t.startswith("metronome") and (m := get(t, "rate", r)) and m["warnings"]]
-    if warn:
+    has_rates = any(r["mode"] == "rate" for r in rows)
+    if has_rates:
+        L.append("### Fixed offered rates")
         L.append("")
-        L.append("metronome warnings: " + "; ".join(f"{t} at {r:,}: {' / '.join(w)}" for t, r, w in warn))
-    L.append("")
+        L.append("| tool | offered | achieved | CPU us/req (user+sys) | work us/req | busy-wait us/req (share) | "
+                 "send lag p50 / p99 / max us | p50 ms | p99 ms | ext. CPU us/req | errors |")
+        L.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+        for rate in meta["rates"]:
+            for t in tools:
+                m = get(t, "rate", rate)
+                if not m:
+                    continue
+                if t.startswith("metronome"):
+                    cpu_, work = m["cpu_self_us"], m["work_us"]
+                    bw = f"{f(m['spin_us'], 2)} ({f(m['spin_share'] * 100, 0)}%)"
+                    lag = f"{f(m['lag_p50_us'], 1)} / {f(m['lag_p99_us'], 1)} / {f(m['lag_max_us'], 0)}"
+                else:
+                    cpu_, work, bw, lag = m["cpu_ext_us"], m["cpu_ext_us"], "not reported", "not reported"
+                L.append(f"| {t} | {rate:,} | {f(m['achieved_rps'], 0)} | {f(cpu_, 2)} | {f(work, 2)} | {bw} | {lag} | "
+                         f"{f(m['p50_ms'], 3)} | {f(m['p99_ms'], 3)} | {f(m['cpu_ext_us'], 2)} | {errs(m)} |")
+        L.append("")
+        L.append("metronome's CPU, work and busy-wait come from its report (`generator.cpu_s`, `spin_s`, "
+                 "`work_us_per_request`: engine threads only); \"ext. CPU\" is `/usr/bin/time` user+sys of the whole "
+                 "process (start-up, connection set-up and the report included). For the peers both are the "
+                 "external figure (they report no busy-wait). Latency: metronome's from the intended send time; "
+                 "oha at a fixed rate runs with `--latency-correction` (also from the intended time); hey's from "
+                 "the actual send (coordinated omission), with 0.1 ms resolution.")
+        warn = [(t, r, m["warnings"]) for r in meta["rates"] for t in tools
+                if t.startswith("metronome") and (m := get(t, "rate", r)) and m["warnings"]]
+        if warn:
+            L.append("")
+            L.append("metronome warnings: " + "; ".join(f"{t} at {r:,}: {' / '.join(w)}" for t, r, w in warn))
+        L.append("")
     # Targets.
     L.append("### Targets")
     L.append("")
@@ -612,9 +619,15 @@ run_point() {
     esac
     local t0 t1
     t0=$(server_ticks)
-    if ! timeout --kill-after=5 "$BOUND" /usr/bin/time -f '%U %S %e' -o "$timef" \
-        "${GEN[@]}" "${cmd[@]}" >"$out" 2>"$err"; then
-        # metronome exits 0 or 3 (threshold) with a report; anything else is a failure.
+    # In the background and waited for, so that a signal reaches the trap at
+    # once and the trap can stop the run (timeout passes TERM on to the tool).
+    timeout --kill-after=5 "$BOUND" /usr/bin/time -f '%U %S %e' -o "$timef" \
+        "${GEN[@]}" "${cmd[@]}" >"$out" 2>"$err" &
+    CHILD=$!
+    local rc=0
+    wait "$CHILD" || rc=$?
+    CHILD=""
+    if [[ $rc -ne 0 ]]; then
         say "$tool $mode $offered #$rep failed: $(tail -n 2 "$err" | tr '\n' ' ')"
         [[ -s $out ]] || return 0
     fi
@@ -711,7 +724,7 @@ if [[ $MICRO != 0 ]]; then
 fi
 
 # ---------------------------------------------------------------- 6. report
-versions=("metronome $(git -C "$ROOT" rev-parse --short HEAD)")
+versions=("metronome $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "?")")
 versions+=("$(nginx -v 2>&1 | sed 's/^nginx version: //')")
 version_of() { "$@" 2>&1 | head -n 1 || true; } # some tools exit 1 after printing it
 want wrk && versions+=("$(version_of wrk -v | awk '{print $1, $2}')")
@@ -724,7 +737,7 @@ python3 - "$WORK/meta.json" <<PY
 import json, sys
 meta = {
     "date": "$(date -u '+%Y-%m-%d %H:%M UTC')",
-    "command": "DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' bash benches/compare.sh",
+    "command": "DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' MICRO=$MICRO bash benches/compare.sh",
     "nproc": "$(nproc)", "kernel": "$(uname -r)",
     "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')",
     "nginx": "$(nginx -v 2>&1 | sed 's/^nginx version: //')",
