@@ -175,16 +175,30 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
     let closed = reports.first().map(|(_, r)| r);
     let open = reports.get(2).map(|(_, r)| r);
     if let (Some(c), Some(o)) = (closed, open) {
+        let half_stall_ms = args.stall.as_secs_f64() * 500.0;
         let _ = writeln!(
             s,
-            "\nThe closed loop stopped sending while the server stalled, so the stall shows up in only {} \
-             requests and its p99 ({:.2} ms) looks healthy.\n\
+            "\nThe closed loop stopped sending while the server stalled, so only {} of its {} requests \
+             waited more than half the stall and its p99 ({:.2} ms) looks healthy.\n\
              The open loop kept its schedule and measured every request from its intended send time: \
-             every user who arrived during the stall waited, and its p99 is {:.2} ms.",
-            c.metrics.latency.count.min(u64::from(c.closed_workers)),
+             {} requests waited more than half the stall, and its p99 is {:.2} ms.",
+            waited_at_least(&c.metrics.latency, half_stall_ms),
+            c.requests.sent,
             c.metrics.latency.p99,
+            waited_at_least(&o.metrics.latency, half_stall_ms),
             o.metrics.latency.p99
         );
     }
     s
+}
+
+/// How many recorded values are at least `ms` (counted by bucket lower
+/// bounds, so never overcounted).
+fn waited_at_least(m: &crate::report::Metric, ms: f64) -> u64 {
+    let limit = (ms * 1e6) as u64;
+    m.to_histogram()
+        .buckets()
+        .filter(|b| b.lower >= limit)
+        .map(|b| b.count)
+        .sum()
 }

@@ -2,6 +2,10 @@
 
 use std::time::{Duration, Instant};
 
+/// Longest gap between two clock reads of a busy-wait still counted as
+/// spinning (a read takes tens of nanoseconds).
+pub const SPIN_GAP_NS: u64 = 2_000;
+
 /// Nanoseconds since the run start, on the monotonic clock.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -34,6 +38,27 @@ impl Clock {
     /// The instant `ns` after the zero.
     pub fn instant(&self, ns: u64) -> Instant {
         self.start + Duration::from_nanos(ns)
+    }
+
+    /// Busy-waits until `target_ns`; returns the time then and how long this
+    /// thread actually spun. Gaps between two clock reads longer than
+    /// [`SPIN_GAP_NS`] mean the thread was not running (preempted, or the
+    /// virtual CPU was stolen by the host): they are not counted as spin, so
+    /// the CPU time the report calls work (CPU time minus spin) is not
+    /// understated.
+    pub fn spin_until(&self, target_ns: u64) -> (u64, u64) {
+        let mut t = self.now_ns();
+        let mut spun = 0;
+        while t < target_ns {
+            std::hint::spin_loop();
+            let next = self.now_ns();
+            let step = next - t;
+            if step <= SPIN_GAP_NS {
+                spun += step;
+            }
+            t = next;
+        }
+        (t, spun)
     }
 
     /// Sleeps until `until_ns` (returns at once when it has passed).

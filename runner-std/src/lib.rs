@@ -22,7 +22,7 @@ mod conn;
 mod open;
 mod output;
 
-pub use clock::{thread_cpu_ns, Clock};
+pub use clock::{thread_cpu_ns, Clock, SPIN_GAP_NS};
 pub use conn::{Exchange, Outcome};
 pub use output::{
     validate, Control, EngineError, Finish, Ledger, Progress, RunOutput, ThreadStats,

@@ -138,13 +138,8 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
             match pace(now, next, spin_ns) {
                 Pace::Done => break,
                 Pace::Spin => {
-                    let target = next.unwrap_or(now);
-                    let mut t = now;
-                    while t < target {
-                        std::hint::spin_loop();
-                        t = clock.now_ns();
-                    }
-                    stats.spin_ns += t - now;
+                    let (_, spun) = clock.spin_until(next.unwrap_or(now));
+                    stats.spin_ns += spun;
                 }
                 Pace::Sleep { until_ns } => {
                     clock.sleep_until(until_ns.min(now + MAX_SLEEP_NS));

@@ -586,13 +586,8 @@ impl<'p> Worker<'p> {
                         continue;
                     }
                     Pace::Spin => {
-                        let target = next.unwrap_or(now);
-                        let mut t = now;
-                        while t < target {
-                            std::hint::spin_loop();
-                            t = self.clock.now_ns();
-                        }
-                        self.stats.spin_ns += t - now;
+                        let (_, spun) = self.clock.spin_until(next.unwrap_or(now));
+                        self.stats.spin_ns += spun;
                         continue;
                     }
                     Pace::Sleep { until_ns } => wake = wake.min(until_ns),
