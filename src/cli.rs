@@ -172,6 +172,10 @@ pub struct RunArgs {
     /// Write the latency histogram in HdrHistogram's percentile-distribution (.hgrm) format to FILE.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+    /// Write the interval histograms (latency untagged, send lag tagged `send_lag`) as an
+    /// HdrHistogram interval log (.hlog) to FILE.
+    #[arg(long)]
+    pub hlog: Option<PathBuf>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod demo;
 pub mod engine;
+pub mod hlog;
 pub mod report;
 pub mod report_cmd;
 pub mod request;

@@ -280,6 +280,34 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
+    if let Some(path) = &args.hlog {
+        let start = started
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            + plan.warmup_ns as f64 / 1e9;
+        let width = plan.interval_ns as f64 / 1e9;
+        let series = |tag,
+                      pick: fn(
+            &metronome_core::measure::Interval,
+        ) -> &metronome_core::histogram::Histogram| crate::hlog::Series {
+            tag,
+            intervals: output
+                .intervals
+                .iter()
+                .enumerate()
+                .map(|(i, iv)| (i as f64 * width, width, pick(iv)))
+                .collect(),
+        };
+        let log = crate::hlog::render_hlog(
+            start,
+            &[
+                series(None, |iv| &iv.latency),
+                series(Some("send_lag"), |iv| &iv.send_lag),
+            ],
+        );
+        std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = &args.hgrm {
         std::fs::write(path, report::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -194,3 +194,64 @@ fn short_demo_shows_the_difference() {
     let text = metronome::demo::render(&args, &parts);
     assert!(text.contains("open, constant") && text.contains("closed + correction"));
 }
+
+/// `--hlog` writes an HdrHistogram interval log that the hdrhistogram
+/// crate reads back: per interval, the same counts and max as the report.
+#[test]
+fn hlog_is_read_by_the_hdrhistogram_crate() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+
+    let dir = std::env::temp_dir().join(format!("metronome-hlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log_path = dir.join("run.hlog");
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "run",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "2s",
+        "--quiet",
+        "--engine",
+        "std",
+        "--format",
+        "json",
+        "--hlog",
+        log_path.to_str().unwrap(),
+    ]);
+    srv.stop();
+    assert_eq!(out.status.code(), Some(0));
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read(&log_path).unwrap();
+    let mut latency = Vec::new();
+    let mut send_lag = Vec::new();
+    for entry in IntervalLogIterator::new(&text) {
+        if let LogEntry::Interval(iv) = entry.expect("a valid log line") {
+            let bytes = base64_decode(iv.encoded_histogram());
+            let h: hdrhistogram::Histogram<u64> =
+                Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+            match iv.tag().map(|t| t.as_str()) {
+                None => latency.push((h, iv.max())),
+                Some("send_lag") => send_lag.push(h),
+                Some(other) => panic!("unexpected tag {other}"),
+            }
+        }
+    }
+    assert_eq!(latency.len(), report.intervals.len());
+    assert_eq!(send_lag.len(), report.intervals.len());
+    for ((h, max_ms), iv) in latency.iter().zip(&report.intervals) {
+        assert_eq!(h.len(), iv.ok);
+        assert!((max_ms - iv.max).abs() < 1e-3, "{max_ms} vs {}", iv.max);
+    }
+    let sent: u64 = send_lag.iter().map(|h| h.len()).sum();
+    assert_eq!(sent, report.requests.sent);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}

@@ -1,0 +1,98 @@
+//! HdrHistogram-compatible outputs built on core's V2 encoding: the
+//! compressed V2 form (cookie 0x1c849314, zlib), its base64 text, and the
+//! interval log (`.hlog`, format 1.3) that HdrHistogram's
+//! HistogramLogProcessor, HistogramLogAnalyzer and the hdrhistogram crate
+//! read.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use base64::Engine as _;
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
+
+/// HdrHistogram's compressed V2 encoding: the cookie, the length of the
+/// zlib stream (both big-endian i32), then the zlib-compressed V2 bytes.
+///
+/// # Example
+/// ```
+/// use metronome_core::histogram::Histogram;
+/// let mut h = Histogram::new();
+/// h.record(1_000);
+/// let bytes = metronome::hlog::compress_v2(&h);
+/// assert_eq!(&bytes[..4], &0x1c84_9314u32.to_be_bytes());
+/// ```
+pub fn compress_v2(h: &Histogram) -> Vec<u8> {
+    let mut plain = vec![0u8; V2_MAX_LEN];
+    // The buffer has the maximum encoded size: encoding cannot fail for lack of room.
+    let n = h.encode_v2(&mut plain).unwrap_or(0);
+    let mut z = ZlibEncoder::new(Vec::with_capacity(n / 2 + 64), Compression::default());
+    // Writing into a Vec cannot fail.
+    let _ = z.write_all(&plain[..n]);
+    let compressed = z.finish().unwrap_or_default();
+    let mut out = Vec::with_capacity(compressed.len() + 8);
+    out.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+    out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+    out.extend_from_slice(&compressed);
+    out
+}
+
+/// The compressed V2 encoding in standard base64, as HdrHistogram's log
+/// and `HistogramLogProcessor` exchange histograms.
+pub fn base64_v2(h: &Histogram) -> String {
+    base64::engine::general_purpose::STANDARD.encode(compress_v2(h))
+}
+
+/// One series of interval histograms for [`render_hlog`].
+pub struct Series<'a> {
+    /// `None` for the untagged (main) series.
+    pub tag: Option<&'a str>,
+    /// (start seconds since the log's start, length in seconds, histogram).
+    pub intervals: Vec<(f64, f64, &'a Histogram)>,
+}
+
+/// Renders an HdrHistogram interval log (format 1.3). Values are
+/// nanoseconds; the Interval_Max column is in milliseconds (the Java
+/// writer's default ratio of 1e6).
+///
+/// # Example
+/// ```
+/// use metronome_core::histogram::Histogram;
+/// use metronome::hlog::{render_hlog, Series};
+/// let mut h = Histogram::new();
+/// h.record(2_500_000);
+/// let log = render_hlog(1_700_000_000.0, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
+/// assert!(log.starts_with("#[Histogram log format version 1.3]\n"));
+/// assert!(log.lines().last().unwrap().starts_with("0.000,1.000,2.500,HISTF"));
+/// ```
+pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#[Histogram log format version 1.3]");
+    let _ = writeln!(s, "#[StartTime: {start_unix_s:.3} (seconds since epoch)]");
+    let _ = writeln!(
+        s,
+        "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+    );
+    let mut rows: Vec<(f64, Option<&str>, f64, &Histogram)> = series
+        .iter()
+        .flat_map(|se| {
+            se.intervals
+                .iter()
+                .map(move |&(start, len, h)| (start, se.tag, len, h))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (start, tag, len, h) in rows {
+        if let Some(t) = tag {
+            let _ = write!(s, "Tag={t},");
+        }
+        let _ = writeln!(
+            s,
+            "{start:.3},{len:.3},{:.3},{}",
+            h.max() as f64 / 1e6,
+            base64_v2(h)
+        );
+    }
+    s
+}
