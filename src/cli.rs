@@ -36,6 +36,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Merge JSON reports of shards of one run (several machines) into one.
     Merge(MergeArgs),
+    /// Run the same test at a series of rates and tabulate where latency bends.
+    Sweep(Box<SweepArgs>),
 }
 
 /// How requests arrive.
@@ -72,7 +74,7 @@ pub enum FormatArg {
 }
 
 /// `metronome run URL`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// Target URL, http:// only (e.g. http://127.0.0.1:8080/).
     pub url: String,
@@ -243,4 +245,20 @@ pub struct MergeArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = FormatArg::Json)]
     pub format: FormatArg,
+}
+
+/// `metronome sweep URL --rates ...`: every `run` flag applies to each step.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Offered rates, in order, comma-separated (e.g. 100,200,400,800).
+    #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+    pub rates: Vec<f64>,
+    /// Stop after the first step whose achieved rate is below 99% of offered, that dropped
+    /// requests, or that breached a --threshold.
+    #[arg(long)]
+    pub stop_at_knee: bool,
+    /// The run arguments of each step (`--rate` is replaced by each of --rates; `--out`
+    /// receives the whole sweep as JSON).
+    #[command(flatten)]
+    pub run: RunArgs,
 }

@@ -13,6 +13,7 @@ pub mod run;
 pub mod serve;
 pub mod signal;
 pub mod simulate;
+pub mod sweep;
 pub mod threshold;
 pub mod units;
 

@@ -37,6 +37,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
         Command::Report(args) => metronome::report_cmd::report(&args),
         Command::Merge(args) => metronome::report_cmd::merge(&args),
+        Command::Sweep(args) => metronome::sweep::run(&args),
     }
 }
 

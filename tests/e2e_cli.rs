@@ -255,3 +255,49 @@ fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
+
+/// `sweep` runs one step per rate and marks the knee: the first step that
+/// breached its threshold (a FIFO server with a 5 ms service time serves at
+/// most 200 req/s, so at 400 req/s the queue and p99 grow without bound).
+#[test]
+fn sweep_finds_the_knee() {
+    let srv = server(plain(Duration::from_millis(5)));
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "sweep",
+        &url,
+        "--rates",
+        "50,100,400",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--engine",
+        "std",
+        "--format",
+        "json",
+        "--threshold",
+        "latency.p99<100ms",
+        "--timeout",
+        "5s",
+    ]);
+    srv.stop();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: metronome::sweep::Sweep = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s.steps.len(), 3);
+    assert_eq!(
+        s.steps
+            .iter()
+            .map(|r| r.requests.scheduled)
+            .collect::<Vec<_>>(),
+        vec![50, 100, 400]
+    );
+    assert_eq!(s.knee, Some(2));
+    assert!(s.steps[2].metrics.latency.p99 > 100.0);
+    let text = metronome::sweep::render(&s);
+    assert!(text.contains("<- knee"), "{text}");
+}

@@ -1,0 +1,152 @@
+//! `metronome sweep`: the same open-loop test at a series of offered rates,
+//! one report per step and a table of where latency bends (the knee).
+
+use std::fmt::Write as _;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{FormatArg, SweepArgs};
+use crate::report::Report;
+use crate::UsageError;
+
+/// The schema name of a sweep's JSON.
+pub const SCHEMA: &str = "metronome.sweep/v1";
+
+/// A whole sweep: one report per step, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The reports, one per offered rate.
+    pub steps: Vec<Report>,
+    /// Index of the first step that did not keep up (achieved below 99% of
+    /// offered, dropped requests, or a breached threshold), if any.
+    pub knee: Option<usize>,
+}
+
+/// True when a step kept up with its schedule and met its thresholds.
+pub fn kept_up(r: &Report) -> bool {
+    r.achieved_rps >= 0.99 * r.offered_rps
+        && r.requests.dropped == 0
+        && r.thresholds.iter().all(|t| t.passed)
+}
+
+/// Runs the sweep; returns it and the exit code (3 when any step breached
+/// a threshold).
+///
+/// # Errors
+/// Bad input (exit 2) or a step that could not run (exit 1).
+pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
+    if args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(UsageError("--rates must be positive numbers, e.g. 100,200,400".into()).into());
+    }
+    if args.run.closed.is_some() {
+        return Err(UsageError(
+            "sweep varies the offered rate: it does not combine with --closed".into(),
+        )
+        .into());
+    }
+    let mut steps = Vec::new();
+    let mut knee = None;
+    let mut code = 0;
+    for (i, &rate) in args.rates.iter().enumerate() {
+        if !args.run.quiet {
+            eprintln!("sweep step {}/{}: {rate} req/s", i + 1, args.rates.len());
+        }
+        let mut step = args.run.clone();
+        step.rate = rate;
+        step.out = None;
+        step.hgrm = None;
+        step.hlog = None;
+        let r = crate::run::run(&step)?;
+        if r.exit_code != 0 {
+            code = r.exit_code;
+        }
+        let ok = kept_up(&r.report);
+        steps.push(r.report);
+        if !ok && knee.is_none() {
+            knee = Some(i);
+            if args.stop_at_knee {
+                break;
+            }
+        }
+        if crate::signal::interrupted() {
+            break;
+        }
+    }
+    Ok((
+        Sweep {
+            schema: SCHEMA.to_string(),
+            steps,
+            knee,
+        },
+        code,
+    ))
+}
+
+/// `metronome sweep`: runs, prints the table (or JSON), writes `--out`.
+///
+/// # Errors
+/// As [`sweep`], or an unwritable `--out`.
+pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
+    let (s, code) = sweep(args)?;
+    if let Some(path) = &args.run.out {
+        std::fs::write(path, serde_json::to_string_pretty(&s)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match args.run.format {
+        FormatArg::Text => print!("{}", render(&s)),
+        FormatArg::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+    }
+    Ok(code)
+}
+
+/// The sweep as a table, one row per step.
+pub fn render(s: &Sweep) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>11}",
+        "offered",
+        "achieved",
+        "errors",
+        "dropped",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "lag p99 ms"
+    );
+    for (i, r) in s.steps.iter().enumerate() {
+        let m = &r.metrics.latency;
+        let _ = writeln!(
+            t,
+            "{:>10.1} {:>10.1} {:>8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>11.3}{}",
+            r.offered_rps,
+            r.achieved_rps,
+            r.requests.errors,
+            r.requests.dropped,
+            m.p50,
+            m.p99,
+            m.p999,
+            m.max,
+            r.metrics.send_lag.p99,
+            if s.knee == Some(i) { "  <- knee" } else { "" }
+        );
+    }
+    match s.knee {
+        Some(i) => {
+            let _ = writeln!(
+                t,
+                "\nAt {:.1} req/s the run stopped keeping up (achieved below 99% of offered, drops, or a breached threshold).",
+                s.steps[i].offered_rps
+            );
+        }
+        None => {
+            let _ = writeln!(t, "\nEvery step kept up with its schedule.");
+        }
+    }
+    t
+}
