@@ -174,6 +174,9 @@ pub struct RunArgs {
     /// Write the latency histogram in HdrHistogram's percentile-distribution (.hgrm) format to FILE.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+    /// Write SVG plots (latency by percentile, latency per interval) to FILE.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
     /// Write the interval histograms (latency untagged, send lag tagged `send_lag`) as an
     /// HdrHistogram interval log (.hlog) to FILE.
     #[arg(long)]
@@ -231,6 +234,9 @@ pub struct ReportArgs {
     /// Write the latency histogram as .hgrm to FILE.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+    /// Write SVG plots (latency by percentile, latency per interval) to FILE.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 /// `metronome merge FILE...`.

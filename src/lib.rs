@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod engine;
 pub mod hlog;
+pub mod plot;
 pub mod report;
 pub mod report_cmd;
 pub mod request;

@@ -42,6 +42,10 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, crate::plot::render_svg(&r))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     crate::run::print(&r, args.format)?;
     Ok(if r.thresholds.iter().all(|t| t.passed) {
         0

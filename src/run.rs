@@ -308,6 +308,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         );
         std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, crate::plot::render_svg(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = &args.hgrm {
         std::fs::write(path, report::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;

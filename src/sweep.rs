@@ -60,6 +60,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         step.out = None;
         step.hgrm = None;
         step.hlog = None;
+        step.svg = None;
         let r = crate::run::run(&step)?;
         if r.exit_code != 0 {
             code = r.exit_code;

@@ -131,9 +131,20 @@ fn out_report_hgrm_and_merge() {
         "{text}"
     );
 
-    let out = metronome(&["report", a.to_str().unwrap()]);
+    let svg = dir.join("a.svg");
+    let out = metronome(&[
+        "report",
+        a.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("scheduled 50"));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.matches("<polyline").count() == 5,
+        "{svg}"
+    );
 
     let merged = dir.join("m.json");
     let out = metronome(&[
