@@ -15,6 +15,9 @@ const BOTTOM: f64 = 50.0;
 /// The percentile axis ends at 99.9999% (1/(1-p) = 1e6).
 const MAX_DECADES: f64 = 6.0;
 
+/// A named, coloured curve of (x, y) points.
+type Curve<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
 /// The percentile curve of a metric: (log10(1/(1-p)), value ms) per bucket.
 pub fn percentile_curve(m: &Metric) -> Vec<(f64, f64)> {
     let total: u64 = m.buckets.iter().map(|b| b.1).sum();
@@ -141,7 +144,7 @@ pub fn render_svg(r: &Report) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     // 1. Latency by percentile.
     // Service time first, so latency (from the intended time) is drawn on top.
-    let mut series: Vec<(&str, &str, Vec<(f64, f64)>)> = vec![
+    let mut series: Vec<Curve<'_>> = vec![
         (
             "service time",
             "#1f77b4",
