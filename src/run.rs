@@ -30,7 +30,6 @@ pub struct RunResult {
 
 /// Everything derived from the arguments before anything is sent.
 struct Prepared {
-    target: Target,
     addr: std::net::SocketAddr,
     requests: Vec<Vec<u8>>,
     arrival: Arrival,
@@ -171,12 +170,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
         vec![encode(&target, method, &args.headers, body.as_deref())]
     };
     let addr = target.resolve()?;
-    let mut target = target;
-    if args.openai && target.path == "/" {
-        target.path = "/v1/chat/completions".into();
-    }
     Ok(Prepared {
-        target,
         addr,
         requests,
         arrival,
@@ -259,16 +253,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         result
     })?;
     let run_id = run_id(started, args.seed);
-    let mut report = build_report(
-        &plan,
-        &output,
-        &engine,
-        &p.target,
-        &args.url,
-        run_id,
-        args.arrival,
-        args,
-    );
+    let mut report = build_report(&plan, &output, &engine, run_id, args);
     let mut breached = false;
     for t in &p.thresholds {
         let tr = t.evaluate(&report);
@@ -371,17 +356,15 @@ fn run_id(started: SystemTime, seed: u64) -> String {
 }
 
 /// Builds the report of a run.
-#[allow(clippy::too_many_arguments)]
 fn build_report(
     plan: &Plan<'_>,
     out: &RunOutput,
     engine: &str,
-    target: &Target,
-    url: &str,
     run_id: String,
-    arrival: ArrivalArg,
     args: &RunArgs,
 ) -> Report {
+    let arrival = args.arrival;
+    let url = args.url.as_str();
     let rec = &out.recorder;
     let closed = matches!(plan.model, Model::Closed { .. });
     let secs = out.measured_ns as f64 / 1e9;
@@ -490,7 +473,6 @@ fn build_report(
         },
         thresholds: Vec::new(),
     };
-    let _ = target;
     report.generator.warnings.extend(warnings(&report, plan));
     report
 }
