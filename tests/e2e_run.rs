@@ -513,3 +513,61 @@ fn keys(v: &serde_json::Value, prefix: &str) -> std::collections::BTreeSet<Strin
     }
     out
 }
+
+/// Every arrival process goes through the engines intact: the engine sends
+/// exactly the schedule core generates (burst: 10 bursts of 10 at 100/s in
+/// 1 s; constant at 3/s: 0, 333, 667 ms; Poisson and gamma: the count of
+/// core's schedule for the seed, whatever the engine's thread sharding).
+#[test]
+fn arrival_processes_send_exactly_the_schedule() {
+    use metronome_core::schedule::{Arrival, Schedule, Shard};
+    let expected = |arrival: Arrival, rate: f64, seed: u64| {
+        Schedule::new(arrival, rate, seed, 1_000_000_000, Shard::WHOLE)
+            .unwrap()
+            .count() as u64
+    };
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        let cases: [(&[&str], u64); 4] = [
+            (
+                &["--arrival", "burst", "--burst-size", "10", "--rate", "100"],
+                100,
+            ),
+            (&["--arrival", "constant", "--rate", "3"], 3),
+            (
+                &[
+                    "--arrival",
+                    "poisson",
+                    "--rate",
+                    "200",
+                    "--seed",
+                    "7",
+                    "--threads",
+                    "1",
+                ],
+                expected(Arrival::Poisson, 200.0, 7),
+            ),
+            (
+                &[
+                    "--arrival",
+                    "gamma",
+                    "--burstiness",
+                    "0.5",
+                    "--rate",
+                    "200",
+                    "--seed",
+                    "9",
+                ],
+                expected(Arrival::Gamma { burstiness: 0.5 }, 200.0, 9),
+            ),
+        ];
+        for (args, want) in cases {
+            let mut all = vec!["--duration", "1s"];
+            all.extend_from_slice(args);
+            let r = run_json(srv.addr(), "/", engine, &all, 0);
+            assert_eq!(r.requests.scheduled, want, "{engine} {args:?}");
+            assert_eq!(r.requests.ok, want, "{engine} {args:?}");
+        }
+        srv.stop();
+    }
+}
