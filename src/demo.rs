@@ -182,23 +182,12 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
              waited more than half the stall and its p99 ({:.2} ms) looks healthy.\n\
              The open loop kept its schedule and measured every request from its intended send time: \
              {} requests waited more than half the stall, and its p99 is {:.2} ms.",
-            waited_at_least(&c.metrics.latency, half_stall_ms),
+            c.metrics.latency.count_at_least(half_stall_ms),
             c.requests.sent,
             c.metrics.latency.p99,
-            waited_at_least(&o.metrics.latency, half_stall_ms),
+            o.metrics.latency.count_at_least(half_stall_ms),
             o.metrics.latency.p99
         );
     }
     s
-}
-
-/// How many recorded values are at least `ms` (counted by bucket lower
-/// bounds, so never overcounted).
-fn waited_at_least(m: &crate::report::Metric, ms: f64) -> u64 {
-    let limit = (ms * 1e6) as u64;
-    m.to_histogram()
-        .buckets()
-        .filter(|b| b.lower >= limit)
-        .map(|b| b.count)
-        .sum()
 }

@@ -272,6 +272,26 @@ impl Metric {
         h
     }
 
+    /// How many recorded values are at least `ms`, counted by bucket lower
+    /// bounds, so never overcounted.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::histogram::Histogram;
+    /// use metronome::report::Metric;
+    /// let mut h = Histogram::new();
+    /// for v in [1_000_000u64, 300_000_000, 900_000_000] { h.record(v); }
+    /// assert_eq!(Metric::from_histogram(&h).count_at_least(250.0), 2);
+    /// ```
+    pub fn count_at_least(&self, ms: f64) -> u64 {
+        let limit = (ms * 1e6) as u64;
+        self.to_histogram()
+            .buckets()
+            .filter(|b| b.lower >= limit)
+            .map(|b| b.count)
+            .sum()
+    }
+
     /// A quantile by label: p50, p90, p95, p99, p999, max, min, mean.
     pub fn get(&self, label: &str) -> Option<f64> {
         Some(match label {

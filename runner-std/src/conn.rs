@@ -10,6 +10,7 @@ use metronome_core::measure::{ErrorKind, StreamTiming};
 use metronome_core::response::{ReadEvent, Reader};
 
 use crate::clock::Clock;
+use crate::output::Finish;
 
 /// Size of a connection's read buffer: a response head must fit in it.
 pub(crate) const READ_BUF: usize = 64 * 1024;
@@ -137,10 +138,7 @@ impl Exchange {
         if let Err(e) = stream.write_all(request) {
             return Step::Fault(io_kind(&e));
         }
-        let mut status: Option<u16> = None;
-        let mut timing = StreamTiming::new(intended_ns, sent_ns);
-        let mut gaps: Vec<u64> = Vec::new();
-        let mut stream_error = false;
+        let mut resp = Response::new(intended_ns, sent_ns, self.expect_stream);
         loop {
             // Hand every buffered byte to the reader first.
             loop {
@@ -153,15 +151,7 @@ impl Exchange {
                             None if used == 0 => break,
                             None => {}
                             Some(ev) => {
-                                if let Some(step) = on_event(
-                                    ev,
-                                    clock,
-                                    &mut status,
-                                    &mut timing,
-                                    &mut gaps,
-                                    &mut stream_error,
-                                    self.expect_stream,
-                                ) {
+                                if let Some(step) = resp.apply(ev, clock) {
                                     return step;
                                 }
                             }
@@ -193,18 +183,11 @@ impl Exchange {
                 Ok(0) => {
                     // EOF: a read-until-close body ends here; anything else was cut.
                     return match self.reader.finish_eof() {
-                        Ok(Some(ev)) => on_event(
-                            ev,
-                            clock,
-                            &mut status,
-                            &mut timing,
-                            &mut gaps,
-                            &mut stream_error,
-                            self.expect_stream,
-                        )
-                        .unwrap_or(Step::Fault(ErrorKind::Reset)),
+                        Ok(Some(ev)) => resp
+                            .apply(ev, clock)
+                            .unwrap_or(Step::Fault(ErrorKind::Reset)),
                         Ok(None) | Err(_) => {
-                            if self.expect_stream && status.is_some() {
+                            if self.expect_stream && resp.status.is_some() {
                                 Step::Fault(ErrorKind::StreamCut)
                             } else {
                                 Step::Fault(ErrorKind::Reset)
@@ -216,7 +199,7 @@ impl Exchange {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let kind = io_kind(&e);
-                    if kind == ErrorKind::Reset && self.expect_stream && status.is_some() {
+                    if kind == ErrorKind::Reset && self.expect_stream && resp.status.is_some() {
                         return Step::Fault(ErrorKind::StreamCut);
                     }
                     return Step::Fault(kind);
@@ -231,47 +214,60 @@ enum Step {
     Fault(ErrorKind),
 }
 
-/// Applies one reader event; returns the end of the exchange when it ended.
-fn on_event(
-    ev: ReadEvent,
-    clock: &Clock,
-    status: &mut Option<u16>,
-    timing: &mut StreamTiming,
-    gaps: &mut Vec<u64>,
-    stream_error: &mut bool,
+/// What one exchange has seen of its response so far.
+struct Response {
+    status: Option<u16>,
+    timing: StreamTiming,
+    gaps: Vec<u64>,
+    stream_error: bool,
     expect_stream: bool,
-) -> Option<Step> {
-    match ev {
-        ReadEvent::Head { status: s } => *status = Some(s),
-        ReadEvent::Content => {
-            if let Some(gap) = timing.on_content(clock.now_ns()) {
-                gaps.push(gap);
-            }
-        }
-        ReadEvent::Usage(n) => timing.on_usage(n),
-        ReadEvent::StreamError => *stream_error = true,
-        ReadEvent::Done => timing.on_done(clock.now_ns()),
-        ReadEvent::Complete { keep_alive, .. } => {
-            let code = status.unwrap_or(0);
-            let outcome = if !(200..300).contains(&code) {
-                Outcome::Status(code)
-            } else if *stream_error {
-                Outcome::Error(ErrorKind::StreamError)
-            } else if expect_stream {
-                Outcome::Stream {
-                    timing: *timing,
-                    gaps: std::mem::take(gaps),
-                }
-            } else {
-                Outcome::Ok
-            };
-            return Some(Step::Complete {
-                keep_alive,
-                outcome,
-            });
+}
+
+impl Response {
+    fn new(intended_ns: u64, sent_ns: u64, expect_stream: bool) -> Response {
+        Response {
+            status: None,
+            timing: StreamTiming::new(intended_ns, sent_ns),
+            gaps: Vec::new(),
+            stream_error: false,
+            expect_stream,
         }
     }
-    None
+
+    /// Applies one reader event; returns the end of the exchange when it ended.
+    fn apply(&mut self, ev: ReadEvent, clock: &Clock) -> Option<Step> {
+        match ev {
+            ReadEvent::Head { status } => self.status = Some(status),
+            ReadEvent::Content => {
+                if let Some(gap) = self.timing.on_content(clock.now_ns()) {
+                    self.gaps.push(gap);
+                }
+            }
+            ReadEvent::Usage(n) => self.timing.on_usage(n),
+            ReadEvent::StreamError => self.stream_error = true,
+            ReadEvent::Done => self.timing.on_done(clock.now_ns()),
+            ReadEvent::Complete { keep_alive, .. } => {
+                let outcome = match Finish::for_response(
+                    self.status,
+                    self.stream_error,
+                    self.expect_stream,
+                ) {
+                    Some(Finish::Status(code)) => Outcome::Status(code),
+                    Some(Finish::Error(kind)) => Outcome::Error(kind),
+                    Some(_) => Outcome::Ok,
+                    None => Outcome::Stream {
+                        timing: self.timing,
+                        gaps: std::mem::take(&mut self.gaps),
+                    },
+                };
+                return Some(Step::Complete {
+                    keep_alive,
+                    outcome,
+                });
+            }
+        }
+        None
+    }
 }
 
 /// Classifies an I/O error of an established connection.

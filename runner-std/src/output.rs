@@ -230,6 +230,37 @@ pub enum Finish<'a> {
     },
 }
 
+impl Finish<'static> {
+    /// How a complete response ended, the rule both engines share: a
+    /// non-2xx status is `Status`, an error event in a 2xx stream is a
+    /// stream error, any other 2xx plain response is `Ok`. `None` means a
+    /// 2xx stream without an error event: record it as [`Finish::Stream`]
+    /// from its timing (the recorder then checks content and `[DONE]`).
+    ///
+    /// ```
+    /// use metronome_std::Finish;
+    /// assert!(matches!(Finish::for_response(Some(429), false, true), Some(Finish::Status(429))));
+    /// assert!(matches!(Finish::for_response(Some(200), false, false), Some(Finish::Ok)));
+    /// assert!(Finish::for_response(Some(200), false, true).is_none());
+    /// ```
+    pub fn for_response(
+        status: Option<u16>,
+        stream_error: bool,
+        expect_stream: bool,
+    ) -> Option<Finish<'static>> {
+        let code = status.unwrap_or(0);
+        if !(200..300).contains(&code) {
+            Some(Finish::Status(code))
+        } else if stream_error {
+            Some(Finish::Error(ErrorKind::StreamError))
+        } else if expect_stream {
+            None
+        } else {
+            Some(Finish::Ok)
+        }
+    }
+}
+
 impl Outcome {
     /// The borrowed form a [`Ledger`] records.
     pub fn as_finish(&self) -> Finish<'_> {

@@ -821,19 +821,12 @@ impl<'p> Worker<'p> {
     fn complete(&mut self, slot: usize, keep_alive: bool, expect_stream: bool) -> io::Result<()> {
         let now = self.clock.now_ns();
         let c = &self.conns[slot];
-        let code = c.status.unwrap_or(0);
-        let finish = if !(200..300).contains(&code) {
-            Finish::Status(code)
-        } else if c.stream_error {
-            Finish::Error(ErrorKind::StreamError)
-        } else if expect_stream {
+        let finish = Finish::for_response(c.status, c.stream_error, expect_stream).unwrap_or(
             Finish::Stream {
                 timing: &c.timing,
                 gaps: &self.gaps[slot * GAP_CAP..slot * GAP_CAP + c.gaps],
-            }
-        } else {
-            Finish::Ok
-        };
+            },
+        );
         let ok = record(self.ledger, &mut self.out, self.closed, c, now, finish);
         self.count(ok);
         self.in_flight -= 1;

@@ -82,13 +82,7 @@ pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code:
     })
 }
 
-/// How many recorded values of `metric` are at least `at_least_ms`, counted
-/// from bucket lower bounds (so never overcounted).
+/// How many recorded values of `metric` are at least `at_least_ms`.
 pub fn count_at_least(m: &metronome::report::Metric, at_least_ms: f64) -> u64 {
-    let h = m.to_histogram();
-    let lim = (at_least_ms * 1e6) as u64;
-    h.buckets()
-        .filter(|b| b.lower >= lim)
-        .map(|b| b.count)
-        .sum()
+    m.count_at_least(at_least_ms)
 }
