@@ -1,8 +1,8 @@
 //! Choosing the engine: `auto` (io_uring where the kernel allows it, else
 //! std with a one-line notice), `uring` or `std`.
 
+use metronome_core::engine::{Control, RunOutput};
 use metronome_core::plan::Plan;
-use metronome_std::{Control, RunOutput};
 
 use crate::cli::EngineArg;
 use crate::UsageError;
@@ -79,7 +79,7 @@ fn run_uring(
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("metronome-uring".into())
-            .stack_size(metronome_std::RECORDER_STACK)
+            .stack_size(metronome_core::engine::RECORDER_STACK)
             .spawn_scoped(s, || metronome_uring::run(plan, control, &opts))?
             .join()
             .map_err(|_| anyhow::anyhow!("the io_uring engine panicked"))?

@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+use metronome_core::engine::{Control, RunOutput};
 use metronome_core::plan::{Model, Plan, Protocol, Slo};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, Shard};
-use metronome_std::{Control, RunOutput};
 
 use crate::cli::{ArrivalArg, FormatArg, RunArgs};
 use crate::report::{

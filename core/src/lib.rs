@@ -11,9 +11,14 @@
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
-//! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events for the engines.
+//! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
+//! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the engines.
 //! - [`measure`]: the per-thread [`measure::Recorder`].
-//! - [`plan`]: what an engine needs to run, and the pacing decision.
+//! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
+//! - [`plan`]: what an engine needs to run, its validation, and the pacing decision.
+//! - `engine` (feature `std`, off by default): the engine contract both
+//!   engines share (control, output, errors). With default features this
+//!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
 //!
 //! ```
 //! use metronome_core::rng::Pcg32;
@@ -23,11 +28,15 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-#[cfg(test)]
+#[cfg(any(test, feature = "std"))]
 extern crate std;
 
+#[cfg(feature = "std")]
+pub mod engine;
+pub mod exchange;
 pub mod histogram;
 pub mod http;
+pub mod ledger;
 pub mod measure;
 pub mod plan;
 pub mod response;

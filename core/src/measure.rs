@@ -1,6 +1,7 @@
 //! Measurement: [`Recorder`] (one per engine thread, merged exactly),
-//! [`StreamTiming`] for one streamed (SSE) response, [`ErrorKind`], and
-//! [`Interval`] for per-interval reporting.
+//! [`StreamTiming`] for one streamed (SSE) response, [`ErrorKind`],
+//! [`Interval`] for per-interval reporting, and [`ThreadStats`], an engine
+//! thread's own cost.
 //!
 //! Every latency is charged from the request's **intended** send time, so a
 //! stall delays the measurement of every request it held back. Failed
@@ -261,6 +262,17 @@ pub struct StreamSummary {
     /// Time per output token after the first: (E2E - TTFT) / (tokens - 1),
     /// rounded down; `None` for fewer than 2 tokens.
     pub tpot_ns: Option<u64>,
+}
+
+/// An engine thread's own cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// CPU time of the thread (user + system), ns.
+    pub cpu_ns: u64,
+    /// Time spent busy-waiting before intended sends, ns (part of `cpu_ns`).
+    pub spin_ns: u64,
+    /// Requests this thread sent.
+    pub sent: u64,
 }
 
 /// Number of HTTP status codes tracked in [`Recorder::status`]: 100..=599.

@@ -1,9 +1,12 @@
-//! [`Plan`]: everything an engine needs to run, and nothing of the CLI; and
-//! [`pace`], the pacing decision as a pure function of the clock.
+//! [`Plan`]: everything an engine needs to run, and nothing of the CLI;
+//! [`Plan::validate`] and its [`PlanError`]; [`pace`], the pacing decision
+//! as a pure function of the clock; and [`SpinMeter`], the rule for what
+//! counts as busy-waiting.
 
+use core::fmt;
 use core::net::SocketAddr;
 
-use crate::schedule::{Arrival, Shard};
+use crate::schedule::{Arrival, Schedule, ScheduleError, Shard};
 
 /// The protocol spoken on each request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +160,225 @@ impl Plan<'_> {
     }
 }
 
+/// Why a [`Plan`] cannot be run: one variant per rule of
+/// [`Plan::validate`], each naming its cause and its fix. Engines return it
+/// inside their error; the CLI maps each variant to the flag to change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// [`Plan::requests`] is empty: give at least one encoded request.
+    NoRequests,
+    /// [`Plan::connections`] is 0: pre-open at least one connection.
+    NoConnections,
+    /// [`Plan::max_connections`] is below [`Plan::connections`]: raise it
+    /// to at least the pre-opened count.
+    MaxConnectionsBelowConnections,
+    /// [`Plan::max_in_flight`] is 0: allow at least one request in flight.
+    MaxInFlightZero,
+    /// [`Plan::duration_ns`] is 0: give a positive measured duration.
+    ZeroDuration,
+    /// [`Plan::interval_ns`] is 0: give a positive report interval.
+    ZeroInterval,
+    /// [`Model::Closed`] with 0 workers: give at least one worker.
+    ClosedWithoutWorkers,
+    /// The schedule cannot be built (rate, burst size, burstiness or
+    /// shard); see [`ScheduleError`] for the cause and fix.
+    Schedule(ScheduleError),
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PlanError::NoRequests => "there is no request to send",
+            PlanError::NoConnections => "at least one connection must be pre-opened",
+            PlanError::MaxConnectionsBelowConnections => {
+                "the connection limit must be at least the number of pre-opened connections"
+            }
+            PlanError::MaxInFlightZero => "at least one request must be allowed in flight",
+            PlanError::ZeroDuration => "the measured duration must be positive",
+            PlanError::ZeroInterval => "the report interval must be positive",
+            PlanError::ClosedWithoutWorkers => "a closed loop needs at least one worker",
+            PlanError::Schedule(e) => return fmt::Display::fmt(e, f),
+        })
+    }
+}
+
+impl core::error::Error for PlanError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            PlanError::Schedule(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ScheduleError> for PlanError {
+    fn from(e: ScheduleError) -> Self {
+        PlanError::Schedule(e)
+    }
+}
+
+/// The shortest and longest time allowed for opening one connection:
+/// [`Plan::connect_timeout_ns`] clamps the request timeout to this range.
+pub const CONNECT_TIMEOUT_RANGE_NS: (u64, u64) = (1_000_000, 5_000_000_000);
+
+/// The longest grace period for replies in flight after a stop.
+pub const STOP_GRACE_MAX_NS: u64 = 1_000_000_000;
+
+impl Plan<'_> {
+    /// Checks every rule an engine relies on, in the order of the
+    /// [`PlanError`] variants (the schedule last).
+    ///
+    /// # Errors
+    /// The first [`PlanError`] found.
+    ///
+    /// ```
+    /// use metronome_core::plan::{example_plan, PlanError};
+    /// use metronome_core::schedule::ScheduleError;
+    /// let mut p = example_plan();
+    /// assert_eq!(p.validate(), Ok(()));
+    /// p.max_connections = 3;
+    /// assert_eq!(p.validate(), Err(PlanError::MaxConnectionsBelowConnections));
+    /// p.max_connections = 4;
+    /// p.rate = 0.0;
+    /// assert_eq!(p.validate(), Err(PlanError::Schedule(ScheduleError::InvalidRate)));
+    /// ```
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.requests.is_empty() {
+            return Err(PlanError::NoRequests);
+        }
+        if self.connections == 0 {
+            return Err(PlanError::NoConnections);
+        }
+        if self.max_connections < self.connections {
+            return Err(PlanError::MaxConnectionsBelowConnections);
+        }
+        if self.max_in_flight == 0 {
+            return Err(PlanError::MaxInFlightZero);
+        }
+        if self.duration_ns == 0 {
+            return Err(PlanError::ZeroDuration);
+        }
+        if self.interval_ns == 0 {
+            return Err(PlanError::ZeroInterval);
+        }
+        if let Model::Closed { workers: 0, .. } = self.model {
+            return Err(PlanError::ClosedWithoutWorkers);
+        }
+        self.schedule(self.shard).map(|_| ())
+    }
+
+    /// The schedule of `shard` (the plan's own shard, or a part of it for
+    /// one engine thread) over the whole run, warmup included.
+    ///
+    /// # Errors
+    /// [`PlanError::Schedule`] when the arrival process, rate or shard is invalid.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// # use metronome_core::schedule::Shard;
+    /// let p = example_plan(); // 100 req/s constant over 1.5 s
+    /// assert_eq!(p.schedule(Shard::WHOLE).unwrap().count(), 150);
+    /// assert_eq!(p.schedule(Shard { index: 1, count: 2 }).unwrap().count(), 75);
+    /// ```
+    pub fn schedule(&self, shard: Shard) -> Result<Schedule, PlanError> {
+        Ok(Schedule::new(
+            self.arrival,
+            self.rate,
+            self.seed,
+            self.end_ns(),
+            shard,
+        )?)
+    }
+
+    /// The encoded request sent for schedule index `index`:
+    /// `requests[index % requests.len()]`.
+    ///
+    /// # Panics
+    /// When [`Plan::requests`] is empty (rejected by [`Plan::validate`]).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// # let p = example_plan();
+    /// assert_eq!(p.request(7), p.requests[0]);
+    /// ```
+    pub fn request(&self, index: u64) -> &[u8] {
+        self.requests[(index % self.requests.len() as u64) as usize]
+    }
+
+    /// Whether responses are decoded as OpenAI-style event streams.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// assert!(!example_plan().expect_stream());
+    /// ```
+    pub fn expect_stream(&self) -> bool {
+        self.protocol == Protocol::OpenAiSse
+    }
+
+    /// How long opening one connection may take: the request timeout,
+    /// clamped to [`CONNECT_TIMEOUT_RANGE_NS`].
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let mut p = example_plan();
+    /// assert_eq!(p.connect_timeout_ns(), 2_000_000_000);
+    /// p.timeout_ns = 10;
+    /// assert_eq!(p.connect_timeout_ns(), 1_000_000);
+    /// ```
+    pub fn connect_timeout_ns(&self) -> u64 {
+        let (lo, hi) = CONNECT_TIMEOUT_RANGE_NS;
+        self.timeout_ns.clamp(lo, hi)
+    }
+
+    /// The hard end of a run that was not stopped: the end of the schedule
+    /// plus the timeout. Nothing is sent, and no reply awaited, after it.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// assert_eq!(example_plan().hard_end_ns(), 3_500_000_000);
+    /// ```
+    pub fn hard_end_ns(&self) -> u64 {
+        self.end_ns().saturating_add(self.timeout_ns)
+    }
+
+    /// The hard end of a run stopped at `stopped_ns`: replies in flight get
+    /// the timeout, but at most [`STOP_GRACE_MAX_NS`], and never beyond
+    /// [`Plan::hard_end_ns`].
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let p = example_plan(); // timeout 2 s
+    /// assert_eq!(p.stopped_hard_end_ns(700_000_000), 1_700_000_000);
+    /// assert_eq!(p.stopped_hard_end_ns(3_000_000_000), 3_500_000_000);
+    /// ```
+    pub fn stopped_hard_end_ns(&self, stopped_ns: u64) -> u64 {
+        let grace = self.timeout_ns.min(STOP_GRACE_MAX_NS);
+        stopped_ns.saturating_add(grace).min(self.hard_end_ns())
+    }
+
+    /// The measured time actually run: the duration, or up to the stop
+    /// (`stopped_ns`, from the run start) when the run ended early.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let p = example_plan(); // 0.5 s warmup, 1 s measured
+    /// assert_eq!(p.measured_ns(None), 1_000_000_000);
+    /// assert_eq!(p.measured_ns(Some(800_000_000)), 300_000_000);
+    /// assert_eq!(p.measured_ns(Some(100_000_000)), 0);
+    /// assert_eq!(p.measured_ns(Some(9_000_000_000)), 1_000_000_000);
+    /// ```
+    pub fn measured_ns(&self, stopped_ns: Option<u64>) -> u64 {
+        match stopped_ns {
+            None => self.duration_ns,
+            Some(at) => at
+                .min(self.end_ns())
+                .saturating_sub(self.warmup_ns)
+                .min(self.duration_ns),
+        }
+    }
+}
+
 /// A small plan for examples and tests: 100 req/s constant to
 /// 127.0.0.1:8080, 1 s measured after 0.5 s of warmup, 1 s intervals.
 ///
@@ -227,6 +449,58 @@ pub fn pace(now_ns: u64, next_intended_ns: Option<u64>, spin_ns: u64) -> Pace {
         Some(t) => Pace::Sleep {
             until_ns: t - spin_ns,
         },
+    }
+}
+
+/// Longest gap between two clock reads of a busy-wait still counted as
+/// spinning (a read takes tens of nanoseconds): a longer gap means the
+/// thread was not running (preempted, or its virtual CPU stolen by the host).
+pub const SPIN_GAP_NS: u64 = 2_000;
+
+/// Accounts busy-waiting: fed every clock read of a spin loop, it sums the
+/// steps of at most [`SPIN_GAP_NS`], so time the thread was not running is
+/// not counted as spin and the CPU time the report calls work (CPU time
+/// minus spin) is not understated. The engines keep only the loop:
+///
+/// ```
+/// use metronome_core::plan::SpinMeter;
+/// let reads = [100, 150, 1_150, 1_200, 9_000, 9_050]; // a 7.8 us gap: preempted
+/// let mut m = SpinMeter::start(reads[0]);
+/// for &t in &reads[1..] {
+///     m.tick(t);
+/// }
+/// assert_eq!(m.now_ns(), 9_050);
+/// assert_eq!(m.spun_ns(), 50 + 1_000 + 50 + 50);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpinMeter {
+    now_ns: u64,
+    spun_ns: u64,
+}
+
+impl SpinMeter {
+    /// A meter whose first clock read is `now_ns`.
+    pub const fn start(now_ns: u64) -> Self {
+        Self { now_ns, spun_ns: 0 }
+    }
+
+    /// The next clock read of the loop. A clock that goes backwards adds nothing.
+    pub fn tick(&mut self, now_ns: u64) {
+        let step = now_ns.saturating_sub(self.now_ns);
+        if step <= SPIN_GAP_NS {
+            self.spun_ns += step;
+        }
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// The latest clock read.
+    pub const fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// Time counted as spinning so far.
+    pub const fn spun_ns(&self) -> u64 {
+        self.spun_ns
     }
 }
 

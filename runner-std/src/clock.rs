@@ -2,9 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-/// Longest gap between two clock reads of a busy-wait still counted as
-/// spinning (a read takes tens of nanoseconds).
-pub const SPIN_GAP_NS: u64 = 2_000;
+use metronome_core::plan::SpinMeter;
 
 /// Nanoseconds since the run start, on the monotonic clock.
 #[derive(Clone, Copy, Debug)]
@@ -20,45 +18,20 @@ impl Clock {
         }
     }
 
-    /// A clock whose zero is `start`.
-    pub fn at(start: Instant) -> Clock {
-        Clock { start }
-    }
-
-    /// The instant of the zero.
-    pub fn origin(&self) -> Instant {
-        self.start
-    }
-
     /// Nanoseconds elapsed since the zero.
     pub fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }
 
-    /// The instant `ns` after the zero.
-    pub fn instant(&self, ns: u64) -> Instant {
-        self.start + Duration::from_nanos(ns)
-    }
-
     /// Busy-waits until `target_ns`; returns the time then and how long this
-    /// thread actually spun. Gaps between two clock reads longer than
-    /// [`SPIN_GAP_NS`] mean the thread was not running (preempted, or the
-    /// virtual CPU was stolen by the host): they are not counted as spin, so
-    /// the CPU time the report calls work (CPU time minus spin) is not
-    /// understated.
+    /// thread actually spun, by core's [`SpinMeter`] rule.
     pub fn spin_until(&self, target_ns: u64) -> (u64, u64) {
-        let mut t = self.now_ns();
-        let mut spun = 0;
-        while t < target_ns {
+        let mut meter = SpinMeter::start(self.now_ns());
+        while meter.now_ns() < target_ns {
             std::hint::spin_loop();
-            let next = self.now_ns();
-            let step = next - t;
-            if step <= SPIN_GAP_NS {
-                spun += step;
-            }
-            t = next;
+            meter.tick(self.now_ns());
         }
-        (t, spun)
+        (meter.now_ns(), meter.spun_ns())
     }
 
     /// Sleeps until `until_ns` (returns at once when it has passed).

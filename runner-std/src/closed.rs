@@ -5,12 +5,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use metronome_core::measure::ErrorKind;
-use metronome_core::plan::{Plan, Protocol};
+use metronome_core::engine::{Control, EngineError, RunOutput};
+use metronome_core::measure::{ErrorKind, ThreadStats};
+use metronome_core::plan::Plan;
 
 use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
-use crate::conn::{Exchange, Outcome};
-use crate::output::{Collector, Control, EngineError, Fact, RunOutput, ThreadStats};
+use crate::collector::{Collector, Fact};
+use crate::conn::{Conn, Outcome};
 
 pub(crate) fn run(
     plan: &Plan<'_>,
@@ -18,15 +19,12 @@ pub(crate) fn run(
     workers: u32,
     expected_interval_ns: Option<u64>,
 ) -> Result<RunOutput, EngineError> {
-    if workers == 0 {
-        return Err(EngineError::Plan("--closed needs at least 1 worker"));
-    }
-    let expect_stream = plan.protocol == Protocol::OpenAiSse;
-    let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
+    let expect_stream = plan.expect_stream();
+    let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut conns = Vec::with_capacity(workers as usize);
     for _ in 0..workers {
         conns.push(
-            Exchange::connect(plan.addr, connect_timeout, expect_stream)
+            Conn::connect(plan.addr, connect_timeout, expect_stream)
                 .map_err(EngineError::Connect)?,
         );
     }
@@ -34,7 +32,7 @@ pub(crate) fn run(
     let clock = Clock::start();
     let cpu_start = process_cpu_ns();
     let end_ns = plan.end_ns();
-    let hard_end_ns = end_ns.saturating_add(plan.timeout_ns);
+    let hard_end_ns = plan.hard_end_ns();
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
@@ -69,7 +67,7 @@ pub(crate) fn run(
                             std::thread::sleep(Duration::from_millis(1));
                             continue;
                         }
-                        let request = plan.requests[(i % plan.requests.len() as u64) as usize];
+                        let request = plan.request(i);
                         i += u64::from(workers);
                         let _ = tx.send(Fact::Sent {
                             intended_ns: sent_ns,
@@ -87,29 +85,26 @@ pub(crate) fn run(
                         });
                     }
                     stats.cpu_ns = thread_cpu_ns();
-                    stats
+                    (stats, conn.dropped_gaps())
                 })
             })
             .collect();
         drop(tx);
-        let stats: Vec<ThreadStats> = handles
+        let stats: Vec<(ThreadStats, u64)> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())
             .collect();
         let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
-        Ok((out, stats))
+        Ok::<_, EngineError>((out, stats))
     })?;
     let stop_ns = clock.now_ns();
-    // In a closed loop a request is "scheduled" when a worker sends it.
-    out.recorder.scheduled = out.recorder.sent;
-    out.threads = worker_stats;
+    out.threads = worker_stats.iter().map(|&(s, _)| s).collect();
+    out.dropped_gaps = worker_stats.iter().map(|&(_, d)| d).sum();
     out.cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
     out.stopped = control.stopped();
-    out.measured_ns = stop_ns
-        .min(end_ns)
-        .saturating_sub(plan.warmup_ns)
-        .min(plan.duration_ns);
+    out.measured_ns = plan.measured_ns(Some(stop_ns));
     out.connections_opened = u64::from(workers);
     out.peak_connections = u64::from(workers);
+    out.finalize(plan);
     Ok(out)
 }

@@ -1,23 +1,24 @@
 //! One blocking keep-alive connection and one request/response exchange on
-//! it. All protocol decisions are core's [`Reader`]; this file moves bytes
-//! and reads the clock.
+//! it. Every protocol decision is core's [`Exchange`]; this file moves
+//! bytes and reads the clock.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
+use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, StreamTiming};
-use metronome_core::response::{ReadEvent, Reader};
 
 use crate::clock::Clock;
-use crate::output::Finish;
 
 /// Size of a connection's read buffer: a response head must fit in it.
 pub(crate) const READ_BUF: usize = 64 * 1024;
 
-/// How one request ended.
+/// How one request ended, owned: sent from a connection thread to the
+/// collector, which records it through [`Outcome::as_finish`].
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A 2xx response, fully read.
     Ok,
     /// A complete response with a non-2xx status.
@@ -34,58 +35,87 @@ pub enum Outcome {
     },
 }
 
-/// A connection and what an exchange on it needs.
-pub struct Exchange {
+impl Outcome {
+    fn from_finish(finish: Finish<'_>) -> Outcome {
+        match finish {
+            Finish::Ok => Outcome::Ok,
+            Finish::Status(code) => Outcome::Status(code),
+            Finish::Error(kind) => Outcome::Error(kind),
+            Finish::Stream { timing, gaps } => Outcome::Stream {
+                timing: *timing,
+                gaps: gaps.to_vec(),
+            },
+        }
+    }
+
+    /// The borrowed form a ledger records.
+    pub(crate) fn as_finish(&self) -> Finish<'_> {
+        match self {
+            Outcome::Ok => Finish::Ok,
+            Outcome::Status(code) => Finish::Status(*code),
+            Outcome::Error(kind) => Finish::Error(*kind),
+            Outcome::Stream { timing, gaps } => Finish::Stream { timing, gaps },
+        }
+    }
+}
+
+/// A connection, its read buffer and its exchange.
+pub(crate) struct Conn {
     stream: Option<TcpStream>,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
-    reader: Reader,
-    expect_stream: bool,
+    exchange: Exchange,
+    gaps: Box<[u64]>,
 }
 
-impl Exchange {
+impl Conn {
     /// Opens a connection to `addr` within `timeout`.
     ///
     /// # Errors
     /// The connect error (refused, unreachable, timed out).
-    pub fn connect(
+    pub(crate) fn connect(
         addr: SocketAddr,
         timeout: Duration,
         expect_stream: bool,
-    ) -> io::Result<Exchange> {
-        let mut ex = Exchange {
+    ) -> io::Result<Conn> {
+        let mut conn = Conn {
             stream: None,
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             start: 0,
             end: 0,
-            reader: Reader::new(expect_stream),
-            expect_stream,
+            exchange: Exchange::new(expect_stream),
+            gaps: vec![0u64; GAP_CAP].into_boxed_slice(),
         };
-        ex.reopen(addr, timeout)?;
-        Ok(ex)
+        conn.reopen(addr, timeout)?;
+        Ok(conn)
     }
 
     /// True when the connection is open and usable for the next request.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.stream.is_some()
     }
 
-    /// Closes the connection (the next exchange needs [`Exchange::reopen`]).
-    pub fn close(&mut self) {
+    /// Inter-token gaps that did not fit, over the life of this connection.
+    pub(crate) fn dropped_gaps(&self) -> u64 {
+        self.exchange.dropped_gaps()
+    }
+
+    /// Closes the connection (the next exchange needs [`Conn::reopen`]).
+    fn close(&mut self) {
         if let Some(s) = self.stream.take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
         self.start = 0;
         self.end = 0;
-        self.reader = Reader::new(self.expect_stream);
+        self.exchange.reset_connection();
     }
 
     /// (Re)opens the connection.
     ///
     /// # Errors
     /// The connect error.
-    pub fn reopen(&mut self, addr: SocketAddr, timeout: Duration) -> io::Result<()> {
+    pub(crate) fn reopen(&mut self, addr: SocketAddr, timeout: Duration) -> io::Result<()> {
         self.close();
         let s = TcpStream::connect_timeout(&addr, timeout.max(Duration::from_millis(1)))?;
         s.set_nodelay(true)?;
@@ -96,7 +126,7 @@ impl Exchange {
     /// Sends `request` now and reads its response until it completes, fails
     /// or `deadline_ns` (on `clock`) passes. Returns when it ended and how.
     /// The connection is closed after any fault or a `Connection: close`.
-    pub fn exchange(
+    pub(crate) fn exchange(
         &mut self,
         clock: &Clock,
         request: &[u8],
@@ -104,60 +134,50 @@ impl Exchange {
         sent_ns: u64,
         deadline_ns: u64,
     ) -> (u64, Outcome) {
-        let outcome = self.exchange_inner(clock, request, intended_ns, sent_ns, deadline_ns);
+        self.exchange.begin(intended_ns, sent_ns);
+        let result = self.exchange_inner(clock, request, deadline_ns);
         let done = clock.now_ns();
-        if !matches!(
-            outcome,
-            Step::Complete {
-                keep_alive: true,
-                ..
+        match result {
+            Ok(keep_alive) => {
+                let outcome = Outcome::from_finish(self.exchange.finish(&self.gaps));
+                if !keep_alive {
+                    self.close();
+                }
+                (done, outcome)
             }
-        ) {
-            self.close();
-        } else {
-            self.reader.reset();
+            Err(kind) => {
+                self.close();
+                (done, Outcome::Error(kind))
+            }
         }
-        let outcome = match outcome {
-            Step::Complete { outcome, .. } => outcome,
-            Step::Fault(kind) => Outcome::Error(kind),
-        };
-        (done, outcome)
     }
 
+    /// Moves bytes until the response is complete (`Ok(keep_alive)`) or failed.
     fn exchange_inner(
         &mut self,
         clock: &Clock,
         request: &[u8],
-        intended_ns: u64,
-        sent_ns: u64,
         deadline_ns: u64,
-    ) -> Step {
+    ) -> Result<bool, ErrorKind> {
         let Some(stream) = self.stream.as_mut() else {
-            return Step::Fault(ErrorKind::Connect);
+            return Err(ErrorKind::Connect);
         };
-        if let Err(e) = stream.write_all(request) {
-            return Step::Fault(io_kind(&e));
-        }
-        let mut resp = Response::new(intended_ns, sent_ns, self.expect_stream);
+        stream.write_all(request).map_err(|e| io_kind(&e))?;
         loop {
-            // Hand every buffered byte to the reader first.
-            loop {
-                let input = &self.buf[self.start..self.end];
-                match self.reader.feed(input) {
-                    Err(_) => return Step::Fault(ErrorKind::Malformed),
-                    Ok((used, event)) => {
-                        self.start += used;
-                        match event {
-                            None if used == 0 => break,
-                            None => {}
-                            Some(ev) => {
-                                if let Some(step) = resp.apply(ev, clock) {
-                                    return step;
-                                }
-                            }
-                        }
-                    }
+            // Hand every buffered byte to the exchange first.
+            let input = &self.buf[self.start..self.end];
+            match self
+                .exchange
+                .handle_read(clock.now_ns(), input, &mut self.gaps)?
+            {
+                Feed::Complete {
+                    consumed,
+                    keep_alive,
+                } => {
+                    self.start += consumed;
+                    return Ok(keep_alive);
                 }
+                Feed::NeedMore { consumed } => self.start += consumed,
             }
             // Keep what was not consumed at the front of the buffer.
             if self.start > 0 {
@@ -166,107 +186,30 @@ impl Exchange {
                 self.start = 0;
             }
             if self.end == self.buf.len() {
-                return Step::Fault(ErrorKind::Malformed);
+                return Err(ErrorKind::Malformed);
             }
             let now = clock.now_ns();
             if now >= deadline_ns {
-                return Step::Fault(ErrorKind::Timeout);
+                return Err(ErrorKind::Timeout);
             }
             let Some(stream) = self.stream.as_mut() else {
-                return Step::Fault(ErrorKind::Reset);
+                return Err(ErrorKind::Reset);
             };
             let wait = Duration::from_nanos((deadline_ns - now).max(1_000));
             if stream.set_read_timeout(Some(wait)).is_err() {
-                return Step::Fault(ErrorKind::Reset);
+                return Err(ErrorKind::Reset);
             }
             match stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     // EOF: a read-until-close body ends here; anything else was cut.
-                    return match self.reader.finish_eof() {
-                        Ok(Some(ev)) => resp
-                            .apply(ev, clock)
-                            .unwrap_or(Step::Fault(ErrorKind::Reset)),
-                        Ok(None) | Err(_) => {
-                            if self.expect_stream && resp.status.is_some() {
-                                Step::Fault(ErrorKind::StreamCut)
-                            } else {
-                                Step::Fault(ErrorKind::Reset)
-                            }
-                        }
-                    };
+                    self.exchange.handle_eof(clock.now_ns(), &mut self.gaps)?;
+                    return Ok(false);
                 }
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let kind = io_kind(&e);
-                    if kind == ErrorKind::Reset && self.expect_stream && resp.status.is_some() {
-                        return Step::Fault(ErrorKind::StreamCut);
-                    }
-                    return Step::Fault(kind);
-                }
+                Err(e) => return Err(self.exchange.handle_fault(io_kind(&e))),
             }
         }
-    }
-}
-
-enum Step {
-    Complete { keep_alive: bool, outcome: Outcome },
-    Fault(ErrorKind),
-}
-
-/// What one exchange has seen of its response so far.
-struct Response {
-    status: Option<u16>,
-    timing: StreamTiming,
-    gaps: Vec<u64>,
-    stream_error: bool,
-    expect_stream: bool,
-}
-
-impl Response {
-    fn new(intended_ns: u64, sent_ns: u64, expect_stream: bool) -> Response {
-        Response {
-            status: None,
-            timing: StreamTiming::new(intended_ns, sent_ns),
-            gaps: Vec::new(),
-            stream_error: false,
-            expect_stream,
-        }
-    }
-
-    /// Applies one reader event; returns the end of the exchange when it ended.
-    fn apply(&mut self, ev: ReadEvent, clock: &Clock) -> Option<Step> {
-        match ev {
-            ReadEvent::Head { status } => self.status = Some(status),
-            ReadEvent::Content => {
-                if let Some(gap) = self.timing.on_content(clock.now_ns()) {
-                    self.gaps.push(gap);
-                }
-            }
-            ReadEvent::Usage(n) => self.timing.on_usage(n),
-            ReadEvent::StreamError => self.stream_error = true,
-            ReadEvent::Done => self.timing.on_done(clock.now_ns()),
-            ReadEvent::Complete { keep_alive, .. } => {
-                let outcome = match Finish::for_response(
-                    self.status,
-                    self.stream_error,
-                    self.expect_stream,
-                ) {
-                    Some(Finish::Status(code)) => Outcome::Status(code),
-                    Some(Finish::Error(kind)) => Outcome::Error(kind),
-                    Some(_) => Outcome::Ok,
-                    None => Outcome::Stream {
-                        timing: self.timing,
-                        gaps: std::mem::take(&mut self.gaps),
-                    },
-                };
-                return Some(Step::Complete {
-                    keep_alive,
-                    outcome,
-                });
-            }
-        }
-        None
     }
 }
 

@@ -14,20 +14,21 @@
 //! Its cost per request is higher than io_uring's (a thread per connection
 //! and a channel to one collector), so it reports its own send lag: when it
 //! cannot keep up, the report shows it.
+//!
+//! It shares nothing with the io_uring engine but core: the engine contract
+//! ([`metronome_core::engine`]), the per-request exchange
+//! ([`metronome_core::exchange`]) and the bookkeeping
+//! ([`metronome_core::ledger`]). This crate moves bytes, reads the clock and
+//! sleeps.
 #![deny(missing_docs)]
 
 mod clock;
 mod closed;
+mod collector;
 mod conn;
 mod open;
-mod output;
 
-pub use clock::{thread_cpu_ns, Clock, SPIN_GAP_NS};
-pub use conn::{Exchange, Outcome};
-pub use output::{
-    validate, Control, EngineError, Finish, Ledger, Progress, RunOutput, ThreadStats,
-};
-
+use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
 use metronome_core::plan::{Model, Plan};
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
@@ -37,7 +38,7 @@ use metronome_core::plan::{Model, Plan};
 /// [`EngineError`] when the plan is invalid or no connection can be opened
 /// before the clock starts (for example the port refuses).
 pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
-    output::validate(plan)?;
+    plan.validate()?;
     // Recorders are a few hundred KiB of inline counters: the threads that
     // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
@@ -55,10 +56,8 @@ pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError>
     })
 }
 
-/// Stack size of threads that hold a [`metronome_core::measure::Recorder`].
-pub const RECORDER_STACK: usize = 64 << 20;
-
-/// Spawns a scoped thread with a [`RECORDER_STACK`]-sized stack.
+/// Spawns a scoped thread with a [`RECORDER_STACK`]-sized stack (it holds a
+/// [`metronome_core::measure::Recorder`]).
 pub(crate) fn spawn_big<'scope, 'env, T: Send + 'scope>(
     s: &'scope std::thread::Scope<'scope, 'env>,
     f: impl FnOnce() -> T + Send + 'scope,

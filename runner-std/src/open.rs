@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 use std::time::Duration;
 
-use metronome_core::measure::{ErrorKind, Recorder};
-use metronome_core::plan::{pace, Pace, Plan, Protocol};
-use metronome_core::schedule::Schedule;
+use metronome_core::engine::{Control, EngineError, RunOutput};
+use metronome_core::ledger::{Ledger, Tally};
+use metronome_core::measure::{ErrorKind, Recorder, ThreadStats};
+use metronome_core::plan::{pace, Pace, Plan};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
-use crate::conn::{Exchange, Outcome};
-use crate::output::{Collector, Control, EngineError, Fact, RunOutput, ThreadStats};
+use crate::collector::{Collector, Fact};
+use crate::conn::{Conn, Outcome};
 
 /// A due request waiting for a connection.
 #[derive(Clone, Copy, Debug)]
@@ -42,28 +43,23 @@ struct Shared {
     /// No request is sent, and no reply awaited, after this time (ns).
     hard_end_ns: AtomicU64,
     threads: AtomicUsize,
+    /// Inter-token gaps beyond the per-request cap, summed by closing connections.
+    dropped_gaps: AtomicU64,
 }
 
 /// The longest a single sleep of the pacer lasts, so a stop is noticed.
 const MAX_SLEEP_NS: u64 = 20_000_000;
 
 pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
-    let expect_stream = plan.protocol == Protocol::OpenAiSse;
-    let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
-    let schedule = Schedule::new(
-        plan.arrival,
-        plan.rate,
-        plan.seed,
-        plan.end_ns(),
-        plan.shard,
-    )
-    .map_err(|_| EngineError::Plan("the arrival process is invalid"))?;
+    let expect_stream = plan.expect_stream();
+    let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
+    let schedule = plan.schedule(plan.shard)?;
 
     // 1. Pre-open the connections before the clock starts.
     let mut pre = Vec::with_capacity(plan.connections as usize);
     let mut warnings = Vec::new();
     for _ in 0..plan.connections {
-        match Exchange::connect(plan.addr, connect_timeout, expect_stream) {
+        match Conn::connect(plan.addr, connect_timeout, expect_stream) {
             Ok(c) => pre.push(c),
             Err(e) if pre.is_empty() => return Err(EngineError::Connect(e)),
             Err(e) => {
@@ -86,6 +82,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         opened: AtomicU64::new(pre.len() as u64),
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
+        dropped_gaps: AtomicU64::new(0),
     };
     let (tx, rx) = mpsc::channel::<Fact>();
     // A thread sleep wakes late by tens of microseconds or more: spin at
@@ -93,10 +90,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     let spin_ns = plan.spin_ns.max(sleep_overshoot_ns());
     let worker_stats = Mutex::new(Vec::new());
     let clock = Clock::start();
-    shared.hard_end_ns.store(
-        plan.end_ns().saturating_add(plan.timeout_ns),
-        Ordering::Relaxed,
-    );
+    shared
+        .hard_end_ns
+        .store(plan.hard_end_ns(), Ordering::Relaxed);
     let cpu_start = process_cpu_ns();
 
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
@@ -122,7 +118,12 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         }
 
         // 2. The pacer: the schedule is the single source of truth for send times.
+        let ledger = Ledger::new(plan);
         let mut rec = Recorder::new();
+        let tally = &mut Tally {
+            recorder: &mut rec,
+            intervals: &mut [],
+        };
         let mut stats = ThreadStats::default();
         let mut waited = 0u64;
         let mut schedule = schedule;
@@ -146,15 +147,10 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                 }
                 Pace::Send => {
                     while let Some(t) = next.filter(|&t| t <= now) {
-                        let measured = plan.is_measured(t);
-                        if measured {
-                            rec.record_scheduled();
-                        }
+                        let measured = ledger.scheduled(tally, t);
                         if shared.in_flight.load(Ordering::Relaxed) >= u64::from(plan.max_in_flight)
                         {
-                            if measured {
-                                rec.record_dropped();
-                            }
+                            ledger.dropped(tally, t);
                         } else {
                             shared.in_flight.fetch_add(1, Ordering::Relaxed);
                             let grow = {
@@ -194,10 +190,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         }
         let stop_ns = clock.now_ns();
         if stopped {
-            let grace = plan.timeout_ns.min(1_000_000_000);
             shared
                 .hard_end_ns
-                .fetch_min(stop_ns.saturating_add(grace), Ordering::Relaxed);
+                .fetch_min(plan.stopped_hard_end_ns(stop_ns), Ordering::Relaxed);
         }
         {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -207,7 +202,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         drop(tx);
         stats.cpu_ns = thread_cpu_ns();
         let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
-        Ok((out, stats, rec, waited, stopped, stop_ns))
+        Ok::<_, EngineError>((out, stats, rec, waited, stopped, stop_ns))
     })?;
 
     // The pacer's own counts: scheduled and dropped.
@@ -217,16 +212,14 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         .extend(worker_stats.into_inner().unwrap_or_else(|e| e.into_inner()));
     out.spin_ns = pacer_stats.spin_ns;
     out.cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
-    out.measured_ns = if stopped {
-        stop_ns.saturating_sub(plan.warmup_ns).min(plan.duration_ns)
-    } else {
-        plan.duration_ns
-    };
+    out.measured_ns = plan.measured_ns(stopped.then_some(stop_ns));
     out.stopped = stopped;
     out.connections_opened = shared.opened.load(Ordering::Relaxed);
     out.peak_connections = shared.peak_connections.load(Ordering::Relaxed);
     out.waited_for_connection = waited;
+    out.dropped_gaps = shared.dropped_gaps.load(Ordering::Relaxed);
     out.warnings.extend(warnings);
+    out.finalize(plan);
     Ok(out)
 }
 
@@ -236,16 +229,16 @@ fn worker(
     clock: &Clock,
     shared: &Shared,
     tx: mpsc::Sender<Fact>,
-    conn: Option<Exchange>,
+    conn: Option<Conn>,
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
-    let expect_stream = plan.protocol == Protocol::OpenAiSse;
-    let connect_timeout = Duration::from_nanos(plan.timeout_ns.clamp(1_000_000, 5_000_000_000));
+    let expect_stream = plan.expect_stream();
+    let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut stats = ThreadStats::default();
     let mut conn = match conn {
         Some(c) => Some(c),
         None => {
-            let c = Exchange::connect(plan.addr, connect_timeout, expect_stream).ok();
+            let c = Conn::connect(plan.addr, connect_timeout, expect_stream).ok();
             if c.is_some() {
                 count_open(shared);
             }
@@ -271,7 +264,7 @@ fn worker(
         };
         let Some(job) = job else { break };
         let hard_end = shared.hard_end_ns.load(Ordering::Relaxed);
-        let request = plan.requests[(job.index % plan.requests.len() as u64) as usize];
+        let request = plan.request(job.index);
         let now = clock.now_ns();
         if now >= hard_end {
             let _ = tx.send(Fact::Unsent {
@@ -291,7 +284,7 @@ fn worker(
                 }
                 Err(_) => false,
             },
-            None => match Exchange::connect(plan.addr, connect_timeout, expect_stream) {
+            None => match Conn::connect(plan.addr, connect_timeout, expect_stream) {
                 Ok(c) => {
                     conn = Some(c);
                     count_open(shared);
@@ -323,6 +316,11 @@ fn worker(
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
     stats.cpu_ns = thread_cpu_ns();
+    if let Some(c) = &conn {
+        shared
+            .dropped_gaps
+            .fetch_add(c.dropped_gaps(), Ordering::Relaxed);
+    }
     all_stats
         .lock()
         .unwrap_or_else(|e| e.into_inner())

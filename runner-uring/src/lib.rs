@@ -17,11 +17,15 @@
 //!   next intended send, then busy-waits the monotonic clock (counted as
 //!   spin time, not work) and submits every due send in one batch.
 //!
-//! All `unsafe` lives in one private module (`ring`) behind a safe API.
+//! `unsafe` is denied in the crate and allowed in two private modules only,
+//! each behind a safe API: `ring` (the ring and the memory the kernel
+//! touches) and `sys` (socket, affinity and CPU-clock calls). The protocol
+//! (the per-request exchange, the bookkeeping) is core's; this crate
+//! depends on core only, never on the std engine.
 //!
 //! ```no_run
+//! use metronome_core::engine::Control;
 //! use metronome_core::plan::example_plan;
-//! use metronome_std::Control;
 //! use metronome_uring::{probe, run, UringOptions};
 //!
 //! if probe().is_ok() {
@@ -29,6 +33,7 @@
 //!     assert_eq!(out.recorder.scheduled, 100); // 100 req/s for 1 s measured
 //! }
 //! ```
+#![deny(unsafe_code)]
 #![deny(
     unsafe_op_in_unsafe_fn,
     clippy::undocumented_unsafe_blocks,
@@ -38,13 +43,21 @@
 
 use std::fmt;
 
+use metronome_core::engine::{Control, EngineError, RunOutput};
 use metronome_core::plan::Plan;
-use metronome_std::{Control, EngineError, RunOutput};
 
+#[cfg(target_os = "linux")]
+mod clock;
 #[cfg(target_os = "linux")]
 mod engine;
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 mod ring;
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+mod sys;
+#[cfg(target_os = "linux")]
+mod worker;
 
 /// Where an engine thread is, reported to [`UringOptions::phase_hook`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +84,52 @@ pub struct UringOptions {
     /// thread (e.g. to count allocations made between `Measuring` and `Done`).
     pub phase_hook: Option<fn(Phase)>,
 }
+
+impl UringOptions {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`UringOptionsError`] naming the option to change.
+    ///
+    /// ```
+    /// use metronome_uring::{UringOptions, UringOptionsError};
+    /// assert_eq!(UringOptions::default().validate(), Ok(()));
+    /// let opts = UringOptions { threads: Some(0), ..UringOptions::default() };
+    /// assert_eq!(opts.validate(), Err(UringOptionsError::NoThreads));
+    /// ```
+    pub fn validate(&self) -> Result<(), UringOptionsError> {
+        if self.threads == Some(0) {
+            return Err(UringOptionsError::NoThreads);
+        }
+        if self.cpus.as_ref().is_some_and(Vec::is_empty) {
+            return Err(UringOptionsError::NoCpus);
+        }
+        Ok(())
+    }
+}
+
+/// Why [`UringOptions`] cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UringOptionsError {
+    /// [`UringOptions::threads`] is 0: give at least one thread, or none
+    /// for one per allowed CPU.
+    NoThreads,
+    /// [`UringOptions::cpus`] is an empty list: name at least one CPU, or
+    /// none for the CPUs this process may run on.
+    NoCpus,
+}
+
+impl fmt::Display for UringOptionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UringOptionsError::NoThreads => "the engine needs at least one thread",
+            UringOptionsError::NoCpus => "the CPU list names no CPU",
+        })
+    }
+}
+
+impl std::error::Error for UringOptionsError {}
 
 /// Why io_uring cannot be used here.
 #[derive(Debug)]
@@ -177,10 +236,11 @@ pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
 }
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
-/// what was measured, exactly like `metronome_std::run`.
+/// what was measured, with the same semantics as the portable engine.
 ///
 /// # Errors
-/// [`EngineError::Plan`] for an invalid plan or options,
+/// [`EngineError::Plan`] for an invalid plan, [`EngineError::Io`] with a
+/// [`UringOptionsError`] inside for invalid options,
 /// [`EngineError::Connect`] when no connection can be opened before the
 /// clock starts, [`EngineError::Io`] when a ring or thread cannot be set up
 /// (call [`probe`] first to tell io_uring's absence apart).

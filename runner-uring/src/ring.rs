@@ -1,5 +1,6 @@
-//! The only file with `unsafe`: the io_uring ring, the memory the kernel
-//! reads and writes through it, and the few raw socket and affinity calls.
+//! The io_uring ring and the memory the kernel reads and writes through it
+//! (one of the two modules allowed `unsafe`; the other, `sys`, holds the
+//! raw socket, affinity and clock calls).
 //!
 //! The safe API is built on three invariants, each established here:
 //!
@@ -24,11 +25,13 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
+
+use crate::sys::{shutdown, sockaddr};
 
 /// `user_data` of the pacing timer (a `Timeout` sqe); never a slot.
 pub(crate) const TAG_TIMER: u64 = u64::MAX;
@@ -446,58 +449,6 @@ fn retryable(e: &io::Error) -> bool {
     )
 }
 
-fn shutdown(fd: RawFd) {
-    // SAFETY: `fd` is the open descriptor owned by a slot (borrowed for this
-    // call); shutdown(2) takes no pointer.
-    unsafe {
-        libc::shutdown(fd, libc::SHUT_RDWR);
-    }
-}
-
-fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe {
-                std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin);
-            }
-            (
-                storage,
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe {
-                std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6);
-            }
-            (
-                storage,
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            )
-        }
-    }
-}
-
 /// Whether io_uring works here: a tiny ring, and the opcodes the engine
 /// uses. Returns the OS error of the ring setup, or the missing opcode.
 pub(crate) fn probe_ring() -> Result<(), Result<io::Error, &'static str>> {
@@ -515,40 +466,4 @@ pub(crate) fn probe_ring() -> Result<(), Result<io::Error, &'static str>> {
         }
     }
     Ok(())
-}
-
-/// Pins the calling thread to `cpu`.
-///
-/// # Errors
-/// `sched_setaffinity` refused (e.g. the CPU is outside the allowed set).
-pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu < CPU_SETSIZE` (checked above), so CPU_SET stays inside `set`.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The CPUs this process may run on (empty when unknown).
-pub(crate) fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `c < CPU_SETSIZE`, so CPU_ISSET reads inside `set`.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
 }

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{plan, uring_available, Behaviour, Server};
+use metronome_core::engine::{Control, EngineError};
 use metronome_core::measure::ErrorKind;
 use metronome_core::plan::Model;
-use metronome_std::{Control, EngineError};
 use metronome_uring::{run, UringOptions};
 
 const MS: u64 = 1_000_000;

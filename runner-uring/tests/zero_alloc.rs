@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::{plan, uring_available, Behaviour, Server};
+use metronome_core::engine::Control;
 use metronome_core::plan::Model;
-use metronome_std::Control;
 use metronome_uring::{run, Phase, UringOptions};
 
 struct Counting;

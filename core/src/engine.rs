@@ -1,0 +1,214 @@
+//! The engine contract (feature `std`): how a caller steers a running
+//! engine ([`Control`], [`Progress`]), what every engine returns
+//! ([`RunOutput`]) and why one could not run ([`EngineError`]).
+//!
+//! Both engines (`metronome-uring`, `metronome-std`) depend on this and on
+//! nothing of each other. Nothing here is on a hot path: an engine fills its
+//! recorder through a [`Ledger`](crate::ledger::Ledger) over
+//! [`RunOutput::tally`], and builds the rest once, after its clock stops.
+
+use std::boxed::Box;
+use std::fmt;
+use std::format;
+use std::string::String;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::vec::Vec;
+
+use crate::exchange::GAP_CAP;
+use crate::ledger::{Ledger, Tally};
+use crate::measure::{Interval, Recorder, ThreadStats};
+use crate::plan::{Plan, PlanError};
+
+/// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
+/// KiB of inline counters; debug builds copy it on the stack).
+pub const RECORDER_STACK: usize = 64 << 20;
+
+/// Steering shared between the caller and a running engine.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Set (e.g. on Ctrl-C) to stop scheduling; replies in flight are still
+    /// awaited briefly and everything measured is returned.
+    pub stop: AtomicBool,
+    /// Live counters for a progress line.
+    pub progress: Progress,
+}
+
+impl Control {
+    /// True once a stop was requested.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Live counters of the measured phase, published by the engine for a
+/// progress line; never used for the report itself.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests sent.
+    pub sent: AtomicU64,
+    /// Requests that succeeded.
+    pub ok: AtomicU64,
+    /// Requests that failed.
+    pub errors: AtomicU64,
+    /// p99 latency of the last complete interval, in ns.
+    pub last_p99_ns: AtomicU64,
+    /// p99 send lag of the last complete interval, in ns.
+    pub last_send_lag_p99_ns: AtomicU64,
+}
+
+impl Progress {
+    /// Publishes the p99s of the last complete interval at `now_ns`, once
+    /// per interval: `published` remembers which one was published last.
+    pub fn publish_interval(
+        &self,
+        ledger: &Ledger<'_>,
+        intervals: &[Interval],
+        now_ns: u64,
+        published: &mut Option<usize>,
+    ) {
+        let Some((last, p99, lag_p99)) = ledger.last_complete(intervals, now_ns) else {
+            return;
+        };
+        if *published == Some(last) {
+            return;
+        }
+        self.last_p99_ns.store(p99, Ordering::Relaxed);
+        self.last_send_lag_p99_ns.store(lag_p99, Ordering::Relaxed);
+        *published = Some(last);
+    }
+}
+
+/// Everything an engine measured.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The merged recorder of all threads.
+    pub recorder: Box<Recorder>,
+    /// One entry per report interval of the measured phase (merged).
+    pub intervals: Vec<Interval>,
+    /// The engine's threads and their cost.
+    pub threads: Vec<ThreadStats>,
+    /// CPU time of the whole engine (all its threads), ns.
+    pub cpu_ns: u64,
+    /// Busy-wait time of the whole engine, ns.
+    pub spin_ns: u64,
+    /// Wall time of the measured phase actually run (shorter than the plan's
+    /// duration after a stop), ns.
+    pub measured_ns: u64,
+    /// Connections opened in all (pre-opened, grown and replacements).
+    pub connections_opened: u64,
+    /// The most connections open at once.
+    pub peak_connections: u64,
+    /// Measured requests that found no idle connection and waited for one.
+    pub waited_for_connection: u64,
+    /// Inter-token gaps beyond [`GAP_CAP`] per request, not recorded.
+    pub dropped_gaps: u64,
+    /// True when the run was stopped early.
+    pub stopped: bool,
+    /// Plain warnings found by the engine itself.
+    pub warnings: Vec<String>,
+}
+
+impl RunOutput {
+    /// An empty output sized for `plan`'s intervals.
+    pub fn empty(plan: &Plan<'_>) -> RunOutput {
+        RunOutput {
+            recorder: Box::new(Recorder::new()),
+            intervals: (0..plan.interval_count())
+                .map(|_| Interval::new())
+                .collect(),
+            threads: Vec::new(),
+            cpu_ns: 0,
+            spin_ns: 0,
+            measured_ns: 0,
+            connections_opened: 0,
+            peak_connections: 0,
+            waited_for_connection: 0,
+            dropped_gaps: 0,
+            stopped: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The storage a [`Ledger`] records into.
+    pub fn tally(&mut self) -> Tally<'_> {
+        Tally {
+            recorder: &mut self.recorder,
+            intervals: &mut self.intervals,
+        }
+    }
+
+    /// Merges another thread's or engine's output into this one (exact).
+    pub fn merge(&mut self, other: &RunOutput) {
+        self.recorder.merge(&other.recorder);
+        if self.intervals.len() < other.intervals.len() {
+            self.intervals
+                .resize_with(other.intervals.len(), Interval::new);
+        }
+        for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
+            a.merge(b);
+        }
+        self.threads.extend_from_slice(&other.threads);
+        self.cpu_ns += other.cpu_ns;
+        self.spin_ns += other.spin_ns;
+        self.measured_ns = self.measured_ns.max(other.measured_ns);
+        self.connections_opened += other.connections_opened;
+        self.peak_connections += other.peak_connections;
+        self.waited_for_connection += other.waited_for_connection;
+        self.dropped_gaps += other.dropped_gaps;
+        self.stopped |= other.stopped;
+        self.warnings.extend(other.warnings.iter().cloned());
+    }
+
+    /// The last step of every engine: in a closed loop a request is
+    /// "scheduled" when a worker sends it; gaps that did not fit become a
+    /// warning.
+    pub fn finalize(&mut self, plan: &Plan<'_>) {
+        if matches!(plan.model, crate::plan::Model::Closed { .. }) {
+            self.recorder.scheduled = self.recorder.sent;
+        }
+        if self.dropped_gaps > 0 {
+            self.warnings.push(format!(
+                "{} inter-token gaps beyond {GAP_CAP} per request were not recorded in the ITL histogram",
+                self.dropped_gaps
+            ));
+        }
+    }
+}
+
+/// Why an engine could not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The plan breaks a rule; see [`PlanError`] for the cause and fix.
+    Plan(PlanError),
+    /// Not even one connection could be opened before the clock started
+    /// (refused, unreachable, timed out): check the URL and that the server runs.
+    Connect(std::io::Error),
+    /// A thread could not be started or the engine itself failed.
+    Io(&'static str, std::io::Error),
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Plan(e) => write!(f, "invalid plan: {e}"),
+            EngineError::Connect(e) => write!(f, "cannot connect to the target: {e}"),
+            EngineError::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Connect(e) | EngineError::Io(_, e) => Some(e),
+            EngineError::Plan(e) => Some(e),
+        }
+    }
+}
+
+impl From<PlanError> for EngineError {
+    fn from(e: PlanError) -> Self {
+        EngineError::Plan(e)
+    }
+}

@@ -1,0 +1,263 @@
+//! [`Ledger`]: the bookkeeping rules every engine shares, turning facts
+//! about one request ("intended at t, sent at s, finished at u like this")
+//! into a [`Recorder`] and its per-interval series; [`Finish`], how one
+//! request ended.
+//!
+//! The rules, each tested on a virtual clock (`tests/sim_ledger.rs`):
+//! - requests intended before the warmup's end are sent but not recorded;
+//! - a send counts in the interval of its send time, a completion in the
+//!   interval of its completion time; a completion after the end (in the
+//!   grace period) counts in the last interval;
+//! - a request the run's hard end caught before it was sent (`unsent`)
+//!   counts as a timeout;
+//! - in the closed model the send is the intended time, and a success also
+//!   enters the corrected histogram (with HdrHistogram's correction when an
+//!   expected interval is given).
+//!
+//! It never allocates and never touches a clock or an atomic: the caller
+//! owns the storage ([`Tally`]) and publishes progress as it likes.
+//!
+//! ```
+//! use metronome_core::ledger::{Finish, Ledger, Tally};
+//! use metronome_core::measure::{Interval, Recorder};
+//! use metronome_core::plan::example_plan;
+//!
+//! let plan = example_plan(); // 0.5 s warmup, then one 1 s interval
+//! let ledger = Ledger::new(&plan);
+//! let mut recorder = Recorder::new();
+//! let mut intervals = [Interval::new()];
+//! let mut tally = Tally { recorder: &mut recorder, intervals: &mut intervals };
+//! assert!(ledger.sent(&mut tally, 600_000_000, 600_001_000));
+//! assert_eq!(ledger.done(&mut tally, 600_000_000, 600_001_000, 602_000_000, Finish::Ok), Some(true));
+//! assert!(!ledger.sent(&mut tally, 100_000_000, 100_000_000)); // warmup
+//! assert_eq!((recorder.sent, recorder.ok), (1, 1));
+//! assert_eq!(recorder.latency.max(), 2_000_000);
+//! assert_eq!(intervals[0].ok, 1);
+//! ```
+
+use crate::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use crate::plan::Plan;
+
+/// How one request ended, borrowed: what a [`Ledger`] needs to record it.
+/// Engines with fixed buffers build it without allocating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish<'a> {
+    /// A 2xx response, fully read.
+    Ok,
+    /// A complete response with a non-2xx status.
+    Status(u16),
+    /// A fault, by kind.
+    Error(ErrorKind),
+    /// A streamed response that reached its end; the recorder decides
+    /// whether it succeeded (it needs content and `[DONE]`).
+    Stream {
+        /// The stream's timing.
+        timing: &'a StreamTiming,
+        /// Gaps between consecutive content chunks, ns.
+        gaps: &'a [u64],
+    },
+}
+
+impl Finish<'static> {
+    /// How a complete response ended: a non-2xx status is `Status`, an
+    /// error event in a 2xx stream is a stream error, any other 2xx plain
+    /// response is `Ok`. `None` means a 2xx stream without an error event:
+    /// record it as [`Finish::Stream`] from its timing (the recorder then
+    /// checks content and `[DONE]`).
+    ///
+    /// ```
+    /// use metronome_core::ledger::Finish;
+    /// assert_eq!(Finish::for_response(Some(429), false, true), Some(Finish::Status(429)));
+    /// assert_eq!(Finish::for_response(Some(200), false, false), Some(Finish::Ok));
+    /// assert_eq!(Finish::for_response(Some(200), false, true), None);
+    /// ```
+    pub fn for_response(
+        status: Option<u16>,
+        stream_error: bool,
+        expect_stream: bool,
+    ) -> Option<Finish<'static>> {
+        let code = status.unwrap_or(0);
+        if !(200..300).contains(&code) {
+            Some(Finish::Status(code))
+        } else if stream_error {
+            Some(Finish::Error(ErrorKind::StreamError))
+        } else if expect_stream {
+            None
+        } else {
+            Some(Finish::Ok)
+        }
+    }
+}
+
+/// The storage a [`Ledger`] writes into, owned by the caller: the
+/// recorder, and one [`Interval`] per report interval of the measured phase.
+#[derive(Debug)]
+pub struct Tally<'a> {
+    /// The run's (or thread's) recorder.
+    pub recorder: &'a mut Recorder,
+    /// The per-interval series, [`Plan::interval_count`] long.
+    pub intervals: &'a mut [Interval],
+}
+
+impl Tally<'_> {
+    fn interval(&mut self, plan: &Plan<'_>, t_ns: u64) -> Option<&mut Interval> {
+        let i = plan.interval_index(t_ns)?;
+        // A completion after the end (in the grace period) counts in the last interval.
+        let i = i.min(self.intervals.len().saturating_sub(1));
+        self.intervals.get_mut(i)
+    }
+}
+
+/// The bookkeeping rules shared by every engine; see the [module docs](self).
+#[derive(Clone, Copy, Debug)]
+pub struct Ledger<'p> {
+    plan: &'p Plan<'p>,
+}
+
+impl<'p> Ledger<'p> {
+    /// A ledger for `plan`.
+    pub const fn new(plan: &'p Plan<'p>) -> Ledger<'p> {
+        Ledger { plan }
+    }
+
+    /// The plan this ledger records for.
+    pub const fn plan(&self) -> &'p Plan<'p> {
+        self.plan
+    }
+
+    /// A request intended at `intended_ns` came due: counted as scheduled
+    /// (not during warmup). Returns whether it is measured.
+    pub fn scheduled(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+        let measured = self.plan.is_measured(intended_ns);
+        if measured {
+            tally.recorder.record_scheduled();
+        }
+        measured
+    }
+
+    /// A due request was dropped (too many in flight). Returns whether it
+    /// was recorded (not warmup).
+    pub fn dropped(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+        let measured = self.plan.is_measured(intended_ns);
+        if measured {
+            tally.recorder.record_dropped();
+        }
+        measured
+    }
+
+    /// Request intended at `intended_ns` left at `sent_ns`. Returns true when
+    /// it was recorded (not warmup).
+    pub fn sent(&self, tally: &mut Tally<'_>, intended_ns: u64, sent_ns: u64) -> bool {
+        if !self.plan.is_measured(intended_ns) {
+            return false;
+        }
+        tally.recorder.record_sent(intended_ns, sent_ns);
+        if let Some(iv) = tally.interval(self.plan, sent_ns) {
+            iv.sent += 1;
+            iv.send_lag.record(sent_ns.saturating_sub(intended_ns));
+        }
+        true
+    }
+
+    /// Request intended at `intended_ns` was never sent: the run's hard end
+    /// came first (`at_ns`). It counts as a timeout. Returns true when recorded.
+    pub fn unsent(&self, tally: &mut Tally<'_>, intended_ns: u64, at_ns: u64) -> bool {
+        if !self.plan.is_measured(intended_ns) {
+            return false;
+        }
+        tally.recorder.record_error(ErrorKind::Timeout);
+        if let Some(iv) = tally.interval(self.plan, at_ns) {
+            iv.errors += 1;
+        }
+        true
+    }
+
+    /// Request intended at `intended_ns`, sent at `sent_ns`, finished (or
+    /// failed) at `done_ns`. Returns `None` for a warmup request, else
+    /// whether it succeeded.
+    pub fn done(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+    ) -> Option<bool> {
+        if !self.plan.is_measured(intended_ns) {
+            return None;
+        }
+        Some(self.finish(tally, intended_ns, sent_ns, done_ns, finish))
+    }
+
+    /// A closed-loop request sent at `sent_ns` finished at `done_ns`: as
+    /// [`Ledger::done`] with the send as the intended time, and a success
+    /// also enters the corrected histogram (with the HdrHistogram correction
+    /// when `expected_interval_ns` is set).
+    pub fn closed_done(
+        &self,
+        tally: &mut Tally<'_>,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+        expected_interval_ns: Option<u64>,
+    ) -> Option<bool> {
+        if !self.plan.is_measured(sent_ns) {
+            return None;
+        }
+        let ok = self.finish(tally, sent_ns, sent_ns, done_ns, finish);
+        if ok {
+            let v = done_ns.saturating_sub(sent_ns);
+            match expected_interval_ns {
+                Some(ei) => tally.recorder.corrected.record_corrected(v, ei),
+                None => tally.recorder.corrected.record(v),
+            }
+        }
+        Some(ok)
+    }
+
+    /// Records one finished request; returns true when it succeeded.
+    fn finish(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+    ) -> bool {
+        let slo = self.plan.slo;
+        let rec = &mut *tally.recorder;
+        let ok = match finish {
+            Finish::Ok => {
+                rec.record_ok(intended_ns, sent_ns, done_ns, &slo);
+                true
+            }
+            Finish::Status(code) => {
+                rec.record_status(code);
+                false
+            }
+            Finish::Error(kind) => {
+                rec.record_error(kind);
+                false
+            }
+            Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).is_ok(),
+        };
+        if let Some(iv) = tally.interval(self.plan, done_ns) {
+            if ok {
+                iv.ok += 1;
+                iv.latency.record(done_ns.saturating_sub(intended_ns));
+            } else {
+                iv.errors += 1;
+            }
+        }
+        ok
+    }
+
+    /// The last complete interval at `now_ns`: its index, its p99 latency
+    /// and its p99 send lag (ns), for a progress line.
+    pub fn last_complete(&self, intervals: &[Interval], now_ns: u64) -> Option<(usize, u64, u64)> {
+        let current = self.plan.interval_index(now_ns)?;
+        let last = current.checked_sub(1)?;
+        let iv = intervals.get(last)?;
+        Some((last, iv.latency.quantile(0.99), iv.send_lag.quantile(0.99)))
+    }
+}

@@ -1,0 +1,797 @@
+//! One engine thread's event loop: its ring, its connections, its share of
+//! the schedule and its part of the output.
+//!
+//! One loop iteration: reap every completion without blocking (each is
+//! stamped with the clock as it is handled), check deadlines when the
+//! earliest one has passed (a linear scan of the connections, at most every
+//! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
+//! in one batch and submit, busy-wait the last slice, or arm the ring's
+//! timer and sleep in `submit_and_wait` until it fires or a completion
+//! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
+//! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
+//!
+//! Protocol is core's: each connection's [`Exchange`] turns bytes and times
+//! into a [`Finish`], and the [`Ledger`] records it. This file moves bytes,
+//! reads the clock and sleeps.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use metronome_core::engine::{Control, RunOutput};
+use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
+use metronome_core::ledger::{Finish, Ledger, Tally};
+use metronome_core::measure::{ErrorKind, ThreadStats};
+use metronome_core::plan::{pace, Model, Pace, Plan};
+use metronome_core::schedule::Schedule;
+
+use crate::clock::Clock;
+use crate::engine::{Share, ThreadOut};
+use crate::ring::{Completion, Ring};
+use crate::sys::thread_cpu_ns;
+use crate::{Phase, UringOptions};
+
+/// A connection's read buffer: a response head must fit in it.
+pub(crate) const READ_BUF: usize = 64 * 1024;
+/// Deadline scan period and longest sleep.
+const SCAN_NS: u64 = 1_000_000;
+/// Longest sleep: the stop flag is noticed within this.
+const IDLE_WAKE_NS: u64 = 10_000_000;
+/// Progress publication period per thread.
+const PUBLISH_NS: u64 = 50_000_000;
+/// Closed model: wait this long before reconnecting after a refused connect.
+const RETRY_NS: u64 = 1_000_000;
+/// Completions handled per reap batch.
+const REAP_BATCH: usize = 256;
+
+/// A request's place in the schedule and its clock.
+#[derive(Clone, Copy, Debug, Default)]
+struct Job {
+    /// Index into the plan's request list.
+    request: usize,
+    intended_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// No socket.
+    Free,
+    /// An asynchronous connect is in flight.
+    Connecting,
+    /// Open, no request.
+    Idle,
+    /// A request is in flight.
+    Busy,
+    /// The response is complete but its send completion has not arrived.
+    Settling,
+    /// Shut down; waiting for the ring's `Closed`.
+    Closing,
+}
+
+/// One connection slot; the slot index is also the ring's slot.
+#[derive(Debug)]
+struct Conn {
+    state: State,
+    job: Job,
+    sent_ns: u64,
+    deadline_ns: u64,
+    sent_bytes: usize,
+    sending: bool,
+    /// Unconsumed bytes of the read buffer are `start..end`.
+    start: usize,
+    end: usize,
+    /// The request/response state machine (core's).
+    exchange: Exchange,
+    /// Closed model: the global worker index, and the next try of a refused connect.
+    worker: u64,
+    sends: u64,
+    retry_at_ns: Option<u64>,
+}
+
+/// Progress counted since the last publication (published in batches).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pending {
+    sent: u64,
+    ok: u64,
+    errors: u64,
+}
+
+impl Pending {
+    /// Counts a recorded end: `Some(ok)`, or `None` for a warmup request.
+    fn count(&mut self, ok: Option<bool>) {
+        match ok {
+            Some(true) => self.ok += 1,
+            Some(false) => self.errors += 1,
+            None => {}
+        }
+    }
+}
+
+/// One engine thread: its ring, its connections, its part of the output.
+pub(crate) struct Worker<'p> {
+    plan: &'p Plan<'p>,
+    control: &'p Control,
+    opts: &'p UringOptions,
+    ledger: Ledger<'p>,
+    clock: Clock,
+    ring: Ring,
+    conns: Vec<Conn>,
+    gaps: Box<[u64]>,
+    idle: Vec<usize>,
+    waiting: VecDeque<Job>,
+    schedule: Schedule,
+    /// This thread's index and the thread count (for request indices).
+    thread: u64,
+    threads: u64,
+    /// Open loop, or closed with its workers and expected interval.
+    model: Model,
+    workers_total: u64,
+    max_in_flight: usize,
+    in_flight: usize,
+    open: u64,
+    connecting: u64,
+    hard_end_ns: u64,
+    /// The earliest deadline (request timeout or closed-model retry), or `u64::MAX`.
+    next_deadline_ns: u64,
+    /// False once the schedule is over or stopped.
+    scheduling: bool,
+    out: RunOutput,
+    stats: ThreadStats,
+    pending: Pending,
+    published_interval: Option<usize>,
+}
+
+impl<'p> Worker<'p> {
+    /// Sets the thread up: everything it will use is allocated here,
+    /// before the clock starts.
+    pub(crate) fn new(
+        plan: &'p Plan<'p>,
+        control: &'p Control,
+        opts: &'p UringOptions,
+        share: Share,
+        warning: Option<String>,
+    ) -> io::Result<Worker<'p>> {
+        let slots = share.slots.max(1);
+        let mut ring = Ring::new(slots, READ_BUF, plan.requests, plan.addr)?;
+        let expect_stream = plan.expect_stream();
+        let mut conns: Vec<Conn> = (0..slots)
+            .map(|i| Conn {
+                state: State::Free,
+                job: Job::default(),
+                sent_ns: 0,
+                deadline_ns: 0,
+                sent_bytes: 0,
+                sending: false,
+                start: 0,
+                end: 0,
+                exchange: Exchange::new(expect_stream),
+                worker: share.worker_base + i as u64,
+                sends: 0,
+                retry_at_ns: None,
+            })
+            .collect();
+        let pre = share.streams.len() as u64;
+        let mut idle = Vec::with_capacity(slots);
+        for (i, s) in share.streams.into_iter().enumerate() {
+            ring.adopt(i, s);
+            conns[i].state = State::Idle;
+            idle.push(i);
+        }
+        idle.reverse();
+        // The plan was validated, and a thread's part of a valid shard is valid.
+        let schedule = plan
+            .schedule(share.shard)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut out = RunOutput::empty(plan);
+        out.warnings.extend(warning);
+        out.connections_opened = pre;
+        out.peak_connections = pre;
+        let workers_total = match plan.model {
+            Model::Closed { workers, .. } => u64::from(workers),
+            Model::Open => 0,
+        };
+        Ok(Worker {
+            plan,
+            control,
+            opts,
+            ledger: Ledger::new(plan),
+            clock: Clock::at(Instant::now()),
+            ring,
+            conns,
+            gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
+            idle,
+            waiting: VecDeque::with_capacity(share.max_in_flight),
+            schedule,
+            thread: share.thread as u64,
+            threads: share.threads as u64,
+            model: plan.model,
+            workers_total,
+            max_in_flight: share.max_in_flight,
+            in_flight: 0,
+            open: pre,
+            connecting: 0,
+            hard_end_ns: plan.hard_end_ns(),
+            scheduling: true,
+            next_deadline_ns: u64::MAX,
+            out,
+            stats: ThreadStats::default(),
+            pending: Pending::default(),
+            published_interval: None,
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(self.model, Model::Closed { .. })
+    }
+
+    fn hook(&self, phase: Phase) {
+        if let Some(h) = self.opts.phase_hook {
+            h(phase);
+        }
+    }
+
+    /// Runs the event loop on the clock released by the start gate.
+    pub(crate) fn run(mut self, clock: Clock) -> io::Result<ThreadOut> {
+        self.clock = clock;
+        let cpu_start = thread_cpu_ns();
+        self.hook(Phase::Measuring);
+        let result = self.event_loop();
+        self.hook(Phase::Done);
+        self.publish(self.clock.now_ns(), true);
+        let stopped_at = result?;
+        self.stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        self.out.threads.push(self.stats);
+        self.out.cpu_ns = self.stats.cpu_ns;
+        self.out.spin_ns = self.stats.spin_ns;
+        self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
+        Ok(ThreadOut {
+            out: self.out,
+            stopped_at,
+        })
+    }
+
+    /// The event loop; returns the stop time when stopped early.
+    fn event_loop(&mut self) -> io::Result<Option<u64>> {
+        let spin_ns = self.plan.spin_ns;
+        let end_ns = self.plan.end_ns();
+        let mut batch = [Completion::Timer; REAP_BATCH];
+        let mut next = if self.is_closed() {
+            None
+        } else {
+            self.schedule.next()
+        };
+        let mut index = 0u64;
+        let mut stopped_at = None;
+        let mut next_scan = 0u64;
+        let mut next_publish = PUBLISH_NS;
+        if self.is_closed() {
+            for slot in 0..self.conns.len() {
+                self.closed_send(slot);
+            }
+            self.ring.submit()?;
+        }
+        loop {
+            // 1. Completions, without blocking.
+            loop {
+                let n = self.ring.reap(&mut batch);
+                for &c in &batch[..n] {
+                    self.on_completion(c)?;
+                }
+                if n < batch.len() {
+                    break;
+                }
+            }
+            let now = self.clock.now_ns();
+            // 2. Deadlines, retries and progress, about every millisecond.
+            if now >= next_scan && now >= self.next_deadline_ns {
+                self.scan(now)?;
+                next_scan = now + SCAN_NS;
+            }
+            if now >= next_publish {
+                self.publish(now, false);
+                next_publish = now + PUBLISH_NS;
+            }
+            // 3. The end of scheduling: the schedule, the stop flag, or (closed) the end time.
+            if self.scheduling {
+                let stop = self.control.stopped();
+                let over = match self.model {
+                    Model::Closed { .. } => now >= end_ns,
+                    Model::Open => next.is_none(),
+                };
+                if stop || over {
+                    self.scheduling = false;
+                    if stop {
+                        stopped_at = Some(now);
+                        self.hard_end_ns = self.plan.stopped_hard_end_ns(now);
+                        for c in self.conns.iter_mut() {
+                            c.deadline_ns = c.deadline_ns.min(self.hard_end_ns);
+                        }
+                        self.next_deadline_ns = self.next_deadline_ns.min(self.hard_end_ns);
+                    }
+                    self.hook(Phase::Draining);
+                }
+            }
+            let mut wake = (now + IDLE_WAKE_NS)
+                .min(next_publish)
+                .min(self.next_deadline_ns.max(next_scan));
+            if self.scheduling && !self.is_closed() {
+                match pace(now, next, spin_ns) {
+                    Pace::Send => {
+                        while let Some(t) = next.filter(|&t| t <= now) {
+                            let request = (self.thread + index * self.threads)
+                                % self.plan.requests.len() as u64;
+                            self.dispatch(Job {
+                                request: request as usize,
+                                intended_ns: t,
+                            })?;
+                            index += 1;
+                            next = self.schedule.next();
+                        }
+                        self.ring.submit()?;
+                        continue;
+                    }
+                    Pace::Spin => {
+                        let (_, spun) = self.clock.spin_until(next.unwrap_or(now));
+                        self.stats.spin_ns += spun;
+                        continue;
+                    }
+                    Pace::Sleep { until_ns } => wake = wake.min(until_ns),
+                    Pace::Done => continue,
+                }
+            }
+            if !self.scheduling {
+                if self.in_flight == 0 {
+                    break;
+                }
+                if now >= self.hard_end_ns {
+                    self.expire_all(now)?;
+                    break;
+                }
+                wake = wake.min(self.hard_end_ns);
+            }
+            if self.scheduling && self.is_closed() {
+                wake = wake.min(end_ns);
+            }
+            self.ring.timer(wake.saturating_sub(now).max(1))?;
+            self.ring.submit_and_wait()?;
+        }
+        Ok(stopped_at)
+    }
+
+    /// A due request: on an idle connection now, else waiting (opening one
+    /// more connection when allowed), or dropped above `max_in_flight`.
+    fn dispatch(&mut self, job: Job) -> io::Result<()> {
+        let measured = self
+            .ledger
+            .scheduled(&mut self.out.tally(), job.intended_ns);
+        if self.in_flight >= self.max_in_flight {
+            self.ledger.dropped(&mut self.out.tally(), job.intended_ns);
+            return Ok(());
+        }
+        self.in_flight += 1;
+        self.stats.sent += 1;
+        match self.idle.pop() {
+            Some(slot) => self.start(slot, job),
+            None => {
+                self.waiting.push_back(job);
+                if measured {
+                    self.out.waited_for_connection += 1;
+                }
+                self.grow()
+            }
+        }
+    }
+
+    /// Opens one more connection when requests wait and the limit allows.
+    fn grow(&mut self) -> io::Result<()> {
+        if self.waiting.len() as u64 <= self.connecting {
+            return Ok(());
+        }
+        if self.open + self.connecting >= self.conns.len() as u64 {
+            return Ok(());
+        }
+        if let Some(slot) = self.conns.iter().position(|c| c.state == State::Free) {
+            self.connect(slot)?;
+        }
+        Ok(())
+    }
+
+    fn connect(&mut self, slot: usize) -> io::Result<()> {
+        match self.ring.connect(slot) {
+            Ok(()) => {
+                self.conns[slot].state = State::Connecting;
+                self.connecting += 1;
+                Ok(())
+            }
+            // No socket (e.g. out of descriptors): as a refused connect.
+            Err(_) => {
+                self.conns[slot].state = State::Free;
+                self.connect_failed(slot)
+            }
+        }
+    }
+
+    fn connect_failed(&mut self, slot: usize) -> io::Result<()> {
+        let now = self.clock.now_ns();
+        match self.model {
+            Model::Closed {
+                expected_interval_ns,
+                ..
+            } => {
+                let c = &mut self.conns[slot];
+                c.retry_at_ns = Some(now + RETRY_NS);
+                self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
+                if self.plan.is_measured(now) {
+                    let ok = self.ledger.closed_done(
+                        &mut self.out.tally(),
+                        now,
+                        now,
+                        Finish::Error(ErrorKind::Connect),
+                        expected_interval_ns,
+                    );
+                    self.pending.count(ok);
+                }
+            }
+            Model::Open => {
+                // The request that would have used this connection fails.
+                if let Some(job) = self.waiting.pop_front() {
+                    self.in_flight -= 1;
+                    let ok = self.ledger.done(
+                        &mut self.out.tally(),
+                        job.intended_ns,
+                        now,
+                        now,
+                        Finish::Error(ErrorKind::Connect),
+                    );
+                    self.pending.count(ok);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `job` on the idle connection `slot`.
+    fn start(&mut self, slot: usize, job: Job) -> io::Result<()> {
+        let now = self.clock.now_ns();
+        if now >= self.hard_end_ns {
+            // The run's hard end came first: never sent, a timeout.
+            self.in_flight -= 1;
+            if self
+                .ledger
+                .unsent(&mut self.out.tally(), job.intended_ns, now)
+            {
+                self.pending.errors += 1;
+            }
+            self.idle.push(slot);
+            return Ok(());
+        }
+        let deadline = now
+            .saturating_add(self.plan.timeout_ns)
+            .min(self.hard_end_ns);
+        let c = &mut self.conns[slot];
+        c.state = State::Busy;
+        c.job = job;
+        c.sent_ns = now;
+        c.deadline_ns = deadline;
+        c.sent_bytes = 0;
+        c.sending = true;
+        c.exchange.begin(job.intended_ns, now);
+        c.sends += 1;
+        self.next_deadline_ns = self.next_deadline_ns.min(deadline);
+        if self
+            .ledger
+            .sent(&mut self.out.tally(), job.intended_ns, now)
+        {
+            self.pending.sent += 1;
+        }
+        self.ring.send(slot, job.request, 0)?;
+        self.process(slot)
+    }
+
+    /// Closed model: the worker on `slot` sends its next request now.
+    fn closed_send(&mut self, slot: usize) {
+        let c = &self.conns[slot];
+        let i = c.worker + c.sends * self.workers_total.max(1);
+        let request = (i % self.plan.requests.len() as u64) as usize;
+        let now = self.clock.now_ns();
+        self.in_flight += 1;
+        self.stats.sent += 1;
+        let _ = self.start(
+            slot,
+            Job {
+                request,
+                intended_ns: now,
+            },
+        );
+    }
+
+    /// Feeds the buffered bytes of `slot` to its exchange; on "need more",
+    /// starts the next recv.
+    fn process(&mut self, slot: usize) -> io::Result<()> {
+        let now = self.clock.now_ns();
+        let c = &mut self.conns[slot];
+        let buf = self.ring.buf(slot);
+        let gaps = &mut self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP];
+        match c.exchange.handle_read(now, &buf[c.start..c.end], gaps) {
+            Err(kind) => return self.fault(slot, kind),
+            Ok(Feed::Complete {
+                consumed,
+                keep_alive,
+            }) => {
+                c.start += consumed;
+                return self.complete(slot, now, keep_alive);
+            }
+            Ok(Feed::NeedMore { consumed }) => c.start += consumed,
+        }
+        // Keep what was not consumed at the front of the buffer.
+        if c.start > 0 {
+            buf.copy_within(c.start..c.end, 0);
+            c.end -= c.start;
+            c.start = 0;
+        }
+        if c.end == READ_BUF {
+            return self.fault(slot, ErrorKind::Malformed);
+        }
+        let end = c.end;
+        self.ring.recv(slot, end)
+    }
+
+    /// The response on `slot` completed at `now`: record it and reuse or
+    /// replace the connection.
+    fn complete(&mut self, slot: usize, now: u64, keep_alive: bool) -> io::Result<()> {
+        let c = &self.conns[slot];
+        let finish = c
+            .exchange
+            .finish(&self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP]);
+        let ok = record(
+            self.ledger,
+            &mut self.out.tally(),
+            self.model,
+            c,
+            now,
+            finish,
+        );
+        self.pending.count(ok);
+        self.in_flight -= 1;
+        let c = &mut self.conns[slot];
+        if !keep_alive {
+            return self.close(slot);
+        }
+        if c.sending {
+            c.state = State::Settling;
+            return Ok(());
+        }
+        self.ready(slot)
+    }
+
+    /// `slot` is open and free: the next waiting request, the next closed-loop
+    /// send, or the idle list.
+    fn ready(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].state = State::Idle;
+        match self.model {
+            Model::Closed { .. } => {
+                let now = self.clock.now_ns();
+                if now < self.plan.end_ns() && !self.control.stopped() {
+                    self.closed_send(slot);
+                }
+                Ok(())
+            }
+            Model::Open => match self.waiting.pop_front() {
+                Some(job) => self.start(slot, job),
+                None => {
+                    self.idle.push(slot);
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// The request on `slot` failed with `kind`: record it, close and replace the connection.
+    fn fault(&mut self, slot: usize, kind: ErrorKind) -> io::Result<()> {
+        if self.conns[slot].state == State::Busy {
+            let now = self.clock.now_ns();
+            let c = &self.conns[slot];
+            let ok = record(
+                self.ledger,
+                &mut self.out.tally(),
+                self.model,
+                c,
+                now,
+                Finish::Error(kind),
+            );
+            self.pending.count(ok);
+            self.in_flight -= 1;
+        }
+        self.close(slot)
+    }
+
+    /// Closes `slot`'s connection; it is replaced once closed.
+    fn close(&mut self, slot: usize) -> io::Result<()> {
+        let c = &mut self.conns[slot];
+        if matches!(c.state, State::Free | State::Closing | State::Connecting) {
+            return Ok(());
+        }
+        if matches!(c.state, State::Idle | State::Busy | State::Settling) {
+            self.open -= 1;
+        }
+        c.start = 0;
+        c.end = 0;
+        c.sending = false;
+        c.exchange.reset_connection();
+        if self.ring.close(slot) {
+            self.closed_now(slot)
+        } else {
+            self.conns[slot].state = State::Closing;
+            Ok(())
+        }
+    }
+
+    /// `slot` has no socket any more: reconnect while there is work for it.
+    fn closed_now(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].state = State::Free;
+        let wanted = match self.model {
+            Model::Closed { .. } => {
+                self.clock.now_ns() < self.plan.end_ns() && !self.control.stopped()
+            }
+            Model::Open => !self.waiting.is_empty() || self.scheduling,
+        };
+        if wanted && self.clock.now_ns() < self.hard_end_ns {
+            self.connect(slot)?;
+        }
+        Ok(())
+    }
+
+    fn on_completion(&mut self, c: Completion) -> io::Result<()> {
+        match c {
+            Completion::Timer => Ok(()),
+            Completion::Closed { slot } => self.closed_now(slot),
+            Completion::Connect { slot, res } => {
+                self.connecting -= 1;
+                if res < 0 {
+                    self.ring.close(slot);
+                    self.conns[slot].state = State::Free;
+                    self.connect_failed(slot)?;
+                    return self.grow();
+                }
+                self.out.connections_opened += 1;
+                self.open += 1;
+                self.out.peak_connections = self.out.peak_connections.max(self.open);
+                self.ready(slot)
+            }
+            Completion::Send { slot, res } => {
+                let len = self.plan.requests[self.conns[slot].job.request].len();
+                let conn = &mut self.conns[slot];
+                conn.sending = false;
+                match conn.state {
+                    State::Busy if res < 0 => self.fault(slot, errno_kind(-res)),
+                    State::Busy => {
+                        conn.sent_bytes += res as usize;
+                        if conn.sent_bytes < len {
+                            conn.sending = true;
+                            let (request, off) = (conn.job.request, conn.sent_bytes);
+                            self.ring.send(slot, request, off)?;
+                        }
+                        Ok(())
+                    }
+                    State::Settling if res < 0 || conn.sent_bytes + (res as usize) < len => {
+                        self.close(slot)
+                    }
+                    State::Settling => self.ready(slot),
+                    _ => Ok(()),
+                }
+            }
+            Completion::Recv { slot, res } => {
+                if self.conns[slot].state != State::Busy {
+                    return Ok(());
+                }
+                if res > 0 {
+                    self.conns[slot].end += res as usize;
+                    return self.process(slot);
+                }
+                if res == -libc::EINTR || res == -libc::EAGAIN {
+                    let end = self.conns[slot].end;
+                    return self.ring.recv(slot, end);
+                }
+                if res < 0 {
+                    let kind = self.conns[slot].exchange.handle_fault(errno_kind(-res));
+                    return self.fault(slot, kind);
+                }
+                // End of file: a read-until-close body ends here; anything else was cut.
+                let now = self.clock.now_ns();
+                let gaps = &mut self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP];
+                match self.conns[slot].exchange.handle_eof(now, gaps) {
+                    Ok(()) => self.complete(slot, now, false),
+                    Err(kind) => self.fault(slot, kind),
+                }
+            }
+        }
+    }
+
+    /// Timeouts of requests past their deadline; closed-model reconnects due.
+    /// Recomputes the earliest deadline.
+    fn scan(&mut self, now: u64) -> io::Result<()> {
+        self.next_deadline_ns = u64::MAX;
+        for slot in 0..self.conns.len() {
+            let c = &self.conns[slot];
+            match (c.state, c.retry_at_ns) {
+                (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
+                (State::Busy, _) => {
+                    self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
+                }
+                (State::Free, Some(t)) if now >= t => {
+                    self.conns[slot].retry_at_ns = None;
+                    if now < self.plan.end_ns() && !self.control.stopped() {
+                        self.connect(slot)?;
+                    }
+                }
+                (State::Free, Some(t)) => self.next_deadline_ns = self.next_deadline_ns.min(t),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The hard end: requests in flight time out, waiting ones were never sent.
+    fn expire_all(&mut self, now: u64) -> io::Result<()> {
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].state == State::Busy {
+                self.fault(slot, ErrorKind::Timeout)?;
+            }
+        }
+        while let Some(job) = self.waiting.pop_front() {
+            self.in_flight -= 1;
+            if self
+                .ledger
+                .unsent(&mut self.out.tally(), job.intended_ns, now)
+            {
+                self.pending.errors += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes progress in batches: counters, and the last complete interval's p99.
+    fn publish(&mut self, now: u64, force: bool) {
+        let p = &self.control.progress;
+        let pending = std::mem::take(&mut self.pending);
+        if force || pending.sent + pending.ok + pending.errors > 0 {
+            p.sent.fetch_add(pending.sent, Ordering::Relaxed);
+            p.ok.fetch_add(pending.ok, Ordering::Relaxed);
+            p.errors.fetch_add(pending.errors, Ordering::Relaxed);
+        }
+        p.publish_interval(
+            &self.ledger,
+            &self.out.intervals,
+            now,
+            &mut self.published_interval,
+        );
+    }
+}
+
+/// Records the end of the request on connection `c` (open or closed model).
+fn record(
+    ledger: Ledger<'_>,
+    tally: &mut Tally<'_>,
+    model: Model,
+    c: &Conn,
+    now: u64,
+    finish: Finish<'_>,
+) -> Option<bool> {
+    match model {
+        Model::Closed {
+            expected_interval_ns,
+            ..
+        } => ledger.closed_done(tally, c.sent_ns, now, finish, expected_interval_ns),
+        Model::Open => ledger.done(tally, c.job.intended_ns, c.sent_ns, now, finish),
+    }
+}
+
+/// Classifies an errno of an established connection, as the std engine does.
+fn errno_kind(errno: i32) -> ErrorKind {
+    match errno {
+        libc::EAGAIN | libc::ETIMEDOUT => ErrorKind::Timeout,
+        libc::ECONNREFUSED => ErrorKind::Connect,
+        _ => ErrorKind::Reset,
+    }
+}
