@@ -1,0 +1,301 @@
+//! Simulation tests of [`Ledger`], the bookkeeping both engines share, on
+//! a virtual clock with exact facts: the warmup boundary, intervals of
+//! sends and completions (a completion after the end in the last one),
+//! unsent requests as timeouts, drops, the closed model's correction, and
+//! the accounting every report promises.
+
+use metronome_core::histogram::Histogram;
+use metronome_core::ledger::{Finish, Ledger, Tally};
+use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use metronome_core::plan::{example_plan, Plan, Slo};
+
+const MS: u64 = 1_000_000;
+
+/// The example plan (0.5 s warmup, 1 s measured, 2 s timeout) with 250 ms
+/// intervals: four of them, covering 0.5-0.75-1.0-1.25-1.5 s.
+fn plan() -> Plan<'static> {
+    Plan {
+        interval_ns: 250 * MS,
+        ..example_plan()
+    }
+}
+
+struct Books {
+    recorder: Box<Recorder>,
+    intervals: Vec<Interval>,
+}
+
+impl Books {
+    fn new(plan: &Plan<'_>) -> Books {
+        Books {
+            recorder: Box::new(Recorder::new()),
+            intervals: (0..plan.interval_count())
+                .map(|_| Interval::new())
+                .collect(),
+        }
+    }
+
+    fn tally(&mut self) -> Tally<'_> {
+        Tally {
+            recorder: &mut self.recorder,
+            intervals: &mut self.intervals,
+        }
+    }
+
+    fn column(&self, f: impl Fn(&Interval) -> u64) -> Vec<u64> {
+        self.intervals.iter().map(f).collect()
+    }
+}
+
+#[test]
+fn warmup_boundary_is_exact() {
+    let plan = plan();
+    assert_eq!(plan.interval_count(), 4);
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    // One nanosecond before the warmup's end: sent and answered, never recorded.
+    let early = 500 * MS - 1;
+    assert!(!ledger.scheduled(t, early));
+    assert!(!ledger.sent(t, early, early));
+    assert_eq!(ledger.done(t, early, early, 600 * MS, Finish::Ok), None);
+    assert!(!ledger.dropped(t, early));
+    assert!(!ledger.unsent(t, early, 600 * MS));
+    // Exactly at the end of the warmup: recorded.
+    let first = 500 * MS;
+    assert!(ledger.scheduled(t, first));
+    assert!(ledger.sent(t, first, first + 3));
+    assert_eq!(
+        ledger.done(t, first, first + 3, first + 7 * MS, Finish::Ok),
+        Some(true)
+    );
+    let r = &b.recorder;
+    assert_eq!((r.scheduled, r.sent, r.ok, r.dropped), (1, 1, 1, 0));
+    assert_eq!(r.errors_total(), 0);
+    assert_eq!(r.latency.max(), 7 * MS);
+    assert_eq!(r.send_lag.max(), 3);
+    assert_eq!(b.column(|iv| iv.sent), [1, 0, 0, 0]);
+    assert_eq!(b.column(|iv| iv.ok), [1, 0, 0, 0]);
+}
+
+#[test]
+fn sends_and_completions_count_in_their_own_intervals() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    // Intended at 0.6 s, sent 2 ms late, answered at 0.9 s: the send in
+    // interval 0, the completion in interval 1.
+    assert!(ledger.sent(t, 600 * MS, 602 * MS));
+    assert_eq!(
+        ledger.done(t, 600 * MS, 602 * MS, 900 * MS, Finish::Ok),
+        Some(true)
+    );
+    // Intended at 1.4 s, answered at 1.7 s, after the schedule's end (1.5 s):
+    // counted in the last interval.
+    assert!(ledger.sent(t, 1_400 * MS, 1_400 * MS));
+    assert_eq!(
+        ledger.done(t, 1_400 * MS, 1_400 * MS, 1_700 * MS, Finish::Status(503)),
+        Some(false)
+    );
+    // A request sent at 1.1 s times out at 3.1 s, long after the end.
+    assert!(ledger.sent(t, 1_100 * MS, 1_100 * MS));
+    assert_eq!(
+        ledger.done(
+            t,
+            1_100 * MS,
+            1_100 * MS,
+            3_100 * MS,
+            Finish::Error(ErrorKind::Timeout)
+        ),
+        Some(false)
+    );
+    assert_eq!(b.column(|iv| iv.sent), [1, 0, 1, 1]);
+    assert_eq!(b.column(|iv| iv.ok), [0, 1, 0, 0]);
+    assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 2]);
+    assert_eq!(b.intervals[0].send_lag.max(), 2 * MS);
+    assert_eq!(b.intervals[1].latency.max(), 300 * MS);
+    let r = &b.recorder;
+    assert_eq!(r.status[503 - 100], 1);
+    assert_eq!(r.errors[ErrorKind::Status.index()], 1);
+    assert_eq!((r.timeouts, r.errors[ErrorKind::Timeout.index()]), (1, 1));
+    // Failed requests enter no latency histogram.
+    assert_eq!(r.latency.count(), 1);
+    assert_eq!(r.service_time.max(), 298 * MS);
+}
+
+#[test]
+fn unsent_requests_are_timeouts_at_the_hard_end() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    let hard_end = plan.hard_end_ns();
+    assert_eq!(hard_end, 3_500 * MS);
+    assert!(ledger.scheduled(t, 1_200 * MS));
+    assert!(ledger.unsent(t, 1_200 * MS, hard_end));
+    let r = &b.recorder;
+    assert_eq!((r.scheduled, r.sent, r.timeouts), (1, 0, 1));
+    assert_eq!(r.errors[ErrorKind::Timeout.index()], 1);
+    assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 1]);
+    assert_eq!(b.column(|iv| iv.sent), [0, 0, 0, 0]);
+}
+
+#[test]
+fn closed_model_corrects_successes_only() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    // A success of 100 ms with an expected interval of 10 ms: HdrHistogram's
+    // correction adds the values 90, 80, ..., 10 ms (10 in all).
+    assert_eq!(
+        ledger.closed_done(t, 600 * MS, 700 * MS, Finish::Ok, Some(10 * MS)),
+        Some(true)
+    );
+    let mut expected = Histogram::new();
+    expected.record_corrected(100 * MS, 10 * MS);
+    assert_eq!(expected.count(), 10);
+    // A failure enters neither histogram; a success without an interval
+    // enters the corrected one once, uncorrected.
+    assert_eq!(
+        ledger.closed_done(t, 800 * MS, 900 * MS, Finish::Status(500), Some(10 * MS)),
+        Some(false)
+    );
+    assert_eq!(
+        ledger.closed_done(t, 800 * MS, 805 * MS, Finish::Ok, None),
+        Some(true)
+    );
+    expected.record(5 * MS);
+    // Warmup: not recorded.
+    assert_eq!(
+        ledger.closed_done(t, 100 * MS, 900 * MS, Finish::Ok, Some(10 * MS)),
+        None
+    );
+    let r = &b.recorder;
+    assert_eq!(r.corrected, expected);
+    assert_eq!(r.corrected.count(), 11);
+    assert_eq!(r.latency.count(), 2);
+    assert_eq!(r.latency.max(), 100 * MS);
+    assert_eq!(r.ok, 2);
+    assert_eq!(r.errors_total(), 1);
+}
+
+#[test]
+fn streams_are_judged_by_the_recorder() {
+    let plan = Plan {
+        slo: Slo {
+            ttft_ns: Some(150 * MS),
+            ..Slo::default()
+        },
+        ..plan()
+    };
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    let mut timing = StreamTiming::new(600 * MS, 600 * MS);
+    timing.on_content(720 * MS);
+    timing.on_content(750 * MS);
+    timing.on_done(760 * MS);
+    let gaps = [30 * MS];
+    let finish = Finish::Stream {
+        timing: &timing,
+        gaps: &gaps,
+    };
+    assert_eq!(
+        ledger.done(t, 600 * MS, 600 * MS, 760 * MS, finish),
+        Some(true)
+    );
+    // Cut before [DONE]: an error, counted as a stream cut.
+    let mut cut = StreamTiming::new(700 * MS, 700 * MS);
+    cut.on_content(720 * MS);
+    let finish = Finish::Stream {
+        timing: &cut,
+        gaps: &[],
+    };
+    assert_eq!(
+        ledger.done(t, 700 * MS, 700 * MS, 730 * MS, finish),
+        Some(false)
+    );
+    let r = &b.recorder;
+    assert_eq!((r.ok, r.good, r.output_tokens), (1, 1, 2));
+    assert_eq!(r.ttft.max(), 120 * MS);
+    assert_eq!(r.itl.max(), 30 * MS);
+    assert_eq!(r.errors[ErrorKind::StreamCut.index()], 1);
+    // Done at 760 ms (interval 1), cut at 730 ms (interval 0).
+    assert_eq!(b.column(|iv| iv.ok), [0, 1, 0, 0]);
+    assert_eq!(b.column(|iv| iv.errors), [1, 0, 0, 0]);
+}
+
+/// A scripted run on a virtual clock, as an engine would report it: a
+/// constant schedule of 8 requests per 250 ms interval (32 per second), a
+/// server answering in 4 ms, a pool that drops every 5th request, the last
+/// three caught unsent by a stop, and the accounting the report promises.
+#[test]
+fn scripted_run_keeps_the_accounting() {
+    let plan = Plan {
+        rate: 32.0,
+        ..plan()
+    };
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    let mut schedule = plan.schedule(plan.shard).unwrap();
+    let (mut sent, mut dropped, mut unsent, mut ok) = (0u64, 0u64, 0u64, 0u64);
+    let mut measured = 0u64;
+    let mut i = 0u64;
+    while let Some(at) = schedule.next() {
+        i += 1;
+        let m = ledger.scheduled(t, at);
+        measured += u64::from(m);
+        if i % 5 == 0 {
+            dropped += u64::from(ledger.dropped(t, at));
+        } else if at >= 1_400 * MS {
+            unsent += u64::from(ledger.unsent(t, at, 1_450 * MS));
+        } else if ledger.sent(t, at, at + 1_000) {
+            sent += 1;
+            let done = ledger.done(t, at, at + 1_000, at + 4 * MS, Finish::Ok);
+            ok += u64::from(done == Some(true));
+        } else {
+            // Warmup: sent, not recorded.
+            assert_eq!(
+                ledger.done(t, at, at + 1_000, at + 4 * MS, Finish::Ok),
+                None
+            );
+        }
+    }
+    assert_eq!(i, 48); // 1.5 s at 32/s
+    let r = &b.recorder;
+    assert_eq!(r.scheduled, measured);
+    assert_eq!(measured, 32);
+    // scheduled = sent + dropped + unsent; sent = ok + errors.
+    assert_eq!(r.scheduled, r.sent + r.dropped + unsent);
+    assert_eq!(
+        (r.sent, r.dropped, unsent, r.ok),
+        (sent, dropped, unsent, ok)
+    );
+    assert_eq!(r.errors_total(), unsent);
+    assert_eq!(r.sent, r.ok);
+    assert_eq!((sent, dropped, unsent), (23, 6, 3));
+    assert_eq!(b.column(|iv| iv.sent).iter().sum::<u64>(), sent);
+    assert_eq!(b.column(|iv| iv.ok).iter().sum::<u64>(), ok);
+    assert_eq!(r.latency.max(), 4 * MS);
+    assert_eq!(r.send_lag.max(), 1_000);
+}
+
+#[test]
+fn last_complete_interval_for_progress() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    assert!(ledger.sent(t, 600 * MS, 600 * MS));
+    ledger.done(t, 600 * MS, 600 * MS, 640 * MS, Finish::Ok);
+    assert_eq!(ledger.last_complete(&b.intervals, 700 * MS), None);
+    assert_eq!(ledger.last_complete(&b.intervals, 100 * MS), None);
+    let (i, p99, lag) = ledger.last_complete(&b.intervals, 760 * MS).unwrap();
+    assert_eq!(i, 0);
+    assert_eq!(p99, b.intervals[0].latency.quantile(0.99));
+    assert!(p99 >= 40 * MS && p99 <= 40 * MS + 40 * MS / 128);
+    assert_eq!(lag, 0);
+}
