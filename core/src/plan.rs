@@ -1,6 +1,7 @@
 //! [`Plan`]: everything an engine needs to run, and nothing of the CLI;
 //! [`Plan::validate`] and its [`PlanError`]; [`pace`], the pacing decision
-//! as a pure function of the clock; and [`SpinMeter`], the rule for what
+//! as a pure function of the clock; [`spin_step`], the rule that keeps
+//! pacing from delaying measurement; and [`SpinMeter`], the rule for what
 //! counts as busy-waiting.
 
 use core::fmt;
@@ -449,6 +450,39 @@ pub fn pace(now_ns: u64, next_intended_ns: Option<u64>, spin_ns: u64) -> Pace {
         Some(t) => Pace::Sleep {
             until_ns: t - spin_ns,
         },
+    }
+}
+
+/// What a busy-waiting pacer does at one poll of its spin loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinStep {
+    /// A completion is ready: leave the spin and handle it now, so it is
+    /// stamped when it arrived, not when the pacer is next free.
+    Reap,
+    /// The intended time has come: leave the spin and send.
+    Send,
+    /// Keep spinning.
+    Spin,
+}
+
+/// The rule inside the spin slice: pacing never delays measurement. At each
+/// poll, a ready completion is handled first (then the pacer decides again),
+/// else the send goes at its intended time, else the spin goes on.
+///
+/// ```
+/// use metronome_core::plan::{spin_step, SpinStep};
+/// assert_eq!(spin_step(990, 1_000, true), SpinStep::Reap);
+/// assert_eq!(spin_step(1_000, 1_000, true), SpinStep::Reap);
+/// assert_eq!(spin_step(1_000, 1_000, false), SpinStep::Send);
+/// assert_eq!(spin_step(990, 1_000, false), SpinStep::Spin);
+/// ```
+pub fn spin_step(now_ns: u64, intended_ns: u64, completion_ready: bool) -> SpinStep {
+    if completion_ready {
+        SpinStep::Reap
+    } else if now_ns >= intended_ns {
+        SpinStep::Send
+    } else {
+        SpinStep::Spin
     }
 }
 

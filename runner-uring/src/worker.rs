@@ -5,7 +5,9 @@
 //! stamped with the clock as it is handled), check deadlines when the
 //! earliest one has passed (a linear scan of the connections, at most every
 //! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
-//! in one batch and submit, busy-wait the last slice, or arm the ring's
+//! in one batch and submit, busy-wait the last slice (leaving it as soon as
+//! a completion is ready, core's [`spin_step`], so a response that arrives
+//! during the spin is stamped when it arrives), or arm the ring's
 //! timer and sleep in `submit_and_wait` until it fires or a completion
 //! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
 //! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
@@ -23,7 +25,7 @@ use metronome_core::engine::{Control, RunOutput};
 use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
 use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats};
-use metronome_core::plan::{pace, Model, Pace, Plan};
+use metronome_core::plan::{pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep};
 use metronome_core::schedule::Schedule;
 
 use crate::clock::Clock;
@@ -332,8 +334,18 @@ impl<'p> Worker<'p> {
                         continue;
                     }
                     Pace::Spin => {
-                        let (_, spun) = self.clock.spin_until(next.unwrap_or(now));
-                        self.stats.spin_ns += spun;
+                        // Busy-wait to the send, but leave at once when a
+                        // completion is ready: it is reaped (and stamped) at
+                        // the top of the loop, then the spin resumes.
+                        let target = next.unwrap_or(now);
+                        let mut meter = SpinMeter::start(now);
+                        while spin_step(meter.now_ns(), target, self.ring.completion_ready()?)
+                            == SpinStep::Spin
+                        {
+                            std::hint::spin_loop();
+                            meter.tick(self.clock.now_ns());
+                        }
+                        self.stats.spin_ns += meter.spun_ns();
                         continue;
                     }
                     Pace::Sleep { until_ns } => wake = wake.min(until_ns),
