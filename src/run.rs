@@ -231,7 +231,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         },
         model,
         slo: p.slo,
-        spin_ns: ns(args.spin),
+        spin: metronome_core::plan::Spin::Fixed { ns: ns(args.spin) },
         interval_ns: ns(args.interval),
     };
     let control = Control::default();

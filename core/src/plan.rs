@@ -103,8 +103,8 @@ pub struct Plan<'a> {
     pub model: Model,
     /// Bounds that define a good request.
     pub slo: Slo,
-    /// Busy-wait this long before each intended send; sleep before that.
-    pub spin_ns: u64,
+    /// How long to busy-wait before each intended send (sleep before that).
+    pub spin: Spin,
     /// Width of one report interval.
     pub interval_ns: u64,
 }
@@ -408,8 +408,153 @@ pub fn example_plan() -> Plan<'static> {
         protocol: Protocol::Http,
         model: Model::Open,
         slo: Slo::default(),
-        spin_ns: 50_000,
+        spin: Spin::Fixed { ns: 50_000 },
         interval_ns: 1_000_000_000,
+    }
+}
+
+/// The busy-wait slice before each intended send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spin {
+    /// Always this long.
+    Fixed {
+        /// The slice, ns.
+        ns: u64,
+    },
+    /// Follows the measured lateness of the engine's own sleeps during the
+    /// run ([`SpinTuner`]), starting from `initial_ns`.
+    Auto {
+        /// The slice until enough wake-ups have been measured, ns.
+        initial_ns: u64,
+    },
+}
+
+impl Spin {
+    /// The tuner an engine thread starts with.
+    ///
+    /// ```
+    /// use metronome_core::plan::Spin;
+    /// assert_eq!(Spin::Fixed { ns: 7 }.tuner().slice_ns(), 7);
+    /// assert_eq!(Spin::Auto { initial_ns: 200_000 }.tuner().slice_ns(), 200_000);
+    /// ```
+    pub const fn tuner(self) -> SpinTuner {
+        match self {
+            Spin::Fixed { ns } => SpinTuner::fixed(ns),
+            Spin::Auto { initial_ns } => SpinTuner::auto(initial_ns),
+        }
+    }
+}
+
+/// Bucket width of [`SpinTuner`]'s lateness counts.
+const TUNER_STEP_NS: u64 = 4_000;
+/// Lateness buckets: 4 us steps up to 2 ms; the last one counts everything later.
+const TUNER_BUCKETS: usize = 512;
+/// Wake-ups measured before the first adaptation, and between two.
+const TUNER_EVERY: u32 = 32;
+/// Counts are halved when they reach this many (older wake-ups fade).
+const TUNER_WINDOW: u32 = 4_096;
+
+/// The adaptive slice's bounds: never below [`SPIN_AUTO_MIN_NS`], never
+/// above [`SPIN_AUTO_MAX_NS`].
+pub const SPIN_AUTO_MIN_NS: u64 = 20_000;
+/// See [`SPIN_AUTO_MIN_NS`].
+pub const SPIN_AUTO_MAX_NS: u64 = 2_000_000;
+/// Added to the measured p99 lateness.
+pub const SPIN_AUTO_MARGIN_NS: u64 = 20_000;
+
+/// The `--spin auto` rule: the busy-wait slice covers the p99 lateness of
+/// the engine's own sleeps, as measured during the run, plus a margin, so a
+/// late wake-up still lands before the intended send and the send is on
+/// time; between wake-ups the thread sleeps instead of burning the CPU.
+///
+/// An engine reports each sleep's lateness (`now - wake target`, when the
+/// wake was the pacing target) to [`SpinTuner::observe`]. Every
+/// [`TUNER_EVERY`] samples the slice becomes the upper bound of the 4 us
+/// bucket holding the p99, plus [`SPIN_AUTO_MARGIN_NS`], clamped to
+/// [[`SPIN_AUTO_MIN_NS`], [`SPIN_AUTO_MAX_NS`]]; counts are halved every
+/// [`TUNER_WINDOW`] samples so the slice follows the machine. A fixed tuner
+/// ignores what it observes. No allocation, no clock: tested on a virtual one.
+///
+/// ```
+/// use metronome_core::plan::SpinTuner;
+/// let mut t = SpinTuner::auto(200_000);
+/// for _ in 0..31 {
+///     t.observe(9_000); // woke 9 us late
+/// }
+/// assert_eq!(t.slice_ns(), 200_000); // not enough samples yet
+/// t.observe(9_000);
+/// assert_eq!(t.slice_ns(), 12_000 + 20_000); // bucket [8, 12) us, plus the margin
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpinTuner {
+    adaptive: bool,
+    counts: [u32; TUNER_BUCKETS],
+    total: u32,
+    since_update: u32,
+    slice_ns: u64,
+}
+
+impl SpinTuner {
+    /// A slice that never changes.
+    pub const fn fixed(slice_ns: u64) -> Self {
+        Self {
+            adaptive: false,
+            counts: [0; TUNER_BUCKETS],
+            total: 0,
+            since_update: 0,
+            slice_ns,
+        }
+    }
+
+    /// An adaptive slice, `initial_ns` until the first adaptation.
+    pub const fn auto(initial_ns: u64) -> Self {
+        Self {
+            adaptive: true,
+            ..Self::fixed(initial_ns)
+        }
+    }
+
+    /// The slice to use now, ns.
+    pub const fn slice_ns(&self) -> u64 {
+        self.slice_ns
+    }
+
+    /// A sleep meant to end at the pacing target woke `lateness_ns` after it.
+    pub fn observe(&mut self, lateness_ns: u64) {
+        if !self.adaptive {
+            return;
+        }
+        let bucket = ((lateness_ns / TUNER_STEP_NS) as usize).min(TUNER_BUCKETS - 1);
+        self.counts[bucket] += 1;
+        self.total += 1;
+        self.since_update += 1;
+        if self.since_update >= TUNER_EVERY {
+            self.since_update = 0;
+            self.adapt();
+        }
+        if self.total >= TUNER_WINDOW {
+            self.total = 0;
+            for c in self.counts.iter_mut() {
+                *c /= 2;
+                self.total += *c;
+            }
+        }
+    }
+
+    fn adapt(&mut self) {
+        // Nearest rank of the p99, as the histogram's quantile rule.
+        let rank = (u64::from(self.total) * 99).div_ceil(100).max(1);
+        let mut seen = 0u64;
+        let mut p99_upper_ns = TUNER_BUCKETS as u64 * TUNER_STEP_NS;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                p99_upper_ns = (i as u64 + 1) * TUNER_STEP_NS;
+                break;
+            }
+        }
+        self.slice_ns =
+            (p99_upper_ns + SPIN_AUTO_MARGIN_NS).clamp(SPIN_AUTO_MIN_NS, SPIN_AUTO_MAX_NS);
     }
 }
 

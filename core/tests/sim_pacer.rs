@@ -90,3 +90,85 @@ fn a_blind_spin_stamps_responses_at_the_next_send() {
     expected.push(SERVICE);
     assert_eq!(latency, expected);
 }
+
+/// `--spin auto` on a virtual clock: a pacer whose sleeps wake late by a
+/// scripted amount (mostly 10 us, every 50th wake-up 150 us) starts with a
+/// 200 us slice, then spins just long enough to cover the p99 lateness:
+/// every send stays on time while the spin time drops.
+#[test]
+fn adaptive_slice_covers_the_lateness_and_spins_less() {
+    use metronome_core::plan::{Spin, SPIN_AUTO_MARGIN_NS};
+
+    fn run(spin: Spin) -> (u64, (u64, u64), u64) {
+        let gap = 1_000 * US; // 1k req/s
+        let schedule: Vec<u64> = (1..=2_000).map(|i| i * gap).collect();
+        let mut tuner = spin.tuner();
+        let (mut now, mut next, mut wakes) = (0u64, 0usize, 0u64);
+        let (mut spun, mut worst_lag, mut late_sends) = (0u64, 0u64, 0u64);
+        loop {
+            match pace(now, schedule.get(next).copied(), tuner.slice_ns()) {
+                Pace::Done => break,
+                Pace::Send => {
+                    while next < schedule.len() && schedule[next] <= now {
+                        worst_lag = worst_lag.max(now - schedule[next]);
+                        late_sends += u64::from(now > schedule[next]);
+                        next += 1;
+                    }
+                }
+                Pace::Spin => {
+                    spun += schedule[next] - now;
+                    now = schedule[next];
+                }
+                Pace::Sleep { until_ns } => {
+                    wakes += 1;
+                    let late = if wakes % 50 == 0 { 150 * US } else { 10 * US };
+                    now = until_ns + late;
+                    tuner.observe(late);
+                }
+            }
+        }
+        (spun, (late_sends, worst_lag), tuner.slice_ns())
+    }
+
+    let (fixed_spun, fixed_lag, fixed_slice) = run(Spin::Fixed { ns: 200 * US });
+    let (auto_spun, auto_lag, auto_slice) = run(Spin::Auto {
+        initial_ns: 200 * US,
+    });
+    // The fixed 200 us slice covers every wake-up: no send is late.
+    assert_eq!(fixed_lag, (0, 0));
+    assert_eq!(fixed_slice, 200 * US);
+    // The adaptive slice first fits the punctual wake-ups (32 us after 32
+    // samples), so the first 150 us spike (wake-up 50) sends 118 us late;
+    // from the next adaptation (wake-up 64) on, the spike is covered.
+    assert_eq!(auto_lag, (1, 118 * US));
+    // The p99 of the lateness is the 150 us spike (2% of wake-ups): its
+    // bucket [148, 152) us, plus the margin.
+    assert_eq!(auto_slice, 152 * US + SPIN_AUTO_MARGIN_NS);
+    // A fixed slice spins 200 - 10 us before most sends; the adaptive one
+    // 172 - 10 us once adapted (after 32 wake-ups).
+    assert_eq!(fixed_spun, 1_960 * 190 * US + 40 * 50 * US);
+    assert!(auto_spun < fixed_spun, "{auto_spun} vs {fixed_spun}");
+}
+
+/// The tuner forgets: after a burst of late wake-ups, punctual ones bring
+/// the slice down again (counts halve every 4096 samples), and it never
+/// goes below its floor or above its ceiling.
+#[test]
+fn adaptive_slice_follows_the_machine_within_bounds() {
+    use metronome_core::plan::{
+        SpinTuner, SPIN_AUTO_MARGIN_NS, SPIN_AUTO_MAX_NS, SPIN_AUTO_MIN_NS,
+    };
+    let mut t = SpinTuner::auto(200 * US);
+    for _ in 0..4_096 {
+        t.observe(5_000 * US);
+    }
+    assert_eq!(t.slice_ns(), SPIN_AUTO_MAX_NS);
+    for _ in 0..40_000 {
+        t.observe(0);
+    }
+    assert_eq!(t.slice_ns(), 4 * US + SPIN_AUTO_MARGIN_NS);
+    assert!(t.slice_ns() >= SPIN_AUTO_MIN_NS);
+    let mut fixed = SpinTuner::fixed(123);
+    fixed.observe(1_000_000);
+    assert_eq!(fixed.slice_ns(), 123);
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use metronome_core::engine::{Control, EngineError, RunOutput};
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Recorder, ThreadStats};
-use metronome_core::plan::{pace, Pace, Plan};
+use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
@@ -87,7 +87,11 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     let (tx, rx) = mpsc::channel::<Fact>();
     // A thread sleep wakes late by tens of microseconds or more: spin at
     // least that long so the send itself is on time.
-    let spin_ns = plan.spin_ns.max(sleep_overshoot_ns());
+    let overshoot_ns = sleep_overshoot_ns();
+    let mut tuner = match plan.spin {
+        Spin::Fixed { ns } => SpinTuner::fixed(ns.max(overshoot_ns)),
+        Spin::Auto { initial_ns } => SpinTuner::auto(initial_ns.max(overshoot_ns)),
+    };
     let worker_stats = Mutex::new(Vec::new());
     let clock = Clock::start();
     shared
@@ -136,14 +140,17 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                 break;
             }
             let now = clock.now_ns();
-            match pace(now, next, spin_ns) {
+            match pace(now, next, tuner.slice_ns()) {
                 Pace::Done => break,
                 Pace::Spin => {
                     let (_, spun) = clock.spin_until(next.unwrap_or(now));
                     stats.spin_ns += spun;
                 }
                 Pace::Sleep { until_ns } => {
-                    clock.sleep_until(until_ns.min(now + MAX_SLEEP_NS));
+                    let target = until_ns.min(now + MAX_SLEEP_NS);
+                    clock.sleep_until(target);
+                    // How late the sleep woke: the adaptive slice follows it.
+                    tuner.observe(clock.now_ns().saturating_sub(target));
                 }
                 Pace::Send => {
                     while let Some(t) = next.filter(|&t| t <= now) {

@@ -275,10 +275,11 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
-    /// Arms the pacing timer to fire in `after_ns`, unless it is already armed.
-    pub(crate) fn timer(&mut self, after_ns: u64) -> io::Result<()> {
+    /// Arms the pacing timer to fire in `after_ns`, unless it is already
+    /// armed. Returns whether it was armed now.
+    pub(crate) fn timer(&mut self, after_ns: u64) -> io::Result<bool> {
         if self.timer_pending {
-            return Ok(());
+            return Ok(false);
         }
         *self.timespec = types::Timespec::new()
             .sec(after_ns / 1_000_000_000)
@@ -289,7 +290,7 @@ impl Ring {
         self.timer_pending = true;
         // SAFETY: the timespec lives in `self.timespec` (invariant 1) and is
         // rewritten only when no timer is pending (checked above).
-        unsafe { self.push(&entry) }
+        unsafe { self.push(&entry) }.map(|()| true)
     }
 
     /// Closes the slot's socket. Returns true when it is closed now; false

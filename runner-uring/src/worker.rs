@@ -25,7 +25,7 @@ use metronome_core::engine::{Control, RunOutput};
 use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
 use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats};
-use metronome_core::plan::{pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep};
+use metronome_core::plan::{pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner};
 use metronome_core::schedule::Schedule;
 
 use crate::clock::Clock;
@@ -142,6 +142,12 @@ pub(crate) struct Worker<'p> {
     stats: ThreadStats,
     pending: Pending,
     published_interval: Option<usize>,
+    /// The busy-wait slice, fixed or following the timer's lateness.
+    tuner: SpinTuner,
+    /// When the armed timer is due (clock ns), while one is armed.
+    timer_due_ns: Option<u64>,
+    /// When the thread last woke from a wait, until its completions are reaped.
+    woke_ns: Option<u64>,
 }
 
 impl<'p> Worker<'p> {
@@ -220,6 +226,9 @@ impl<'p> Worker<'p> {
             stats: ThreadStats::default(),
             pending: Pending::default(),
             published_interval: None,
+            tuner: plan.spin.tuner(),
+            timer_due_ns: None,
+            woke_ns: None,
         })
     }
 
@@ -255,7 +264,6 @@ impl<'p> Worker<'p> {
 
     /// The event loop; returns the stop time when stopped early.
     fn event_loop(&mut self) -> io::Result<Option<u64>> {
-        let spin_ns = self.plan.spin_ns;
         let end_ns = self.plan.end_ns();
         let mut batch = [Completion::Timer; REAP_BATCH];
         let mut next = if self.is_closed() {
@@ -284,6 +292,7 @@ impl<'p> Worker<'p> {
                     break;
                 }
             }
+            self.woke_ns = None;
             let now = self.clock.now_ns();
             // 2. Deadlines, retries and progress, about every millisecond.
             if now >= next_scan && now >= self.next_deadline_ns {
@@ -318,7 +327,7 @@ impl<'p> Worker<'p> {
                 .min(next_publish)
                 .min(self.next_deadline_ns.max(next_scan));
             if self.scheduling && !self.is_closed() {
-                match pace(now, next, spin_ns) {
+                match pace(now, next, self.tuner.slice_ns()) {
                     Pace::Send => {
                         while let Some(t) = next.filter(|&t| t <= now) {
                             let request = (self.thread + index * self.threads)
@@ -365,8 +374,12 @@ impl<'p> Worker<'p> {
             if self.scheduling && self.is_closed() {
                 wake = wake.min(end_ns);
             }
-            self.ring.timer(wake.saturating_sub(now).max(1))?;
+            let after = wake.saturating_sub(now).max(1);
+            if self.ring.timer(after)? {
+                self.timer_due_ns = Some(now + after);
+            }
             self.ring.submit_and_wait()?;
+            self.woke_ns = Some(self.clock.now_ns());
         }
         Ok(stopped_at)
     }
@@ -656,7 +669,17 @@ impl<'p> Worker<'p> {
 
     fn on_completion(&mut self, c: Completion) -> io::Result<()> {
         match c {
-            Completion::Timer => Ok(()),
+            Completion::Timer => {
+                // A timer that ended the wait tells how late the ring's
+                // timers wake: the adaptive spin slice follows it.
+                let due = self.timer_due_ns.take();
+                if let (Some(woke), Some(due)) = (self.woke_ns, due) {
+                    if woke >= due {
+                        self.tuner.observe(woke - due);
+                    }
+                }
+                Ok(())
+            }
             Completion::Closed { slot } => self.closed_now(slot),
             Completion::Connect { slot, res } => {
                 self.connecting -= 1;
