@@ -4,18 +4,12 @@
 
 pub mod cli;
 pub mod demo;
-pub mod engine;
-pub mod hlog;
-pub mod plot;
 pub mod report;
-pub mod report_cmd;
-pub mod request;
 pub mod run;
 pub mod serve;
 pub mod signal;
 pub mod simulate;
 pub mod sweep;
-pub mod threshold;
 pub mod units;
 
 /// Bad usage or input: the message names what to change; exit code 2.
