@@ -1,4 +1,5 @@
 //! metronome: an open-loop load generator with honest latency.
+#![deny(unsafe_code)]
 
 use clap::error::ErrorKind;
 use clap::Parser;
