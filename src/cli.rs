@@ -1,6 +1,7 @@
 //! Command-line arguments (clap). Parsing only: each subcommand's work lives
 //! in its own module.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ pub enum Command {
     /// Run a load test against URL (the main job).
     Run(Box<RunArgs>),
     /// Serve the embedded target: a FIFO server with stalls, errors and SSE.
-    Serve(crate::serve::ServeArgs),
+    Serve(ServeArgs),
     /// The embedded default: closed vs open loop against a stalling server, side by side.
     Demo(DemoArgs),
     /// The virtual-time experiment: exact, instant, deterministic.
@@ -193,6 +194,103 @@ pub struct RunArgs {
     /// No progress line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// Run the embedded target server: one FIFO server over HTTP/1.1 keep-alive.
+///
+/// A request arriving at t completes at max(t, free_at) + SERVICE, and
+/// free_at moves on. The first line printed is "metronome serve listening
+/// on http://ADDR"; Ctrl-C (or SIGTERM) stops it and prints "served N
+/// requests".
+#[derive(Args, Clone, Debug, PartialEq, Eq)]
+pub struct ServeArgs {
+    /// Address to listen on (IP:PORT, HOST:PORT, or a bare PORT on 127.0.0.1).
+    ///
+    /// Port 0 picks a free port; the first line printed names the real one.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
+    pub listen: SocketAddr,
+
+    /// Service time of the single FIFO server (0 answers at once).
+    ///
+    /// A request arriving at t completes at max(t, free_at) + SERVICE, and
+    /// free_at moves on to that completion.
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration)]
+    pub service: Duration,
+
+    /// Stall the server once: the first request that starts service at or
+    /// after this time (counted from the first request) is held --stall-for.
+    ///
+    /// Everything queued behind it waits too. In --sse mode the stream
+    /// arriving first at or after this time gets its first token --stall-for
+    /// later, and streams arriving during the stall start when it ends.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "stall_for")]
+    pub stall_at: Option<Duration>,
+
+    /// How long the stall lasts (needs --stall-at).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "stall_at")]
+    pub stall_for: Option<Duration>,
+
+    /// Answer 429 Too Many Requests to every K-th request (in arrival
+    /// order), still at its FIFO time.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub error_every: Option<u64>,
+
+    /// Serve OpenAI-style SSE streams on POST /v1/chat/completions.
+    ///
+    /// Each stream sends a role chunk at once, content token i at
+    /// start + TTFT + i * ITL, a usage chunk with completion_tokens, then
+    /// "data: [DONE]". Streams run concurrently. A "max_tokens" (or
+    /// "max_completion_tokens") in the JSON body caps --tokens. Other paths
+    /// answer 404 (GET /v1/models lists the model `metronome`).
+    #[arg(long)]
+    pub sse: bool,
+
+    /// Content tokens per stream (--sse).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub tokens: u32,
+
+    /// Time to first token, from the stream's service start (--sse).
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_duration)]
+    pub ttft: Duration,
+
+    /// Inter-token latency (--sse).
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = parse_duration)]
+    pub itl: Duration,
+
+    /// Cut every K-th stream after half its tokens: the connection closes
+    /// with no [DONE] and no terminating chunk (--sse).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub cut_every: Option<u64>,
+
+    /// Send an error event instead of the tokens on every K-th stream, then
+    /// end the body properly without [DONE] (--sse).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub error_event_every: Option<u64>,
+
+    /// Size in bytes of the plain 200 body.
+    #[arg(long, value_name = "BYTES", default_value_t = 2)]
+    pub body_bytes: usize,
+}
+
+/// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare
+/// `PORT` meaning `127.0.0.1:PORT`.
+///
+/// # Errors
+/// A one-line message naming the bad text and the accepted forms.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    let t = text.trim();
+    if let Ok(port) = t.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    t.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| {
+            format!("invalid listen address '{text}': write IP:PORT, HOST:PORT or PORT, like 127.0.0.1:8080")
+        })
 }
 
 /// `metronome demo`.

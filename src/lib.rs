@@ -1,21 +1,46 @@
-//! The metronome CLI as a library: argument types, the report, the embedded
-//! server, the demo and the virtual-time simulation. `main.rs` is thin.
+//! The metronome CLI as a library; `main.rs` only parses, dispatches and maps
+//! errors to exit codes.
+//!
+//! A run flows through it in one direction:
+//!
+//! ```text
+//! cli args -> run::plan (a core Plan) -> run::engine (uring | std) -> RunOutput
+//!          -> report::build -> report::{text, hgrm, hlog, svg} | JSON
+//! ```
+//!
+//! [`serve`] is the embedded target; [`demo`], [`simulate`] and [`sweep`] are
+//! commands built from these pieces.
+//!
+//! - [`cli`]: the arguments of every subcommand (clap); parsing only.
+//! - [`run`]: `metronome run`: arguments to a plan, the engine, then the
+//!   report; the progress line.
+//! - [`report`]: the `metronome.report/v1` schema, built from a run and
+//!   rendered as text, `.hgrm`, `.hlog` and SVG; thresholds; `metronome
+//!   report` and `metronome merge`.
+//! - [`serve`]: `metronome serve`, the embedded target: one FIFO server with
+//!   a stall, injected errors and SSE streams.
+//! - [`demo`]: closed vs open loop against a stalling embedded server, side
+//!   by side.
+//! - [`simulate`]: the same experiment on a virtual clock, with exact numbers.
+//! - [`sweep`]: one run per rate, tabulated to show where latency bends.
+//! - [`signal`]: Ctrl-C and SIGTERM as a flag the commands poll.
+//! - [`units`]: durations as written on the command line and printed back.
+//!
+//! Unsafe code is denied here and allowed in two modules only: [`signal`]
+//! (installing the handler) and `serve::wait` (the `poll` call). Each unsafe
+//! block says why it is sound in a `// SAFETY:` comment.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod demo;
-pub mod engine;
-pub mod hlog;
-pub mod plot;
 pub mod report;
-pub mod report_cmd;
-pub mod request;
 pub mod run;
 pub mod serve;
+#[allow(unsafe_code)]
 pub mod signal;
 pub mod simulate;
 pub mod sweep;
-pub mod threshold;
 pub mod units;
 
 /// Bad usage or input: the message names what to change; exit code 2.

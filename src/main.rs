@@ -1,4 +1,5 @@
 //! metronome: an open-loop load generator with honest latency.
+#![deny(unsafe_code)]
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -35,8 +36,8 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Serve(args) => metronome::serve::run(args).map(|()| EXIT_OK),
         Command::Demo(args) => metronome::demo::run(&args).map(|()| EXIT_OK),
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
-        Command::Report(args) => metronome::report_cmd::report(&args),
-        Command::Merge(args) => metronome::report_cmd::merge(&args),
+        Command::Report(args) => metronome::report::merge::report(&args),
+        Command::Merge(args) => metronome::report::merge::merge(&args),
         Command::Sweep(args) => metronome::sweep::run(&args),
     }
 }

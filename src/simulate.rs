@@ -15,12 +15,15 @@
 //! at 1000/s (seed 42) is also generated and its mean gap reported.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use metronome_core::histogram::Histogram;
 use metronome_core::schedule::{Arrival, Schedule, Shard};
 use serde::Serialize;
 
 use crate::cli::SimulateArgs;
+use crate::report::ms;
+use crate::serve::fifo::Fifo;
 
 /// Virtual time unit: one microsecond, in nanoseconds.
 const US: u64 = 1_000;
@@ -54,44 +57,36 @@ pub const SCENARIO: Scenario = Scenario {
     open_interval_ns: 10 * MS,
 };
 
-/// A FIFO single server in virtual time.
-#[derive(Clone, Copy, Debug)]
-pub struct FifoServer {
-    free_at: u64,
-    stall_pending: bool,
-    s: Scenario,
+impl Scenario {
+    /// The simulated server: the embedded server's own FIFO model, free at
+    /// t = 0, with this scenario's service time and stall. The first arrival
+    /// is at t = 0, so the stall is taken by the first request that starts
+    /// service at or after `stall_at_ns`.
+    #[must_use]
+    pub fn server(&self) -> Fifo {
+        Fifo::new(
+            Duration::from_nanos(self.service_ns),
+            Some(Duration::from_nanos(self.stall_at_ns)),
+            Duration::from_nanos(self.stall_for_ns),
+        )
+    }
 }
 
-impl FifoServer {
-    /// A fresh server.
-    pub fn new(s: Scenario) -> FifoServer {
-        FifoServer {
-            free_at: 0,
-            stall_pending: true,
-            s,
-        }
-    }
-
-    /// A request arriving at `t` completes at the returned time.
-    pub fn admit(&mut self, t: u64) -> u64 {
-        let start = t.max(self.free_at);
-        let mut done = start + self.s.service_ns;
-        if self.stall_pending && start >= self.s.stall_at_ns {
-            self.stall_pending = false;
-            done += self.s.stall_for_ns;
-        }
-        self.free_at = done;
-        done
-    }
+/// Queues a request arriving at `arrival_ns` on `server` and returns its
+/// completion, ns. Virtual time is a [`Duration`] in [`Fifo`], exact to the
+/// nanosecond both ways.
+pub fn admit(server: &mut Fifo, arrival_ns: u64) -> u64 {
+    let completion = server.admit(Duration::from_nanos(arrival_ns)).completion;
+    completion.as_nanos() as u64
 }
 
 /// Latencies of the closed loop: one worker, back to back from t = 0.
 pub fn closed_loop(s: Scenario) -> Vec<u64> {
-    let mut server = FifoServer::new(s);
+    let mut server = s.server();
     let mut t = 0;
     let mut out = Vec::new();
     while t < s.horizon_ns {
-        let done = server.admit(t);
+        let done = admit(&mut server, t);
         out.push(done - t);
         t = done;
     }
@@ -100,11 +95,11 @@ pub fn closed_loop(s: Scenario) -> Vec<u64> {
 
 /// Latencies of the open loop, from the intended send times.
 pub fn open_loop(s: Scenario) -> Vec<u64> {
-    let mut server = FifoServer::new(s);
+    let mut server = s.server();
     (0..)
         .map(|i| i * s.open_interval_ns)
         .take_while(|&t| t < s.horizon_ns)
-        .map(|t| server.admit(t) - t)
+        .map(|t| admit(&mut server, t) - t)
         .collect()
 }
 
@@ -225,10 +220,6 @@ pub fn compute() -> Outcome {
     }
 }
 
-fn fmt_ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
 /// The table as printed.
 pub fn render(o: &Outcome) -> String {
     let mut s = String::new();
@@ -248,25 +239,25 @@ pub fn render(o: &Outcome) -> String {
     ] {
         let _ = writeln!(
             s,
-            "{:<28} {:>7} {:>10} {:>10} {:>10}   {:>10} {:>10} {:>10}",
+            "{:<28} {:>7} {:>10.3} {:>10.3} {:>10.3}   {:>10.3} {:>10.3} {:>10.3}",
             name,
             e.n,
-            fmt_ms(e.p50),
-            fmt_ms(e.p99),
-            fmt_ms(e.max),
-            fmt_ms(h.p50),
-            fmt_ms(h.p99),
-            fmt_ms(h.max)
+            ms(e.p50),
+            ms(e.p99),
+            ms(e.max),
+            ms(h.p50),
+            ms(h.p99),
+            ms(h.max)
         );
     }
     let _ = writeln!(
         s,
         "\nThe closed loop sent nothing during the stall, so one slow request hides among {} fast ones\n\
          and its p99 stays at the service time; the open loop kept its schedule, and every request\n\
-         intended during the stall waited for it: p99 {} ms. The correction recovers the open picture\n\
+         intended during the stall waited for it: p99 {:.3} ms. The correction recovers the open picture\n\
          from closed data only because the loop's pace was known.",
         o.closed.0.n,
-        fmt_ms(o.open.0.p99)
+        ms(o.open.0.p99)
     );
     let _ = writeln!(
         s,

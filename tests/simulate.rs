@@ -4,7 +4,7 @@
 //! request that starts service at or after t = 50 s, 100 s horizon (nothing
 //! sent at or after 100 s). Values in nanoseconds.
 
-use metronome::simulate::{compute, corrected, exact_quantile, FifoServer, Row, SCENARIO};
+use metronome::simulate::{admit, compute, corrected, exact_quantile, Row, SCENARIO};
 use metronome_core::rng::{stream, PURPOSE_ARRIVALS};
 
 const MS: u64 = 1_000_000;
@@ -128,9 +128,12 @@ fn poisson_mean_gap_matches_an_independent_sum() {
 
 #[test]
 fn fifo_and_correction_hand_examples() {
-    let mut s = FifoServer::new(SCENARIO);
+    let mut s = SCENARIO.server();
     // Three arrivals at 0 queue: done at 1, 2, 3 ms.
-    assert_eq!([s.admit(0), s.admit(0), s.admit(0)], [MS, 2 * MS, 3 * MS]);
+    assert_eq!(
+        [admit(&mut s, 0), admit(&mut s, 0), admit(&mut s, 0)],
+        [MS, 2 * MS, 3 * MS]
+    );
     // HdrHistogram's correction of 5 ms at a 2 ms interval adds 5 - 2k ms
     // while that is at least 2 ms: only 3 ms (1 ms is below the interval).
     assert_eq!(corrected(&[5 * MS], 2 * MS), vec![5 * MS, 3 * MS]);

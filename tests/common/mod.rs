@@ -24,7 +24,7 @@ pub fn engines() -> Vec<&'static str> {
 }
 
 fn uring_available() -> bool {
-    metronome::engine::uring_available()
+    metronome::run::engine::uring_available()
 }
 
 /// Starts the embedded server on 127.0.0.1 with a free port.

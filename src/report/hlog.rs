@@ -2,15 +2,18 @@
 //! compressed V2 form (cookie 0x1c849314, zlib), its base64 text, and the
 //! interval log (`.hlog`, format 1.3) that HdrHistogram's
 //! HistogramLogProcessor, HistogramLogAnalyzer and the hdrhistogram crate
-//! read.
+//! read; [`render_run_hlog`] is the log of a run (`--hlog`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
+use metronome_core::measure::Interval;
+use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
 /// zlib stream (both big-endian i32), then the zlib-compressed V2 bytes.
@@ -20,7 +23,7 @@ use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
 /// use metronome_core::histogram::Histogram;
 /// let mut h = Histogram::new();
 /// h.record(1_000);
-/// let bytes = metronome::hlog::compress_v2(&h);
+/// let bytes = metronome::report::hlog::compress_v2(&h);
 /// assert_eq!(&bytes[..4], &0x1c84_9314u32.to_be_bytes());
 /// ```
 pub fn compress_v2(h: &Histogram) -> Vec<u8> {
@@ -59,7 +62,7 @@ pub struct Series<'a> {
 /// # Example
 /// ```
 /// use metronome_core::histogram::Histogram;
-/// use metronome::hlog::{render_hlog, Series};
+/// use metronome::report::hlog::{render_hlog, Series};
 /// let mut h = Histogram::new();
 /// h.record(2_500_000);
 /// let log = render_hlog(1_700_000_000.0, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
@@ -95,4 +98,31 @@ pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
         );
     }
     s
+}
+
+/// The interval log of a run (`--hlog`): latency untagged and send lag
+/// tagged `send_lag`, one histogram per report interval, starting when the
+/// measurement did (`started` plus the warmup).
+pub fn render_run_hlog(started: SystemTime, plan: &Plan<'_>, intervals: &[Interval]) -> String {
+    let start = started
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        + plan.warmup_ns as f64 / 1e9;
+    let width = plan.interval_ns as f64 / 1e9;
+    let series = |tag, pick: fn(&Interval) -> &Histogram| Series {
+        tag,
+        intervals: intervals
+            .iter()
+            .enumerate()
+            .map(|(i, iv)| (i as f64 * width, width, pick(iv)))
+            .collect(),
+    };
+    render_hlog(
+        start,
+        &[
+            series(None, |iv| &iv.latency),
+            series(Some("send_lag"), |iv| &iv.send_lag),
+        ],
+    )
 }

@@ -38,12 +38,12 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.hgrm {
         std::fs::write(
             path,
-            crate::report::render_hgrm(&r.metrics.latency.to_histogram()),
+            crate::report::hgrm::render_hgrm(&r.metrics.latency.to_histogram()),
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, crate::plot::render_svg(&r))
+        std::fs::write(path, crate::report::svg::render_svg(&r))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     crate::run::print(&r, args.format)?;

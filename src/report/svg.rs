@@ -130,7 +130,7 @@ fn legend(s: &mut String, y0: f64, items: &[(&str, &str)]) {
 /// # let report: metronome::report::Report = serde_json::from_str(
 /// #     &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
 /// #         .unwrap().split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
-/// let svg = metronome::plot::render_svg(&report);
+/// let svg = metronome::report::svg::render_svg(&report);
 /// assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 /// assert_eq!(svg.matches("<polyline").count(), 2 + 3); // latency, service time; p50, p99, max
 /// ```

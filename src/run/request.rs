@@ -23,7 +23,7 @@ impl Target {
     ///
     /// # Example
     /// ```
-    /// use metronome::request::Target;
+    /// use metronome::run::request::Target;
     /// let t = Target::parse("http://127.0.0.1:8080/v1/x?a=1").unwrap();
     /// assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/v1/x?a=1"));
     /// let t = Target::parse("http://[::1]/").unwrap();
@@ -111,7 +111,7 @@ impl Target {
 ///
 /// # Example
 /// ```
-/// use metronome::request::{encode, Target};
+/// use metronome::run::request::{encode, Target};
 /// let t = Target::parse("http://127.0.0.1:8080/x").unwrap();
 /// let r = encode(&t, "POST", &["X-A: 1".to_string()], Some(b"hi"));
 /// assert_eq!(
@@ -176,7 +176,7 @@ pub fn check_header(h: &str) -> Result<(), UsageError> {
 ///
 /// # Example
 /// ```
-/// let b = metronome::request::openai_body("m", "hi", 8);
+/// let b = metronome::run::request::openai_body("m", "hi", 8);
 /// let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
 /// assert_eq!(v["stream"], true);
 /// assert_eq!(v["messages"][0]["content"], "hi");

@@ -59,7 +59,7 @@ impl Threshold {
     ///
     /// # Example
     /// ```
-    /// use metronome::threshold::{Op, Threshold};
+    /// use metronome::report::threshold::{Op, Threshold};
     /// let t = Threshold::parse("latency.p99<50ms").unwrap();
     /// assert_eq!((t.lhs.as_str(), t.op, t.value), ("latency.p99", Op::Lt, 50.0));
     /// let t = Threshold::parse("dropped==0").unwrap();

@@ -66,14 +66,18 @@ fn run_uring(
         .map(metronome_uring::parse_cpus)
         .transpose()
         .map_err(|e| UsageError(format!("bad --cpus: {e}")))?;
-    if threads == Some(0) {
-        return Err(UsageError("--threads must be at least 1".into()).into());
-    }
     let opts = metronome_uring::UringOptions {
         threads,
         cpus,
         phase_hook: None,
     };
+    opts.validate().map_err(|e| {
+        UsageError(match e {
+            metronome_uring::UringOptionsError::NoThreads => "--threads must be at least 1".into(),
+            metronome_uring::UringOptionsError::NoCpus => "--cpus lists no CPU".into(),
+            other => format!("bad io_uring options: {other}"),
+        })
+    })?;
     // The engine builds its merged output on this thread: give it a stack
     // that fits the recorders (a few hundred KiB each).
     std::thread::scope(|s| {

@@ -1,8 +1,24 @@
-//! The `metronome.report/v1` JSON report (documented in docs/report.md), its
-//! one-screen text summary, and its HdrHistogram-compatible outputs.
+//! The `metronome.report/v1` report: its schema (the types below, serialized
+//! as the JSON documented in docs/report.md) and every form it takes.
+//!
+//! - [`build`]: a run's output and plan -> a [`Report`], with its warnings.
+//! - [`text`]: the one-screen summary (`--format text`).
+//! - [`hgrm`]: HdrHistogram's percentile distribution (`--hgrm`).
+//! - [`hlog`]: HdrHistogram's compressed V2 encoding and interval log (`--hlog`).
+//! - [`svg`]: the plots (`--svg`).
+//! - [`threshold`]: `--threshold` expressions, checked against a report.
+//! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
+
+pub mod build;
+pub mod hgrm;
+pub mod hlog;
+pub mod merge;
+pub mod svg;
+pub mod text;
+pub mod threshold;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt;
 
 use metronome_core::histogram::Histogram;
 use metronome_core::measure::{ErrorKind, Recorder};
@@ -24,7 +40,7 @@ pub struct Report {
     /// `uring` or `std`.
     pub engine: String,
     /// `open` or `closed`.
-    pub model: String,
+    pub model: Model,
     /// The arrival process.
     pub arrival: ArrivalReport,
     /// The seed of every random choice.
@@ -61,6 +77,41 @@ pub struct Report {
     pub generator: Generator,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+}
+
+/// The load model of a run, written `"open"` or `"closed"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// Requests leave on the schedule, whether or not earlier ones were answered.
+    Open,
+    /// Each worker waits for its reply before sending again.
+    Closed,
+}
+
+impl Model {
+    /// The name written in the report: `open` or `closed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Compares with the name written in the report, so `report.model == "closed"`
+/// reads as the JSON does.
+impl PartialEq<&str> for Model {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// The arrival process of a run.
@@ -354,209 +405,4 @@ impl Errors {
             .collect();
         Errors { by_kind, by_status }
     }
-}
-
-/// Renders the one-screen text summary.
-pub fn render_text(r: &Report) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "metronome {} -> {}  [{} model, {} engine, {}]",
-        r.run_id, r.target, r.model, r.engine, r.arrival.process
-    );
-    if r.model == "closed" {
-        let _ = writeln!(
-            s,
-            "  closed loop, {} workers: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
-            r.closed_workers, r.achieved_rps, r.duration_s
-        );
-    } else {
-        let ratio = if r.offered_rps > 0.0 {
-            100.0 * r.achieved_rps / r.offered_rps
-        } else {
-            0.0
-        };
-        let _ = writeln!(
-            s,
-            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s",
-            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps
-        );
-    }
-    let q = &r.requests;
-    let _ = writeln!(
-        s,
-        "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  timeouts {}",
-        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.timeouts
-    );
-    let _ = writeln!(
-        s,
-        "  error rate {:.2}%  goodput {:.2}%",
-        100.0 * r.error_rate,
-        100.0 * r.goodput
-    );
-    if q.errors > 0 {
-        let kinds: Vec<String> = r
-            .errors
-            .by_kind
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
-            .chain(
-                r.errors
-                    .by_status
-                    .iter()
-                    .map(|(c, n)| format!("HTTP {c}: {n}")),
-            )
-            .collect();
-        let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "metric (ms)", "count", "p50", "p90", "p99", "p99.9", "max", "mean"
-    );
-    let mut rows: Vec<(&str, &Metric)> = vec![
-        ("latency", &r.metrics.latency),
-        ("service_time", &r.metrics.service_time),
-        ("send_lag", &r.metrics.send_lag),
-    ];
-    if let Some(c) = &r.metrics.latency_corrected {
-        rows.push(("latency_corrected", c));
-    }
-    for (name, m) in [
-        ("ttft", &r.metrics.ttft),
-        ("itl", &r.metrics.itl),
-        ("tpot", &r.metrics.tpot),
-    ] {
-        if m.count > 0 {
-            rows.push((name, m));
-        }
-    }
-    for (name, m) in rows {
-        let _ = writeln!(
-            s,
-            "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            name,
-            m.count,
-            fmt_ms(m.p50),
-            fmt_ms(m.p90),
-            fmt_ms(m.p99),
-            fmt_ms(m.p999),
-            fmt_ms(m.max),
-            fmt_ms(m.mean)
-        );
-    }
-    if r.output_tokens_per_s > 0.0 {
-        let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
-    }
-    let g = &r.generator;
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "  generator: {} threads, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {} connections",
-        g.threads, g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s, g.peak_connections
-    );
-    for t in &r.thresholds {
-        let _ = writeln!(
-            s,
-            "  threshold {:<28} {} (measured {})",
-            t.expr,
-            if t.passed { "ok" } else { "BREACHED" },
-            t.value
-        );
-    }
-    for w in &g.warnings {
-        let _ = writeln!(s, "  warning: {w}");
-    }
-    s
-}
-
-fn fmt_ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// Renders a histogram in HdrHistogram's percentile-distribution format
-/// (`.hgrm`, as `outputPercentileDistribution(out, 5, 1e6)` prints it:
-/// values in milliseconds, 5 ticks per half distance), readable by
-/// HdrHistogram's plotter. Values are bucket upper bounds clamped to the
-/// true max, as everywhere in metronome.
-///
-/// # Example
-/// ```
-/// use metronome_core::histogram::Histogram;
-/// let mut h = Histogram::new();
-/// for v in 1..=100u64 { h.record(v * 1_000_000); }
-/// let text = metronome::report::render_hgrm(&h);
-/// assert!(text.lines().any(|l| l.trim() == "100.000 1.000000000000        100"));
-/// assert!(text.contains("#[Max     =      100.000, Total count    =          100]"));
-/// ```
-pub fn render_hgrm(h: &Histogram) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>12} {:>14} {:>10} {:>14}\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-    );
-    let total = h.count();
-    let mean = h.mean();
-    let mut sumsq = 0.0f64;
-    if total > 0 {
-        let mut cum = 0u64;
-        let mut p = 0.0f64;
-        'buckets: for b in h.buckets() {
-            let v = b.upper.min(h.max()) as f64;
-            sumsq += (v - mean) * (v - mean) * b.count as f64;
-            cum += b.count;
-            while 100.0 * cum as f64 / total as f64 >= p {
-                let _ = writeln!(
-                    s,
-                    "{:>12.3} {:>14.12} {:>10} {:>14.2}",
-                    v / 1e6,
-                    p / 100.0,
-                    cum,
-                    1.0 / (1.0 - p / 100.0)
-                );
-                // HdrHistogram's PercentileIterator step.
-                let halvings = (100.0 / (100.0 - p)).log2().floor() as i32;
-                let ticks = 5.0 * 2f64.powi(halvings + 1);
-                p += 100.0 / ticks;
-                if cum == total {
-                    break 'buckets;
-                }
-            }
-        }
-        let _ = writeln!(
-            s,
-            "{:>12.3} {:>14.12} {:>10}",
-            h.max() as f64 / 1e6,
-            1.0,
-            total
-        );
-    }
-    let sd = if total > 0 {
-        (sumsq / total as f64).sqrt()
-    } else {
-        0.0
-    };
-    let _ = writeln!(
-        s,
-        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-        mean / 1e6,
-        sd / 1e6
-    );
-    let _ = writeln!(
-        s,
-        "#[Max     = {:>12.3}, Total count    = {:>12}]",
-        h.max() as f64 / 1e6,
-        total
-    );
-    let _ = writeln!(s, "#[Buckets = {:>12}, SubBuckets     = {:>12}]", 58, 256);
-    s
 }

@@ -1,0 +1,133 @@
+//! The one-screen text summary of a report (`--format text`).
+
+use std::fmt::Write as _;
+
+use super::{Metric, Model, Report};
+
+/// Renders the one-screen text summary.
+pub fn render_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "metronome {} -> {}  [{} model, {} engine, {}]",
+        r.run_id, r.target, r.model, r.engine, r.arrival.process
+    );
+    if r.model == Model::Closed {
+        let _ = writeln!(
+            s,
+            "  closed loop, {} workers: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
+            r.closed_workers, r.achieved_rps, r.duration_s
+        );
+    } else {
+        let ratio = if r.offered_rps > 0.0 {
+            100.0 * r.achieved_rps / r.offered_rps
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s",
+            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps
+        );
+    }
+    let q = &r.requests;
+    let _ = writeln!(
+        s,
+        "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  timeouts {}",
+        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.timeouts
+    );
+    let _ = writeln!(
+        s,
+        "  error rate {:.2}%  goodput {:.2}%",
+        100.0 * r.error_rate,
+        100.0 * r.goodput
+    );
+    if q.errors > 0 {
+        let kinds: Vec<String> = r
+            .errors
+            .by_kind
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .chain(
+                r.errors
+                    .by_status
+                    .iter()
+                    .map(|(c, n)| format!("HTTP {c}: {n}")),
+            )
+            .collect();
+        let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "metric (ms)", "count", "p50", "p90", "p99", "p99.9", "max", "mean"
+    );
+    let mut rows: Vec<(&str, &Metric)> = vec![
+        ("latency", &r.metrics.latency),
+        ("service_time", &r.metrics.service_time),
+        ("send_lag", &r.metrics.send_lag),
+    ];
+    if let Some(c) = &r.metrics.latency_corrected {
+        rows.push(("latency_corrected", c));
+    }
+    for (name, m) in [
+        ("ttft", &r.metrics.ttft),
+        ("itl", &r.metrics.itl),
+        ("tpot", &r.metrics.tpot),
+    ] {
+        if m.count > 0 {
+            rows.push((name, m));
+        }
+    }
+    for (name, m) in rows {
+        let _ = writeln!(
+            s,
+            "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            name,
+            m.count,
+            fmt_ms(m.p50),
+            fmt_ms(m.p90),
+            fmt_ms(m.p99),
+            fmt_ms(m.p999),
+            fmt_ms(m.max),
+            fmt_ms(m.mean)
+        );
+    }
+    if r.output_tokens_per_s > 0.0 {
+        let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
+    }
+    let g = &r.generator;
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  generator: {} threads, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {} connections",
+        g.threads, g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s, g.peak_connections
+    );
+    for t in &r.thresholds {
+        let _ = writeln!(
+            s,
+            "  threshold {:<28} {} (measured {})",
+            t.expr,
+            if t.passed { "ok" } else { "BREACHED" },
+            t.value
+        );
+    }
+    for w in &g.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
+    s
+}
+
+/// Milliseconds for a table cell: one decimal from 100 ms, two from 1 ms,
+/// three below.
+fn fmt_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}

@@ -1,0 +1,107 @@
+//! `metronome run`: arguments to a [`Plan`](metronome_core::plan::Plan), the
+//! engine, then the report.
+//!
+//! - `plan`: the arguments checked and turned into a core `Plan`.
+//! - [`request`]: the target URL and the encoded HTTP requests.
+//! - [`engine`]: the engine chosen (`uring` or `std`) and run.
+//! - `progress`: the progress line on stderr, and Ctrl-C into the stop flag.
+//!
+//! The report itself is built and rendered in [`crate::report`].
+
+pub mod engine;
+mod plan;
+mod progress;
+pub mod request;
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use metronome_core::engine::Control;
+
+use crate::cli::{FormatArg, RunArgs};
+use crate::report::{self, Report};
+use crate::{EXIT_OK, EXIT_THRESHOLD};
+
+/// What `run` produced: the report and the exit code it calls for.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The report.
+    pub report: Report,
+    /// 0, or 3 when a threshold was breached.
+    pub exit_code: i32,
+}
+
+/// Runs a load test as the arguments say, printing progress on stderr when
+/// it is a terminal (and not `--quiet`).
+///
+/// # Errors
+/// A [`UsageError`](crate::UsageError) for bad input (exit 2); any other error (exit 1) when the
+/// run could not be done, e.g. the target refuses connections.
+pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    let p = plan::prepare(args)?;
+    let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
+    let plan = plan::build(args, &p, &request_refs);
+    plan.validate().map_err(|e| plan::usage(e, args))?;
+    let control = Control::default();
+    crate::signal::install();
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let started = SystemTime::now();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (engine, output) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
+        let result = engine::run(
+            args.engine,
+            &plan,
+            &control,
+            args.threads,
+            args.cpus.as_deref(),
+        );
+        done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        result
+    })?;
+    let run_id = report::build::run_id(started, args.seed);
+    let mut report = Report::from_run(&plan, &output, &engine, run_id, args);
+    let mut breached = false;
+    for t in &p.thresholds {
+        let tr = t.evaluate(&report);
+        breached |= !tr.passed;
+        report.thresholds.push(tr);
+    }
+    if let Some(path) = &args.out {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
+    if let Some(path) = &args.hlog {
+        let log = report::hlog::render_run_hlog(started, &plan, &output.intervals);
+        std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, report::svg::render_svg(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.hgrm {
+        std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(RunResult {
+        report,
+        exit_code: if breached { EXIT_THRESHOLD } else { EXIT_OK },
+    })
+}
+
+/// Prints the report on stdout in the chosen format.
+pub fn print(report: &Report, format: FormatArg) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        FormatArg::Text => out.write_all(report::text::render_text(report).as_bytes())?,
+        FormatArg::Json => {
+            serde_json::to_writer_pretty(&mut out, report)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}

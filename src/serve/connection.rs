@@ -1,0 +1,328 @@
+//! One connection: read and stamp requests, admit them into the model, and
+//! write each reply (or stream event) when it is due.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::fifo::hits;
+use super::reply::{write_reply, Body, ConnectionHeader, Status, MODELS_JSON, RATE_LIMIT_JSON};
+use super::request::{parse_chat_request, parse_head, Method, RequestHead, Route};
+use super::stream::{Job, Stream, StreamKind, StreamStep};
+use super::wait::{wait, Woken};
+use super::Shared;
+
+/// Pipelined requests queued on one connection before it stops reading.
+const MAX_QUEUED: usize = 1024;
+/// How long a closing connection drains the client's leftover bytes so the
+/// kernel does not answer them with a reset that would destroy our response.
+const LINGER: Duration = Duration::from_millis(500);
+
+pub(super) struct Connection<'a> {
+    shared: &'a Shared,
+    stream: TcpStream,
+    /// Bytes read and not yet consumed as requests.
+    buf: Vec<u8>,
+    /// New bytes since the last parse.
+    fresh: bool,
+    /// When the last read returned: the arrival stamp of what it completed.
+    last_read: Instant,
+    /// The head of the request being received, once complete.
+    head: Option<RequestHead>,
+    continue_sent: bool,
+    /// Still reading requests (false after EOF, `Connection: close` or a
+    /// rejection).
+    reading: bool,
+    jobs: VecDeque<Job>,
+    out: Vec<u8>,
+    event: Vec<u8>,
+}
+
+impl<'a> Connection<'a> {
+    pub(super) fn new(shared: &'a Shared, stream: TcpStream) -> Self {
+        Self {
+            shared,
+            stream,
+            buf: Vec::with_capacity(4096),
+            fresh: false,
+            last_read: Instant::now(),
+            head: None,
+            continue_sent: false,
+            reading: true,
+            jobs: VecDeque::new(),
+            out: Vec::with_capacity(4096),
+            event: Vec::with_capacity(512),
+        }
+    }
+
+    /// Serves until the client leaves, a response closes, or the server stops.
+    pub(super) fn serve(mut self) {
+        match self.serve_inner() {
+            Ok(End::Graceful) => self.linger(),
+            Ok(End::Abrupt) | Err(_) => {}
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+
+    fn serve_inner(&mut self) -> io::Result<End> {
+        let wake = self.shared.wake.as_raw_fd();
+        let mut scratch = [0u8; 16 * 1024];
+        loop {
+            if self.fresh {
+                self.fresh = false;
+                self.parse_requests()?;
+            }
+            let config = &self.shared.config;
+            let due = self.jobs.front().map(|job| job.due(config));
+            if let Some(due) = due {
+                if due <= Instant::now() {
+                    match self.run_front()? {
+                        Some(end) => return Ok(end),
+                        None => continue,
+                    }
+                }
+            } else if !self.reading {
+                return Ok(End::Graceful);
+            }
+            let watch =
+                (self.reading && self.jobs.len() < MAX_QUEUED).then(|| self.stream.as_raw_fd());
+            match wait(watch, wake, due)? {
+                Woken::Stop => return Ok(End::Abrupt),
+                Woken::Timeout => {}
+                Woken::Readable => match self.stream.read(&mut scratch) {
+                    Ok(0) => self.reading = false,
+                    Ok(n) => {
+                        self.last_read = Instant::now();
+                        self.buf.extend_from_slice(&scratch[..n]);
+                        self.fresh = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// Turns every complete request in the buffer into a job, stamped with
+    /// the time of the read that completed it.
+    fn parse_requests(&mut self) -> io::Result<()> {
+        let mut consumed = 0;
+        while self.reading {
+            let rest = &self.buf[consumed..];
+            let head = match self.head {
+                Some(head) => head,
+                None => match parse_head(rest) {
+                    Ok(Some(head)) => {
+                        self.head = Some(head);
+                        head
+                    }
+                    Ok(None) => break,
+                    Err(reject) => {
+                        self.reject(reject.status());
+                        break;
+                    }
+                },
+            };
+            let total = head.head_len + head.body_len;
+            if rest.len() < total {
+                if head.expect_continue && !self.continue_sent && self.jobs.is_empty() {
+                    self.continue_sent = true;
+                    self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+                }
+                break;
+            }
+            let job = self.admit(&head, &rest[head.head_len..total]);
+            if job.closes() {
+                self.reading = false;
+            }
+            self.jobs.push_back(job);
+            self.head = None;
+            self.continue_sent = false;
+            consumed += total;
+        }
+        if self.reading {
+            self.buf.drain(..consumed);
+        } else {
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Queues a refusal after whatever is already owed, then stops reading.
+    fn reject(&mut self, status: Status) {
+        self.jobs.push_back(Job::Reply {
+            due: self.last_read,
+            status,
+            body: Body::Text(status.line()),
+            connection: ConnectionHeader::Close,
+            head_only: false,
+            counted: false,
+        });
+        self.reading = false;
+    }
+
+    /// Decides the response to one complete request that arrived at
+    /// `self.last_read`.
+    fn admit(&self, head: &RequestHead, body: &[u8]) -> Job {
+        let shared = self.shared;
+        let config = &shared.config;
+        let arrival = self.last_read;
+        let connection = ConnectionHeader::for_request(head, false);
+        let head_only = head.method == Method::Head;
+        let reply = |due, status, body, counted| Job::Reply {
+            due,
+            status,
+            body,
+            connection,
+            head_only,
+            counted,
+        };
+        if !config.sse {
+            let admission = shared.fifo().admit(shared.since_epoch(arrival));
+            let due = shared.epoch + admission.completion;
+            return if hits(config.error_every, admission.index) {
+                reply(
+                    due,
+                    Status::TooManyRequests,
+                    Body::Text("too many requests\n"),
+                    true,
+                )
+            } else {
+                reply(due, Status::Ok, Body::Plain, true)
+            };
+        }
+        match (head.route, head.method) {
+            (Route::Chat, Method::Post) => {}
+            (Route::Models, Method::Get | Method::Head) => {
+                return reply(arrival, Status::Ok, Body::Json(MODELS_JSON), false)
+            }
+            (Route::Chat | Route::Models, _) => {
+                return reply(
+                    arrival,
+                    Status::MethodNotAllowed,
+                    Body::Text("method not allowed\n"),
+                    false,
+                )
+            }
+            (Route::Other, _) => {
+                return reply(arrival, Status::NotFound, Body::Text("not found\n"), false)
+            }
+        }
+        let chat = parse_chat_request(body);
+        let admission = shared.fifo().admit_stream(shared.since_epoch(arrival));
+        let start = shared.epoch + admission.start;
+        if hits(config.error_every, admission.index) {
+            return reply(
+                start,
+                Status::TooManyRequests,
+                Body::Json(RATE_LIMIT_JSON),
+                true,
+            );
+        }
+        let kind = if hits(config.error_event_every, admission.index) {
+            StreamKind::ErrorEvent
+        } else if hits(config.cut_every, admission.index) {
+            StreamKind::Cut
+        } else {
+            StreamKind::Normal
+        };
+        let tokens = chat.max_tokens.map_or(config.tokens, |cap| {
+            config.tokens.min(u32::try_from(cap).unwrap_or(u32::MAX))
+        });
+        Job::Stream(Stream {
+            arrival,
+            start,
+            tokens,
+            prompt_tokens: chat.prompt_tokens,
+            kind,
+            // HTTP/1.0 has no chunked framing: the body ends at close.
+            connection: ConnectionHeader::for_request(head, head.http10),
+            chunked: !head.http10,
+            step: 0,
+        })
+    }
+
+    /// Writes the front job's next bytes; `Some(end)` when the connection
+    /// must end.
+    fn run_front(&mut self) -> io::Result<Option<End>> {
+        self.out.clear();
+        let Some(job) = self.jobs.front_mut() else {
+            return Ok(None);
+        };
+        let (finished, counted, closes) = match job {
+            Job::Reply {
+                status,
+                body,
+                connection,
+                head_only,
+                counted,
+                ..
+            } => {
+                let (content_type, bytes): (_, &[u8]) = match *body {
+                    Body::Plain => ("text/plain", &self.shared.plain_body),
+                    Body::Text(text) => ("text/plain", text.as_bytes()),
+                    Body::Json(json) => ("application/json", json.as_bytes()),
+                };
+                write_reply(
+                    &mut self.out,
+                    *status,
+                    *connection,
+                    content_type,
+                    bytes,
+                    *head_only,
+                );
+                (true, *counted, *connection == ConnectionHeader::Close)
+            }
+            Job::Stream(stream) => match stream.step(&mut self.out, &mut self.event) {
+                StreamStep::More => (false, false, false),
+                StreamStep::Done => (true, true, stream.connection == ConnectionHeader::Close),
+                StreamStep::Cut => return Ok(Some(End::Abrupt)),
+            },
+        };
+        self.stream.write_all(&self.out)?;
+        if finished {
+            self.jobs.pop_front();
+            if counted {
+                self.shared.served.fetch_add(1, Ordering::SeqCst);
+            }
+            if closes {
+                return Ok(Some(End::Graceful));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends FIN, then drains what the client still sends for a moment, so
+    /// unread bytes do not make the kernel reset the connection (which could
+    /// destroy the response before the client reads it).
+    fn linger(&mut self) {
+        if self.stream.shutdown(Shutdown::Write).is_err() {
+            return;
+        }
+        let wake = self.shared.wake.as_raw_fd();
+        let deadline = Instant::now() + LINGER;
+        let mut scratch = [0u8; 4096];
+        while Instant::now() < deadline {
+            match wait(Some(self.stream.as_raw_fd()), wake, Some(deadline)) {
+                Ok(Woken::Readable) => match self.stream.read(&mut scratch) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                Ok(Woken::Timeout) => {}
+                Ok(Woken::Stop) | Err(_) => return,
+            }
+        }
+    }
+}
+
+/// How a connection ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// Send FIN and drain the client's leftovers.
+    Graceful,
+    /// Close at once (cut stream, server stopping).
+    Abrupt,
+}

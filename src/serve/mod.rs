@@ -1,0 +1,525 @@
+//! `metronome serve`: the embedded target server.
+//!
+//! The contract: HTTP/1.1 keep-alive on one address, behaving as **one FIFO
+//! server** with a fixed service time, so a load generator's numbers can be
+//! checked against a model that is known exactly.
+//!
+//! - A request whose head and body are complete at `t` (the time the read that
+//!   completed it returned) starts service at `start = max(t, free_at)` and
+//!   completes at `start + service`; `free_at` moves on to that completion. The
+//!   response is written at the completion time, not before. [`Fifo`] is that
+//!   arithmetic as a pure function of virtual time.
+//! - `--stall-at D --stall-for S`: the first request that starts service at or
+//!   after `D` (counted from the first request's arrival) is held `S` longer,
+//!   so everything queued behind it waits too. One stall per server.
+//! - `--error-every K`: every K-th request (1-based, in arrival order) is
+//!   answered `429 Too Many Requests`, still at its FIFO completion time.
+//! - `--sse`: `POST /v1/chat/completions` answers an OpenAI-style
+//!   `text/event-stream`; streams run concurrently (see [`Fifo::admit_stream`]
+//!   for how the stall applies to them). `GET /v1/models` lists the one model;
+//!   any other path is `404`.
+//! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
+//!   still stamped when it arrives); connections never hold each other up
+//!   beyond the FIFO model. `--service 0` answers at once.
+//!
+//! The served count counts responses the model produced: `200` and injected
+//! `429` replies, and in SSE mode streams that ended properly (including
+//! injected error events). Rejections (`400`, `404`, `411`, `413`, `431`),
+//! `/v1/models` and streams cut on purpose are not counted.
+//!
+//! Threads: one accept thread and one thread per connection; fine up to
+//! thousands of connections. [`spawn`] runs it in-process (demo, tests);
+//! [`run`] is the `metronome serve` command.
+//!
+//! The pieces: [`fifo`] is the model, pure; `request` parses request heads
+//! and chat bodies; `reply` writes status lines, headers and bodies;
+//! `stream` holds the jobs a connection owes, SSE streams included;
+//! `connection` serves one connection; `wait` is the one `poll`, the only
+//! unsafe code of the server. This file binds, accepts and stops.
+
+mod connection;
+pub mod fifo;
+mod reply;
+mod request;
+mod stream;
+#[allow(unsafe_code)]
+mod wait;
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use crate::cli::ServeArgs;
+use crate::signal;
+use crate::units::format_duration;
+use connection::Connection;
+use fifo::Fifo;
+use reply::plain_body;
+use wait::{wait, Woken};
+
+/// The path of the OpenAI-style chat endpoint served in SSE mode.
+pub const CHAT_PATH: &str = "/v1/chat/completions";
+/// Stack of a connection thread; parsing needs little, serde_json is bounded.
+const CONNECTION_STACK_BYTES: usize = 256 * 1024;
+
+/// Everything that shapes the server's behaviour. Build one by hand (tests,
+/// demo) or from [`ServeArgs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Address to listen on; port 0 picks a free port ([`ServerHandle::addr`]).
+    pub listen: SocketAddr,
+    /// Service time of the one FIFO server; zero answers at once.
+    pub service: Duration,
+    /// When the stall hits, counted from the first request's arrival; `None`: never.
+    pub stall_at: Option<Duration>,
+    /// How long the stalled request is held on top of its service time.
+    pub stall_for: Duration,
+    /// Answer `429 Too Many Requests` to every K-th request (1-based).
+    pub error_every: Option<u64>,
+    /// Serve OpenAI-style SSE streams on `POST /v1/chat/completions`.
+    pub sse: bool,
+    /// Content tokens per stream (capped by the request's `max_tokens`).
+    pub tokens: u32,
+    /// Time from a stream's service start to its first content token.
+    pub ttft: Duration,
+    /// Time between consecutive content tokens of a stream.
+    pub itl: Duration,
+    /// SSE: on every K-th request, close the connection after half the
+    /// tokens (no `[DONE]`, no terminating chunk).
+    pub cut_every: Option<u64>,
+    /// SSE: on every K-th request, send an error event instead of the
+    /// tokens, then end the body properly without `[DONE]`.
+    pub error_event_every: Option<u64>,
+    /// Size of the plain `200` body (`ok` repeated and truncated).
+    pub body_bytes: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            service: Duration::from_millis(1),
+            stall_at: None,
+            stall_for: Duration::ZERO,
+            error_every: None,
+            sse: false,
+            tokens: 16,
+            ttft: Duration::from_millis(50),
+            itl: Duration::from_millis(10),
+            cut_every: None,
+            error_event_every: None,
+            body_bytes: 2,
+        }
+    }
+}
+
+impl From<ServeArgs> for ServeConfig {
+    fn from(args: ServeArgs) -> Self {
+        Self {
+            listen: args.listen,
+            service: args.service,
+            stall_at: args.stall_at,
+            stall_for: args.stall_for.unwrap_or(Duration::ZERO),
+            error_every: args.error_every,
+            sse: args.sse,
+            tokens: args.tokens,
+            ttft: args.ttft,
+            itl: args.itl,
+            cut_every: args.cut_every,
+            error_event_every: args.error_event_every,
+            body_bytes: args.body_bytes,
+        }
+    }
+}
+
+/// Runs `metronome serve`: binds, prints `metronome serve listening on
+/// http://ADDR` on stdout (flushed), serves until SIGINT or SIGTERM, then
+/// prints `served N requests` and returns. A second Ctrl-C exits at once.
+///
+/// # Errors
+/// The address cannot be bound, a signal handler cannot be installed, or
+/// stdout is closed.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = ServeConfig::from(args);
+    signal::install_exit_on_second().context("cannot install the Ctrl-C handler")?;
+    let server = spawn(config.clone()).with_context(|| {
+        format!(
+            "cannot listen on {}: pick another address with --listen",
+            config.listen
+        )
+    })?;
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "metronome serve listening on http://{}", server.addr())
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")?;
+    }
+    eprintln!("{}; Ctrl-C stops", describe(&config));
+    while !signal::interrupted() {
+        thread::sleep(Duration::from_millis(25));
+    }
+    let served = server.stop();
+    let mut out = io::stdout().lock();
+    writeln!(out, "served {served} requests")
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")?;
+    Ok(())
+}
+
+/// One line describing the model, for humans (stderr).
+fn describe(config: &ServeConfig) -> String {
+    let mut text = if config.sse {
+        format!(
+            "SSE streams on POST {CHAT_PATH}: {} tokens, ttft {}, itl {}",
+            config.tokens,
+            format_duration(config.ttft),
+            format_duration(config.itl)
+        )
+    } else {
+        format!(
+            "one FIFO server, service {}",
+            format_duration(config.service)
+        )
+    };
+    if let Some(at) = config.stall_at {
+        text += &format!(
+            ", stall {} at {}",
+            format_duration(config.stall_for),
+            format_duration(at)
+        );
+    }
+    for (name, every) in [
+        ("429", config.error_every),
+        ("cut stream", config.cut_every.filter(|_| config.sse)),
+        (
+            "error event",
+            config.error_event_every.filter(|_| config.sse),
+        ),
+    ] {
+        if let Some(k) = every {
+            text += &format!(", {name} every {k}");
+        }
+    }
+    text
+}
+
+/// A running server started by [`spawn`]. Dropping it stops it too.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// Writing a byte here makes `shared.wake` readable forever: every
+    /// thread's wait returns.
+    wake: UnixStream,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The bound address (with the real port when `listen` had port 0).
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Responses served so far (see the module docs for what counts).
+    #[must_use]
+    pub fn served(&self) -> u64 {
+        self.shared.served.load(Ordering::SeqCst)
+    }
+
+    /// Stops accepting, closes every connection (including ones blocked in
+    /// a read, a write or a long stall), joins all threads and returns the
+    /// served count. Responses not yet due are not sent.
+    pub fn stop(mut self) -> u64 {
+        self.shutdown();
+        self.served()
+    }
+
+    fn shutdown(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // Wake every waiter; if this write failed the sockets' shutdown below
+        // still ends the connections, and the accept thread checks `stopping`.
+        let _ = (&self.wake).write_all(&[1]);
+        let _ = accept.join();
+        let open: Vec<_> = {
+            let mut conns = self.shared.connections();
+            conns.closed = true;
+            conns.open.drain().map(|(_, entry)| entry).collect()
+        };
+        for (stream, _) in &open {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        for (_, handle) in open {
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Starts the server on `config.listen` in background threads and returns
+/// at once; the listener is bound before this returns.
+///
+/// # Errors
+/// Binding the address, creating the wake-up socket pair or spawning the
+/// accept thread failed.
+///
+/// # Example
+/// ```
+/// use std::io::{Read, Write};
+/// use metronome::serve::{spawn, ServeConfig};
+/// let server = spawn(ServeConfig { listen: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
+/// let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
+/// conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+/// let mut reply = String::new();
+/// conn.read_to_string(&mut reply).unwrap();
+/// assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\nok"));
+/// assert_eq!(server.stop(), 1);
+/// ```
+pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
+    let listener = TcpListener::bind(config.listen)?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let (wake_rx, wake_tx) = UnixStream::pair()?;
+    let shared = Arc::new(Shared {
+        fifo: Mutex::new(Fifo::from_config(&config)),
+        plain_body: plain_body(config.body_bytes),
+        config,
+        epoch: Instant::now(),
+        served: AtomicU64::new(0),
+        stopping: AtomicBool::new(false),
+        conns: Mutex::new(Connections::default()),
+        wake: wake_rx,
+    });
+    let accept = {
+        let shared = Arc::clone(&shared);
+        thread::Builder::new()
+            .name("serve-accept".into())
+            .spawn(move || accept_loop(&shared, &listener))?
+    };
+    Ok(ServerHandle {
+        addr,
+        shared,
+        wake: wake_tx,
+        accept: Some(accept),
+    })
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: ServeConfig,
+    plain_body: Vec<u8>,
+    /// Time origin of the FIFO's virtual clock.
+    epoch: Instant,
+    fifo: Mutex<Fifo>,
+    served: AtomicU64,
+    stopping: AtomicBool,
+    conns: Mutex<Connections>,
+    /// Readable once the server is stopping.
+    wake: UnixStream,
+}
+
+impl Shared {
+    fn connections(&self) -> MutexGuard<'_, Connections> {
+        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fifo(&self) -> MutexGuard<'_, Fifo> {
+        self.fifo.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn since_epoch(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.epoch)
+    }
+}
+
+/// Open connections: a clone of each socket (to shut it down on stop) and
+/// its thread.
+#[derive(Debug, Default)]
+struct Connections {
+    next_id: u64,
+    open: HashMap<u64, (TcpStream, Option<JoinHandle<()>>)>,
+    closed: bool,
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
+    let wake = shared.wake.as_raw_fd();
+    while !shared.stopping.load(Ordering::SeqCst) {
+        match wait(Some(listener.as_raw_fd()), wake, None) {
+            Ok(Woken::Stop) => return,
+            Ok(_) => {}
+            Err(_) => thread::sleep(Duration::from_millis(10)),
+        }
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => start_connection(shared, stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Out of descriptors or memory: back off, keep serving.
+                    eprintln!("metronome serve: accept failed: {e}");
+                    thread::sleep(Duration::from_millis(100));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn start_connection(shared: &Arc<Shared>, stream: TcpStream) {
+    // Accepted sockets inherit O_NONBLOCK on some systems; we want blocking
+    // reads after `poll` says readable, and blocking writes.
+    if stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
+    let id = {
+        let mut conns = shared.connections();
+        if conns.closed {
+            return;
+        }
+        conns.next_id += 1;
+        let id = conns.next_id;
+        conns.open.insert(id, (clone, None));
+        id
+    };
+    let worker = Arc::clone(shared);
+    let spawned = thread::Builder::new()
+        .name("serve-conn".into())
+        .stack_size(CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            Connection::new(&worker, stream).serve();
+            worker.connections().open.remove(&id);
+        });
+    let mut conns = shared.connections();
+    match spawned {
+        Ok(handle) => {
+            if let Some(entry) = conns.open.get_mut(&id) {
+                entry.1 = Some(handle);
+            }
+        }
+        Err(e) => {
+            conns.open.remove(&id);
+            eprintln!("metronome serve: cannot start a connection thread: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn args_defaults_match_config_default() {
+        let args = Cli::try_parse_from(["serve"]).unwrap().serve;
+        assert_eq!(ServeConfig::from(args), ServeConfig::default());
+    }
+
+    #[test]
+    fn args_map_to_config() {
+        let args = Cli::try_parse_from([
+            "serve",
+            "--listen",
+            "9000",
+            "--service",
+            "250us",
+            "--stall-at",
+            "2s",
+            "--stall-for",
+            "500ms",
+            "--error-every",
+            "10",
+            "--sse",
+            "--tokens",
+            "8",
+            "--ttft",
+            "100ms",
+            "--itl",
+            "5ms",
+            "--cut-every",
+            "7",
+            "--error-event-every",
+            "9",
+            "--body-bytes",
+            "64",
+        ])
+        .unwrap()
+        .serve;
+        let config = ServeConfig::from(args);
+        assert_eq!(
+            config,
+            ServeConfig {
+                listen: "127.0.0.1:9000".parse().unwrap(),
+                service: us(250),
+                stall_at: Some(ms(2000)),
+                stall_for: ms(500),
+                error_every: Some(10),
+                sse: true,
+                tokens: 8,
+                ttft: ms(100),
+                itl: ms(5),
+                cut_every: Some(7),
+                error_event_every: Some(9),
+                body_bytes: 64,
+            }
+        );
+    }
+
+    #[test]
+    fn args_reject_nonsense() {
+        assert!(Cli::try_parse_from(["serve", "--error-every", "0"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--stall-at", "1s"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--service", "10"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--listen", "nowhere:port"]).is_err());
+    }
+
+    #[test]
+    fn describe_names_the_model() {
+        let config = ServeConfig {
+            stall_at: Some(ms(2000)),
+            stall_for: ms(500),
+            error_every: Some(10),
+            ..ServeConfig::default()
+        };
+        assert_eq!(
+            describe(&config),
+            "one FIFO server, service 1.00ms, stall 500.00ms at 2.000s, 429 every 10"
+        );
+    }
+}
