@@ -9,6 +9,28 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::units::parse_duration;
 
+/// `--spin`: adaptive, or a fixed busy-wait slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinArg {
+    /// Follow the measured lateness of the engine's sleeps.
+    Auto,
+    /// Always this long.
+    Fixed(Duration),
+}
+
+/// The initial slice of `--spin auto`: the p99 lateness of an io_uring
+/// timeout wake-up measured on a 2-core VM.
+pub const SPIN_AUTO_INITIAL: Duration = Duration::from_micros(200);
+
+fn parse_spin(text: &str) -> Result<SpinArg, String> {
+    if text.trim() == "auto" {
+        return Ok(SpinArg::Auto);
+    }
+    parse_duration(text)
+        .map(SpinArg::Fixed)
+        .map_err(|e| format!("{e}, or auto"))
+}
+
 /// metronome: an open-loop load generator with honest latency.
 ///
 /// Requests leave on a precomputed schedule of intended send times and never
@@ -163,12 +185,26 @@ pub struct RunArgs {
     /// CPUs to pin generator threads to, e.g. 0,1 or 2-5 (io_uring engine).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Busy-wait this long before each intended send (sleep before that). The default covers
-    /// the p99 lateness of an io_uring timeout wake-up measured on a 2-core VM (p50 ~25 us,
-    /// p99 ~170 us: runner-uring/tests/timer_overshoot.rs); the time spent spinning is
-    /// reported apart from work. The std engine spins at least its own measured sleep lateness.
-    #[arg(long, default_value = "200us", value_parser = parse_duration)]
-    pub spin: Duration,
+    /// Busy-wait before each intended send (sleep before that): `auto` or a duration.
+    ///
+    /// `auto` (the default) starts at 200 us, the p99 lateness of an io_uring timeout
+    /// wake-up measured on a 2-core VM (runner-uring/tests/timer_overshoot.rs), then
+    /// follows the p99 lateness of the engine's own sleeps during the run, plus 20 us,
+    /// within 20 us..2 ms: the send stays on time and the thread sleeps instead of
+    /// spinning when its timer is punctual. A duration fixes the slice. The time spent
+    /// spinning is reported apart from work. The std engine spins at least its own
+    /// measured sleep lateness.
+    #[arg(long, default_value = "auto", value_parser = parse_spin)]
+    pub spin: SpinArg,
+    /// The largest response head (status line and headers) accepted, in bytes, at most
+    /// 65536; a larger one (or more than 256 headers) is counted as `too_large`.
+    #[arg(long, default_value_t = 32 * 1024)]
+    pub max_header_bytes: usize,
+    /// Also retry non-idempotent requests (POST, PATCH) once when their reused connection
+    /// turns out closed by the server before any response byte. Idempotent ones (GET, HEAD,
+    /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).
+    #[arg(long)]
+    pub retry_non_idempotent: bool,
     /// Write the JSON report to FILE.
     #[arg(short, long)]
     pub out: Option<PathBuf>,

@@ -160,11 +160,11 @@ impl RunOutput {
     }
 
     /// The last step of every engine: in a closed loop a request is
-    /// "scheduled" when a worker sends it; gaps that did not fit become a
-    /// warning.
+    /// "scheduled" when a worker sends it or finds no connection for it;
+    /// gaps that did not fit become a warning.
     pub fn finalize(&mut self, plan: &Plan<'_>) {
         if matches!(plan.model, crate::plan::Model::Closed { .. }) {
-            self.recorder.scheduled = self.recorder.sent;
+            self.recorder.scheduled = self.recorder.sent + self.recorder.unsent_total();
         }
         if self.dropped_gaps > 0 {
             self.warnings.push(format!(

@@ -4,13 +4,27 @@
 //! engine keeps only the socket, the clock and sleeping.
 //!
 //! The engine's side, in quinn-proto's shape (time is an argument):
-//! - [`Exchange::begin`] when the request is written;
+//! - [`Exchange::begin`] when the request is written (a `HEAD` request
+//!   expects no body; the method decides whether a retry is allowed);
 //! - [`Exchange::handle_read`] with the unconsumed bytes of the connection
 //!   buffer and the time they arrived; it answers [`Feed::NeedMore`] (drop
-//!   `consumed` bytes, read again) or [`Feed::Complete`];
+//!   `consumed` bytes, read again) or [`Feed::Complete`]; a failure is the
+//!   request's [`Finish`] (bad framing with its cause, a head too large);
 //! - [`Exchange::handle_eof`] when the peer closed (a body delimited by the
-//!   close ends there), [`Exchange::handle_fault`] to classify a socket error;
-//! - [`Exchange::finish`] once complete: the [`Finish`] to record.
+//!   close ends there), [`Exchange::handle_fault`] to classify a socket error,
+//!   [`Exchange::may_retry`] to decide whether a request that met a closed
+//!   connection is sent again on a fresh one;
+//! - [`Exchange::finish`] once complete: the [`Finish`] to record;
+//! - [`Exchange::handle_idle`] for bytes that arrive on an idle connection.
+//!
+//! The connection-lifecycle rules (RFC 9112 section 9.3, RFC 9110 section
+//! 9.2.2): bytes after a complete response, or on an idle connection, were
+//! asked for by no request: the connection is closed and they are counted
+//! apart ([`Feed::Complete::unsolicited`], [`Idle::Unsolicited`]), never
+//! charged to the next request; a `408` or a close on an idle connection is
+//! the server timing it out ([`Idle::Closed`]); a request whose reused
+//! connection turns out closed before any byte of its response arrived is
+//! retried once on a fresh connection when its method is idempotent.
 //!
 //! Inter-token gaps go into a slice the caller owns (at most its length per
 //! request, [`GAP_CAP`] in both engines; more are counted and dropped), so
@@ -20,20 +34,20 @@
 //! use metronome_core::exchange::{Exchange, Feed};
 //! use metronome_core::ledger::Finish;
 //!
-//! let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+//! let wire = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
 //!     30\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n\
 //!     30\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"yo\"}}]}\n\n\r\n\
 //!     e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
 //! let mut gaps = [0u64; 16];
 //! let mut ex = Exchange::new(true);
-//! ex.begin(1_000, 1_500); // intended, sent
+//! ex.begin(1_000, 1_500, b"POST /v1/chat/completions HTTP/1.1\r\n\r\n"); // intended, sent
 //! // The head, the first chunk and "30" arrive at 10 us: the partial
 //! // chunk-size line is not consumed and stays at the front of the buffer.
-//! assert_eq!(ex.handle_read(10_000, &wire[..103], &mut gaps), Ok(Feed::NeedMore { consumed: 101 }));
+//! assert_eq!(ex.handle_read(10_000, &wire[..136], &mut gaps), Ok(Feed::NeedMore { consumed: 134 }));
 //! // The rest arrives at 25 us, after the two bytes kept.
 //! assert_eq!(
-//!     ex.handle_read(25_000, &wire[101..], &mut gaps),
-//!     Ok(Feed::Complete { consumed: wire.len() - 101, keep_alive: true })
+//!     ex.handle_read(25_000, &wire[134..], &mut gaps),
+//!     Ok(Feed::Complete { consumed: wire.len() - 134, keep_alive: true, unsolicited: false })
 //! );
 //! let Finish::Stream { timing, gaps } = ex.finish(&gaps) else { panic!() };
 //! assert_eq!(timing.first_content_ns, Some(10_000));
@@ -41,9 +55,10 @@
 //! assert_eq!(gaps, [15_000]);
 //! ```
 
+use crate::http::ParseError;
 use crate::ledger::Finish;
-use crate::measure::{ErrorKind, StreamTiming};
-use crate::response::{ReadEvent, Reader};
+use crate::measure::{ErrorKind, FramingCause, StreamTiming};
+use crate::response::{ReadError, ReadEvent, Reader};
 
 /// Inter-token gaps the engines keep per request (the length of the slice
 /// they pass); more are counted ([`Exchange::dropped_gaps`]) and dropped.
@@ -61,12 +76,25 @@ pub enum Feed {
     /// The response is complete: drop `consumed` bytes from the front of
     /// the buffer and call [`Exchange::finish`].
     Complete {
-        /// Bytes of the input consumed (bytes after them are not this
-        /// response's).
+        /// Bytes of the input consumed.
         consumed: usize,
-        /// Whether the connection may carry the next request.
+        /// Whether the connection may carry the next request: the server
+        /// allows it and no unsolicited bytes followed.
         keep_alive: bool,
+        /// Bytes followed the response that no request asked for: close the
+        /// connection (never keep-alive) and count them apart.
+        unsolicited: bool,
     },
+}
+
+/// What bytes on an idle connection mean ([`Exchange::handle_idle`]). Either
+/// way the connection is closed and replaced; no request is charged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// A `408 Request Timeout`: the server timed the idle connection out.
+    Closed,
+    /// Anything else: bytes no request asked for.
+    Unsolicited,
 }
 
 /// One request/response exchange on one connection; see the
@@ -76,10 +104,18 @@ pub struct Exchange {
     reader: Reader,
     expect_stream: bool,
     status: Option<u16>,
+    /// The head declared `Content-Type: text/event-stream`.
+    event_stream: bool,
     stream_error: bool,
     timing: StreamTiming,
     /// Gaps written into the caller's slice for the current request.
     gaps: usize,
+    /// Some byte of the current response arrived.
+    response_bytes: bool,
+    /// The current request's method is idempotent (RFC 9110 section 9.2.2).
+    idempotent: bool,
+    /// Requests begun on this connection (the current one included).
+    served: u64,
     /// Gaps that did not fit, over the life of this exchange.
     dropped_gaps: u64,
 }
@@ -88,30 +124,61 @@ impl Exchange {
     /// An exchange for a connection; `expect_stream`: responses are
     /// OpenAI-style event streams (a 2xx body is decoded as SSE).
     pub const fn new(expect_stream: bool) -> Self {
+        Self::with_max_head(expect_stream, crate::http::DEFAULT_MAX_HEAD)
+    }
+
+    /// An exchange whose response heads may be at most `max_head` bytes
+    /// (more is [`ErrorKind::TooLarge`]).
+    pub const fn with_max_head(expect_stream: bool, max_head: usize) -> Self {
         Self {
-            reader: Reader::new(expect_stream),
+            reader: Reader::with_max_head(expect_stream, max_head),
             expect_stream,
             status: None,
+            event_stream: false,
             stream_error: false,
             timing: StreamTiming::new(0, 0),
             gaps: 0,
+            response_bytes: false,
+            idempotent: true,
+            served: 0,
             dropped_gaps: 0,
         }
     }
 
-    /// The request intended at `intended_ns` was written at `sent_ns`:
-    /// forget the previous response's facts.
-    pub fn begin(&mut self, intended_ns: u64, sent_ns: u64) {
+    /// The request `request` (its encoded bytes), intended at
+    /// `intended_ns`, was written at `sent_ns`: forget the previous
+    /// response's facts. A `HEAD` request's response has no body.
+    ///
+    /// ```
+    /// use metronome_core::exchange::{Exchange, Feed};
+    /// let mut ex = Exchange::new(false);
+    /// ex.begin(0, 0, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n");
+    /// let head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+    /// assert_eq!(
+    ///     ex.handle_read(1, head, &mut []),
+    ///     Ok(Feed::Complete { consumed: head.len(), keep_alive: true, unsolicited: false })
+    /// );
+    /// ```
+    pub fn begin(&mut self, intended_ns: u64, sent_ns: u64, request: &[u8]) {
         self.status = None;
+        self.event_stream = false;
         self.stream_error = false;
         self.timing = StreamTiming::new(intended_ns, sent_ns);
         self.gaps = 0;
+        self.response_bytes = false;
+        let method = method(request);
+        self.idempotent = is_idempotent(method);
+        self.served += 1;
+        if method == b"HEAD" {
+            self.reader.expect_no_body();
+        }
     }
 
     /// The connection was closed or replaced: the next bytes start a new
-    /// response.
+    /// response on a new connection.
     pub fn reset_connection(&mut self) {
         self.reader.reset();
+        self.served = 0;
     }
 
     /// Feeds the unconsumed bytes of the connection buffer, read at
@@ -119,29 +186,50 @@ impl Exchange {
     /// not consume. Gaps between content chunks go into `gaps`.
     ///
     /// # Errors
-    /// [`ErrorKind::Malformed`] when the response cannot be parsed; the
-    /// connection must be closed.
+    /// The request's [`Finish`] when the response cannot be read: bad
+    /// framing (with its cause: a TLS or HTTP/2 server is told apart) or
+    /// a head over the limit. The connection must be closed.
+    ///
+    /// ```
+    /// use metronome_core::exchange::Exchange;
+    /// use metronome_core::ledger::Finish;
+    /// use metronome_core::measure::{ErrorKind, FramingCause};
+    /// let mut ex = Exchange::new(false);
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// // A TLS server's alert, answering plain HTTP.
+    /// assert_eq!(ex.handle_read(1, b"\x15\x03\x03\x00\x02\x02\x46", &mut []), Err(Finish::Framing(FramingCause::Tls)));
+    /// let mut ex = Exchange::with_max_head(false, 24);
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert_eq!(
+    ///     ex.handle_read(1, b"HTTP/1.1 200 OK\r\nServer: a-long-name\r\n", &mut []),
+    ///     Err(Finish::Error(ErrorKind::TooLarge))
+    /// );
+    /// ```
     pub fn handle_read(
         &mut self,
         now_ns: u64,
         input: &[u8],
         gaps: &mut [u64],
-    ) -> Result<Feed, ErrorKind> {
+    ) -> Result<Feed, Finish<'static>> {
+        let first = !self.response_bytes;
+        self.response_bytes |= !input.is_empty();
         let mut pos = 0;
         loop {
-            let (used, event) = self
-                .reader
-                .feed(&input[pos..])
-                .map_err(|_| ErrorKind::Malformed)?;
+            let (used, event) = match self.reader.feed(&input[pos..]) {
+                Ok(r) => r,
+                Err(e) => return Err(read_failure(e, first.then_some(input))),
+            };
             pos += used;
             match event {
                 None if used == 0 => return Ok(Feed::NeedMore { consumed: pos }),
                 None => {}
                 Some(ev) => {
                     if let Some(keep_alive) = self.apply(now_ns, ev, gaps) {
+                        let unsolicited = pos < input.len();
                         return Ok(Feed::Complete {
                             consumed: pos,
-                            keep_alive,
+                            keep_alive: keep_alive && !unsolicited,
+                            unsolicited,
                         });
                     }
                 }
@@ -156,21 +244,21 @@ impl Exchange {
     ///
     /// # Errors
     /// [`ErrorKind::StreamCut`] when a stream's head had arrived, else
-    /// [`ErrorKind::Reset`].
+    /// [`ErrorKind::Reset`] (see [`Exchange::may_retry`]).
     ///
     /// ```
     /// use metronome_core::exchange::{Exchange, Feed};
     /// use metronome_core::ledger::Finish;
     /// use metronome_core::measure::ErrorKind;
     /// let mut ex = Exchange::new(false);
-    /// ex.begin(0, 0);
+    /// ex.begin(0, 0, b"GET / HTTP/1.0\r\n\r\n");
     /// let head = b"HTTP/1.0 200 OK\r\n\r\nbody until close";
     /// assert_eq!(ex.handle_read(7, head, &mut []), Ok(Feed::NeedMore { consumed: head.len() }));
     /// assert_eq!(ex.handle_eof(9, &mut []), Ok(()));
     /// assert_eq!(ex.finish(&[]), Finish::Ok);
     /// // A Content-Length body cut short is a reset.
     /// let mut ex = Exchange::new(false);
-    /// ex.begin(0, 0);
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
     /// ex.handle_read(7, b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", &mut []).unwrap();
     /// assert_eq!(ex.handle_eof(9, &mut []), Err(ErrorKind::Reset));
     /// ```
@@ -195,7 +283,7 @@ impl Exchange {
     /// use metronome_core::exchange::Exchange;
     /// use metronome_core::measure::ErrorKind;
     /// let mut ex = Exchange::new(true);
-    /// ex.begin(0, 0);
+    /// ex.begin(0, 0, b"POST / HTTP/1.1\r\n\r\n");
     /// assert_eq!(ex.handle_fault(ErrorKind::Reset), ErrorKind::Reset);
     /// ex.handle_read(5, b"HTTP/1.1 200 OK\r\n\r\n", &mut []).unwrap();
     /// assert_eq!(ex.handle_fault(ErrorKind::Reset), ErrorKind::StreamCut);
@@ -209,15 +297,75 @@ impl Exchange {
         }
     }
 
+    /// Whether a request that failed with `kind` is sent again, once, on a
+    /// fresh connection (its clock still running from its intended time):
+    /// the connection was reused (the server may have closed it while idle,
+    /// a race no client can avoid), it was closed or reset before any byte
+    /// of the response arrived, the request was not retried already, and
+    /// its method is idempotent (RFC 9110 section 9.2.2) or
+    /// `allow_non_idempotent` (`--retry-non-idempotent`).
+    ///
+    /// ```
+    /// use metronome_core::exchange::Exchange;
+    /// use metronome_core::measure::ErrorKind;
+    /// let mut ex = Exchange::new(false);
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert!(!ex.may_retry(ErrorKind::Reset, false, false)); // a fresh connection
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n"); // the second request on it
+    /// assert!(ex.may_retry(ErrorKind::Reset, false, false));
+    /// assert!(!ex.may_retry(ErrorKind::Reset, true, false)); // once
+    /// assert!(!ex.may_retry(ErrorKind::Timeout, false, false));
+    /// ex.begin(0, 0, b"POST / HTTP/1.1\r\n\r\n");
+    /// assert!(!ex.may_retry(ErrorKind::Reset, false, false));
+    /// assert!(ex.may_retry(ErrorKind::Reset, false, true));
+    /// ```
+    pub fn may_retry(
+        &self,
+        kind: ErrorKind,
+        already_retried: bool,
+        allow_non_idempotent: bool,
+    ) -> bool {
+        kind == ErrorKind::Reset
+            && !self.response_bytes
+            && self.served > 1
+            && !already_retried
+            && (self.idempotent || allow_non_idempotent)
+    }
+
     /// How the complete response ended, borrowing its timing and the gaps
     /// written into `gaps` (the slice given to [`Exchange::handle_read`]).
     pub fn finish<'a>(&'a self, gaps: &'a [u64]) -> Finish<'a> {
+        if self.expect_stream
+            && self.status.is_some_and(|s| (200..300).contains(&s))
+            && !self.event_stream
+        {
+            return Finish::Error(ErrorKind::NotEventStream);
+        }
         Finish::for_response(self.status, self.stream_error, self.expect_stream).unwrap_or(
             Finish::Stream {
                 timing: &self.timing,
                 gaps: &gaps[..self.gaps.min(gaps.len())],
             },
         )
+    }
+
+    /// Bytes arrived on an idle connection (no request in flight): a `408`
+    /// is the server timing the connection out, anything else is
+    /// unsolicited. Either way the caller closes the connection.
+    ///
+    /// ```
+    /// use metronome_core::exchange::{Exchange, Idle};
+    /// assert_eq!(Exchange::handle_idle(b"HTTP/1.1 408 Request Timeout\r\n"), Idle::Closed);
+    /// assert_eq!(Exchange::handle_idle(b"HTTP/1.1 200 OK\r\n\r\n"), Idle::Unsolicited);
+    /// ```
+    pub fn handle_idle(input: &[u8]) -> Idle {
+        let timed_out =
+            input.len() >= 12 && input.starts_with(b"HTTP/1.") && &input[8..12] == b" 408";
+        if timed_out {
+            Idle::Closed
+        } else {
+            Idle::Unsolicited
+        }
     }
 
     /// True once a stream's response head has arrived.
@@ -234,7 +382,10 @@ impl Exchange {
     /// Applies one reader event; `Some(keep_alive)` when the response is complete.
     fn apply(&mut self, now_ns: u64, ev: ReadEvent, gaps: &mut [u64]) -> Option<bool> {
         match ev {
-            ReadEvent::Head { status } => self.status = Some(status),
+            ReadEvent::Head { status } => {
+                self.status = Some(status);
+                self.event_stream = self.reader.event_stream();
+            }
             ReadEvent::Content => {
                 if let Some(gap) = self.timing.on_content(now_ns) {
                     match gaps.get_mut(self.gaps) {
@@ -255,5 +406,54 @@ impl Exchange {
             }
         }
         None
+    }
+}
+
+/// The method of an encoded request: the bytes before the first space.
+fn method(request: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b' ', request).unwrap_or(request.len());
+    &request[..end]
+}
+
+/// RFC 9110 section 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are
+/// idempotent.
+fn is_idempotent(method: &[u8]) -> bool {
+    matches!(
+        method,
+        b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE"
+    )
+}
+
+/// The request's finish for a response that cannot be read. `first`: the
+/// first bytes of the response, when they are at the front of the input
+/// (to tell a TLS or HTTP/2 server apart from a broken HTTP/1.1 one).
+fn read_failure(e: ReadError, first: Option<&[u8]>) -> Finish<'static> {
+    let cause = match e {
+        ReadError::Http(ParseError::HeadTooLarge) => return Finish::Error(ErrorKind::TooLarge),
+        ReadError::Http(ParseError::Http(httparse::Error::TooManyHeaders)) => {
+            return Finish::Error(ErrorKind::TooLarge)
+        }
+        ReadError::Http(ParseError::Http(_)) => match first.and_then(sniff) {
+            Some(cause) => cause,
+            None => FramingCause::Head,
+        },
+        ReadError::Http(ParseError::ContentLength) => FramingCause::ContentLength,
+        ReadError::Http(ParseError::ChunkSize) => FramingCause::ChunkSize,
+        ReadError::Http(ParseError::ChunkFraming) => FramingCause::ChunkFraming,
+        ReadError::Http(ParseError::Upgrade) => FramingCause::Upgrade,
+        _ => FramingCause::Head,
+    };
+    Finish::Framing(cause)
+}
+
+/// Another protocol on an HTTP/1.1 port: a TLS record (handshake or alert:
+/// content type 20-23, major version 3), or an HTTP/2 frame header whose
+/// type is SETTINGS or GOAWAY on stream 0 (what an HTTP/2-only server
+/// sends first).
+fn sniff(first: &[u8]) -> Option<FramingCause> {
+    match first {
+        [20..=23, 3, ..] => Some(FramingCause::Tls),
+        [_, _, _, 4 | 7, _, 0, 0, 0, 0, ..] => Some(FramingCause::Http2),
+        _ => None,
     }
 }

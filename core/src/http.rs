@@ -42,11 +42,11 @@ use core::mem::MaybeUninit;
 
 /// The largest number of headers a response head may carry; more gives
 /// [`ParseError::HeadTooLarge`].
-pub const MAX_HEADERS: usize = 64;
+pub const MAX_HEADERS: usize = 256;
 
 /// The default largest response head (status line, headers and the blank
-/// line), in bytes: 8 KiB.
-pub const DEFAULT_MAX_HEAD: usize = 8 * 1024;
+/// line), in bytes: 32 KiB (`--max-header-bytes` changes it).
+pub const DEFAULT_MAX_HEAD: usize = 32 * 1024;
 
 /// Why a response could not be decoded. Every variant ends the connection:
 /// the engine counts the response as malformed and replaces the connection.

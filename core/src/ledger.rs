@@ -8,8 +8,13 @@
 //! - a send counts in the interval of its send time, a completion in the
 //!   interval of its completion time; a completion after the end (in the
 //!   grace period) counts in the last interval;
-//! - a request the run's hard end caught before it was sent (`unsent`)
-//!   counts as a timeout;
+//! - a due request is sent, dropped (too many in flight) or never sent
+//!   ([`Unsent`]: no connection could be opened for it, or the run's hard
+//!   end came before a free connection); a sent one is ok or fails with
+//!   exactly one [`ErrorKind`]: `scheduled = sent + dropped + unsent` and
+//!   `sent = ok + errors`;
+//! - connection events charged to no request (a close or `408` on an idle
+//!   connection, unsolicited bytes) and retries are counted apart;
 //! - in the closed model the send is the intended time, and a success also
 //!   enters the corrected histogram (with HdrHistogram's correction when an
 //!   expected interval is given).
@@ -35,7 +40,7 @@
 //! assert_eq!(intervals[0].ok, 1);
 //! ```
 
-use crate::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use crate::measure::{ErrorKind, FramingCause, Interval, Recorder, StreamTiming, Unsent};
 use crate::plan::Plan;
 
 /// How one request ended, borrowed: what a [`Ledger`] needs to record it.
@@ -48,6 +53,9 @@ pub enum Finish<'a> {
     Status(u16),
     /// A fault, by kind.
     Error(ErrorKind),
+    /// A response with bad HTTP framing, by cause
+    /// ([`ErrorKind::BadFraming`]).
+    Framing(FramingCause),
     /// A streamed response that reached its end; the recorder decides
     /// whether it succeeded (it needs content and `[DONE]`).
     Stream {
@@ -159,17 +167,51 @@ impl<'p> Ledger<'p> {
         true
     }
 
-    /// Request intended at `intended_ns` was never sent: the run's hard end
-    /// came first (`at_ns`). It counts as a timeout. Returns true when recorded.
-    pub fn unsent(&self, tally: &mut Tally<'_>, intended_ns: u64, at_ns: u64) -> bool {
+    /// Request intended at `intended_ns` was never sent, for `reason`, at
+    /// `at_ns`. Returns true when recorded (not warmup).
+    pub fn unsent(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        at_ns: u64,
+        reason: Unsent,
+    ) -> bool {
         if !self.plan.is_measured(intended_ns) {
             return false;
         }
-        tally.recorder.record_error(ErrorKind::Timeout);
+        tally.recorder.record_unsent(reason);
         if let Some(iv) = tally.interval(self.plan, at_ns) {
-            iv.errors += 1;
+            iv.unsent += 1;
         }
         true
+    }
+
+    /// Request intended at `intended_ns` is sent a second time, on a fresh
+    /// connection ([`crate::exchange::Exchange::may_retry`]). Returns true
+    /// when recorded (not warmup).
+    pub fn retried(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+        let measured = self.plan.is_measured(intended_ns);
+        if measured {
+            tally.recorder.retried += 1;
+        }
+        measured
+    }
+
+    /// At `at_ns` a connection was closed by the server while idle (a close,
+    /// a half-close or a `408`): charged to no request. Counted from the
+    /// end of the warmup.
+    pub fn idle_closed(&self, tally: &mut Tally<'_>, at_ns: u64) {
+        if self.plan.is_measured(at_ns) {
+            tally.recorder.idle_closed += 1;
+        }
+    }
+
+    /// At `at_ns` a connection was closed because bytes no request asked
+    /// for arrived: charged to no request. Counted from the end of the warmup.
+    pub fn unsolicited(&self, tally: &mut Tally<'_>, at_ns: u64) {
+        if self.plan.is_measured(at_ns) {
+            tally.recorder.unsolicited += 1;
+        }
     }
 
     /// Request intended at `intended_ns`, sent at `sent_ns`, finished (or
@@ -237,6 +279,10 @@ impl<'p> Ledger<'p> {
             }
             Finish::Error(kind) => {
                 rec.record_error(kind);
+                false
+            }
+            Finish::Framing(cause) => {
+                rec.record_framing(cause);
                 false
             }
             Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).is_ok(),

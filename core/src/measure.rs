@@ -26,45 +26,53 @@ use core::fmt;
 use crate::histogram::Histogram;
 use crate::plan::Slo;
 
-/// Why a request failed.
+/// Why a sent request failed: every failed request has exactly one kind.
+/// (Requests never sent are [`Unsent`], not errors.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorKind {
-    /// The connection could not be opened (refused, unreachable).
-    Connect,
-    /// The connection was reset or closed before the response completed.
+    /// The connection was reset or closed before the response completed
+    /// (and the request could not be retried).
     Reset,
     /// No complete response within the timeout after the send.
     Timeout,
     /// The server answered with a non-success HTTP status.
     Status,
-    /// The response could not be parsed.
-    Malformed,
+    /// The response's HTTP framing was bad; [`FramingCause`] says how.
+    BadFraming,
+    /// The response head was over the size or header-count limit
+    /// (`--max-header-bytes`).
+    TooLarge,
     /// A stream ended (connection closed or response ended) before `data: [DONE]`.
     StreamCut,
     /// The stream carried an error event or error object.
     StreamError,
     /// A stream reached `[DONE]` without a single content chunk.
     NoContent,
+    /// A stream was asked for, and a 2xx response came without
+    /// `Content-Type: text/event-stream` (a server that ignores `stream: true`).
+    NotEventStream,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
 
     /// Every kind, in [`ErrorKind::index`] order.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
-        ErrorKind::Connect,
         ErrorKind::Reset,
         ErrorKind::Timeout,
         ErrorKind::Status,
-        ErrorKind::Malformed,
+        ErrorKind::BadFraming,
+        ErrorKind::TooLarge,
         ErrorKind::StreamCut,
         ErrorKind::StreamError,
         ErrorKind::NoContent,
+        ErrorKind::NotEventStream,
     ];
 
-    /// The kind's key in reports: `connect`, `reset`, `timeout`, `status`,
-    /// `malformed`, `stream_cut`, `stream_error`, `no_content`.
+    /// The kind's key in reports: `reset`, `timeout`, `status`,
+    /// `bad_framing`, `too_large`, `stream_cut`, `stream_error`,
+    /// `no_content`, `not_event_stream`.
     ///
     /// # Example
     /// ```
@@ -73,14 +81,15 @@ impl ErrorKind {
     /// ```
     pub const fn name(self) -> &'static str {
         match self {
-            ErrorKind::Connect => "connect",
             ErrorKind::Reset => "reset",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Status => "status",
-            ErrorKind::Malformed => "malformed",
+            ErrorKind::BadFraming => "bad_framing",
+            ErrorKind::TooLarge => "too_large",
             ErrorKind::StreamCut => "stream_cut",
             ErrorKind::StreamError => "stream_error",
             ErrorKind::NoContent => "no_content",
+            ErrorKind::NotEventStream => "not_event_stream",
         }
     }
 
@@ -92,8 +101,103 @@ impl ErrorKind {
     /// for (i, k) in ErrorKind::ALL.iter().enumerate() {
     ///     assert_eq!(k.index(), i);
     /// }
-    /// assert_eq!(ErrorKind::NoContent.index(), 7);
+    /// assert_eq!(ErrorKind::NotEventStream.index(), 8);
     /// ```
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a due request was never sent (it is neither ok nor an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Unsent {
+    /// No connection could be opened for it (refused, unreachable, out of
+    /// descriptors).
+    Connect,
+    /// It waited for a free connection until the run's hard end.
+    Timeout,
+}
+
+impl Unsent {
+    /// Number of reasons.
+    pub const COUNT: usize = 2;
+    /// Every reason, in index order.
+    pub const ALL: [Unsent; Unsent::COUNT] = [Unsent::Connect, Unsent::Timeout];
+
+    /// The reason's key in reports: `connect`, `timeout`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Unsent::Connect => "connect",
+            Unsent::Timeout => "timeout",
+        }
+    }
+
+    /// Position in [`Unsent::ALL`] and in [`Recorder::unsent`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a response's HTTP framing was bad ([`ErrorKind::BadFraming`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FramingCause {
+    /// The status line or a header was malformed.
+    Head,
+    /// `Content-Length` was invalid or conflicting.
+    ContentLength,
+    /// A chunk-size line was invalid.
+    ChunkSize,
+    /// A chunk's data was not followed by CRLF.
+    ChunkFraming,
+    /// The server switched protocols (101).
+    Upgrade,
+    /// The port speaks TLS: the URL needs `https://`.
+    Tls,
+    /// The port speaks HTTP/2 only.
+    Http2,
+}
+
+impl FramingCause {
+    /// Number of causes.
+    pub const COUNT: usize = 7;
+    /// Every cause, in index order.
+    pub const ALL: [FramingCause; FramingCause::COUNT] = [
+        FramingCause::Head,
+        FramingCause::ContentLength,
+        FramingCause::ChunkSize,
+        FramingCause::ChunkFraming,
+        FramingCause::Upgrade,
+        FramingCause::Tls,
+        FramingCause::Http2,
+    ];
+
+    /// What a user reads: the cause and, where there is one, the fix.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            FramingCause::Head => "malformed status line or header",
+            FramingCause::ContentLength => "invalid or conflicting Content-Length",
+            FramingCause::ChunkSize => "invalid chunk-size line",
+            FramingCause::ChunkFraming => "missing CRLF after chunk data",
+            FramingCause::Upgrade => "unsupported 101 Switching Protocols",
+            FramingCause::Tls => "the port speaks TLS: use https://",
+            FramingCause::Http2 => "the port speaks HTTP/2 only: metronome speaks HTTP/1.1",
+        }
+    }
+
+    /// The cause's key in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FramingCause::Head => "head",
+            FramingCause::ContentLength => "content_length",
+            FramingCause::ChunkSize => "chunk_size",
+            FramingCause::ChunkFraming => "chunk_framing",
+            FramingCause::Upgrade => "upgrade",
+            FramingCause::Tls => "tls",
+            FramingCause::Http2 => "http2",
+        }
+    }
+
+    /// Position in [`FramingCause::ALL`] and in [`Recorder::framing`].
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -275,8 +379,9 @@ pub struct ThreadStats {
     pub sent: u64,
 }
 
-/// Number of HTTP status codes tracked in [`Recorder::status`]: 100..=599.
-pub const STATUS_CODES: usize = 500;
+/// Number of HTTP status codes tracked in [`Recorder::status`]: every
+/// three-digit code, 100..=999.
+pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
@@ -309,6 +414,18 @@ pub struct Recorder {
     pub ok: u64,
     /// Requests dropped above the in-flight limit.
     pub dropped: u64,
+    /// Requests never sent, by [`Unsent::index`] (neither ok nor errors).
+    pub unsent: [u64; Unsent::COUNT],
+    /// Requests sent a second time on a fresh connection after the reused
+    /// one was found closed before any response byte (counted once per
+    /// request; the retry is the request's only send in `sent`).
+    pub retried: u64,
+    /// Connections the server closed while they were idle (a close, a
+    /// half-close or a `408`), detected before reuse: charged to no request.
+    pub idle_closed: u64,
+    /// Connections closed because bytes arrived that no request asked for
+    /// (after a complete response, or while idle): charged to no request.
+    pub unsolicited: u64,
     /// Requests that timed out (also counted in `errors[Timeout]`).
     pub timeouts: u64,
     /// Successful requests that met every SLO bound that is set.
@@ -317,8 +434,10 @@ pub struct Recorder {
     pub output_tokens: u64,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
+    /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
+    pub framing: [u64; FramingCause::COUNT],
     /// Non-success HTTP responses by status code: `status[code - 100]` for
-    /// codes 100..=599.
+    /// codes 100..=999.
     pub status: [u64; STATUS_CODES],
 }
 
@@ -355,10 +474,15 @@ impl Recorder {
             sent: 0,
             ok: 0,
             dropped: 0,
+            unsent: [0; Unsent::COUNT],
+            retried: 0,
+            idle_closed: 0,
+            unsolicited: 0,
             timeouts: 0,
             good: 0,
             output_tokens: 0,
             errors: [0; ErrorKind::COUNT],
+            framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
         }
     }
@@ -495,8 +619,8 @@ impl Recorder {
         }
     }
 
-    /// A non-success HTTP status `code`: counts `errors[Status]` and, for codes
-    /// 100..=599, `status[code - 100]` (other codes only in `errors`).
+    /// A non-success HTTP status `code`: counts `errors[Status]` and
+    /// `status[code - 100]` (every three-digit code; the parser accepts no other).
     ///
     /// # Example
     /// ```
@@ -505,7 +629,7 @@ impl Recorder {
     /// r.record_status(503);
     /// r.record_status(999);
     /// assert_eq!(r.errors[ErrorKind::Status.index()], 2);
-    /// assert_eq!(r.status[403], 1);
+    /// assert_eq!((r.status[403], r.status[899]), (1, 1));
     /// ```
     pub fn record_status(&mut self, code: u16) {
         self.record_error(ErrorKind::Status);
@@ -529,13 +653,49 @@ impl Recorder {
         self.dropped = self.dropped.saturating_add(1);
     }
 
+    /// A due request was never sent, for `reason`.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::{Recorder, Unsent};
+    /// let mut r = Recorder::new();
+    /// r.record_unsent(Unsent::Connect);
+    /// assert_eq!((r.unsent_total(), r.errors_total()), (1, 0));
+    /// ```
+    pub fn record_unsent(&mut self, reason: Unsent) {
+        let u = &mut self.unsent[reason.index()];
+        *u = u.saturating_add(1);
+    }
+
+    /// All requests never sent, over every reason.
+    pub fn unsent_total(&self) -> u64 {
+        self.unsent.iter().fold(0u64, |a, &e| a.saturating_add(e))
+    }
+
+    /// A response with bad framing, for `cause`: counts
+    /// `errors[BadFraming]` and `framing[cause]`.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::{ErrorKind, FramingCause, Recorder};
+    /// let mut r = Recorder::new();
+    /// r.record_framing(FramingCause::Tls);
+    /// assert_eq!(r.errors[ErrorKind::BadFraming.index()], 1);
+    /// assert_eq!(r.framing[FramingCause::Tls.index()], 1);
+    /// ```
+    pub fn record_framing(&mut self, cause: FramingCause) {
+        self.record_error(ErrorKind::BadFraming);
+        let f = &mut self.framing[cause.index()];
+        *f = f.saturating_add(1);
+    }
+
     /// All failed requests, over every kind.
     ///
     /// # Example
     /// ```
     /// use metronome_core::measure::{ErrorKind, Recorder};
     /// let mut r = Recorder::new();
-    /// r.record_error(ErrorKind::Connect);
+    /// r.record_error(ErrorKind::Reset);
     /// r.record_status(500);
     /// assert_eq!(r.errors_total(), 2);
     /// ```
@@ -567,10 +727,19 @@ impl Recorder {
             (&mut self.sent, other.sent),
             (&mut self.ok, other.ok),
             (&mut self.dropped, other.dropped),
+            (&mut self.retried, other.retried),
+            (&mut self.idle_closed, other.idle_closed),
+            (&mut self.unsolicited, other.unsolicited),
             (&mut self.timeouts, other.timeouts),
             (&mut self.good, other.good),
             (&mut self.output_tokens, other.output_tokens),
         ] {
+            *a = a.saturating_add(b);
+        }
+        for (a, &b) in self.unsent.iter_mut().zip(&other.unsent) {
+            *a = a.saturating_add(b);
+        }
+        for (a, &b) in self.framing.iter_mut().zip(&other.framing) {
             *a = a.saturating_add(b);
         }
         for (a, &b) in self.errors.iter_mut().zip(&other.errors) {
@@ -594,6 +763,8 @@ pub struct Interval {
     pub ok: u64,
     /// Failed requests in the interval.
     pub errors: u64,
+    /// Requests never sent, counted in the interval they were given up.
+    pub unsent: u64,
     /// Latency (completion - intended) of the interval's successful requests.
     pub latency: Histogram,
     /// Send lag (send - intended) of the interval's sent requests.
@@ -613,6 +784,7 @@ impl Interval {
             sent: 0,
             ok: 0,
             errors: 0,
+            unsent: 0,
             latency: Histogram::new(),
             send_lag: Histogram::new(),
         }
@@ -636,6 +808,7 @@ impl Interval {
         self.sent = self.sent.saturating_add(other.sent);
         self.ok = self.ok.saturating_add(other.ok);
         self.errors = self.errors.saturating_add(other.errors);
+        self.unsent = self.unsent.saturating_add(other.unsent);
         self.latency.merge(&other.latency);
         self.send_lag.merge(&other.send_lag);
     }

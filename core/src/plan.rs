@@ -107,7 +107,25 @@ pub struct Plan<'a> {
     pub spin: Spin,
     /// Width of one report interval.
     pub interval_ns: u64,
+    /// The largest response head accepted, in bytes (at most
+    /// [`READ_BUF_BYTES`]); a larger one is [`crate::measure::ErrorKind::TooLarge`].
+    pub max_head_bytes: usize,
+    /// Retry non-idempotent requests (POST) too when their reused
+    /// connection was found closed before any response byte.
+    pub retry_non_idempotent: bool,
 }
+
+/// The highest rate a plan may offer, requests per second. No engine
+/// thread sends faster than about one request per microsecond (measured
+/// 1.5-30 us of CPU per request, docs/benchmarks.md), so every request of a
+/// higher rate is dropped at best; and above it even counting the overdue
+/// requests as dropped outruns the std engine's pacer (measured about 4 M
+/// per second), so the run could not end on time.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Each engine connection's read buffer, in bytes: the largest response
+/// head there can be ([`Plan::max_head_bytes`]).
+pub const READ_BUF_BYTES: usize = 64 * 1024;
 
 impl Plan<'_> {
     /// End of the schedule, from the run start: `warmup_ns + duration_ns`.
@@ -182,6 +200,12 @@ pub enum PlanError {
     ZeroInterval,
     /// [`Model::Closed`] with 0 workers: give at least one worker.
     ClosedWithoutWorkers,
+    /// [`Plan::max_head_bytes`] is below 64 or above [`READ_BUF_BYTES`]:
+    /// give a head limit in that range.
+    MaxHeadBytes,
+    /// [`Plan::rate`] is above [`MAX_RATE`]: no engine can keep even the
+    /// count of such a schedule; give a lower rate (or more shards).
+    RateTooHigh,
     /// The schedule cannot be built (rate, burst size, burstiness or
     /// shard); see [`ScheduleError`] for the cause and fix.
     Schedule(ScheduleError),
@@ -199,6 +223,8 @@ impl fmt::Display for PlanError {
             PlanError::ZeroDuration => "the measured duration must be positive",
             PlanError::ZeroInterval => "the report interval must be positive",
             PlanError::ClosedWithoutWorkers => "a closed loop needs at least one worker",
+            PlanError::MaxHeadBytes => "the response head limit must be 64 bytes to 64 KiB",
+            PlanError::RateTooHigh => "the rate is above 10,000,000 requests per second",
             PlanError::Schedule(e) => return fmt::Display::fmt(e, f),
         })
     }
@@ -266,6 +292,12 @@ impl Plan<'_> {
         if let Model::Closed { workers: 0, .. } = self.model {
             return Err(PlanError::ClosedWithoutWorkers);
         }
+        if !(64..=READ_BUF_BYTES).contains(&self.max_head_bytes) {
+            return Err(PlanError::MaxHeadBytes);
+        }
+        if self.rate > MAX_RATE {
+            return Err(PlanError::RateTooHigh);
+        }
         self.schedule(self.shard).map(|_| ())
     }
 
@@ -305,6 +337,14 @@ impl Plan<'_> {
     /// ```
     pub fn request(&self, index: u64) -> &[u8] {
         self.requests[(index % self.requests.len() as u64) as usize]
+    }
+
+    /// The exchange state machine for one connection of this plan.
+    pub const fn exchange(&self) -> crate::exchange::Exchange {
+        crate::exchange::Exchange::with_max_head(
+            matches!(self.protocol, Protocol::OpenAiSse),
+            self.max_head_bytes,
+        )
     }
 
     /// Whether responses are decoded as OpenAI-style event streams.
@@ -410,6 +450,8 @@ pub fn example_plan() -> Plan<'static> {
         slo: Slo::default(),
         spin: Spin::Fixed { ns: 50_000 },
         interval_ns: 1_000_000_000,
+        max_head_bytes: crate::http::DEFAULT_MAX_HEAD,
+        retry_non_idempotent: false,
     }
 }
 

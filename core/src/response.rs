@@ -157,6 +157,8 @@ pub struct Reader {
     expect_stream: bool,
     /// The current body goes through the SSE decoder.
     stream: bool,
+    /// The current head declared `Content-Type: text/event-stream`.
+    event_stream: bool,
     keep_alive: bool,
     /// Body bytes at the front of the next input that the HTTP parser has
     /// already consumed but the SSE decoder has not.
@@ -209,6 +211,7 @@ impl Reader {
             sse: SseDecoder::new(),
             expect_stream,
             stream: false,
+            event_stream: false,
             keep_alive: false,
             pending: 0,
             queued: None,
@@ -249,10 +252,25 @@ impl Reader {
         self.http.reset();
         self.sse.reset();
         self.stream = false;
+        self.event_stream = false;
         self.keep_alive = false;
         self.pending = 0;
         self.queued = None;
         self.complete = false;
+    }
+
+    /// Whether the current response's head declared
+    /// `Content-Type: text/event-stream` (false before the head).
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::response::Reader;
+    /// let mut r = Reader::new(true);
+    /// r.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n").unwrap();
+    /// assert!(!r.event_stream());
+    /// ```
+    pub fn event_stream(&self) -> bool {
+        self.event_stream
     }
 
     /// Feeds the unconsumed bytes of the connection buffer: `input` must
@@ -308,9 +326,12 @@ impl Reader {
                 None if n == 0 => return Ok((pos, None)),
                 None => pos += n,
                 Some(Event::Head {
-                    status, keep_alive, ..
+                    status,
+                    keep_alive,
+                    event_stream,
                 }) => {
                     self.keep_alive = keep_alive;
+                    self.event_stream = event_stream;
                     self.stream = self.expect_stream && (200..300).contains(&status);
                     return Ok((pos + n, Some(ReadEvent::Head { status })));
                 }

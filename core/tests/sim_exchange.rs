@@ -12,11 +12,12 @@
 
 use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
 use metronome_core::ledger::Finish;
-use metronome_core::measure::{ErrorKind, StreamTiming};
+use metronome_core::measure::{ErrorKind, FramingCause, StreamTiming};
 
 const MS: u64 = 1_000_000;
 const INTENDED: u64 = MS;
 const SENT: u64 = 2 * MS;
+const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 
 /// How one drive of an exchange ended, owned (for comparisons).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +39,7 @@ enum Owned {
     Ok,
     Status(u16),
     Error(ErrorKind),
+    Framing(FramingCause),
     Stream {
         timing: StreamTiming,
         gaps: Vec<u64>,
@@ -49,6 +51,7 @@ fn own(f: Finish<'_>) -> Owned {
         Finish::Ok => Owned::Ok,
         Finish::Status(c) => Owned::Status(c),
         Finish::Error(k) => Owned::Error(k),
+        Finish::Framing(c) => Owned::Framing(c),
         Finish::Stream { timing, gaps } => Owned::Stream {
             timing: *timing,
             gaps: gaps.to_vec(),
@@ -60,7 +63,7 @@ fn own(f: Finish<'_>) -> Owned {
 /// end of file when `eof`.
 fn drive(reads: &[(u64, &[u8])], expect_stream: bool, eof: bool) -> End {
     let mut ex = Exchange::new(expect_stream);
-    ex.begin(INTENDED, SENT);
+    ex.begin(INTENDED, SENT, REQUEST);
     let mut gaps = vec![0u64; GAP_CAP];
     let mut buf: Vec<u8> = Vec::new();
     let mut last = SENT;
@@ -68,7 +71,8 @@ fn drive(reads: &[(u64, &[u8])], expect_stream: bool, eof: bool) -> End {
         last = t;
         buf.extend_from_slice(bytes);
         match ex.handle_read(t, &buf, &mut gaps) {
-            Err(kind) => return End::Fault(kind),
+            Err(Finish::Error(kind)) => return End::Fault(kind),
+            Err(other) => panic!("unexpected failure {other:?}"),
             Ok(Feed::NeedMore { consumed }) => {
                 assert!(consumed <= buf.len());
                 buf.drain(..consumed);
@@ -76,8 +80,10 @@ fn drive(reads: &[(u64, &[u8])], expect_stream: bool, eof: bool) -> End {
             Ok(Feed::Complete {
                 consumed,
                 keep_alive,
+                unsolicited,
             }) => {
                 buf.drain(..consumed);
+                assert_eq!(unsolicited, !buf.is_empty());
                 return End::Complete {
                     keep_alive,
                     finish: own(ex.finish(&gaps)),
@@ -254,7 +260,7 @@ fn stream_error_event_every_split() {
         data("a")
     );
     let wire = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     let segs: Vec<(u64, &[u8])> = vec![(9 * MS, wire.as_bytes())];
@@ -266,6 +272,133 @@ fn stream_error_event_every_split() {
             left: 0
         }
     );
+}
+
+/// A server that ignores `stream: true` and answers plain JSON: the body is
+/// read (the connection stays usable) and the request is `not_event_stream`.
+#[test]
+fn plain_json_to_a_stream_request_every_split() {
+    let body = r#"{"choices":[{"message":{"content":"hi"}}],"usage":{"completion_tokens":1}}"#;
+    let wire = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let segs: Vec<(u64, &[u8])> = vec![(9 * MS, wire.as_bytes())];
+    assert_eq!(
+        assert_every_split(&segs, true, false),
+        End::Complete {
+            keep_alive: true,
+            finish: Owned::Error(ErrorKind::NotEventStream),
+            left: 0
+        }
+    );
+}
+
+/// Framing failures carry their cause; a TLS or HTTP/2 server on the port
+/// is told apart from a broken HTTP/1.1 one; a head over the limit is
+/// `too_large`, not bad framing.
+#[test]
+fn framing_failures_name_their_cause() {
+    let cases: [(&[u8], Owned); 6] = [
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            Owned::Framing(FramingCause::ContentLength),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            Owned::Framing(FramingCause::ChunkSize),
+        ),
+        (b"SSH-2.0-OpenSSH_9.2\r\n", Owned::Framing(FramingCause::Head)),
+        // A TLS alert (what a TLS server answers to plain HTTP).
+        (b"\x15\x03\x01\x00\x02\x02\x32", Owned::Framing(FramingCause::Tls)),
+        // An HTTP/2 server's SETTINGS frame, then GOAWAY.
+        (
+            b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64",
+            Owned::Framing(FramingCause::Http2),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nX-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n",
+            Owned::Error(ErrorKind::TooLarge),
+        ),
+    ];
+    for (wire, expected) in cases {
+        let mut ex = Exchange::with_max_head(false, 64);
+        ex.begin(0, 0, REQUEST);
+        let got = ex.handle_read(1, wire, &mut []).map_err(own);
+        assert_eq!(got, Err(expected), "{:?}", String::from_utf8_lossy(wire));
+    }
+    // More headers than the parser holds is also too large.
+    let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for i in 0..300 {
+        many.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    let mut ex = Exchange::with_max_head(false, 1 << 20);
+    ex.begin(0, 0, REQUEST);
+    assert_eq!(
+        ex.handle_read(1, &many, &mut []).map_err(own),
+        Err(Owned::Error(ErrorKind::TooLarge))
+    );
+    // 256 headers are fine.
+    let mut ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n".to_vec();
+    for i in 0..255 {
+        ok.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+    }
+    ok.extend_from_slice(b"\r\n");
+    let mut ex = Exchange::with_max_head(false, 1 << 20);
+    ex.begin(0, 0, REQUEST);
+    assert!(matches!(
+        ex.handle_read(1, &ok, &mut []),
+        Ok(Feed::Complete {
+            keep_alive: true,
+            ..
+        })
+    ));
+}
+
+/// `HEAD`, `204` and `304` responses have no body, whatever their headers
+/// say (RFC 9112 section 6.3); `1xx` interim responses are skipped.
+#[test]
+fn bodiless_responses_every_split() {
+    for (request, wire) in [
+        (
+            &b"HEAD / HTTP/1.1\r\n\r\n"[..],
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"[..],
+        ),
+        (
+            b"GET / HTTP/1.1\r\n\r\n",
+            b"HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n",
+        ),
+        (
+            b"GET / HTTP/1.1\r\n\r\n",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+        ),
+    ] {
+        for cut in 0..=wire.len() {
+            let mut ex = Exchange::new(false);
+            ex.begin(0, 0, request);
+            let mut buf = wire[..cut].to_vec();
+            let first = ex.handle_read(1, &buf, &mut []).unwrap();
+            let consumed = match first {
+                Feed::NeedMore { consumed } => consumed,
+                Feed::Complete { .. } => {
+                    assert_eq!(cut, wire.len());
+                    continue;
+                }
+            };
+            buf.drain(..consumed);
+            buf.extend_from_slice(&wire[cut..]);
+            assert_eq!(
+                ex.handle_read(2, &buf, &mut []),
+                Ok(Feed::Complete {
+                    consumed: buf.len(),
+                    keep_alive: true,
+                    unsolicited: false
+                }),
+                "cut {cut}"
+            );
+        }
+    }
 }
 
 /// HTTP/1.0 read-until-close SSE: the end of file ends it, and the events
@@ -403,7 +536,7 @@ fn eof_in_every_state_of_a_read_until_close_stream() {
 fn gaps_beyond_the_slice_are_counted() {
     let mut wire = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n".to_vec();
     let mut ex = Exchange::new(true);
-    ex.begin(0, 0);
+    ex.begin(0, 0, REQUEST);
     let mut gaps = [0u64; 2];
     assert_eq!(
         ex.handle_read(1, &wire, &mut gaps),
@@ -429,15 +562,16 @@ fn gaps_beyond_the_slice_are_counted() {
     assert_eq!(timing.max_itl_ns, 40);
 }
 
-/// A pipelined second response stays in the buffer untouched.
+/// Bytes after a complete response were asked for by no request: they
+/// stay in the buffer, unconsumed, and the connection is not kept.
 #[test]
-fn bytes_after_a_complete_response_are_not_consumed() {
+fn bytes_after_a_complete_response_are_unsolicited() {
     let two = b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
     let end = drive(&[(5, two)], false, false);
     assert_eq!(
         end,
         End::Complete {
-            keep_alive: true,
+            keep_alive: false,
             finish: Owned::Ok,
             left: two.len() - 27
         }

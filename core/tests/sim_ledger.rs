@@ -6,7 +6,7 @@
 
 use metronome_core::histogram::Histogram;
 use metronome_core::ledger::{Finish, Ledger, Tally};
-use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming};
+use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming, Unsent};
 use metronome_core::plan::{example_plan, Plan, Slo};
 
 const MS: u64 = 1_000_000;
@@ -60,7 +60,7 @@ fn warmup_boundary_is_exact() {
     assert!(!ledger.sent(t, early, early));
     assert_eq!(ledger.done(t, early, early, 600 * MS, Finish::Ok), None);
     assert!(!ledger.dropped(t, early));
-    assert!(!ledger.unsent(t, early, 600 * MS));
+    assert!(!ledger.unsent(t, early, 600 * MS, Unsent::Connect));
     // Exactly at the end of the warmup: recorded.
     let first = 500 * MS;
     assert!(ledger.scheduled(t, first));
@@ -125,7 +125,7 @@ fn sends_and_completions_count_in_their_own_intervals() {
 }
 
 #[test]
-fn unsent_requests_are_timeouts_at_the_hard_end() {
+fn unsent_requests_are_neither_ok_nor_errors() {
     let plan = plan();
     let ledger = Ledger::new(&plan);
     let mut b = Books::new(&plan);
@@ -133,12 +133,31 @@ fn unsent_requests_are_timeouts_at_the_hard_end() {
     let hard_end = plan.hard_end_ns();
     assert_eq!(hard_end, 3_500 * MS);
     assert!(ledger.scheduled(t, 1_200 * MS));
-    assert!(ledger.unsent(t, 1_200 * MS, hard_end));
+    assert!(ledger.unsent(t, 1_200 * MS, hard_end, Unsent::Timeout));
+    assert!(ledger.scheduled(t, 600 * MS));
+    assert!(ledger.unsent(t, 600 * MS, 601 * MS, Unsent::Connect));
     let r = &b.recorder;
-    assert_eq!((r.scheduled, r.sent, r.timeouts), (1, 0, 1));
-    assert_eq!(r.errors[ErrorKind::Timeout.index()], 1);
-    assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 1]);
-    assert_eq!(b.column(|iv| iv.sent), [0, 0, 0, 0]);
+    assert_eq!((r.scheduled, r.sent, r.timeouts), (2, 0, 0));
+    assert_eq!(r.unsent, [1, 1]);
+    assert_eq!((r.unsent_total(), r.errors_total()), (2, 0));
+    assert_eq!(b.column(|iv| iv.unsent), [1, 0, 0, 1]);
+    assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 0]);
+}
+
+#[test]
+fn retries_and_connection_events_are_counted_apart() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    assert!(!ledger.retried(t, 400 * MS)); // warmup
+    assert!(ledger.retried(t, 600 * MS));
+    ledger.idle_closed(t, 400 * MS); // warmup: not counted
+    ledger.idle_closed(t, 700 * MS);
+    ledger.unsolicited(t, 800 * MS);
+    let r = &b.recorder;
+    assert_eq!((r.retried, r.idle_closed, r.unsolicited), (1, 1, 1));
+    assert_eq!((r.errors_total(), r.sent, r.ok), (0, 0, 0));
 }
 
 #[test]
@@ -251,7 +270,7 @@ fn scripted_run_keeps_the_accounting() {
         if i % 5 == 0 {
             dropped += u64::from(ledger.dropped(t, at));
         } else if at >= 1_400 * MS {
-            unsent += u64::from(ledger.unsent(t, at, 1_450 * MS));
+            unsent += u64::from(ledger.unsent(t, at, 1_450 * MS, Unsent::Timeout));
         } else if ledger.sent(t, at, at + 1_000) {
             sent += 1;
             let done = ledger.done(t, at, at + 1_000, at + 4 * MS, Finish::Ok);
@@ -269,13 +288,13 @@ fn scripted_run_keeps_the_accounting() {
     assert_eq!(r.scheduled, measured);
     assert_eq!(measured, 32);
     // scheduled = sent + dropped + unsent; sent = ok + errors.
-    assert_eq!(r.scheduled, r.sent + r.dropped + unsent);
+    assert_eq!(r.scheduled, r.sent + r.dropped + r.unsent_total());
+    assert_eq!(r.sent, r.ok + r.errors_total());
     assert_eq!(
-        (r.sent, r.dropped, unsent, r.ok),
+        (r.sent, r.dropped, r.unsent_total(), r.ok),
         (sent, dropped, unsent, ok)
     );
-    assert_eq!(r.errors_total(), unsent);
-    assert_eq!(r.sent, r.ok);
+    assert_eq!(r.errors_total(), 0);
     assert_eq!((sent, dropped, unsent), (23, 6, 3));
     assert_eq!(b.column(|iv| iv.sent).iter().sum::<u64>(), sent);
     assert_eq!(b.column(|iv| iv.ok).iter().sum::<u64>(), ok);

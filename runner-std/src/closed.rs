@@ -2,16 +2,18 @@
 //! wait, send, each on its own connection. Latency runs from the actual
 //! send, so a stall hides in the requests that were never sent.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use metronome_core::engine::{Control, EngineError, RunOutput};
-use metronome_core::measure::{ErrorKind, ThreadStats};
+use metronome_core::ledger::Finish;
+use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::Plan;
 
 use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
-use crate::conn::{Conn, Outcome};
+use crate::conn::{Conn, Exchanged, Health, Outcome};
 
 pub(crate) fn run(
     plan: &Plan<'_>,
@@ -19,12 +21,11 @@ pub(crate) fn run(
     workers: u32,
     expected_interval_ns: Option<u64>,
 ) -> Result<RunOutput, EngineError> {
-    let expect_stream = plan.expect_stream();
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut conns = Vec::with_capacity(workers as usize);
     for _ in 0..workers {
         conns.push(
-            Conn::connect(plan.addr, connect_timeout, expect_stream)
+            Conn::connect(plan.addr, connect_timeout, plan.exchange())
                 .map_err(EngineError::Connect)?,
         );
     }
@@ -32,7 +33,7 @@ pub(crate) fn run(
     let clock = Clock::start();
     let cpu_start = process_cpu_ns();
     let end_ns = plan.end_ns();
-    let hard_end_ns = plan.hard_end_ns();
+    let hard_end_ns = AtomicU64::new(plan.hard_end_ns());
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
@@ -48,41 +49,96 @@ pub(crate) fn run(
             .map(|(w, mut conn)| {
                 let tx = tx.clone();
                 let clock = &clock;
+                let hard_end_ns = &hard_end_ns;
                 s.spawn(move || {
                     let mut stats = ThreadStats::default();
                     let mut i = w as u64;
+                    let mut retried = false;
                     loop {
-                        let sent_ns = clock.now_ns();
-                        if sent_ns >= end_ns || control.stopped() {
+                        let now = clock.now_ns();
+                        if !retried && (now >= end_ns || control.stopped()) {
                             break;
                         }
-                        if !conn.is_open() && conn.reopen(plan.addr, connect_timeout).is_err() {
-                            let _ = tx.send(Fact::ClosedDone {
-                                sent_ns,
-                                done_ns: clock.now_ns(),
-                                outcome: Outcome::Error(ErrorKind::Connect),
-                                expected_interval_ns,
+                        match conn.health() {
+                            Health::Alive | Health::Closed => {}
+                            Health::IdleClosed => {
+                                let _ = tx.send(Fact::IdleClosed { at_ns: now });
+                            }
+                            Health::Unsolicited => {
+                                let _ = tx.send(Fact::Unsolicited { at_ns: now });
+                            }
+                        }
+                        if !conn.is_open()
+                            && conn
+                                .reopen_until(plan.addr, connect_timeout, clock, hard_end_ns)
+                                .is_err()
+                        {
+                            let at_ns = clock.now_ns();
+                            let _ = tx.send(if retried {
+                                // Sent once already: it failed as the reset
+                                // that made it retry.
+                                i += u64::from(workers);
+                                Fact::ClosedDone {
+                                    sent_ns: now,
+                                    done_ns: at_ns,
+                                    outcome: Outcome::Failed(Finish::Error(ErrorKind::Reset)),
+                                    expected_interval_ns,
+                                }
+                            } else {
+                                Fact::Unsent {
+                                    intended_ns: now,
+                                    at_ns,
+                                    reason: Unsent::Connect,
+                                }
                             });
+                            retried = false;
                             // A refusing server must not turn the loop into a spin.
                             std::thread::sleep(Duration::from_millis(1));
                             continue;
                         }
                         let request = plan.request(i);
-                        i += u64::from(workers);
-                        let _ = tx.send(Fact::Sent {
-                            intended_ns: sent_ns,
+                        let sent_ns = clock.now_ns();
+                        if !retried {
+                            stats.sent += 1;
+                            let _ = tx.send(Fact::Sent {
+                                intended_ns: sent_ns,
+                                sent_ns,
+                            });
+                        }
+                        let ended = conn.exchange(
+                            clock,
+                            request,
                             sent_ns,
-                        });
-                        let deadline = sent_ns.saturating_add(plan.timeout_ns).min(hard_end_ns);
-                        let (done_ns, outcome) =
-                            conn.exchange(clock, request, sent_ns, sent_ns, deadline);
-                        stats.sent += 1;
-                        let _ = tx.send(Fact::ClosedDone {
                             sent_ns,
-                            done_ns,
-                            outcome,
-                            expected_interval_ns,
-                        });
+                            plan.timeout_ns,
+                            hard_end_ns,
+                            (retried, plan.retry_non_idempotent),
+                        );
+                        match ended {
+                            Exchanged::Retry => {
+                                retried = true;
+                                let _ = tx.send(Fact::Retried {
+                                    intended_ns: sent_ns,
+                                });
+                            }
+                            Exchanged::Done {
+                                done_ns,
+                                outcome,
+                                unsolicited,
+                            } => {
+                                retried = false;
+                                i += u64::from(workers);
+                                if unsolicited {
+                                    let _ = tx.send(Fact::Unsolicited { at_ns: done_ns });
+                                }
+                                let _ = tx.send(Fact::ClosedDone {
+                                    sent_ns,
+                                    done_ns,
+                                    outcome,
+                                    expected_interval_ns,
+                                });
+                            }
+                        }
                     }
                     stats.cpu_ns = thread_cpu_ns();
                     (stats, conn.dropped_gaps())
@@ -90,6 +146,15 @@ pub(crate) fn run(
             })
             .collect();
         drop(tx);
+        // A stop moves the hard end to its grace, so workers waiting for a
+        // reply (or a connection) give up within it.
+        while !handles.iter().all(|h| h.is_finished()) {
+            if control.stopped() {
+                let grace_end = plan.stopped_hard_end_ns(clock.now_ns());
+                hard_end_ns.fetch_min(grace_end, std::sync::atomic::Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let stats: Vec<(ThreadStats, u64)> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use metronome_core::engine::{Progress, RunOutput};
 use metronome_core::ledger::Ledger;
+use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
 
 use crate::conn::Outcome;
@@ -21,9 +22,18 @@ pub(crate) enum Fact {
         done_ns: u64,
         outcome: Outcome,
     },
-    /// Request intended at `intended_ns` was never sent: the run's hard end
-    /// came first. It counts as a timeout.
-    Unsent { intended_ns: u64, at_ns: u64 },
+    /// Request intended at `intended_ns` was never sent, for `reason`.
+    Unsent {
+        intended_ns: u64,
+        at_ns: u64,
+        reason: Unsent,
+    },
+    /// Request intended at `intended_ns` is sent again on a fresh connection.
+    Retried { intended_ns: u64 },
+    /// A connection was found closed by the server while idle.
+    IdleClosed { at_ns: u64 },
+    /// A connection was closed for bytes no request asked for.
+    Unsolicited { at_ns: u64 },
     /// A closed-loop completion, also fed to the corrected histogram.
     ClosedDone {
         sent_ns: u64,
@@ -60,9 +70,25 @@ impl<'p> Collector<'p> {
                 let sent = ledger.sent(tally, intended_ns, sent_ns);
                 (sent.then_some(&progress.sent), None)
             }
-            Fact::Unsent { intended_ns, at_ns } => {
-                let unsent = ledger.unsent(tally, intended_ns, at_ns);
-                (unsent.then_some(&progress.errors), None)
+            Fact::Unsent {
+                intended_ns,
+                at_ns,
+                reason,
+            } => {
+                ledger.unsent(tally, intended_ns, at_ns, reason);
+                (None, None)
+            }
+            Fact::Retried { intended_ns } => {
+                ledger.retried(tally, intended_ns);
+                (None, None)
+            }
+            Fact::IdleClosed { at_ns } => {
+                ledger.idle_closed(tally, at_ns);
+                (None, None)
+            }
+            Fact::Unsolicited { at_ns } => {
+                ledger.unsolicited(tally, at_ns);
+                (None, None)
             }
             Fact::Done {
                 intended_ns,

@@ -4,16 +4,21 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
+use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, StreamTiming};
+use metronome_core::plan::READ_BUF_BYTES;
 
 use crate::clock::Clock;
 
-/// Size of a connection's read buffer: a response head must fit in it.
-pub(crate) const READ_BUF: usize = 64 * 1024;
+/// The longest a blocking read or write waits before the thread looks at
+/// the run's hard end again (it moves earlier on a stop).
+const SLICE: Duration = Duration::from_millis(50);
+/// The longest single connect attempt during the run (see [`Conn::reopen_until`]).
+const CONNECT_SLICE: Duration = Duration::from_millis(250);
 
 /// How one request ended, owned: sent from a connection thread to the
 /// collector, which records it through [`Outcome::as_finish`].
@@ -23,8 +28,8 @@ pub(crate) enum Outcome {
     Ok,
     /// A complete response with a non-2xx status.
     Status(u16),
-    /// A fault, by kind.
-    Error(ErrorKind),
+    /// A failure that is not a status: a fault by kind, or bad framing.
+    Failed(Finish<'static>),
     /// A streamed response (OpenAI-style SSE) that reached its end; the
     /// recorder decides whether it succeeded (it needs content and `[DONE]`).
     Stream {
@@ -40,7 +45,8 @@ impl Outcome {
         match finish {
             Finish::Ok => Outcome::Ok,
             Finish::Status(code) => Outcome::Status(code),
-            Finish::Error(kind) => Outcome::Error(kind),
+            Finish::Error(kind) => Outcome::Failed(Finish::Error(kind)),
+            Finish::Framing(cause) => Outcome::Failed(Finish::Framing(cause)),
             Finish::Stream { timing, gaps } => Outcome::Stream {
                 timing: *timing,
                 gaps: gaps.to_vec(),
@@ -53,10 +59,39 @@ impl Outcome {
         match self {
             Outcome::Ok => Finish::Ok,
             Outcome::Status(code) => Finish::Status(*code),
-            Outcome::Error(kind) => Finish::Error(*kind),
+            Outcome::Failed(f) => *f,
             Outcome::Stream { timing, gaps } => Finish::Stream { timing, gaps },
         }
     }
+}
+
+/// What a connection was found to be before its reuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Health {
+    /// Open and quiet: usable.
+    Alive,
+    /// No socket (closed earlier): reopen it.
+    Closed,
+    /// The server closed it while idle (a close, a half-close or a `408`):
+    /// it was closed here too; reopen it.
+    IdleClosed,
+    /// Bytes no request asked for arrived while idle: it was closed; reopen it.
+    Unsolicited,
+}
+
+/// How one exchange ended.
+#[derive(Debug)]
+pub(crate) enum Exchanged {
+    /// The request ended at `done_ns` with `outcome`; `unsolicited`: bytes
+    /// followed the response (the connection was closed).
+    Done {
+        done_ns: u64,
+        outcome: Outcome,
+        unsolicited: bool,
+    },
+    /// The reused connection was closed before any response byte and the
+    /// request may be sent again on a fresh one (the connection is closed).
+    Retry,
 }
 
 /// A connection, its read buffer and its exchange.
@@ -67,9 +102,26 @@ pub(crate) struct Conn {
     end: usize,
     exchange: Exchange,
     gaps: Box<[u64]>,
+    /// The socket's current read and write timeouts (set only when they change).
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
 }
 
 impl Conn {
+    /// A connection slot that is not open yet.
+    pub(crate) fn new(exchange: Exchange) -> Conn {
+        Conn {
+            stream: None,
+            buf: vec![0u8; READ_BUF_BYTES].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            exchange,
+            gaps: vec![0u64; GAP_CAP].into_boxed_slice(),
+            read_timeout: None,
+            write_timeout: None,
+        }
+    }
+
     /// Opens a connection to `addr` within `timeout`.
     ///
     /// # Errors
@@ -77,21 +129,14 @@ impl Conn {
     pub(crate) fn connect(
         addr: SocketAddr,
         timeout: Duration,
-        expect_stream: bool,
+        exchange: Exchange,
     ) -> io::Result<Conn> {
-        let mut conn = Conn {
-            stream: None,
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            start: 0,
-            end: 0,
-            exchange: Exchange::new(expect_stream),
-            gaps: vec![0u64; GAP_CAP].into_boxed_slice(),
-        };
+        let mut conn = Conn::new(exchange);
         conn.reopen(addr, timeout)?;
         Ok(conn)
     }
 
-    /// True when the connection is open and usable for the next request.
+    /// True when the connection is open.
     pub(crate) fn is_open(&self) -> bool {
         self.stream.is_some()
     }
@@ -102,12 +147,14 @@ impl Conn {
     }
 
     /// Closes the connection (the next exchange needs [`Conn::reopen`]).
-    fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         if let Some(s) = self.stream.take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
         self.start = 0;
         self.end = 0;
+        self.read_timeout = None;
+        self.write_timeout = None;
         self.exchange.reset_connection();
     }
 
@@ -123,46 +170,143 @@ impl Conn {
         Ok(())
     }
 
+    /// (Re)opens the connection during the run: attempts of at most
+    /// [`CONNECT_SLICE`] each, until one succeeds, `timeout` has passed or
+    /// the run's hard end (which a stop moves earlier) comes, so a server
+    /// whose accept queue is full cannot hold a stop for the whole timeout.
+    ///
+    /// # Errors
+    /// The last connect error (a timeout when the time ran out).
+    pub(crate) fn reopen_until(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        clock: &Clock,
+        hard_end_ns: &AtomicU64,
+    ) -> io::Result<()> {
+        let give_up = clock.now_ns().saturating_add(timeout.as_nanos() as u64);
+        loop {
+            let now = clock.now_ns();
+            let end = give_up.min(hard_end_ns.load(Ordering::Relaxed));
+            if now >= end {
+                return Err(io::Error::from(io::ErrorKind::TimedOut));
+            }
+            let attempt = Duration::from_nanos(end - now).min(CONNECT_SLICE);
+            match self.reopen(addr, attempt) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Looks at an idle connection before reusing it: a close or bytes
+    /// while idle mean the server closed it or sent what no request asked
+    /// for (core's [`Exchange::handle_idle`]); either way it is closed here.
+    pub(crate) fn health(&mut self) -> Health {
+        let Some(stream) = self.stream.as_mut() else {
+            return Health::Closed;
+        };
+        if self.end > self.start {
+            let idle = Exchange::handle_idle(&self.buf[self.start..self.end]);
+            self.close();
+            return idle_health(idle);
+        }
+        let mut peek = [0u8; 16];
+        let health = match peek_now(stream, &mut peek) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Health::Alive,
+            Ok(n) if n > 0 => idle_health(Exchange::handle_idle(&peek[..n])),
+            Ok(_) | Err(_) => Health::IdleClosed,
+        };
+        self.close();
+        health
+    }
+
     /// Sends `request` now and reads its response until it completes, fails
-    /// or `deadline_ns` (on `clock`) passes. Returns when it ended and how.
-    /// The connection is closed after any fault or a `Connection: close`.
+    /// or the deadline passes: `sent_ns + timeout_ns`, or the run's hard end
+    /// (read again every [`SLICE`]: a stop moves it earlier), whichever
+    /// comes first. The connection is closed after any fault, a
+    /// `Connection: close` or unsolicited bytes.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn exchange(
         &mut self,
         clock: &Clock,
         request: &[u8],
         intended_ns: u64,
         sent_ns: u64,
-        deadline_ns: u64,
-    ) -> (u64, Outcome) {
-        self.exchange.begin(intended_ns, sent_ns);
-        let result = self.exchange_inner(clock, request, deadline_ns);
-        let done = clock.now_ns();
+        timeout_ns: u64,
+        hard_end_ns: &AtomicU64,
+        retry: (bool, bool),
+    ) -> Exchanged {
+        self.exchange.begin(intended_ns, sent_ns, request);
+        let deadline = || {
+            sent_ns
+                .saturating_add(timeout_ns)
+                .min(hard_end_ns.load(Ordering::Relaxed))
+        };
+        let result = self.exchange_inner(clock, request, deadline);
+        let done_ns = clock.now_ns();
         match result {
-            Ok(keep_alive) => {
+            Ok((keep_alive, unsolicited)) => {
                 let outcome = Outcome::from_finish(self.exchange.finish(&self.gaps));
                 if !keep_alive {
                     self.close();
                 }
-                (done, outcome)
+                Exchanged::Done {
+                    done_ns,
+                    outcome,
+                    unsolicited,
+                }
             }
-            Err(kind) => {
+            Err(Finish::Error(kind)) if self.exchange.may_retry(kind, retry.0, retry.1) => {
                 self.close();
-                (done, Outcome::Error(kind))
+                Exchanged::Retry
+            }
+            Err(failure) => {
+                self.close();
+                Exchanged::Done {
+                    done_ns,
+                    outcome: Outcome::Failed(failure),
+                    unsolicited: false,
+                }
             }
         }
     }
 
-    /// Moves bytes until the response is complete (`Ok(keep_alive)`) or failed.
+    /// Moves bytes until the response is complete (`Ok((keep_alive,
+    /// unsolicited))`) or failed.
     fn exchange_inner(
         &mut self,
         clock: &Clock,
         request: &[u8],
-        deadline_ns: u64,
-    ) -> Result<bool, ErrorKind> {
+        deadline: impl Fn() -> u64,
+    ) -> Result<(bool, bool), Finish<'static>> {
+        let fault = |kind| Finish::Error(kind);
         let Some(stream) = self.stream.as_mut() else {
-            return Err(ErrorKind::Connect);
+            return Err(fault(ErrorKind::Reset));
         };
-        stream.write_all(request).map_err(|e| io_kind(&e))?;
+        // The send, bounded by the deadline (a server that stops reading).
+        let mut written = 0;
+        while written < request.len() {
+            let now = clock.now_ns();
+            let end = deadline();
+            if now >= end {
+                return Err(fault(ErrorKind::Timeout));
+            }
+            let wait = Duration::from_nanos((end - now).max(1_000)).min(SLICE);
+            if self.write_timeout != Some(wait) {
+                stream
+                    .set_write_timeout(Some(wait))
+                    .map_err(|e| fault(io_kind(&e)))?;
+                self.write_timeout = Some(wait);
+            }
+            match stream.write(&request[written..]) {
+                Ok(0) => return Err(fault(ErrorKind::Reset)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
+                Err(e) => return Err(fault(io_kind(&e))),
+            }
+        }
         loop {
             // Hand every buffered byte to the exchange first.
             let input = &self.buf[self.start..self.end];
@@ -173,9 +317,10 @@ impl Conn {
                 Feed::Complete {
                     consumed,
                     keep_alive,
+                    unsolicited,
                 } => {
                     self.start += consumed;
-                    return Ok(keep_alive);
+                    return Ok((keep_alive, unsolicited));
                 }
                 Feed::NeedMore { consumed } => self.start += consumed,
             }
@@ -186,30 +331,78 @@ impl Conn {
                 self.start = 0;
             }
             if self.end == self.buf.len() {
-                return Err(ErrorKind::Malformed);
+                return Err(fault(ErrorKind::TooLarge));
             }
             let now = clock.now_ns();
-            if now >= deadline_ns {
-                return Err(ErrorKind::Timeout);
+            let end = deadline();
+            if now >= end {
+                return Err(fault(ErrorKind::Timeout));
             }
             let Some(stream) = self.stream.as_mut() else {
-                return Err(ErrorKind::Reset);
+                return Err(fault(ErrorKind::Reset));
             };
-            let wait = Duration::from_nanos((deadline_ns - now).max(1_000));
-            if stream.set_read_timeout(Some(wait)).is_err() {
-                return Err(ErrorKind::Reset);
+            let wait = Duration::from_nanos((end - now).max(1_000)).min(SLICE);
+            if self.read_timeout != Some(wait) {
+                if stream.set_read_timeout(Some(wait)).is_err() {
+                    return Err(fault(ErrorKind::Reset));
+                }
+                self.read_timeout = Some(wait);
             }
             match stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     // EOF: a read-until-close body ends here; anything else was cut.
-                    self.exchange.handle_eof(clock.now_ns(), &mut self.gaps)?;
-                    return Ok(false);
+                    self.exchange
+                        .handle_eof(clock.now_ns(), &mut self.gaps)
+                        .map_err(fault)?;
+                    return Ok((false, false));
                 }
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.exchange.handle_fault(io_kind(&e))),
+                // A slice ended: look at the deadline again.
+                Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
+                Err(e) => return Err(fault(self.exchange.handle_fault(io_kind(&e)))),
             }
         }
+    }
+}
+
+/// Peeks at what the socket holds without blocking: `WouldBlock` when
+/// nothing, `Ok(0)` after the peer's close. One `recv(MSG_PEEK |
+/// MSG_DONTWAIT)` on Unix.
+#[cfg(unix)]
+fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `buf` is a valid, writable buffer of `buf.len()` bytes for
+    // the duration of the call, and the descriptor is the open socket that
+    // `stream` owns (borrowed for the call).
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Peeks at what the socket holds without blocking (portable form).
+#[cfg(not(unix))]
+fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    stream.set_nonblocking(true)?;
+    let seen = stream.peek(buf);
+    stream.set_nonblocking(false)?;
+    seen
+}
+
+fn idle_health(idle: Idle) -> Health {
+    match idle {
+        Idle::Closed => Health::IdleClosed,
+        Idle::Unsolicited => Health::Unsolicited,
     }
 }
 
@@ -217,7 +410,6 @@ impl Conn {
 pub(crate) fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ErrorKind::Timeout,
-        io::ErrorKind::ConnectionRefused => ErrorKind::Connect,
         _ => ErrorKind::Reset,
     }
 }

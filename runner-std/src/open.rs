@@ -7,13 +7,14 @@ use std::sync::{mpsc, Condvar, Mutex};
 use std::time::Duration;
 
 use metronome_core::engine::{Control, EngineError, RunOutput};
+use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{ErrorKind, Recorder, ThreadStats};
+use metronome_core::measure::{ErrorKind, Recorder, ThreadStats, Unsent};
 use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
-use crate::conn::{Conn, Outcome};
+use crate::conn::{Conn, Exchanged, Health, Outcome};
 
 /// A due request waiting for a connection.
 #[derive(Clone, Copy, Debug)]
@@ -51,7 +52,6 @@ struct Shared {
 const MAX_SLEEP_NS: u64 = 20_000_000;
 
 pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
-    let expect_stream = plan.expect_stream();
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let schedule = plan.schedule(plan.shard)?;
 
@@ -59,7 +59,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     let mut pre = Vec::with_capacity(plan.connections as usize);
     let mut warnings = Vec::new();
     for _ in 0..plan.connections {
-        match Conn::connect(plan.addr, connect_timeout, expect_stream) {
+        match Conn::connect(plan.addr, connect_timeout, plan.exchange()) {
             Ok(c) => pre.push(c),
             Err(e) if pre.is_empty() => return Err(EngineError::Connect(e)),
             Err(e) => {
@@ -153,7 +153,13 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                     tuner.observe(clock.now_ns().saturating_sub(target));
                 }
                 Pace::Send => {
+                    let mut due = 0u32;
                     while let Some(t) = next.filter(|&t| t <= now) {
+                        // A backlog is sent or dropped at once, but a stop is seen.
+                        due += 1;
+                        if due % 4096 == 0 && control.stopped() {
+                            break;
+                        }
                         let measured = ledger.scheduled(tally, t);
                         if shared.in_flight.load(Ordering::Relaxed) >= u64::from(plan.max_in_flight)
                         {
@@ -239,14 +245,15 @@ fn worker(
     conn: Option<Conn>,
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
-    let expect_stream = plan.expect_stream();
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut stats = ThreadStats::default();
     let mut conn = match conn {
-        Some(c) => Some(c),
+        Some(c) => c,
         None => {
-            let c = Conn::connect(plan.addr, connect_timeout, expect_stream).ok();
-            if c.is_some() {
+            let mut c = Conn::new(plan.exchange());
+            if c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns)
+                .is_ok()
+            {
                 count_open(shared);
             }
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -270,68 +277,109 @@ fn worker(
             }
         };
         let Some(job) = job else { break };
-        let hard_end = shared.hard_end_ns.load(Ordering::Relaxed);
         let request = plan.request(job.index);
-        let now = clock.now_ns();
-        if now >= hard_end {
-            let _ = tx.send(Fact::Unsent {
-                intended_ns: job.intended_ns,
-                at_ns: now,
-            });
-            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-            continue;
-        }
-        // A broken or closed connection is replaced before the send.
-        let usable = match conn.as_mut() {
-            Some(c) if c.is_open() => true,
-            Some(c) => match c.reopen(plan.addr, connect_timeout) {
-                Ok(()) => {
-                    shared.opened.fetch_add(1, Ordering::Relaxed);
-                    true
+        let mut retried = false;
+        loop {
+            let now = clock.now_ns();
+            if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
+                let _ = tx.send(never_sent_or_failed(job, retried, now, Unsent::Timeout));
+                break;
+            }
+            // A connection the server closed, or wrote to, while idle is
+            // replaced before the send; no request is charged.
+            match conn.health() {
+                Health::Alive | Health::Closed => {}
+                Health::IdleClosed => {
+                    let _ = tx.send(Fact::IdleClosed { at_ns: now });
                 }
-                Err(_) => false,
-            },
-            None => match Conn::connect(plan.addr, connect_timeout, expect_stream) {
-                Ok(c) => {
-                    conn = Some(c);
-                    count_open(shared);
-                    true
+                Health::Unsolicited => {
+                    let _ = tx.send(Fact::Unsolicited { at_ns: now });
                 }
-                Err(_) => false,
-            },
-        };
-        let sent_ns = clock.now_ns();
-        let (done_ns, outcome) = match (usable, conn.as_mut()) {
-            (true, Some(c)) => {
+            }
+            if !conn.is_open() {
+                if conn
+                    .reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns)
+                    .is_err()
+                {
+                    // Refused or unreachable: never sent.
+                    let at = clock.now_ns();
+                    let _ = tx.send(never_sent_or_failed(job, retried, at, Unsent::Connect));
+                    break;
+                }
+                shared.opened.fetch_add(1, Ordering::Relaxed);
+            }
+            let sent_ns = clock.now_ns();
+            if !retried {
+                stats.sent += 1;
                 let _ = tx.send(Fact::Sent {
                     intended_ns: job.intended_ns,
                     sent_ns,
                 });
-                let deadline = sent_ns.saturating_add(plan.timeout_ns).min(hard_end);
-                c.exchange(clock, request, job.intended_ns, sent_ns, deadline)
             }
-            // Refused or unreachable: counted, never sent.
-            _ => (sent_ns, Outcome::Error(ErrorKind::Connect)),
-        };
-        stats.sent += 1;
-        let _ = tx.send(Fact::Done {
-            intended_ns: job.intended_ns,
-            sent_ns,
-            done_ns,
-            outcome,
-        });
+            let ended = conn.exchange(
+                clock,
+                request,
+                job.intended_ns,
+                sent_ns,
+                plan.timeout_ns,
+                &shared.hard_end_ns,
+                (retried, plan.retry_non_idempotent),
+            );
+            match ended {
+                Exchanged::Retry => {
+                    retried = true;
+                    let _ = tx.send(Fact::Retried {
+                        intended_ns: job.intended_ns,
+                    });
+                }
+                Exchanged::Done {
+                    done_ns,
+                    outcome,
+                    unsolicited,
+                } => {
+                    if unsolicited {
+                        let _ = tx.send(Fact::Unsolicited { at_ns: done_ns });
+                    }
+                    let _ = tx.send(Fact::Done {
+                        intended_ns: job.intended_ns,
+                        sent_ns,
+                        done_ns,
+                        outcome,
+                    });
+                    break;
+                }
+            }
+        }
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
     stats.cpu_ns = thread_cpu_ns();
-    if let Some(c) = &conn {
-        shared
-            .dropped_gaps
-            .fetch_add(c.dropped_gaps(), Ordering::Relaxed);
-    }
+    shared
+        .dropped_gaps
+        .fetch_add(conn.dropped_gaps(), Ordering::Relaxed);
     all_stats
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(stats);
+}
+
+/// A request that cannot go out at `at_ns`: never sent, for `reason`; or,
+/// when it is a retry (sent once already), failed as the reset that made
+/// it retry.
+fn never_sent_or_failed(job: Job, retried: bool, at_ns: u64, reason: Unsent) -> Fact {
+    if retried {
+        Fact::Done {
+            intended_ns: job.intended_ns,
+            sent_ns: at_ns,
+            done_ns: at_ns,
+            outcome: Outcome::Failed(Finish::Error(ErrorKind::Reset)),
+        }
+    } else {
+        Fact::Unsent {
+            intended_ns: job.intended_ns,
+            at_ns,
+            reason,
+        }
+    }
 }
 
 fn count_open(shared: &Shared) {

@@ -221,6 +221,11 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
+    /// True when a recv into the slot's buffer is in flight.
+    pub(crate) fn recv_pending(&self, slot: usize) -> bool {
+        self.slots[slot].recv
+    }
+
     /// Starts a recv into `buf(slot)[filled..]`.
     ///
     /// # Panics

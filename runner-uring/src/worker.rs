@@ -22,10 +22,12 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use metronome_core::engine::{Control, RunOutput};
-use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
+use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::{Finish, Ledger, Tally};
-use metronome_core::measure::{ErrorKind, ThreadStats};
-use metronome_core::plan::{pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner};
+use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
+use metronome_core::plan::{
+    pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, READ_BUF_BYTES,
+};
 use metronome_core::schedule::Schedule;
 
 use crate::clock::Clock;
@@ -34,8 +36,6 @@ use crate::ring::{Completion, Ring};
 use crate::sys::thread_cpu_ns;
 use crate::{Phase, UringOptions};
 
-/// A connection's read buffer: a response head must fit in it.
-pub(crate) const READ_BUF: usize = 64 * 1024;
 /// Deadline scan period and longest sleep.
 const SCAN_NS: u64 = 1_000_000;
 /// Longest sleep: the stop flag is noticed within this.
@@ -53,6 +53,9 @@ struct Job {
     /// Index into the plan's request list.
     request: usize,
     intended_ns: u64,
+    /// Sent once already, on a connection found closed before any response
+    /// byte: this is its retry (never another).
+    retried: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,8 +164,7 @@ impl<'p> Worker<'p> {
         warning: Option<String>,
     ) -> io::Result<Worker<'p>> {
         let slots = share.slots.max(1);
-        let mut ring = Ring::new(slots, READ_BUF, plan.requests, plan.addr)?;
-        let expect_stream = plan.expect_stream();
+        let mut ring = Ring::new(slots, READ_BUF_BYTES, plan.requests, plan.addr)?;
         let mut conns: Vec<Conn> = (0..slots)
             .map(|i| Conn {
                 state: State::Free,
@@ -173,7 +175,7 @@ impl<'p> Worker<'p> {
                 sending: false,
                 start: 0,
                 end: 0,
-                exchange: Exchange::new(expect_stream),
+                exchange: plan.exchange(),
                 worker: share.worker_base + i as u64,
                 sends: 0,
                 retry_at_ns: None,
@@ -329,15 +331,23 @@ impl<'p> Worker<'p> {
             if self.scheduling && !self.is_closed() {
                 match pace(now, next, self.tuner.slice_ns()) {
                     Pace::Send => {
+                        let mut due = 0u32;
                         while let Some(t) = next.filter(|&t| t <= now) {
                             let request = (self.thread + index * self.threads)
                                 % self.plan.requests.len() as u64;
                             self.dispatch(Job {
                                 request: request as usize,
                                 intended_ns: t,
+                                retried: false,
                             })?;
                             index += 1;
                             next = self.schedule.next();
+                            // A backlog (after a stall of this thread) is
+                            // sent or dropped at once, but a stop is seen.
+                            due += 1;
+                            if due % 4096 == 0 && self.control.stopped() {
+                                break;
+                            }
                         }
                         self.ring.submit()?;
                         continue;
@@ -447,29 +457,16 @@ impl<'p> Worker<'p> {
                 let c = &mut self.conns[slot];
                 c.retry_at_ns = Some(now + RETRY_NS);
                 self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
-                if self.plan.is_measured(now) {
-                    let ok = self.ledger.closed_done(
-                        &mut self.out.tally(),
-                        now,
-                        now,
-                        Finish::Error(ErrorKind::Connect),
-                        expected_interval_ns,
-                    );
-                    self.pending.count(ok);
-                }
+                // The worker's next request finds no connection: never sent.
+                let _ = expected_interval_ns;
+                self.ledger
+                    .unsent(&mut self.out.tally(), now, now, Unsent::Connect);
             }
             Model::Open => {
-                // The request that would have used this connection fails.
+                // The request that would have used this connection is never sent.
                 if let Some(job) = self.waiting.pop_front() {
                     self.in_flight -= 1;
-                    let ok = self.ledger.done(
-                        &mut self.out.tally(),
-                        job.intended_ns,
-                        now,
-                        now,
-                        Finish::Error(ErrorKind::Connect),
-                    );
-                    self.pending.count(ok);
+                    self.never_sent(job, now, Unsent::Connect);
                 }
             }
         }
@@ -480,14 +477,9 @@ impl<'p> Worker<'p> {
     fn start(&mut self, slot: usize, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
         if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent, a timeout.
+            // The run's hard end came first: never sent.
             self.in_flight -= 1;
-            if self
-                .ledger
-                .unsent(&mut self.out.tally(), job.intended_ns, now)
-            {
-                self.pending.errors += 1;
-            }
+            self.never_sent(job, now, Unsent::Timeout);
             self.idle.push(slot);
             return Ok(());
         }
@@ -501,17 +493,44 @@ impl<'p> Worker<'p> {
         c.deadline_ns = deadline;
         c.sent_bytes = 0;
         c.sending = true;
-        c.exchange.begin(job.intended_ns, now);
+        c.exchange
+            .begin(job.intended_ns, now, self.plan.requests[job.request]);
         c.sends += 1;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
-        if self
-            .ledger
-            .sent(&mut self.out.tally(), job.intended_ns, now)
+        // A retry was counted as sent the first time.
+        if !job.retried
+            && self
+                .ledger
+                .sent(&mut self.out.tally(), job.intended_ns, now)
         {
             self.pending.sent += 1;
         }
         self.ring.send(slot, job.request, 0)?;
+        // An idle connection keeps a recv armed (to see a close or stray
+        // bytes while idle): the response arrives through it.
+        if self.ring.recv_pending(slot) {
+            return Ok(());
+        }
         self.process(slot)
+    }
+
+    /// A due request that cannot go out at `at_ns`: never sent, for
+    /// `reason`; or, when it is a retry (sent once already), failed as the
+    /// reset that made it retry.
+    fn never_sent(&mut self, job: Job, at_ns: u64, reason: Unsent) {
+        if job.retried {
+            let ok = self.ledger.done(
+                &mut self.out.tally(),
+                job.intended_ns,
+                at_ns,
+                at_ns,
+                Finish::Error(ErrorKind::Reset),
+            );
+            self.pending.count(ok);
+        } else {
+            self.ledger
+                .unsent(&mut self.out.tally(), job.intended_ns, at_ns, reason);
+        }
     }
 
     /// Closed model: the worker on `slot` sends its next request now.
@@ -527,6 +546,7 @@ impl<'p> Worker<'p> {
             Job {
                 request,
                 intended_ns: now,
+                retried: false,
             },
         );
     }
@@ -539,12 +559,16 @@ impl<'p> Worker<'p> {
         let buf = self.ring.buf(slot);
         let gaps = &mut self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP];
         match c.exchange.handle_read(now, &buf[c.start..c.end], gaps) {
-            Err(kind) => return self.fault(slot, kind),
+            Err(failure) => return self.fail(slot, failure),
             Ok(Feed::Complete {
                 consumed,
                 keep_alive,
+                unsolicited,
             }) => {
                 c.start += consumed;
+                if unsolicited {
+                    self.ledger.unsolicited(&mut self.out.tally(), now);
+                }
                 return self.complete(slot, now, keep_alive);
             }
             Ok(Feed::NeedMore { consumed }) => c.start += consumed,
@@ -555,8 +579,8 @@ impl<'p> Worker<'p> {
             c.end -= c.start;
             c.start = 0;
         }
-        if c.end == READ_BUF {
-            return self.fault(slot, ErrorKind::Malformed);
+        if c.end == READ_BUF_BYTES {
+            return self.fault(slot, ErrorKind::TooLarge);
         }
         let end = c.end;
         self.ring.recv(slot, end)
@@ -583,11 +607,40 @@ impl<'p> Worker<'p> {
         if !keep_alive {
             return self.close(slot);
         }
-        if c.sending {
-            c.state = State::Settling;
+        // Watch the idle connection: a close, a half-close, a 408 or stray
+        // bytes are seen at once, before the connection is reused.
+        c.start = 0;
+        c.end = 0;
+        self.ring.recv(slot, 0)?;
+        if self.conns[slot].sending {
+            self.conns[slot].state = State::Settling;
             return Ok(());
         }
         self.ready(slot)
+    }
+
+    /// A recv on the idle (or settling) connection `slot` completed with
+    /// `res`: the server closed it, timed it out (`408`) or sent bytes no
+    /// request asked for. The connection is replaced; no request is charged.
+    fn idle_event(&mut self, slot: usize, res: i32) -> io::Result<()> {
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            return self.ring.recv(slot, 0);
+        }
+        let now = self.clock.now_ns();
+        let idle = if res > 0 {
+            let bytes = &self.ring.buf(slot)[..res as usize];
+            Exchange::handle_idle(bytes)
+        } else {
+            Idle::Closed
+        };
+        match idle {
+            Idle::Closed => self.ledger.idle_closed(&mut self.out.tally(), now),
+            Idle::Unsolicited => self.ledger.unsolicited(&mut self.out.tally(), now),
+        }
+        if self.conns[slot].state == State::Idle {
+            self.idle.retain(|&s| s != slot);
+        }
+        self.close(slot)
     }
 
     /// `slot` is open and free: the next waiting request, the next closed-loop
@@ -612,8 +665,32 @@ impl<'p> Worker<'p> {
         }
     }
 
-    /// The request on `slot` failed with `kind`: record it, close and replace the connection.
+    /// The request on `slot` failed with `kind`: retry it on a fresh
+    /// connection when core's rule allows it, else record it; close and
+    /// replace the connection.
     fn fault(&mut self, slot: usize, kind: ErrorKind) -> io::Result<()> {
+        let c = &self.conns[slot];
+        if c.state == State::Busy
+            && c.exchange
+                .may_retry(kind, c.job.retried, self.plan.retry_non_idempotent)
+        {
+            let mut job = c.job;
+            job.retried = true;
+            self.ledger.retried(&mut self.out.tally(), job.intended_ns);
+            match self.model {
+                // Its clock still runs from its intended time.
+                Model::Open => self.waiting.push_front(job),
+                // The worker sends its next request on the fresh connection.
+                Model::Closed { .. } => self.in_flight -= 1,
+            }
+            return self.close(slot);
+        }
+        self.fail(slot, Finish::Error(kind))
+    }
+
+    /// The request on `slot` failed as `failure`: record it, close and
+    /// replace the connection.
+    fn fail(&mut self, slot: usize, failure: Finish<'static>) -> io::Result<()> {
         if self.conns[slot].state == State::Busy {
             let now = self.clock.now_ns();
             let c = &self.conns[slot];
@@ -623,7 +700,7 @@ impl<'p> Worker<'p> {
                 self.model,
                 c,
                 now,
-                Finish::Error(kind),
+                failure,
             );
             self.pending.count(ok);
             self.in_flight -= 1;
@@ -717,8 +794,10 @@ impl<'p> Worker<'p> {
                 }
             }
             Completion::Recv { slot, res } => {
-                if self.conns[slot].state != State::Busy {
-                    return Ok(());
+                match self.conns[slot].state {
+                    State::Busy => {}
+                    State::Idle | State::Settling => return self.idle_event(slot, res),
+                    _ => return Ok(()),
                 }
                 if res > 0 {
                     self.conns[slot].end += res as usize;
@@ -776,12 +855,7 @@ impl<'p> Worker<'p> {
         }
         while let Some(job) = self.waiting.pop_front() {
             self.in_flight -= 1;
-            if self
-                .ledger
-                .unsent(&mut self.out.tally(), job.intended_ns, now)
-            {
-                self.pending.errors += 1;
-            }
+            self.never_sent(job, now, Unsent::Timeout);
         }
         Ok(())
     }
@@ -826,7 +900,6 @@ fn record(
 fn errno_kind(errno: i32) -> ErrorKind {
     match errno {
         libc::EAGAIN | libc::ETIMEDOUT => ErrorKind::Timeout,
-        libc::ECONNREFUSED => ErrorKind::Connect,
         _ => ErrorKind::Reset,
     }
 }

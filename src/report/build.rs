@@ -65,6 +65,7 @@ impl Report {
                 sent: iv.sent,
                 ok: iv.ok,
                 errors: iv.errors,
+                unsent: iv.unsent,
                 p50: ms(iv.latency.quantile(0.5)),
                 p99: ms(iv.latency.quantile(0.99)),
                 max: ms(iv.latency.max()),
@@ -102,6 +103,8 @@ impl Report {
                 ok: rec.ok,
                 errors,
                 dropped: rec.dropped,
+                unsent: rec.unsent_total(),
+                retried: rec.retried,
                 timeouts: rec.timeouts,
                 good: rec.good,
             },
@@ -139,10 +142,13 @@ impl Report {
                 connections_opened: out.connections_opened,
                 peak_connections: out.peak_connections,
                 waited_for_connection: out.waited_for_connection,
+                connections_closed_idle: rec.idle_closed,
+                connections_unsolicited: rec.unsolicited,
                 stopped: out.stopped,
                 warnings: out.warnings.clone(),
             },
             thresholds: Vec::new(),
+            interrupted: false,
         };
         report.generator.warnings.extend(warnings(&report, plan));
         report
@@ -191,6 +197,16 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         w.push(format!(
             "achieved {:.1} req/s is below the offered {:.1} req/s",
             r.achieved_rps, r.offered_rps
+        ));
+    }
+    if r.requests.unsent > 0 {
+        let by = &r.errors.unsent_by_reason;
+        w.push(format!(
+            "{} requests were never sent: {} found no connection (refused or unreachable), {} \
+             waited for a free connection until the end",
+            r.requests.unsent,
+            by.get("connect").copied().unwrap_or(0),
+            by.get("timeout").copied().unwrap_or(0),
         ));
     }
     if r.requests.dropped > 0 {

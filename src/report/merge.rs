@@ -1,8 +1,6 @@
 //! `metronome report` (print a saved report) and `metronome merge` (combine
 //! the reports of the shards of one run, e.g. from several machines).
 
-use std::collections::BTreeMap;
-
 use anyhow::Context;
 
 use crate::cli::{FormatArg, MergeArgs, ReportArgs};
@@ -143,8 +141,7 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
     m.duration_s = reports.iter().map(|r| r.duration_s).fold(0.0, f64::max);
     let q = &mut m.requests;
     *q = Default::default();
-    let mut by_kind: BTreeMap<String, u64> = BTreeMap::new();
-    let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
+    m.errors = Default::default();
     for r in reports {
         let s = &r.requests;
         q.scheduled += s.scheduled;
@@ -152,17 +149,25 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
         q.ok += s.ok;
         q.errors += s.errors;
         q.dropped += s.dropped;
+        q.unsent += s.unsent;
+        q.retried += s.retried;
         q.timeouts += s.timeouts;
         q.good += s.good;
-        for (k, v) in &r.errors.by_kind {
-            *by_kind.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &r.errors.by_status {
-            *by_status.entry(k.clone()).or_default() += v;
+        for (into, from) in [
+            (&mut m.errors.by_kind, &r.errors.by_kind),
+            (&mut m.errors.by_status, &r.errors.by_status),
+            (
+                &mut m.errors.bad_framing_by_cause,
+                &r.errors.bad_framing_by_cause,
+            ),
+            (&mut m.errors.unsent_by_reason, &r.errors.unsent_by_reason),
+        ] {
+            for (k, v) in from {
+                *into.entry(k.clone()).or_default() += v;
+            }
         }
     }
-    m.errors.by_kind = by_kind;
-    m.errors.by_status = by_status;
+    m.interrupted = reports.iter().any(|r| r.interrupted);
     let completed = m.requests.ok + m.requests.errors;
     m.error_rate = if completed > 0 {
         m.requests.errors as f64 / completed as f64
@@ -201,6 +206,7 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
                         a.sent += x.sent;
                         a.ok += x.ok;
                         a.errors += x.errors;
+                        a.unsent += x.unsent;
                         a.p50 = a.p50.max(x.p50);
                         a.p99 = a.p99.max(x.p99);
                         a.max = a.max.max(x.max);
@@ -225,6 +231,14 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
     g.waited_for_connection = reports
         .iter()
         .map(|r| r.generator.waited_for_connection)
+        .sum();
+    g.connections_closed_idle = reports
+        .iter()
+        .map(|r| r.generator.connections_closed_idle)
+        .sum();
+    g.connections_unsolicited = reports
+        .iter()
+        .map(|r| r.generator.connections_unsolicited)
         .sum();
     g.stopped = reports.iter().any(|r| r.generator.stopped);
     g.warnings = reports

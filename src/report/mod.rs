@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use metronome_core::histogram::Histogram;
-use metronome_core::measure::{ErrorKind, Recorder};
+use metronome_core::measure::{ErrorKind, FramingCause, Recorder, Unsent};
 use serde::{Deserialize, Serialize};
 
 /// The schema name written in every report.
@@ -75,6 +75,9 @@ pub struct Report {
     pub intervals: Vec<IntervalReport>,
     /// The generator's own cost and warnings.
     pub generator: Generator,
+    /// True when a signal (Ctrl-C, SIGTERM) stopped the run: the report
+    /// covers what was measured until then.
+    pub interrupted: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
 }
@@ -126,7 +129,8 @@ pub struct ArrivalReport {
     pub burstiness: Option<f64>,
 }
 
-/// Request counts.
+/// Request counts: `scheduled = sent + dropped + unsent`,
+/// `sent = ok + errors` (docs/report.md, "Accounting").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Requests {
@@ -136,24 +140,37 @@ pub struct Requests {
     pub sent: u64,
     /// Succeeded.
     pub ok: u64,
-    /// Failed (any kind, timeouts included).
+    /// Sent and failed, each with exactly one kind in `errors.by_kind`.
     pub errors: u64,
     /// Dropped above --max-in-flight (never sent).
     pub dropped: u64,
+    /// Never sent otherwise: no connection could be opened, or none was free
+    /// before the run's hard end (`errors.unsent_by_reason`).
+    pub unsent: u64,
+    /// Sent a second time on a fresh connection after the reused one was
+    /// found closed before any response byte (each counted once in `sent`).
+    pub retried: u64,
     /// Timed out (also counted in errors).
     pub timeouts: u64,
     /// Met every SLO.
     pub good: u64,
 }
 
-/// Errors by kind and status.
+/// Errors by kind and status, and why requests were never sent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Errors {
-    /// By kind: connect, reset, timeout, status, malformed, stream_cut, stream_error, no_content.
+    /// Sent requests that failed, by kind (every kind listed): reset, timeout, status,
+    /// bad_framing, too_large, stream_cut, stream_error, no_content, not_event_stream.
     pub by_kind: BTreeMap<String, u64>,
-    /// Non-success responses by status code.
+    /// Non-success responses by status code (every code seen, 100..=999); they sum to
+    /// `by_kind.status`.
     pub by_status: BTreeMap<String, u64>,
+    /// `bad_framing` by cause (every cause listed): head, content_length, chunk_size,
+    /// chunk_framing, upgrade, tls, http2.
+    pub bad_framing_by_cause: BTreeMap<String, u64>,
+    /// Requests never sent, by reason (every reason listed): connect, timeout.
+    pub unsent_by_reason: BTreeMap<String, u64>,
 }
 
 /// SLO bounds in ms.
@@ -228,6 +245,8 @@ pub struct IntervalReport {
     pub ok: u64,
     /// Requests that failed in it.
     pub errors: u64,
+    /// Requests given up unsent in it.
+    pub unsent: u64,
     /// Latency median of its successes, ms.
     pub p50: f64,
     /// Latency p99, ms.
@@ -258,6 +277,12 @@ pub struct Generator {
     pub peak_connections: u64,
     /// Requests that waited for a free connection.
     pub waited_for_connection: u64,
+    /// Connections the server closed while idle (a close, a half-close or a 408), replaced
+    /// before reuse and charged to no request.
+    pub connections_closed_idle: u64,
+    /// Connections closed because bytes arrived that no request asked for (after a
+    /// complete response, or while idle), charged to no request.
+    pub connections_unsolicited: u64,
     /// True when the run was stopped early (Ctrl-C).
     pub stopped: bool,
     /// Plain warnings: when the numbers cannot be trusted.
@@ -403,6 +428,19 @@ impl Errors {
             .filter(|(_, &n)| n > 0)
             .map(|(i, &n)| ((i + 100).to_string(), n))
             .collect();
-        Errors { by_kind, by_status }
+        let bad_framing_by_cause = FramingCause::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), rec.framing[c.index()]))
+            .collect();
+        let unsent_by_reason = Unsent::ALL
+            .iter()
+            .map(|u| (u.name().to_string(), rec.unsent[u.index()]))
+            .collect();
+        Errors {
+            by_kind,
+            by_status,
+            bad_framing_by_cause,
+            unsent_by_reason,
+        }
     }
 }

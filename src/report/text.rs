@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use metronome_core::measure::FramingCause;
+
 use super::{Metric, Model, Report};
 
 /// Renders the one-screen text summary.
@@ -33,9 +35,15 @@ pub fn render_text(r: &Report) -> String {
     let q = &r.requests;
     let _ = writeln!(
         s,
-        "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  timeouts {}",
-        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.timeouts
+        "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  unsent {}  timeouts {}",
+        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.unsent, q.timeouts
     );
+    if r.interrupted {
+        let _ = writeln!(
+            s,
+            "  interrupted: the report covers what was measured until the signal"
+        );
+    }
     let _ = writeln!(
         s,
         "  error rate {:.2}%  goodput {:.2}%",
@@ -57,6 +65,36 @@ pub fn render_text(r: &Report) -> String {
             )
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+        // The parser's cause, each once: the fix is often in the URL.
+        for cause in FramingCause::ALL {
+            let n = r
+                .errors
+                .bad_framing_by_cause
+                .get(cause.name())
+                .copied()
+                .unwrap_or(0);
+            if n > 0 {
+                let _ = writeln!(s, "  bad framing ({n}): {}", cause.describe());
+            }
+        }
+    }
+    if q.unsent > 0 {
+        let reasons: Vec<String> = r
+            .errors
+            .unsent_by_reason
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(s, "  never sent: {}", reasons.join(", "));
+    }
+    let g = &r.generator;
+    if q.retried + g.connections_closed_idle + g.connections_unsolicited > 0 {
+        let _ = writeln!(
+            s,
+            "  connections: {} closed by the server while idle, {} closed for unsolicited bytes; {} requests retried",
+            g.connections_closed_idle, g.connections_unsolicited, q.retried
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -98,7 +136,6 @@ pub fn render_text(r: &Report) -> String {
     if r.output_tokens_per_s > 0.0 {
         let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
     }
-    let g = &r.generator;
     let _ = writeln!(s);
     let _ = writeln!(
         s,

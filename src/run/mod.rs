@@ -29,7 +29,8 @@ use crate::{EXIT_OK, EXIT_THRESHOLD};
 pub struct RunResult {
     /// The report.
     pub report: Report,
-    /// 0, or 3 when a threshold was breached.
+    /// 0; 3 when a threshold was breached; 130 (SIGINT) or 143 (SIGTERM)
+    /// when a signal stopped the run.
     pub exit_code: i32,
 }
 
@@ -64,6 +65,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     })?;
     let run_id = report::build::run_id(started, args.seed);
     let mut report = Report::from_run(&plan, &output, &engine, run_id, args);
+    let signalled = crate::signal::exit_status();
+    report.interrupted = signalled.is_some();
     let mut breached = false;
     for t in &p.thresholds {
         let tr = t.evaluate(&report);
@@ -89,7 +92,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     }
     Ok(RunResult {
         report,
-        exit_code: if breached { EXIT_THRESHOLD } else { EXIT_OK },
+        exit_code: match signalled {
+            Some(status) => status,
+            None if breached => EXIT_THRESHOLD,
+            None => EXIT_OK,
+        },
     })
 }
 

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use metronome_core::plan::{Model, Plan, PlanError, Protocol, Slo};
+use metronome_core::plan::{Model, Plan, PlanError, Protocol, Slo, Spin, MAX_RATE, READ_BUF_BYTES};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 
 use super::request::{check_header, encode, openai_body, Target};
-use crate::cli::{ArrivalArg, RunArgs};
+use crate::cli::{ArrivalArg, RunArgs, SpinArg, SPIN_AUTO_INITIAL};
 use crate::report::threshold::Threshold;
 use crate::UsageError;
 
@@ -159,6 +159,15 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::ZeroDuration => "--duration must be positive".into(),
         PlanError::ZeroInterval => "--interval must be positive".into(),
         PlanError::ClosedWithoutWorkers => "--closed needs at least 1 worker".into(),
+        PlanError::RateTooHigh => format!(
+            "--rate {} is above the limit of {MAX_RATE} requests per second: no engine can \
+             keep such a schedule (split it with --shard over several machines)",
+            args.rate
+        ),
+        PlanError::MaxHeadBytes => format!(
+            "--max-header-bytes {} must be 64 to {READ_BUF_BYTES}",
+            args.max_header_bytes
+        ),
         PlanError::Schedule(ScheduleError::InvalidRate) => format!(
             "--rate {} must be a positive number of requests per second",
             args.rate
@@ -208,7 +217,14 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         },
         model,
         slo: p.slo,
-        spin: metronome_core::plan::Spin::Fixed { ns: ns(args.spin) },
+        spin: match args.spin {
+            SpinArg::Auto => Spin::Auto {
+                initial_ns: ns(SPIN_AUTO_INITIAL),
+            },
+            SpinArg::Fixed(d) => Spin::Fixed { ns: ns(d) },
+        },
         interval_ns: ns(args.interval),
+        max_head_bytes: args.max_header_bytes,
+        retry_non_idempotent: args.retry_non_idempotent,
     }
 }

@@ -18,7 +18,7 @@ pub(super) fn watch(
     let start = std::time::Instant::now();
     let mut last_draw = start;
     while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(10));
         if crate::signal::interrupted() {
             control.stop.store(true, Ordering::Relaxed);
         }

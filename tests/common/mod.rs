@@ -74,12 +74,50 @@ pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code:
         "metronome {all:?} exited {:?}; stderr: {stderr}",
         out.status.code()
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "report is not valid JSON ({e}): {}\nstderr: {stderr}",
             String::from_utf8_lossy(&out.stdout)
         )
-    })
+    });
+    assert_accounting(&report);
+    report
+}
+
+/// The accounting every report promises (docs/report.md, "Accounting"),
+/// asserted on every report an end-to-end test decodes.
+pub fn assert_accounting(r: &Report) {
+    let q = &r.requests;
+    let e = &r.errors;
+    let sum = |m: &std::collections::BTreeMap<String, u64>| m.values().sum::<u64>();
+    let ctx = format!("{}: {:?} {:?}", r.engine, q, e);
+    assert_eq!(
+        q.scheduled,
+        q.sent + q.dropped + q.unsent,
+        "scheduled = sent + dropped + unsent; {ctx}"
+    );
+    assert_eq!(q.sent, q.ok + q.errors, "sent = ok + errors; {ctx}");
+    assert_eq!(q.errors, sum(&e.by_kind), "errors = sum(by_kind); {ctx}");
+    assert_eq!(
+        q.unsent,
+        sum(&e.unsent_by_reason),
+        "unsent = sum(unsent_by_reason); {ctx}"
+    );
+    assert_eq!(
+        e.by_kind["status"],
+        sum(&e.by_status),
+        "status = sum(by_status); {ctx}"
+    );
+    assert_eq!(
+        e.by_kind["bad_framing"],
+        sum(&e.bad_framing_by_cause),
+        "bad_framing = sum(by cause); {ctx}"
+    );
+    assert_eq!(
+        q.timeouts, e.by_kind["timeout"],
+        "timeouts = by_kind.timeout; {ctx}"
+    );
+    assert!(q.good <= q.ok, "good <= ok; {ctx}");
 }
 
 /// How many recorded values of `metric` are at least `at_least_ms`.
