@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::{mpsc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use metronome_core::engine::{Control, EngineError, RunOutput};
 use metronome_core::ledger::Finish;
@@ -50,6 +50,9 @@ struct Shared {
 
 /// The longest a single sleep of the pacer lasts, so a stop is noticed.
 const MAX_SLEEP_NS: u64 = 20_000_000;
+/// The longest the start gate waits for the pre-opened connections'
+/// threads to wait for work.
+const READY_LIMIT: Duration = Duration::from_secs(1);
 
 pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
@@ -93,10 +96,9 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         Spin::Auto { initial_ns } => SpinTuner::auto(initial_ns.max(overshoot_ns)),
     };
     let worker_stats = Mutex::new(Vec::new());
-    let clock = Clock::start();
-    shared
-        .hard_end_ns
-        .store(plan.hard_end_ns(), Ordering::Relaxed);
+    // The run's clock, started at the start gate below; a connection
+    // thread reads it once it has a job (queued only after the start).
+    let origin = OnceLock::new();
     let cpu_start = process_cpu_ns();
 
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
@@ -112,14 +114,24 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
             });
             out
         })?;
+        let pre_count = pre.len();
         for conn in pre {
             let tx = tx.clone();
             let shared = &shared;
-            let clock = &clock;
+            let origin = &origin;
             let stats = &worker_stats;
             shared.threads.fetch_add(1, Ordering::Relaxed);
-            s.spawn(move || worker(plan, clock, shared, tx, Some(conn), stats));
+            s.spawn(move || worker(plan, origin, shared, tx, Some(conn), stats));
         }
+        // The start gate: the clock starts once every pre-opened
+        // connection's thread waits for a job, so the first sends are
+        // neither charged the threads' start-up nor handed to a connection
+        // opened because no thread was waiting yet.
+        wait_idle(&shared, pre_count, control);
+        let clock = *origin.get_or_init(Clock::start);
+        shared
+            .hard_end_ns
+            .store(plan.hard_end_ns(), Ordering::Relaxed);
 
         // 2. The pacer: the schedule is the single source of truth for send times.
         let ledger = Ledger::new(plan);
@@ -188,10 +200,10 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                             if grow {
                                 let tx = tx.clone();
                                 let shared = &shared;
-                                let clock = &clock;
+                                let origin = &origin;
                                 let stats = &worker_stats;
                                 shared.threads.fetch_add(1, Ordering::Relaxed);
-                                s.spawn(move || worker(plan, clock, shared, tx, None, stats));
+                                s.spawn(move || worker(plan, origin, shared, tx, None, stats));
                             }
                             stats.sent += 1;
                         }
@@ -239,7 +251,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
 /// A connection thread: takes due requests from the queue, one at a time.
 fn worker(
     plan: &Plan<'_>,
-    clock: &Clock,
+    origin: &OnceLock<Clock>,
     shared: &Shared,
     tx: mpsc::Sender<Fact>,
     conn: Option<Conn>,
@@ -250,6 +262,8 @@ fn worker(
     let mut conn = match conn {
         Some(c) => c,
         None => {
+            // Grown by the pacer, after the clock started.
+            let clock = origin.get_or_init(Clock::start);
             let mut c = Conn::new(plan.exchange());
             if c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns)
                 .is_ok()
@@ -277,6 +291,8 @@ fn worker(
             }
         };
         let Some(job) = job else { break };
+        // Jobs are queued only after the clock started.
+        let clock = origin.get_or_init(Clock::start);
         let request = plan.request(job.index);
         let mut retried = false;
         loop {
@@ -360,6 +376,18 @@ fn worker(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(stats);
+}
+
+/// Waits, at most [`READY_LIMIT`] and not past a stop, until `n`
+/// connection threads wait for a job.
+fn wait_idle(shared: &Shared, n: usize, control: &Control) {
+    let start = Instant::now();
+    while shared.queue.lock().unwrap_or_else(|e| e.into_inner()).idle < n
+        && start.elapsed() < READY_LIMIT
+        && !control.stopped()
+    {
+        std::thread::sleep(Duration::from_micros(100));
+    }
 }
 
 /// A request that cannot go out at `at_ns`: never sent, for `reason`; or,
