@@ -277,6 +277,13 @@ impl<'p> Worker<'p> {
         let mut stopped_at = None;
         let mut next_scan = 0u64;
         let mut next_publish = PUBLISH_NS;
+        // The pre-opened connections are watched while idle, as every
+        // idle connection is (see `ready`).
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
+                self.ring.recv(slot, 0)?;
+            }
+        }
         if self.is_closed() {
             for slot in 0..self.conns.len() {
                 self.closed_send(slot);
@@ -647,6 +654,15 @@ impl<'p> Worker<'p> {
     /// send, or the idle list.
     fn ready(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Idle;
+        // Watch the idle connection, a fresh one too: a close, a half-close,
+        // a 408 or stray bytes are seen at once, before its (first) use.
+        // A request sent on it gets its response through this recv.
+        if !self.ring.recv_pending(slot) {
+            let c = &mut self.conns[slot];
+            c.start = 0;
+            c.end = 0;
+            self.ring.recv(slot, 0)?;
+        }
         match self.model {
             Model::Closed { .. } => {
                 let now = self.clock.now_ns();
