@@ -446,14 +446,15 @@ fn read_failure(e: ReadError, first: Option<&[u8]>) -> Finish<'static> {
     Finish::Framing(cause)
 }
 
-/// Another protocol on an HTTP/1.1 port: a TLS record (handshake or alert:
-/// content type 20-23, major version 3), or an HTTP/2 frame header whose
-/// type is SETTINGS or GOAWAY on stream 0 (what an HTTP/2-only server
-/// sends first).
+/// Another protocol on an HTTP/1.1 port, told by the first byte alone (so
+/// the verdict does not depend on how the bytes were split into reads; an
+/// HTTP/1.x response starts with `H`): a TLS record (content type 20-23:
+/// an alert or a handshake), or an HTTP/2 frame (a length below 64 KiB
+/// starts with 0, as the SETTINGS frame an HTTP/2-only server sends first).
 fn sniff(first: &[u8]) -> Option<FramingCause> {
-    match first {
-        [20..=23, 3, ..] => Some(FramingCause::Tls),
-        [_, _, _, 4 | 7, _, 0, 0, 0, 0, ..] => Some(FramingCause::Http2),
+    match first.first()? {
+        20..=23 => Some(FramingCause::Tls),
+        0 => Some(FramingCause::Http2),
         _ => None,
     }
 }

@@ -449,7 +449,11 @@ impl ResponseParser {
         let mut headers = [const { MaybeUninit::uninit() }; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut []);
         let config = httparse::ParserConfig::default();
-        let n = match config.parse_response_with_uninit_headers(&mut response, rest, &mut headers) {
+        // Only the first `max_head` bytes can hold the head: parsing just
+        // them makes the verdict (a bad header, or a head too large) the
+        // same however the bytes arrived.
+        let view = &rest[..rest.len().min(self.max_head)];
+        let n = match config.parse_response_with_uninit_headers(&mut response, view, &mut headers) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 return if rest.len() >= self.max_head {
@@ -461,9 +465,6 @@ impl ResponseParser {
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
             Err(e) => return Err(ParseError::Http(e)),
         };
-        if n > self.max_head {
-            return Err(ParseError::HeadTooLarge);
-        }
         let (Some(version), Some(status)) = (response.version, response.code) else {
             return Err(ParseError::Http(httparse::Error::Status));
         };
