@@ -272,6 +272,18 @@ impl Peer {
         }
     }
 
+    /// Reads until a request head has arrived, not its body; false when
+    /// the client closed first.
+    fn head(&mut self) -> bool {
+        while !self.buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            if !self.fill() {
+                return false;
+            }
+        }
+        self.counts.requests.fetch_add(1, Relaxed);
+        true
+    }
+
     /// One read into the buffer: false at the client's close, on an error
     /// or when the server is stopping.
     fn fill(&mut self) -> bool {
@@ -1029,6 +1041,43 @@ fn silent_servers_give_timeouts_and_the_run_ends() {
         drop(listener);
         r.expect(case, N, 0, &[("timeout", N)]);
         assert!(r.elapsed < hard_end + margin, "{}", r.ctx(case));
+    }
+    let _ = std::fs::remove_file(&body);
+}
+
+/// A server that answers `413 Content Too Large` and closes as soon as the
+/// head of a 16 MiB POST arrives, without reading the body: its close with
+/// unread bytes is a RST, which cuts the client's send short. The response
+/// came first and is the request's outcome (RFC 9112 section 9.5: a client
+/// sending a body monitors the connection for an error response), a status
+/// error, the same on both engines.
+#[test]
+fn an_early_response_to_a_body_being_sent_is_read() {
+    let body =
+        std::env::temp_dir().join(format!("metronome-hostile-413-{}.body", std::process::id()));
+    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
+    let s = script(|p| {
+        if p.head() {
+            p.send(
+                b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            );
+            p.pause(Duration::from_millis(20));
+        }
+    });
+    let args = with(
+        SHORT,
+        &["-X", "POST", "--body-file", body.to_str().unwrap()],
+    );
+    for engine in engines() {
+        let case = "413 before the body was read";
+        let r = run(engine, &s, "/", &args);
+        r.expect(case, N, 0, &[("status", N)]);
+        assert_eq!(
+            r.report.errors.by_status.get("413"),
+            Some(&N),
+            "{}",
+            r.ctx(case)
+        );
     }
     let _ = std::fs::remove_file(&body);
 }

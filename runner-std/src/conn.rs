@@ -300,11 +300,14 @@ impl Conn {
                 self.write_timeout = Some(wait);
             }
             match stream.write(&request[written..]) {
-                Ok(0) => return Err(fault(ErrorKind::Reset)),
-                Ok(n) => written += n,
+                Ok(n) if n > 0 => written += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
-                Err(e) => return Err(fault(io_kind(&e))),
+                // The connection failed under the send (the server closed
+                // or reset it): a response it sent first, such as an early
+                // error status before closing (RFC 9112 section 9.5), is
+                // still read below; without one the read meets the close.
+                Ok(_) | Err(_) => break,
             }
         }
         loop {

@@ -792,6 +792,12 @@ impl<'p> Worker<'p> {
                 let conn = &mut self.conns[slot];
                 conn.sending = false;
                 match conn.state {
+                    // The connection failed under the send (the server
+                    // closed or reset it): a response it sent first, such
+                    // as an early error status before closing (RFC 9112
+                    // section 9.5), still arrives through the armed recv,
+                    // which then meets the close, as on the std engine.
+                    State::Busy if res < 0 && self.ring.recv_pending(slot) => Ok(()),
                     State::Busy if res < 0 => self.fault(slot, errno_kind(-res)),
                     State::Busy => {
                         conn.sent_bytes += res as usize;
