@@ -782,6 +782,53 @@ fn unusual_but_valid_framing() {
             vec![("status", N)],
             1,
         ),
+        // Chunk extensions and trailers are skipped; the connection is
+        // reused.
+        (
+            "chunked, extensions and trailers",
+            answer(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                  2;name=\"v;x\"\r\nok\r\n0;last\r\nX-Trailer: t\r\n\r\n"
+                    .to_vec(),
+            ),
+            SHORT.to_vec(),
+            N,
+            vec![],
+            1,
+        ),
+        // HTTP/1.0 with keep-alive and a length: the connection is reused.
+        (
+            "HTTP/1.0 keep-alive",
+            answer(
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
+                    .to_vec(),
+            ),
+            SHORT.to_vec(),
+            N,
+            vec![],
+            1,
+        ),
+        // A bare LF ends a line (RFC 9112 section 2.2).
+        (
+            "bare LF line ends",
+            answer(b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok".to_vec()),
+            SHORT.to_vec(),
+            N,
+            vec![],
+            1,
+        ),
+        // A user agent must accept a folded header line in a response and
+        // read it as spaces (RFC 9112 section 5.2).
+        (
+            "obs-fold header",
+            answer(
+                b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+            ),
+            SHORT.to_vec(),
+            N,
+            vec![],
+            1,
+        ),
         // One byte per millisecond: slow is not wrong.
         (
             "trickle",

@@ -10,7 +10,8 @@
 //! bytes": a partial message is a status, not an error.
 //!
 //! Supported: the status line and up to [`MAX_HEADERS`] headers (parsed by
-//! `httparse`), bodies delimited by `Content-Length`, by
+//! `httparse`; a folded header line is read as spaces, RFC 9112 section
+//! 5.2), bodies delimited by `Content-Length`, by
 //! `Transfer-Encoding: chunked` (chunk extensions and trailers are accepted
 //! and skipped) or by the end of the connection ("read until close", finished
 //! by [`ResponseParser::finish_eof`]); interim `1xx` responses are skipped;
@@ -448,7 +449,12 @@ impl ResponseParser {
         // Uninitialised header slots: no 2 KiB memset per call.
         let mut headers = [const { MaybeUninit::uninit() }; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut []);
-        let config = httparse::ParserConfig::default();
+        // A user agent accepts a folded header line (obs-fold) in a response
+        // and reads it as spaces (RFC 9112 section 5.2): the value keeps the
+        // fold's CR, LF and blanks, which `trim` and the value scans below
+        // treat as blanks.
+        let mut config = httparse::ParserConfig::default();
+        config.allow_obsolete_multiline_headers_in_responses(true);
         // Only the first `max_head` bytes can hold the head: parsing just
         // them makes the verdict (a bad header, or a head too large) the
         // same however the bytes arrived.
@@ -617,12 +623,13 @@ impl HeadFacts {
     }
 }
 
-/// Strips ASCII spaces and tabs from both ends.
+/// Strips blanks from both ends: spaces and tabs, and the CR and LF of a
+/// folded line (obs-fold, read as spaces).
 fn trim(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
+    while let [b' ' | b'\t' | b'\r' | b'\n', rest @ ..] = s {
         s = rest;
     }
-    while let [rest @ .., b' ' | b'\t'] = s {
+    while let [rest @ .., b' ' | b'\t' | b'\r' | b'\n'] = s {
         s = rest;
     }
     s
@@ -650,6 +657,7 @@ mod tests {
     fn trim_and_decimal() {
         assert_eq!(trim(b" \tab c\t "), b"ab c");
         assert_eq!(trim(b"   "), b"");
+        assert_eq!(trim(b"\r\n  close"), b"close");
         assert_eq!(parse_decimal(b"0"), Some(0));
         assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_decimal(b"18446744073709551616"), None);
@@ -720,6 +728,28 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn folded_header_lines_are_read_as_spaces() {
+        let wire = b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\nConnection: keep-alive,\r\n close\r\n\
+                     Content-Type: text/event-stream;\r\n\tcharset=utf-8\r\nContent-Length:\r\n 2\r\n\r\nok";
+        let mut p = ResponseParser::new();
+        let (n, head) = p.feed(wire).unwrap();
+        assert_eq!(
+            head,
+            Some(Event::Head {
+                status: 200,
+                keep_alive: false,
+                event_stream: true
+            })
+        );
+        assert_eq!(p.feed(&wire[n..]), Ok((2, Some(Event::Body(b"ok")))));
+        let mut p = ResponseParser::new();
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n 3\r\n\r\n"),
+            Err(ParseError::ContentLength)
+        );
     }
 
     #[test]
