@@ -258,11 +258,7 @@ impl Peer {
             if let Some((len, method)) = parse_request(&self.buf) {
                 if self.buf.len() >= len {
                     self.buf.drain(..len);
-                    self.counts.requests.fetch_add(1, Relaxed);
-                    if self.served == 0 {
-                        self.counts.used.fetch_add(1, Relaxed);
-                    }
-                    self.served += 1;
+                    self.counted();
                     return Some(Request { method });
                 }
             }
@@ -280,8 +276,17 @@ impl Peer {
                 return false;
             }
         }
-        self.counts.requests.fetch_add(1, Relaxed);
+        self.counted();
         true
+    }
+
+    /// Counts a request read on this connection.
+    fn counted(&mut self) {
+        self.counts.requests.fetch_add(1, Relaxed);
+        if self.served == 0 {
+            self.counts.used.fetch_add(1, Relaxed);
+        }
+        self.served += 1;
     }
 
     /// One read into the buffer: false at the client's close, on an error
@@ -1207,6 +1212,40 @@ fn an_early_response_to_a_body_being_sent_is_read() {
             "{}",
             r.ctx(case)
         );
+    }
+    let _ = std::fs::remove_file(&body);
+}
+
+/// A server that answers `200 OK` (keep-alive) as soon as the head of a
+/// 16 MiB POST arrives and never reads the body: the complete response is
+/// the request's outcome (ok), and the connection, whose request was never
+/// sent whole, is not reused. With `--max-connections 1` every request
+/// still gets a connection in time, so the send that cannot finish is
+/// given up at once, not held until the timeout.
+#[test]
+fn an_early_response_to_a_body_never_read_is_read() {
+    let body =
+        std::env::temp_dir().join(format!("metronome-hostile-200-{}.body", std::process::id()));
+    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
+    let s = script(|p| {
+        if p.head() && p.send(OK) {
+            p.hold();
+        }
+    });
+    let args = with(
+        SHORT,
+        &["-X", "POST", "--body-file", body.to_str().unwrap()],
+    );
+    let one = with(&args, &["--max-connections", "1"]);
+    for engine in engines() {
+        for (case, args) in [
+            ("200 before the body", &args),
+            ("same, one connection", &one),
+        ] {
+            let r = run(engine, &s, "/", args);
+            r.expect(case, N, N, &[]);
+            r.expect_connections(case, N);
+        }
     }
     let _ = std::fs::remove_file(&body);
 }

@@ -2,7 +2,7 @@
 //! it. Every protocol decision is core's [`Exchange`]; this file moves
 //! bytes and reads the clock.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -281,9 +281,6 @@ impl Conn {
         deadline: impl Fn() -> u64,
     ) -> Result<(bool, bool), Finish<'static>> {
         let fault = |kind| Finish::Error(kind);
-        let Some(stream) = self.stream.as_mut() else {
-            return Err(fault(ErrorKind::Reset));
-        };
         // The send, bounded by the deadline (a server that stops reading).
         let mut written = 0;
         while written < request.len() {
@@ -292,49 +289,42 @@ impl Conn {
             if now >= end {
                 return Err(fault(ErrorKind::Timeout));
             }
+            let Some(stream) = self.stream.as_ref() else {
+                return Err(fault(ErrorKind::Reset));
+            };
             let wait = Duration::from_nanos((end - now).max(1_000)).min(SLICE);
-            if self.write_timeout != Some(wait) {
-                stream
-                    .set_write_timeout(Some(wait))
-                    .map_err(|e| fault(io_kind(&e)))?;
-                self.write_timeout = Some(wait);
-            }
-            match stream.write(&request[written..]) {
-                Ok(n) if n > 0 => written += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            match send_now(stream, &request[written..], wait, &mut self.write_timeout) {
+                Ok(n) if n > 0 => {
+                    written += n;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
                 // The connection failed under the send (the server closed
                 // or reset it): a response it sent first, such as an early
-                // error status before closing (RFC 9112 section 9.5), is
-                // still read below; without one the read meets the close.
+                // error status before closing, is still read below;
+                // without one the read meets the close.
                 Ok(_) | Err(_) => break,
+            }
+            // The socket takes no more bytes (the server reads slowly, or
+            // not at all): wait, a slice at most, until it takes more or
+            // the server sends something. The server may have answered
+            // without reading the rest (an early response, RFC 9112
+            // section 9.5): that is read at once, as the io_uring engine's
+            // armed recv does.
+            if wait_readable_or_writable(stream, wait) {
+                match self.read_early(clock)? {
+                    Early::Nothing => {}
+                    // The request was not sent whole: the connection
+                    // cannot carry another one.
+                    Early::Complete { unsolicited } => return Ok((false, unsolicited)),
+                    Early::Closed => break,
+                }
             }
         }
         loop {
-            // Hand every buffered byte to the exchange first.
-            let input = &self.buf[self.start..self.end];
-            match self
-                .exchange
-                .handle_read(clock.now_ns(), input, &mut self.gaps)?
-            {
-                Feed::Complete {
-                    consumed,
-                    keep_alive,
-                    unsolicited,
-                } => {
-                    self.start += consumed;
-                    return Ok((keep_alive, unsolicited));
-                }
-                Feed::NeedMore { consumed } => self.start += consumed,
-            }
-            // Keep what was not consumed at the front of the buffer.
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            }
-            if self.end == self.buf.len() {
-                return Err(fault(ErrorKind::TooLarge));
+            if let Some(done) = self.feed(clock)? {
+                return Ok(done);
             }
             let now = clock.now_ns();
             let end = deadline();
@@ -367,6 +357,140 @@ impl Conn {
             }
         }
     }
+
+    /// Hands every buffered byte to the exchange: `Some((keep_alive,
+    /// unsolicited))` once the response is complete, `None` when it needs
+    /// more (what was not consumed is kept at the front of the buffer).
+    fn feed(&mut self, clock: &Clock) -> Result<Option<(bool, bool)>, Finish<'static>> {
+        let input = &self.buf[self.start..self.end];
+        match self
+            .exchange
+            .handle_read(clock.now_ns(), input, &mut self.gaps)?
+        {
+            Feed::Complete {
+                consumed,
+                keep_alive,
+                unsolicited,
+            } => {
+                self.start += consumed;
+                return Ok(Some((keep_alive, unsolicited)));
+            }
+            Feed::NeedMore { consumed } => self.start += consumed,
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            return Err(Finish::Error(ErrorKind::TooLarge));
+        }
+        Ok(None)
+    }
+
+    /// While the send is blocked: reads, without blocking, what the server
+    /// sent so far and hands it to the exchange.
+    fn read_early(&mut self, clock: &Clock) -> Result<Early, Finish<'static>> {
+        let Some(stream) = self.stream.as_ref() else {
+            return Ok(Early::Closed);
+        };
+        match recv_now(stream, &mut self.buf[self.end..]) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Early::Nothing),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Early::Nothing),
+            // The close or the error is met again by the read that follows.
+            Ok(0) | Err(_) => Ok(Early::Closed),
+            Ok(n) => {
+                self.end += n;
+                Ok(match self.feed(clock)? {
+                    Some((_, unsolicited)) => Early::Complete { unsolicited },
+                    None => Early::Nothing,
+                })
+            }
+        }
+    }
+}
+
+/// Sends what the socket takes now, without blocking: `WouldBlock` when
+/// it takes nothing. One `send(MSG_DONTWAIT)` on Unix.
+#[cfg(unix)]
+fn send_now(
+    stream: &TcpStream,
+    bytes: &[u8],
+    _wait: Duration,
+    _timeout: &mut Option<Duration>,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let flags = libc::MSG_DONTWAIT;
+    // SAFETY: `bytes` is a valid, readable buffer of `bytes.len()` bytes
+    // for the duration of the call, and the descriptor is the open socket
+    // that `stream` owns (borrowed for the call).
+    let n = unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            flags,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Sends, blocking at most `wait` (portable form): a timeout when the
+/// socket took nothing. `timeout` is the socket's current write timeout.
+#[cfg(not(unix))]
+fn send_now(
+    mut stream: &TcpStream,
+    bytes: &[u8],
+    wait: Duration,
+    timeout: &mut Option<Duration>,
+) -> io::Result<usize> {
+    use std::io::Write;
+    if *timeout != Some(wait) {
+        stream.set_write_timeout(Some(wait))?;
+        *timeout = Some(wait);
+    }
+    stream.write(bytes)
+}
+
+/// Waits at most `wait` until the socket can take more bytes or holds
+/// something to read (or was closed); true when it holds something to
+/// read, or may (an error, a hang-up). One `poll(2)` on Unix.
+#[cfg(unix)]
+fn wait_readable_or_writable(stream: &TcpStream, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = wait.as_micros().div_ceil(1000).clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fds` is one valid, writable `pollfd` for the duration of
+    // the call, and its descriptor is the open socket `stream` owns.
+    let n = unsafe { libc::poll(&mut fds, 1, ms) };
+    n > 0 && fds.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// The portable form: the send itself waited; look for a response.
+#[cfg(not(unix))]
+fn wait_readable_or_writable(_stream: &TcpStream, _wait: Duration) -> bool {
+    true
+}
+
+/// What [`Conn::read_early`] found while a send was blocked.
+enum Early {
+    /// No complete response: keep sending.
+    Nothing,
+    /// The response is complete.
+    Complete { unsolicited: bool },
+    /// The server closed the connection, or it failed: stop sending.
+    Closed,
 }
 
 /// Peeks at what the socket holds without blocking: `WouldBlock` when
@@ -374,6 +498,19 @@ impl Conn {
 /// MSG_DONTWAIT)` on Unix.
 #[cfg(unix)]
 fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    recv_flags(stream, buf, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+}
+
+/// Reads what the socket holds without blocking: `WouldBlock` when
+/// nothing, `Ok(0)` after the peer's close. One `recv(MSG_DONTWAIT)` on Unix.
+#[cfg(unix)]
+fn recv_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    recv_flags(stream, buf, libc::MSG_DONTWAIT)
+}
+
+/// One `recv(2)` with `flags`.
+#[cfg(unix)]
+fn recv_flags(stream: &TcpStream, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
     use std::os::fd::AsRawFd;
     // SAFETY: `buf` is a valid, writable buffer of `buf.len()` bytes for
     // the duration of the call, and the descriptor is the open socket that
@@ -383,7 +520,7 @@ fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
             stream.as_raw_fd(),
             buf.as_mut_ptr().cast(),
             buf.len(),
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            flags,
         )
     };
     if n < 0 {
@@ -398,6 +535,15 @@ fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
 fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     stream.set_nonblocking(true)?;
     let seen = stream.peek(buf);
+    stream.set_nonblocking(false)?;
+    seen
+}
+
+/// Reads what the socket holds without blocking (portable form).
+#[cfg(not(unix))]
+fn recv_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    stream.set_nonblocking(true)?;
+    let seen = stream.read(buf);
     stream.set_nonblocking(false)?;
     seen
 }

@@ -15,6 +15,8 @@
 //!    most one recv, one send and one connect in flight (flags in
 //!    [`SlotState`]), so a completion names exactly one pending operation and
 //!    the read buffer of a slot with a recv in flight is never handed out.
+//!    (An `AsyncCancel` of a slot's send touches no memory; its own
+//!    completion is not reported.)
 //! 3. **A slot's socket is closed only when nothing of it is in flight.**
 //!    [`Ring::close`] shuts the socket down (which completes its pending
 //!    operations) and drops the descriptor when the last completion arrives,
@@ -39,6 +41,8 @@ pub(crate) const TAG_TIMER: u64 = u64::MAX;
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_CONNECT: u64 = 3;
+/// An `AsyncCancel` of the slot's send; its own completion is not reported.
+const OP_CANCEL: u64 = 4;
 const OP_SHIFT: u32 = 32;
 /// How long `Drop` waits for operations in flight before leaking the memory.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -280,6 +284,23 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
+    /// Cuts the slot's send in flight short (`AsyncCancel`, naming the send
+    /// by its `user_data`): the send's completion follows, `-ECANCELED`
+    /// when it was cut, its own result when it had ended already. Nothing
+    /// when no send is in flight. A cancel is processed when it is
+    /// submitted, in order, so it never reaches a later send of the slot.
+    pub(crate) fn cancel_send(&mut self, slot: usize) -> io::Result<()> {
+        if !self.slots[slot].send {
+            return Ok(());
+        }
+        let entry = opcode::AsyncCancel::new(tag(OP_SEND, slot))
+            .build()
+            .user_data(tag(OP_CANCEL, slot));
+        // SAFETY: the entry points to no memory: it names the send by its
+        // `user_data`.
+        unsafe { self.push(&entry) }
+    }
+
     /// Arms the pacing timer to fire in `after_ns`, unless it is already
     /// armed. Returns whether it was armed now.
     pub(crate) fn timer(&mut self, after_ns: u64) -> io::Result<bool> {
@@ -391,6 +412,8 @@ impl Ring {
                 s.connect = false;
                 Completion::Connect { slot, res }
             }
+            // A cancel's own result: the cancelled send reports its own.
+            OP_CANCEL => return None,
             _ => return None,
         };
         if s.closing {

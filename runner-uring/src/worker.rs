@@ -620,8 +620,13 @@ impl<'p> Worker<'p> {
         c.end = 0;
         self.ring.recv(slot, 0)?;
         if self.conns[slot].sending {
+            // The response completed while its request was still being
+            // sent (an early response, the server not reading the rest):
+            // stop sending. The send's completion decides: sent whole, the
+            // connection is reused; cut short, it is closed (as on the std
+            // engine, which stops a blocked send when the response is in).
             self.conns[slot].state = State::Settling;
-            return Ok(());
+            return self.ring.cancel_send(slot);
         }
         self.ready(slot)
     }
@@ -853,6 +858,14 @@ impl<'p> Worker<'p> {
             match (c.state, c.retry_at_ns) {
                 (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
                 (State::Busy, _) => {
+                    self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
+                }
+                // A response that completed while its request was still
+                // being sent (an early response): the send has until the
+                // request's deadline, else the connection is dropped
+                // (charged to no request; the response was recorded).
+                (State::Settling, _) if now >= c.deadline_ns => self.close(slot)?,
+                (State::Settling, _) => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
                 }
                 (State::Free, Some(t)) if now >= t => {
