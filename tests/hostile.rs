@@ -1227,9 +1227,19 @@ fn an_early_response_to_a_body_never_read_is_read() {
     let body =
         std::env::temp_dir().join(format!("metronome-hostile-200-{}.body", std::process::id()));
     std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
-    let s = script(|p| {
+    let early = script(|p| {
         if p.head() && p.send(OK) {
             p.hold();
+        }
+    });
+    // An interim response while the body is being sent is no early
+    // answer: the client keeps sending, the server reads the body and
+    // answers, and the connection carries the next request.
+    let interim = script(|p| {
+        while p.head() && p.send(b"HTTP/1.1 100 Continue\r\n\r\n") {
+            if p.request().is_none() || !p.send(OK) {
+                break;
+            }
         }
     });
     let args = with(
@@ -1238,13 +1248,14 @@ fn an_early_response_to_a_body_never_read_is_read() {
     );
     let one = with(&args, &["--max-connections", "1"]);
     for engine in engines() {
-        for (case, args) in [
-            ("200 before the body", &args),
-            ("same, one connection", &one),
+        for (case, s, args, conns) in [
+            ("200 before the body", &early, &args, N),
+            ("same, one connection", &early, &one, N),
+            ("100 Continue during the body", &interim, &one, 1),
         ] {
-            let r = run(engine, &s, "/", args);
+            let r = run(engine, s, "/", args);
             r.expect(case, N, N, &[]);
-            r.expect_connections(case, N);
+            r.expect_connections(case, conns);
         }
     }
     let _ = std::fs::remove_file(&body);

@@ -849,8 +849,8 @@ impl<'p> Worker<'p> {
         }
     }
 
-    /// Timeouts of requests past their deadline; closed-model reconnects due.
-    /// Recomputes the earliest deadline.
+    /// Timeouts of requests past their deadline; settling sends past it;
+    /// closed-model reconnects due. Recomputes the earliest deadline.
     fn scan(&mut self, now: u64) -> io::Result<()> {
         self.next_deadline_ns = u64::MAX;
         for slot in 0..self.conns.len() {
