@@ -92,6 +92,12 @@ struct Conn {
     worker: u64,
     sends: u64,
     retry_at_ns: Option<u64>,
+    /// Open and no request sent on it yet.
+    unused: bool,
+    /// Replace this connection only when a request needs it: the server
+    /// closed it before its first use (replacing it at once could loop as
+    /// fast as the server closes).
+    on_demand: bool,
 }
 
 /// Progress counted since the last publication (published in batches).
@@ -179,6 +185,8 @@ impl<'p> Worker<'p> {
                 worker: share.worker_base + i as u64,
                 sends: 0,
                 retry_at_ns: None,
+                unused: false,
+                on_demand: false,
             })
             .collect();
         let pre = share.streams.len() as u64;
@@ -186,6 +194,7 @@ impl<'p> Worker<'p> {
         for (i, s) in share.streams.into_iter().enumerate() {
             ring.adopt(i, s);
             conns[i].state = State::Idle;
+            conns[i].unused = true;
             idle.push(i);
         }
         idle.reverse();
@@ -440,9 +449,11 @@ impl<'p> Worker<'p> {
     }
 
     fn connect(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].on_demand = false;
         match self.ring.connect(slot) {
             Ok(()) => {
                 self.conns[slot].state = State::Connecting;
+                self.conns[slot].unused = true;
                 self.connecting += 1;
                 Ok(())
             }
@@ -503,6 +514,7 @@ impl<'p> Worker<'p> {
         c.exchange
             .begin(job.intended_ns, now, self.plan.requests[job.request]);
         c.sends += 1;
+        c.unused = false;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
         // A retry was counted as sent the first time.
         if !job.retried
@@ -649,6 +661,9 @@ impl<'p> Worker<'p> {
             Idle::Closed => self.ledger.idle_closed(&mut self.out.tally(), now),
             Idle::Unsolicited => self.ledger.unsolicited(&mut self.out.tally(), now),
         }
+        // Closed (or written to) before its first use: replaced when a
+        // request needs it, not at once.
+        self.conns[slot].on_demand = self.conns[slot].unused;
         if self.conns[slot].state == State::Idle {
             self.idle.retain(|&s| s != slot);
         }
@@ -757,7 +772,9 @@ impl<'p> Worker<'p> {
             Model::Closed { .. } => {
                 self.clock.now_ns() < self.plan.end_ns() && !self.control.stopped()
             }
-            Model::Open => !self.waiting.is_empty() || self.scheduling,
+            Model::Open => {
+                !self.waiting.is_empty() || (self.scheduling && !self.conns[slot].on_demand)
+            }
         };
         if wanted && self.clock.now_ns() < self.hard_end_ns {
             self.connect(slot)?;
