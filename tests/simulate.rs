@@ -5,7 +5,7 @@
 //! sent at or after 100 s). Values in nanoseconds.
 
 use metronome::simulate::{admit, compute, corrected, exact_quantile, Row, SCENARIO};
-use metronome_core::rng::{stream, PURPOSE_ARRIVALS};
+use metronome_core::schedule::{Arrival, Schedule, Shard};
 
 const MS: u64 = 1_000_000;
 
@@ -105,22 +105,18 @@ fn correction_recovers_the_open_picture() {
 }
 
 #[test]
-fn poisson_mean_gap_matches_an_independent_sum() {
+fn poisson_mean_gap_matches_the_schedule_split_four_ways() {
     let o = compute();
     assert_eq!(o.poisson_arrivals, 1_000_000);
-    // Recompute the running sum of -ln(1 - u) / 1000 s from the arrivals
-    // stream, independently of the schedule code.
-    let mut rng = stream(42, PURPOSE_ARRIVALS);
-    let mut t = 0.0f64;
-    for _ in 0..1_000_000 {
-        t += -(1.0 - rng.next_f64()).ln() / 1000.0;
-    }
-    let mean_ns = t * 1e9 / 1e6;
-    assert!(
-        (o.poisson_mean_gap_ns - mean_ns).abs() < 1e-3,
-        "{} vs {mean_ns}",
-        o.poisson_mean_gap_ns
-    );
+    // The millionth arrival (index 999,999) is the 250,000th of shard 3 of
+    // 4: the same schedule split over four threads reaches the same point.
+    let shard = Shard { index: 3, count: 4 };
+    let last = Schedule::new(Arrival::Poisson, 1000.0, 42, u64::MAX, shard)
+        .unwrap()
+        .nth(249_999)
+        .unwrap();
+    let mean_ns = last as f64 / 1e6;
+    assert_eq!(o.poisson_mean_gap_ns, mean_ns);
     // And it is a Poisson process at 1000/s: the mean gap of a million
     // exponential gaps is within 0.5% of 1 ms (the standard error is 0.1%).
     assert!((o.poisson_mean_gap_ns / 1e6 - 1.0).abs() < 0.005);

@@ -1,7 +1,8 @@
 //! Golden and statistical tests for `metronome_core::schedule`: exact offsets
 //! where the answer is exact (constant, burst, sharding), offsets recomputed
-//! from an independent PCG32 (`rand_pcg`) and std math for Poisson and gamma,
-//! and distribution checks over long runs.
+//! from an independent PCG32 (`rand_pcg`) and std math for Poisson and gamma
+//! (the Poisson(4) window-count table in exact integer arithmetic), and
+//! distribution checks over long runs.
 
 use metronome_core::schedule::{Arrival, Schedule, ScheduleError, Shard};
 use rand_core::RngCore;
@@ -378,55 +379,173 @@ impl Uniforms {
     }
 }
 
-/// Poisson offsets from the oracle: t += (-ln(1 - u) * n) / rate seconds.
-fn oracle_poisson(mut u: Uniforms, rate: f64, n: u32, count: usize) -> Vec<u64> {
-    let mut t = 0.0f64;
-    (0..count)
-        .map(|_| {
-            t += (-(1.0 - u.next()).ln() * f64::from(n)) / rate;
-            (t * 1e9).round() as u64
-        })
-        .collect()
+impl Uniforms {
+    /// The 53-bit integer behind `next`.
+    fn next_u53(&mut self) -> u64 {
+        let a = u64::from(self.pcg.next_u32() >> 5);
+        let b = u64::from(self.pcg.next_u32() >> 6);
+        (a << 26) | b
+    }
+}
+
+/// `P(N <= j) * 2^53` rounded to the nearest integer for `N ~ Poisson(4)`,
+/// j = 0, 1, ... until it reaches 2^53, in exact integer arithmetic:
+/// `P(N <= j) = sum_{i <= j} A_i / sum_i A_i` with `A_i = 4^i * 32! / i!`,
+/// the sum over `i <= 32` (the terms past 32 change the ratio by less than
+/// 2e-19, 0.0014 of the last place at 2^53, and every value is checked to be
+/// farther than that from a rounding tie).
+fn poisson4_thresholds() -> Vec<u64> {
+    let fact32: u128 = (1..=32u128).product();
+    let mut a = Vec::new();
+    let mut term = fact32; // 4^0 * 32! / 0!
+    for i in 0..=32u128 {
+        a.push(term);
+        if i < 32 {
+            // 4^(i+1) * 32! / (i+1)! = term * 4 / (i + 1), exact.
+            assert_eq!(term * 4 % (i + 1), 0);
+            term = term * 4 / (i + 1);
+        }
+    }
+    let total: u128 = a.iter().sum();
+    let mut out = Vec::new();
+    let mut partial = 0u128;
+    for &ai in &a {
+        partial += ai;
+        // floor(partial * 2^70 / total) by long division (partial <= total < 2^124).
+        let (mut q, mut r) = (0u128, partial);
+        for _ in 0..70 {
+            r <<= 1;
+            q <<= 1;
+            if r >= total {
+                r -= total;
+                q += 1;
+            }
+        }
+        // q / 2^17 is the value at 2^53 scale, to 2^-17; at least 0.002 (the
+        // truncation's 0.0014 and then some) from a rounding tie (the
+        // closest, j = 9, is 0.0074 away).
+        let frac = q % (1 << 17);
+        assert!(
+            frac.abs_diff(1 << 16) > 262,
+            "threshold {} is near a tie",
+            out.len()
+        );
+        let t = ((q + (1 << 16)) >> 17) as u64;
+        out.push(t);
+        if t >= 1 << 53 {
+            break;
+        }
+    }
+    out
+}
+
+/// The whole Poisson schedule from the oracle: windows of 4 / rate seconds;
+/// window w's count by inversion of the table at the w-th 53-bit uniform of
+/// `stream(seed, 0)` = `Pcg32::new(child(seed, 0), 0)`; its arrivals at
+/// (w + v / 2^53) * window for the sorted uniforms v of
+/// `stream(child(seed, 0), w)` = `Pcg32::new(child(child(seed, 0), w), w)`.
+fn oracle_poisson(seed: u64, rate: f64, end_ns: u64) -> Vec<u64> {
+    let table = poisson4_thresholds();
+    let mut counts = Uniforms::new(child(seed, 0), 0);
+    let window_ns = 4e9 / rate;
+    let mut out = Vec::new();
+    for w in 0u64.. {
+        let u = counts.next_u53();
+        let n = table.iter().filter(|&&t| t <= u).count();
+        let mut positions = Uniforms::new(child(child(seed, 0), w), w);
+        let mut v: Vec<u64> = (0..n).map(|_| positions.next_u53()).collect();
+        v.sort_unstable();
+        for x in v {
+            let at = ((w as f64 + x as f64 / 9_007_199_254_740_992.0) * window_ns).round() as u64;
+            if at >= end_ns {
+                return out;
+            }
+            out.push(at);
+        }
+        if ((w + 1) as f64 * window_ns).round() as u64 >= end_ns {
+            return out;
+        }
+    }
+    unreachable!()
 }
 
 #[test]
-fn poisson_offsets_are_running_sums_of_exponential_gaps() {
-    for (seed, rate) in [(0u64, 1000.0), (42, 3.0), (u64::MAX, 12_345.6)] {
-        let got: Vec<u64> = Schedule::new(Arrival::Poisson, rate, seed, u64::MAX, Shard::WHOLE)
-            .unwrap()
-            .take(5_000)
-            .collect();
-        let want = oracle_poisson(Uniforms::new(child(seed, 0), 0), rate, 1, 5_000);
+fn poisson_windows_follow_the_table_and_the_window_streams() {
+    for (seed, rate, end) in [
+        (0u64, 1000.0, 5 * S),
+        (42, 3.0, 2_000 * S),
+        (u64::MAX, 12_345.6, S / 2),
+    ] {
+        let got = whole(Arrival::Poisson, rate, seed, end);
+        let want = oracle_poisson(seed, rate, end);
+        assert!(want.len() > 4_000, "{}", want.len());
         assert_eq!(got, want, "seed {seed} rate {rate}");
-        // The first arrival is one gap after 0, not at 0.
-        assert!(got[0] > 0);
     }
 }
 
 #[test]
-fn poisson_one_shard_is_the_whole_and_shards_are_independent_streams() {
+fn poisson_shards_keep_every_nth_arrival_and_union_to_the_whole() {
     let w = whole(Arrival::Poisson, 800.0, 5, 5 * S);
-    assert_eq!(all(Arrival::Poisson, 800.0, 5, 5 * S, shard(0, 1)), w);
-    let n = 3;
-    let mut total = 0;
-    for k in 0..n {
-        let part = all(Arrival::Poisson, 800.0, 5, 5 * S, shard(k, n));
-        // stream(child_seed(seed, ARRIVALS), k) = Pcg32::new(child(child(seed, 0), k), k), at rate / n.
-        let want: Vec<u64> = oracle_poisson(
-            Uniforms::new(child(child(5, 0), u64::from(k)), u64::from(k)),
-            800.0,
-            n,
-            part.len() + 1,
-        )
-        .into_iter()
-        .take_while(|&o| o < 5 * S)
-        .collect();
-        assert_eq!(part, want, "shard {k}");
-        assert_ne!(part, w);
-        total += part.len();
+    assert!((3_700..=4_300).contains(&w.len()), "{}", w.len());
+    for n in [1u32, 2, 3, 7, 64] {
+        let mut union = Vec::new();
+        for k in 0..n {
+            let part = all(Arrival::Poisson, 800.0, 5, 5 * S, shard(k, n));
+            let want: Vec<u64> = w
+                .iter()
+                .copied()
+                .skip(k as usize)
+                .step_by(n as usize)
+                .collect();
+            assert_eq!(part, want, "shard {k} of {n}");
+            union.extend(part);
+        }
+        assert_eq!(sorted(union), w, "{n} shards");
     }
-    // Together about rate * duration = 4000.
-    assert!((3_700..=4_300).contains(&total), "{total}");
+}
+
+#[test]
+fn poisson_window_counts_are_poisson_4_and_intervals_poisson() {
+    // Counts per window: mean 4, variance 4, P(0) = e^-4, from the
+    // offsets themselves (window w is [w, w + 1) * 4 ms at 1000/s).
+    let offsets = whole(Arrival::Poisson, 1000.0, 31, 400 * S);
+    let windows = 100_000usize;
+    let mut per = vec![0u32; windows];
+    for &o in &offsets {
+        per[(o / 4_000_000) as usize] += 1;
+    }
+    let mean = per.iter().map(|&c| f64::from(c)).sum::<f64>() / windows as f64;
+    let var = per
+        .iter()
+        .map(|&c| (f64::from(c) - mean).powi(2))
+        .sum::<f64>()
+        / windows as f64;
+    let zeros = per.iter().filter(|&&c| c == 0).count() as f64 / windows as f64;
+    // Standard errors: mean 0.006, variance 0.02, P(0) 0.0004.
+    assert!((mean - 4.0).abs() < 0.03, "mean {mean}");
+    assert!((var - 4.0).abs() < 0.12, "variance {var}");
+    assert!((zeros - (-4.0f64).exp()).abs() < 0.002, "P(0) {zeros}");
+    // Intervals that straddle window boundaries (7 ms from 1.5 ms) are
+    // Poisson too: index of dispersion 1.
+    let len = 7_000_000u64;
+    let bins = ((400 * S - 1_500_000) / len) as usize;
+    let mut per = vec![0u32; bins];
+    for &o in &offsets {
+        if o >= 1_500_000 {
+            let b = ((o - 1_500_000) / len) as usize;
+            if b < bins {
+                per[b] += 1;
+            }
+        }
+    }
+    let mean = per.iter().map(|&c| f64::from(c)).sum::<f64>() / bins as f64;
+    let var = per
+        .iter()
+        .map(|&c| (f64::from(c) - mean).powi(2))
+        .sum::<f64>()
+        / bins as f64;
+    assert!((mean - 7.0).abs() < 0.06, "mean {mean}");
+    assert!((var / mean - 1.0).abs() < 0.04, "dispersion {}", var / mean);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Property tests for `metronome_core::schedule`: the exact grid against a
 //! big-rational oracle for arbitrary rates, O(1) skips against stepping, and
-//! shard unions for arbitrary shard counts.
+//! shard unions for arbitrary shard counts, for every arrival process.
 
 use metronome_core::schedule::{Arrival, Schedule, Shard};
 use proptest::prelude::*;
@@ -79,19 +79,27 @@ proptest! {
     }
 
     #[test]
-    fn random_kinds_stay_ordered_and_below_the_end(
+    fn random_kinds_stay_ordered_below_the_end_and_shard_exactly(
         rate in 1.0f64..10_000.0,
         seed in any::<u64>(),
         k in 0.05f64..20.0,
         gamma in any::<bool>(),
         end in 0u64..500_000_000,
-        n in 1u32..4,
+        n in 1u32..12,
     ) {
         let arrival = if gamma { Arrival::Gamma { burstiness: k } } else { Arrival::Poisson };
+        let whole: Vec<u64> = Schedule::new(arrival, rate, seed, end, Shard::WHOLE).unwrap().collect();
+        let mut union = Vec::new();
         for index in 0..n {
             let list: Vec<u64> = Schedule::new(arrival, rate, seed, end, Shard { index, count: n }).unwrap().collect();
             prop_assert!(list.windows(2).all(|w| w[0] <= w[1]));
             prop_assert!(list.iter().all(|&o| o < end));
+            // Arrivals index, index + n, ... of the whole sequence.
+            let want: Vec<u64> = whole.iter().copied().skip(index as usize).step_by(n as usize).collect();
+            prop_assert_eq!(&list, &want);
+            union.extend(list);
         }
+        union.sort_unstable();
+        prop_assert_eq!(union, whole);
     }
 }

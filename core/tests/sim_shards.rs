@@ -1,0 +1,142 @@
+//! One schedule, however the run is split: for every arrival process, every
+//! split into 1..=5 engine threads inside 1..=3 plan shards (the io_uring
+//! engine gives thread `t` of `T` inside shard `k` of `n` the shard
+//! `k + n*t` of `n*T`) sends exactly the whole schedule's offsets, compared
+//! as sorted multisets, offset for offset. Each machine's threads together
+//! send exactly that machine's shard, and the random processes split the
+//! whole sequence by arrival index, so no thread gets more than one arrival
+//! more than another.
+
+use metronome_core::schedule::{Arrival, Schedule, Shard};
+
+const S: u64 = 1_000_000_000;
+
+fn offsets(arrival: Arrival, rate: f64, seed: u64, end_ns: u64, shard: Shard) -> Vec<u64> {
+    let list: Vec<u64> = Schedule::new(arrival, rate, seed, end_ns, shard)
+        .expect("valid schedule")
+        .collect();
+    assert!(
+        list.windows(2).all(|w| w[0] <= w[1]),
+        "{arrival:?} {shard:?}: offsets go back"
+    );
+    assert!(list.iter().all(|&o| o < end_ns), "{arrival:?} {shard:?}");
+    list
+}
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+/// Every split of `arrival` into threads x shards against the whole.
+fn check(arrival: Arrival, rate: f64, seed: u64, end_ns: u64) {
+    let whole = offsets(arrival, rate, seed, end_ns, Shard::WHOLE);
+    assert!(whole.len() > 1_000, "{arrival:?}: {} offsets", whole.len());
+    let round_robin = !matches!(arrival, Arrival::Burst { .. });
+    for shards in 1..=3u32 {
+        let mut run = Vec::new();
+        for k in 0..shards {
+            let machine = offsets(
+                arrival,
+                rate,
+                seed,
+                end_ns,
+                Shard {
+                    index: k,
+                    count: shards,
+                },
+            );
+            for threads in 1..=5u32 {
+                let parts: Vec<Vec<u64>> = (0..threads)
+                    .map(|t| {
+                        let shard = Shard {
+                            index: k + shards * t,
+                            count: shards * threads,
+                        };
+                        offsets(arrival, rate, seed, end_ns, shard)
+                    })
+                    .collect();
+                if round_robin {
+                    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+                    let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+                    assert!(
+                        hi.unwrap() - lo.unwrap() <= 1,
+                        "{arrival:?} shard {k}/{shards}, {threads} threads: {sizes:?}"
+                    );
+                }
+                let union = sorted(parts.concat());
+                assert_eq!(
+                    union, machine,
+                    "{arrival:?} shard {k}/{shards} split over {threads} threads"
+                );
+            }
+            run.extend(machine);
+        }
+        assert_eq!(sorted(run), whole, "{arrival:?} over {shards} shards");
+        // And every thread of every machine at once, shard by shard.
+        for threads in 1..=5u32 {
+            let n = shards * threads;
+            let all: Vec<u64> = (0..n)
+                .flat_map(|index| offsets(arrival, rate, seed, end_ns, Shard { index, count: n }))
+                .collect();
+            assert_eq!(
+                sorted(all),
+                whole,
+                "{arrival:?}: {shards} shards x {threads} threads"
+            );
+        }
+    }
+}
+
+#[test]
+fn constant_splits_exactly() {
+    check(Arrival::Constant, 3_000.0, 0, 2 * S);
+    check(Arrival::Constant, 1_234.5, 0, 2 * S + 7);
+}
+
+#[test]
+fn poisson_splits_exactly() {
+    for seed in [0, 7, u64::MAX] {
+        check(Arrival::Poisson, 3_000.0, seed, 2 * S);
+    }
+    check(Arrival::Poisson, 1_234.5, 42, 2 * S + 7);
+}
+
+#[test]
+fn burst_splits_exactly() {
+    // 7 per burst: every split into up to 15 parts, some larger than a burst.
+    check(Arrival::Burst { size: 7 }, 3_000.0, 0, 2 * S);
+    check(Arrival::Burst { size: 1 }, 1_234.5, 0, 2 * S + 7);
+}
+
+#[test]
+fn gamma_splits_exactly() {
+    check(Arrival::Gamma { burstiness: 0.5 }, 3_000.0, 9, 2 * S);
+    check(Arrival::Gamma { burstiness: 3.0 }, 1_234.5, 10, 2 * S + 7);
+}
+
+/// `--threads 1` and `--threads N` schedule the same count (they did not
+/// while each Poisson shard was an independent stream at rate / n).
+#[test]
+fn thread_count_does_not_change_the_count() {
+    let end = S;
+    let one = offsets(Arrival::Poisson, 3_000.0, 1, end, Shard::WHOLE).len();
+    for threads in 2..=8u32 {
+        let many: usize = (0..threads)
+            .map(|index| {
+                offsets(
+                    Arrival::Poisson,
+                    3_000.0,
+                    1,
+                    end,
+                    Shard {
+                        index,
+                        count: threads,
+                    },
+                )
+                .len()
+            })
+            .sum();
+        assert_eq!(many, one, "{threads} threads");
+    }
+}
