@@ -376,7 +376,7 @@ pub struct ReportArgs {
 /// `metronome merge FILE...`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// JSON reports of shards of one run.
+    /// JSON reports of the shards of one run (`run --shard K/N`), one per shard.
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// Write the merged JSON report to FILE (default: stdout as JSON).
@@ -385,6 +385,10 @@ pub struct MergeArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = FormatArg::Json)]
     pub format: FormatArg,
+    /// Merge an incomplete set of shards: the merged report is marked `partial`
+    /// (without it, a missing shard is an error).
+    #[arg(long)]
+    pub partial: bool,
 }
 
 /// `metronome sweep URL --rates ...`: every `run` flag applies to each step.

@@ -97,6 +97,8 @@ impl Report {
             achieved_rps: per_s(sent),
             throughput_rps: per_s(rec.ok),
             duration_s: secs,
+            planned_duration_s: plan.duration_ns as f64 / 1e9,
+            warmup_s: plan.warmup_ns as f64 / 1e9,
             requests: Requests {
                 scheduled: rec.scheduled,
                 sent,
@@ -149,6 +151,7 @@ impl Report {
             },
             thresholds: Vec::new(),
             interrupted: false,
+            partial: false,
         };
         report.generator.warnings.extend(warnings(&report, plan));
         report

@@ -4,7 +4,7 @@
 use anyhow::Context;
 
 use crate::cli::{FormatArg, MergeArgs, ReportArgs};
-use crate::report::{Metric, Report, SCHEMA};
+use crate::report::{Metric, Model, Report, SCHEMA};
 use crate::UsageError;
 
 /// Reads and checks a JSON report.
@@ -55,14 +55,16 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
 /// `metronome merge FILE...`.
 ///
 /// # Errors
-/// Bad input (exit 2) or an unwritable output.
+/// Bad input (exit 2: unreadable, not a report, or not the distinct shards of
+/// one run, or an incomplete set without `--partial`) or an unwritable output.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let reports = args
         .files
         .iter()
-        .map(|f| load(f))
+        .map(|f| load(f).map(|r| (f.display().to_string(), r)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let merged = merge_reports(&reports)?;
+    let inputs: Vec<(&str, &Report)> = reports.iter().map(|(f, r)| (f.as_str(), r)).collect();
+    let merged = merge_shards(&inputs, args.partial)?;
     if let Some(path) = &args.out {
         std::fs::write(path, serde_json::to_string_pretty(&merged)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -71,6 +73,171 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         crate::run::print(&merged, args.format)?;
     }
     Ok(0)
+}
+
+/// Which shards of a run a set of reports covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coverage {
+    /// The run's shard count N.
+    pub count: u32,
+    /// The shards present, ascending.
+    pub present: Vec<u32>,
+    /// The shards missing, ascending (empty for a complete set).
+    pub missing: Vec<u32>,
+}
+
+/// The shard `K/N` a report covers.
+fn shard_of(file: &str, r: &Report) -> Result<(u32, u32), UsageError> {
+    let parsed = r.shard.split_once('/').and_then(|(k, n)| {
+        let (k, n) = (k.parse::<u32>().ok()?, n.parse::<u32>().ok()?);
+        (k < n).then_some((k, n))
+    });
+    parsed.ok_or_else(|| {
+        if r.shard.starts_with("merged") {
+            UsageError(format!(
+                "cannot merge {file}: it is already a merged report (shard \"{}\"); \
+                 merge the shards' own reports",
+                r.shard
+            ))
+        } else {
+            UsageError(format!(
+                "cannot merge {file}: its shard \"{}\" is not K/N",
+                r.shard
+            ))
+        }
+    })
+}
+
+/// The first field in which two shards' plans differ, as (field, a, b).
+fn plan_difference(
+    a: &Report,
+    b: &Report,
+    na: u32,
+    nb: u32,
+) -> Option<(&'static str, String, String)> {
+    let model = |r: &Report| match r.model {
+        Model::Open => "open".to_string(),
+        Model::Closed => format!("closed with {} workers", r.closed_workers),
+    };
+    let arrival = |r: &Report| {
+        let a = &r.arrival;
+        match (a.burst_size, a.burstiness) {
+            (Some(size), _) => format!("{} (burst size {size})", a.process),
+            (_, Some(k)) => format!("{} (burstiness {k})", a.process),
+            _ => a.process.clone(),
+        }
+    };
+    // Each shard offers rate / N: the run's rate is that times N.
+    let total = |r: &Report, n: u32| r.offered_rps * f64::from(n);
+    let (ta, tb) = (total(a, na), total(b, nb));
+    let slo = |r: &Report| serde_json::to_string(&r.slo).unwrap_or_default();
+    if a.target != b.target {
+        Some(("target", a.target.clone(), b.target.clone()))
+    } else if a.model != b.model || a.closed_workers != b.closed_workers {
+        Some(("model", model(a), model(b)))
+    } else if a.arrival != b.arrival {
+        Some(("arrival", arrival(a), arrival(b)))
+    } else if a.seed != b.seed {
+        Some(("seed", a.seed.to_string(), b.seed.to_string()))
+    } else if (ta - tb).abs() > 1e-9 * ta.abs().max(tb.abs()) {
+        Some(("offered rate", format!("{ta} req/s"), format!("{tb} req/s")))
+    } else if a.planned_duration_s != b.planned_duration_s {
+        Some((
+            "duration",
+            format!("{}s", a.planned_duration_s),
+            format!("{}s", b.planned_duration_s),
+        ))
+    } else if a.warmup_s != b.warmup_s {
+        Some((
+            "warmup",
+            format!("{}s", a.warmup_s),
+            format!("{}s", b.warmup_s),
+        ))
+    } else if a.slo != b.slo {
+        Some(("slo", slo(a), slo(b)))
+    } else if na != nb {
+        Some(("shard count", a.shard.clone(), b.shard.clone()))
+    } else {
+        None
+    }
+}
+
+/// Checks that `inputs` (file name, report) are distinct shards of one run
+/// (same target, model, arrival process and parameters, seed, offered rate
+/// over all shards, duration, warmup, SLO and shard count) and, unless
+/// `partial`, all of them.
+///
+/// # Errors
+/// A [`UsageError`], one line naming the two files and the field that
+/// differs, the two files that are the same shard, or the shards missing.
+pub fn check_shards(inputs: &[(&str, &Report)], partial: bool) -> Result<Coverage, UsageError> {
+    let Some(&(first_file, first)) = inputs.first() else {
+        return Err(UsageError("merge needs at least one report".into()));
+    };
+    let (_, count) = shard_of(first_file, first)?;
+    let mut owner: Vec<Option<&str>> = vec![None; count as usize];
+    for &(file, r) in inputs {
+        let (k, n) = shard_of(file, r)?;
+        if let Some((field, a, b)) = plan_difference(first, r, count, n) {
+            return Err(UsageError(format!(
+                "cannot merge {first_file} and {file}: not shards of one run, different {field} \
+                 ({a} vs {b})"
+            )));
+        }
+        if let Some(other) = owner[k as usize].replace(file) {
+            return Err(UsageError(format!(
+                "cannot merge {other} and {file}: both are shard {k}/{n}"
+            )));
+        }
+    }
+    let (present, missing): (Vec<u32>, Vec<u32>) =
+        (0..count).partition(|&k| owner[k as usize].is_some());
+    if !missing.is_empty() && !partial {
+        let list = |v: &[u32]| {
+            v.iter()
+                .map(|k| format!("{k}/{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(UsageError(format!(
+            "cannot merge: shard {} missing (the files hold {}); add its report, or pass \
+             --partial to merge an incomplete set",
+            list(&missing),
+            list(&present)
+        )));
+    }
+    Ok(Coverage {
+        count,
+        present,
+        missing,
+    })
+}
+
+/// Merges the reports of the shards of one run after [`check_shards`]; a
+/// partial set (`partial` and shards missing) is marked `partial`, its
+/// `shard` names the shards merged and a warning names the missing ones.
+///
+/// # Errors
+/// A [`UsageError`] from [`check_shards`].
+pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result<Report> {
+    let coverage = check_shards(inputs, partial)?;
+    let reports: Vec<&Report> = inputs.iter().map(|&(_, r)| r).collect();
+    let mut m = merge_reports(&reports)?;
+    if coverage.missing.is_empty() {
+        m.shard = format!("merged {}", coverage.count);
+    } else {
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        m.shard = format!("merged {} of {}", list(&coverage.present), coverage.count);
+        m.partial = true;
+        m.generator.warnings.push(format!(
+            "partial merge: shards {} of {} are missing; counts, rates and latency cover only \
+             shards {}",
+            list(&coverage.missing),
+            coverage.count,
+            list(&coverage.present)
+        ));
+    }
+    Ok(m)
 }
 
 /// Merges the metric of several reports: bucket counts add exactly; min,
@@ -109,24 +276,15 @@ pub fn merge_metrics(ms: &[&Metric]) -> Metric {
     out
 }
 
-/// Merges the reports of the shards of one run.
+/// Combines reports (the shards of one run: [`merge_shards`] checks that
+/// first); the `shard` says how many were merged.
 ///
 /// # Errors
-/// A [`UsageError`] when the reports are not shards of one run (different
-/// targets or models) or no report is given.
-pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
-    let first = reports
+/// A [`UsageError`] when no report is given.
+pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
+    let first = *reports
         .first()
         .ok_or_else(|| UsageError("merge needs at least one report".into()))?;
-    for r in reports {
-        if r.target != first.target || r.model != first.model {
-            return Err(UsageError(format!(
-                "report {} ({} {}) is not a shard of the same run as {} ({} {})",
-                r.run_id, r.model, r.target, first.run_id, first.model, first.target
-            ))
-            .into());
-        }
-    }
     let mut m = first.clone();
     m.run_id = reports
         .iter()
@@ -179,8 +337,9 @@ pub fn merge_reports(reports: &[Report]) -> anyhow::Result<Report> {
     } else {
         0.0
     };
-    let pick =
-        |f: fn(&Report) -> &Metric| merge_metrics(&reports.iter().map(f).collect::<Vec<_>>());
+    let pick = |f: fn(&Report) -> &Metric| {
+        merge_metrics(&reports.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
     m.metrics.latency = pick(|r| &r.metrics.latency);
     m.metrics.service_time = pick(|r| &r.metrics.service_time);
     m.metrics.send_lag = pick(|r| &r.metrics.send_lag);

@@ -57,6 +57,14 @@ pub struct Report {
     pub throughput_rps: f64,
     /// Measured duration actually run, seconds.
     pub duration_s: f64,
+    /// Measured duration planned (`--duration`), seconds: the same in every
+    /// shard of a run, whatever each actually ran. (Absent in reports of
+    /// older versions: read as 0.)
+    #[serde(default)]
+    pub planned_duration_s: f64,
+    /// Warmup planned before the measured phase (`--warmup`), seconds.
+    #[serde(default)]
+    pub warmup_s: f64,
     /// Request counts.
     pub requests: Requests,
     /// Errors by kind and by HTTP status code.
@@ -78,6 +86,10 @@ pub struct Report {
     /// True when a signal (Ctrl-C, SIGTERM) stopped the run: the report
     /// covers what was measured until then.
     pub interrupted: bool,
+    /// True for `merge --partial` of only some of a run's shards: counts,
+    /// rates and histograms cover those shards only.
+    #[serde(default)]
+    pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
 }

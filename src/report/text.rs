@@ -44,6 +44,13 @@ pub fn render_text(r: &Report) -> String {
             "  interrupted: the report covers what was measured until the signal"
         );
     }
+    if r.partial {
+        let _ = writeln!(
+            s,
+            "  partial ({}): the figures cover only these shards, not the whole run",
+            r.shard
+        );
+    }
     let _ = writeln!(
         s,
         "  error rate {:.2}%  goodput {:.2}%",
