@@ -517,7 +517,8 @@ fn keys(v: &serde_json::Value, prefix: &str) -> std::collections::BTreeSet<Strin
 /// Every arrival process goes through the engines intact: the engine sends
 /// exactly the schedule core generates (burst: 10 bursts of 10 at 100/s in
 /// 1 s; constant at 3/s: 0, 333, 667 ms; Poisson and gamma: the count of
-/// core's schedule for the seed, whatever the engine's thread sharding).
+/// core's whole schedule for the seed, whatever the engine's thread
+/// sharding: Poisson over two threads sends exactly the whole schedule).
 #[test]
 fn arrival_processes_send_exactly_the_schedule() {
     use metronome_core::schedule::{Arrival, Schedule, Shard};
@@ -543,7 +544,7 @@ fn arrival_processes_send_exactly_the_schedule() {
                     "--seed",
                     "7",
                     "--threads",
-                    "1",
+                    "2",
                 ],
                 expected(Arrival::Poisson, 200.0, 7),
             ),
