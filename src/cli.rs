@@ -185,16 +185,16 @@ pub struct RunArgs {
     /// CPUs to pin generator threads to, e.g. 0,1 or 2-5 (io_uring engine).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Busy-wait before each intended send (sleep before that): `auto` or a duration.
+    /// Busy-wait before each intended send (sleep before that): a duration, or `auto`.
     ///
-    /// `auto` (the default) starts at 200 us, the p99 lateness of an io_uring timeout
-    /// wake-up measured on a 2-core VM (runner-uring/tests/timer_overshoot.rs), then
-    /// follows the p99 lateness of the engine's own sleeps during the run, plus 20 us,
-    /// within 20 us..2 ms: the send stays on time and the thread sleeps instead of
-    /// spinning when its timer is punctual. A duration fixes the slice. The time spent
-    /// spinning is reported apart from work. The std engine spins at least its own
-    /// measured sleep lateness.
-    #[arg(long, default_value = "auto", value_parser = parse_spin)]
+    /// The default, 200 us, covers the p99 lateness of an io_uring timeout wake-up measured
+    /// on a 2-core VM (runner-uring/tests/timer_overshoot.rs). `auto` starts there, then
+    /// follows the p99 lateness of the engine's own sleeps during the run, plus 20 us, within
+    /// 20 us..2 ms: every send on time, at the price of spinning longer where the machine's
+    /// timers are late (measured on a loaded VM: more CPU than the default at 1k req/s).
+    /// The time spent spinning is reported apart from work. The std engine spins at least
+    /// its own measured sleep lateness.
+    #[arg(long, default_value = "200us", value_parser = parse_spin)]
     pub spin: SpinArg,
     /// The largest response head (status line and headers) accepted, in bytes, at most
     /// 65536; a larger one (or more than 256 headers) is counted as `too_large`.

@@ -198,14 +198,9 @@ impl fmt::Display for EngineError {
     }
 }
 
-impl std::error::Error for EngineError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            EngineError::Connect(e) | EngineError::Io(_, e) => Some(e),
-            EngineError::Plan(e) => Some(e),
-        }
-    }
-}
+/// The cause is part of the message (one line, as a user reads it), so it
+/// is not repeated as a `source` (a `{:#}` chain would print it twice).
+impl std::error::Error for EngineError {}
 
 impl From<PlanError> for EngineError {
     fn from(e: PlanError) -> Self {

@@ -21,6 +21,10 @@ const POLL: u64 = 1;
 /// Runs 20 sends; returns (send times, latency of each response as
 /// stamped: stamp - send).
 fn run(reap_while_spinning: bool) -> (Vec<u64>, Vec<u64>) {
+    run_with(reap_while_spinning, SERVICE)
+}
+
+fn run_with(reap_while_spinning: bool, service: u64) -> (Vec<u64>, Vec<u64>) {
     let schedule: Vec<u64> = (0..20).map(|i| 1_000 * US + i * GAP).collect();
     let mut now = 0u64;
     let mut next = 0usize;
@@ -38,7 +42,7 @@ fn run(reap_while_spinning: bool) -> (Vec<u64>, Vec<u64>) {
             Pace::Send => {
                 while next < schedule.len() && schedule[next] <= now {
                     sent.push(now);
-                    inflight.push_back((now + SERVICE, now));
+                    inflight.push_back((now + service, now));
                     next += 1;
                 }
             }
@@ -89,6 +93,22 @@ fn a_blind_spin_stamps_responses_at_the_next_send() {
     let mut expected = vec![GAP; 19];
     expected.push(SERVICE);
     assert_eq!(latency, expected);
+}
+
+/// A response that arrives within the reap guard of the next send is left
+/// for after the send (which stays on time) and stamped then: at most the
+/// guard late.
+#[test]
+fn responses_just_before_a_send_are_stamped_after_it() {
+    use metronome_core::plan::REAP_GUARD_NS;
+    let service = GAP - 10 * US; // arrives 10 us before the next send
+    let (sent, latency) = run_with(true, service);
+    let expected_sends: Vec<u64> = (0..20).map(|i| 1_000 * US + i * GAP).collect();
+    assert_eq!(sent, expected_sends);
+    let mut expected = vec![GAP; 19]; // stamped at the next send
+    expected.push(service); // the last one: no send follows
+    assert_eq!(latency, expected);
+    assert!(GAP - service <= REAP_GUARD_NS);
 }
 
 /// `--spin auto` on a virtual clock: a pacer whose sleeps wake late by a

@@ -27,6 +27,7 @@ use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{
     pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, READ_BUF_BYTES,
+    REAP_GUARD_NS,
 };
 use metronome_core::schedule::Schedule;
 
@@ -370,13 +371,18 @@ impl<'p> Worker<'p> {
                     }
                     Pace::Spin => {
                         // Busy-wait to the send, but leave at once when a
-                        // completion is ready: it is reaped (and stamped) at
-                        // the top of the loop, then the spin resumes.
+                        // completion is ready (and the send is not about to
+                        // be due): it is reaped (and stamped) at the top of
+                        // the loop, then the spin resumes.
                         let target = next.unwrap_or(now);
                         let mut meter = SpinMeter::start(now);
-                        while spin_step(meter.now_ns(), target, self.ring.completion_ready()?)
-                            == SpinStep::Spin
-                        {
+                        loop {
+                            let t = meter.now_ns();
+                            let ready = target.saturating_sub(t) > REAP_GUARD_NS
+                                && self.ring.completion_ready()?;
+                            if spin_step(t, target, ready) != SpinStep::Spin {
+                                break;
+                            }
                             std::hint::spin_loop();
                             meter.tick(self.clock.now_ns());
                         }
