@@ -42,7 +42,7 @@
 //! taskset -c 0 target/release/deps/floor-HASH --target 127.0.0.1:8080 --duration 10
 //! {"requests":812345,"seconds":10.000,"rps":81234.5,"cpu_user_s":0.61,"cpu_sys_s":9.28,"cpu_us_per_request":12.17}
 //! taskset -c 0 target/release/deps/floor-HASH --target 127.0.0.1:8080 --duration 5 --rate 30000 --mode best
-//! {"mode":"best","offered_rps":30000.0,"requests":149997,...,"waited":0,"lag_p50_us":0.1,"lag_p99_us":1.2,"lag_max_us":25.3,...}
+//! {"mode":"best","offered_rps":30000.0,"requests":149999,"seconds":5.000000,"rps":29999.8,"sent":150000,"waited":525,"lag_p50_us":0.167,"lag_p99_us":102.399,"lag_max_us":2027.488,...,"cpu_us_per_request":33.1325,"work_us_per_request":15.7101,...}
 //! ```
 //!
 //! Flags: `--target HOST:PORT` (required to run), `--connections N` (64),
@@ -56,10 +56,13 @@
 //! Paced output adds to the closed one: `mode`, `offered_rps`, `sent`,
 //! `waited`, `lag_p50_us`/`lag_p99_us` (bucket upper bounds, at most 1/16
 //! above the true value), `lag_max_us` (exact), `enters` (io_uring_enter
-//! calls during the run), `spin_s` (time busy-waiting, gaps over 2 us not
+//! calls during the run) and `enters_per_request`, `spin_s` (time busy-waiting, gaps over 2 us not
 //! counted), `work_us_per_request` (CPU minus spin, per response) and
 //! `techniques` (what the kernel accepted). `requests` counts the responses
-//! completed by the end of the run, `rps` is `requests / seconds`.
+//! completed by the end of the run, `rps` is `requests / seconds`. Above
+//! `1 / spin` req/s (20k with the default 50 us) the loop never sleeps, so
+//! `cpu_us_per_request` is a whole core divided by the rate; compare engines
+//! by `work_us_per_request` there, or at one `--spin`.
 //!
 //! Response parsing is deliberately minimal (the target is a fixed nginx
 //! response): a head ends at `\r\n\r\n`, the body is `Content-Length` bytes.
