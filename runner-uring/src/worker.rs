@@ -474,15 +474,11 @@ impl<'p> Worker<'p> {
     fn connect_failed(&mut self, slot: usize) -> io::Result<()> {
         let now = self.clock.now_ns();
         match self.model {
-            Model::Closed {
-                expected_interval_ns,
-                ..
-            } => {
+            Model::Closed { .. } => {
                 let c = &mut self.conns[slot];
                 c.retry_at_ns = Some(now + RETRY_NS);
                 self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
                 // The worker's next request finds no connection: never sent.
-                let _ = expected_interval_ns;
                 self.ledger
                     .unsent(&mut self.out.tally(), now, now, Unsent::Connect);
             }
