@@ -306,6 +306,21 @@ pub struct ServeArgs {
     /// Size in bytes of the plain 200 body.
     #[arg(long, value_name = "BYTES", default_value_t = 2)]
     pub body_bytes: usize,
+    /// Serve HTTPS: a self-signed certificate for localhost, 127.0.0.1 and ::1
+    /// is generated at start (its SHA-256 fingerprint is printed), unless
+    /// --cert and --key name your own.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls: the certificate chain, PEM (needs --key).
+    #[arg(long, requires = "tls", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// With --tls: the private key, PEM (needs --cert).
+    #[arg(long, requires = "tls", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// With --tls: write the served certificate (PEM) here, e.g. for
+    /// `metronome run --cacert FILE`.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert_out: Option<PathBuf>,
 }
 
 /// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare

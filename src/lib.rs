@@ -25,6 +25,7 @@
 //! - [`sweep`]: one run per rate, tabulated to show where latency bends.
 //! - [`signal`]: Ctrl-C and SIGTERM as a flag the commands poll.
 //! - [`units`]: durations as written on the command line and printed back.
+//! - [`tls`]: the TLS client configuration of `run` and the certificate of `serve --tls`.
 //!
 //! Unsafe code is denied here and allowed in two modules only: [`signal`]
 //! (installing the handler) and `serve::wait` (the `poll` call). Each unsafe
@@ -41,6 +42,7 @@ pub mod serve;
 pub mod signal;
 pub mod simulate;
 pub mod sweep;
+pub mod tls;
 pub mod units;
 
 /// Bad usage or input: the message names what to change; exit code 2.

@@ -2,8 +2,8 @@
 //! write each reply (or stream event) when it is due.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io;
+use std::net::Shutdown;
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use super::fifo::hits;
 use super::reply::{write_reply, Body, ConnectionHeader, Status, MODELS_JSON, RATE_LIMIT_JSON};
 use super::request::{parse_chat_request, parse_head, Method, RequestHead, Route};
 use super::stream::{Job, Stream, StreamKind, StreamStep};
+use super::transport::Transport;
 use super::wait::{wait, Woken};
 use super::Shared;
 
@@ -23,7 +24,7 @@ const LINGER: Duration = Duration::from_millis(500);
 
 pub(super) struct Connection<'a> {
     shared: &'a Shared,
-    stream: TcpStream,
+    stream: Transport,
     /// Bytes read and not yet consumed as requests.
     buf: Vec<u8>,
     /// New bytes since the last parse.
@@ -42,7 +43,7 @@ pub(super) struct Connection<'a> {
 }
 
 impl<'a> Connection<'a> {
-    pub(super) fn new(shared: &'a Shared, stream: TcpStream) -> Self {
+    pub(super) fn new(shared: &'a Shared, stream: Transport) -> Self {
         Self {
             shared,
             stream,
@@ -64,7 +65,7 @@ impl<'a> Connection<'a> {
             Ok(End::Graceful) => self.linger(),
             Ok(End::Abrupt) | Err(_) => {}
         }
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.stream.socket().shutdown(Shutdown::Both);
     }
 
     fn serve_inner(&mut self) -> io::Result<End> {
@@ -88,15 +89,16 @@ impl<'a> Connection<'a> {
                 return Ok(End::Graceful);
             }
             let watch =
-                (self.reading && self.jobs.len() < MAX_QUEUED).then(|| self.stream.as_raw_fd());
+                (self.reading && self.jobs.len() < MAX_QUEUED).then(|| self.stream.raw_fd());
             match wait(watch, wake, due)? {
                 Woken::Stop => return Ok(End::Abrupt),
                 Woken::Timeout => {}
-                Woken::Readable => match self.stream.read(&mut scratch) {
-                    Ok(0) => self.reading = false,
-                    Ok(n) => {
+                Woken::Readable => match self.stream.read_into(&mut self.buf, &mut scratch) {
+                    Ok(None) => self.reading = false,
+                    // A TLS handshake message or part of a record.
+                    Ok(Some(0)) => {}
+                    Ok(Some(_)) => {
                         self.last_read = Instant::now();
-                        self.buf.extend_from_slice(&scratch[..n]);
                         self.fresh = true;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -299,17 +301,18 @@ impl<'a> Connection<'a> {
     /// unread bytes do not make the kernel reset the connection (which could
     /// destroy the response before the client reads it).
     fn linger(&mut self) {
-        if self.stream.shutdown(Shutdown::Write).is_err() {
+        if self.stream.shutdown_write().is_err() {
             return;
         }
         let wake = self.shared.wake.as_raw_fd();
         let deadline = Instant::now() + LINGER;
         let mut scratch = [0u8; 4096];
+        let mut drained = Vec::new();
         while Instant::now() < deadline {
-            match wait(Some(self.stream.as_raw_fd()), wake, Some(deadline)) {
-                Ok(Woken::Readable) => match self.stream.read(&mut scratch) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
+            match wait(Some(self.stream.raw_fd()), wake, Some(deadline)) {
+                Ok(Woken::Readable) => match self.stream.read_into(&mut drained, &mut scratch) {
+                    Ok(None) | Err(_) => return,
+                    Ok(Some(_)) => drained.clear(),
                 },
                 Ok(Woken::Timeout) => {}
                 Ok(Woken::Stop) | Err(_) => return,

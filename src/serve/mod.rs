@@ -42,6 +42,7 @@ pub mod fifo;
 mod reply;
 mod request;
 mod stream;
+mod transport;
 #[allow(unsafe_code)]
 mod wait;
 
@@ -63,6 +64,7 @@ use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
 use reply::plain_body;
+use transport::Transport;
 use wait::{wait, Woken};
 
 /// The path of the OpenAI-style chat endpoint served in SSE mode.
@@ -100,7 +102,22 @@ pub struct ServeConfig {
     pub error_event_every: Option<u64>,
     /// Size of the plain `200` body (`ok` repeated and truncated).
     pub body_bytes: usize,
+    /// Serve HTTPS with this configuration (`serve --tls`); `None`: plain HTTP.
+    pub tls: Option<TlsServer>,
 }
+
+/// A TLS server configuration, compared by identity (two configs are
+/// equal when they are the same one).
+#[derive(Clone, Debug)]
+pub struct TlsServer(pub Arc<rustls::ServerConfig>);
+
+impl PartialEq for TlsServer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for TlsServer {}
 
 impl Default for ServeConfig {
     fn default() -> Self {
@@ -117,6 +134,7 @@ impl Default for ServeConfig {
             cut_every: None,
             error_event_every: None,
             body_bytes: 2,
+            tls: None,
         }
     }
 }
@@ -136,6 +154,7 @@ impl From<ServeArgs> for ServeConfig {
             cut_every: args.cut_every,
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
+            tls: None,
         }
     }
 }
@@ -148,7 +167,9 @@ impl From<ServeArgs> for ServeConfig {
 /// The address cannot be bound, a signal handler cannot be installed, or
 /// stdout is closed.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let config = ServeConfig::from(args);
+    let tls = serve_tls(&args)?;
+    let mut config = ServeConfig::from(args);
+    config.tls = tls.as_ref().map(|t| TlsServer(Arc::clone(&t.config)));
     signal::install_exit_on_second().context("cannot install the Ctrl-C handler")?;
     let server = spawn(config.clone()).with_context(|| {
         format!(
@@ -158,9 +179,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     })?;
     {
         let mut out = io::stdout().lock();
-        writeln!(out, "metronome serve listening on http://{}", server.addr())
-            .and_then(|()| out.flush())
-            .context("cannot write to stdout")?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        writeln!(
+            out,
+            "metronome serve listening on {scheme}://{}",
+            server.addr()
+        )
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")?;
+        if let Some(t) = &tls {
+            writeln!(out, "certificate sha256 fingerprint {}", t.fingerprint)
+                .and_then(|()| out.flush())
+                .context("cannot write to stdout")?;
+        }
     }
     eprintln!("{}; Ctrl-C stops", describe(&config));
     while !signal::interrupted() {
@@ -172,6 +203,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .and_then(|()| out.flush())
         .context("cannot write to stdout")?;
     Ok(())
+}
+
+/// The TLS side of `serve --tls`: `--cert/--key`, or a fresh self-signed
+/// certificate; written to `--cert-out` when asked.
+fn serve_tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> {
+    if !args.tls {
+        return Ok(None);
+    }
+    let tls = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => crate::tls::ServerTls::from_pem_files(cert, key)?,
+        _ => crate::tls::ServerTls::self_signed()?,
+    };
+    if let Some(path) = &args.cert_out {
+        std::fs::write(path, &tls.cert_pem)
+            .with_context(|| format!("cannot write --cert-out {}", path.display()))?;
+    }
+    Ok(Some(tls))
 }
 
 /// One line describing the model, for humans (stderr).
@@ -408,7 +456,10 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream) {
         .name("serve-conn".into())
         .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
-            Connection::new(&worker, stream).serve();
+            let tls = worker.config.tls.as_ref().map(|t| &t.0);
+            if let Ok(transport) = Transport::new(stream, tls) {
+                Connection::new(&worker, transport).serve();
+            }
             worker.connections().open.remove(&id);
         });
     let mut conns = shared.connections();
@@ -497,6 +548,7 @@ mod tests {
                 cut_every: Some(7),
                 error_event_every: Some(9),
                 body_bytes: 64,
+                tls: None,
             }
         );
     }
