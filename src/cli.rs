@@ -205,6 +205,13 @@ pub struct RunArgs {
     /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).
     #[arg(long)]
     pub retry_non_idempotent: bool,
+    /// https: also trust the CA certificate(s) in this PEM file (beside the
+    /// system trust store), e.g. the one `metronome serve --tls --cert-out` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: do not verify the server's certificate (the report warns).
+    #[arg(long)]
+    pub insecure: bool,
     /// Write the JSON report to FILE.
     #[arg(short, long)]
     pub out: Option<PathBuf>,

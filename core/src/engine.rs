@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::vec::Vec;
 
 use crate::exchange::GAP_CAP;
+use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
 use crate::measure::{Interval, Recorder, ThreadStats};
 use crate::plan::{Plan, PlanError};
@@ -106,6 +107,102 @@ pub struct RunOutput {
     pub stopped: bool,
     /// Plain warnings found by the engine itself.
     pub warnings: Vec<String>,
+    /// Connection set-up: connect and TLS handshake times, resumptions,
+    /// handshake failures.
+    pub setup: Setup,
+}
+
+/// Why a TLS handshake failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandshakeFailure {
+    /// The server's certificate was refused (unknown issuer, expired, wrong
+    /// name): fix the server, or trust its CA with `--cacert`.
+    Certificate,
+    /// Anything else in the protocol: no common version or cipher, an
+    /// alert, a server that does not speak TLS on this port.
+    Protocol,
+    /// The handshake did not complete within the connect timeout.
+    Timeout,
+}
+
+impl HandshakeFailure {
+    /// Every kind, in report order.
+    pub const ALL: [HandshakeFailure; 3] = [
+        HandshakeFailure::Certificate,
+        HandshakeFailure::Protocol,
+        HandshakeFailure::Timeout,
+    ];
+
+    /// Position in [`Setup::handshake_failures`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The name in the report: `certificate`, `protocol`, `timeout`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HandshakeFailure::Certificate => "certificate",
+            HandshakeFailure::Protocol => "protocol",
+            HandshakeFailure::Timeout => "timeout",
+        }
+    }
+}
+
+/// Connection set-up as measured by an engine, over every connection it
+/// opened (pre-opened ones included): TCP connect time (socket to
+/// established) and TLS handshake time (established to handshake done), ns.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// TCP connect times, ns.
+    pub connect: Box<Histogram>,
+    /// TLS handshake times, ns (empty for plain HTTP).
+    pub tls_handshake: Box<Histogram>,
+    /// TLS handshakes that resumed an earlier session.
+    pub resumed: u64,
+    /// TLS handshakes that failed, by [`HandshakeFailure::index`].
+    pub handshake_failures: [u64; 3],
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            connect: Box::new(Histogram::new()),
+            tls_handshake: Box::new(Histogram::new()),
+            resumed: 0,
+            handshake_failures: [0; 3],
+        }
+    }
+}
+
+impl Setup {
+    /// Records one connection: its connect time and, over TLS, its
+    /// handshake time and whether it resumed a session.
+    pub fn opened(&mut self, connect_ns: u64, handshake_ns: Option<u64>, resumed: bool) {
+        self.connect.record(connect_ns);
+        if let Some(h) = handshake_ns {
+            self.tls_handshake.record(h);
+        }
+        self.resumed += u64::from(resumed);
+    }
+
+    /// Counts one failed handshake.
+    pub fn failed(&mut self, kind: HandshakeFailure) {
+        self.handshake_failures[kind.index()] += 1;
+    }
+
+    /// Adds another set-up's counts (exact).
+    pub fn merge(&mut self, other: &Setup) {
+        self.connect.merge(&other.connect);
+        self.tls_handshake.merge(&other.tls_handshake);
+        self.resumed += other.resumed;
+        for (a, b) in self
+            .handshake_failures
+            .iter_mut()
+            .zip(other.handshake_failures)
+        {
+            *a += b;
+        }
+    }
 }
 
 impl RunOutput {
@@ -126,6 +223,7 @@ impl RunOutput {
             dropped_gaps: 0,
             stopped: false,
             warnings: Vec::new(),
+            setup: Setup::default(),
         }
     }
 
@@ -157,6 +255,7 @@ impl RunOutput {
         self.dropped_gaps += other.dropped_gaps;
         self.stopped |= other.stopped;
         self.warnings.extend(other.warnings.iter().cloned());
+        self.setup.merge(&other.setup);
     }
 
     /// The last step of every engine: in a closed loop a request is
@@ -186,6 +285,9 @@ pub enum EngineError {
     Connect(std::io::Error),
     /// A thread could not be started or the engine itself failed.
     Io(&'static str, std::io::Error),
+    /// The TLS handshake of a connection opened before the clock started
+    /// failed; the message says why and what to change.
+    Handshake(HandshakeFailure, String),
 }
 
 impl fmt::Display for EngineError {
@@ -194,6 +296,9 @@ impl fmt::Display for EngineError {
             EngineError::Plan(e) => write!(f, "invalid plan: {e}"),
             EngineError::Connect(e) => write!(f, "cannot connect to the target: {e}"),
             EngineError::Io(what, e) => write!(f, "{what}: {e}"),
+            EngineError::Handshake(_, why) => {
+                write!(f, "TLS handshake with the target failed: {why}")
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use metronome_core::engine::{Control, EngineError, RunOutput};
+use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
 use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::Plan;
@@ -14,20 +14,25 @@ use metronome_core::plan::Plan;
 use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
 use crate::conn::{Conn, Exchanged, Health, Outcome};
+use crate::tls::Tls;
 
 pub(crate) fn run(
     plan: &Plan<'_>,
     control: &Control,
+    tls: Option<&Tls>,
     workers: u32,
     expected_interval_ns: Option<u64>,
 ) -> Result<RunOutput, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut conns = Vec::with_capacity(workers as usize);
+    let mut setup = Setup::default();
     for _ in 0..workers {
-        conns.push(
-            Conn::connect(plan.addr, connect_timeout, plan.exchange())
-                .map_err(EngineError::Connect)?,
-        );
+        let mut conn = Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned())
+            .map_err(crate::connect_error)?;
+        if let Some(o) = conn.opened.take() {
+            setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+        }
+        conns.push(conn);
     }
     let (tx, rx) = mpsc::channel::<Fact>();
     let clock = Clock::start();
@@ -68,11 +73,21 @@ pub(crate) fn run(
                                 let _ = tx.send(Fact::Unsolicited { at_ns: now });
                             }
                         }
-                        if !conn.is_open()
-                            && conn
-                                .reopen_until(plan.addr, connect_timeout, clock, hard_end_ns)
-                                .is_err()
-                        {
+                        let reopened = if conn.is_open() {
+                            Ok(())
+                        } else {
+                            let r =
+                                conn.reopen_until(plan.addr, connect_timeout, clock, hard_end_ns);
+                            if let Some(o) = conn.opened.take() {
+                                let _ = tx.send(Fact::Opened(o));
+                            }
+                            if let Some(kind) = r.as_ref().err().and_then(crate::handshake_failure)
+                            {
+                                let _ = tx.send(Fact::HandshakeFailed(kind));
+                            }
+                            r
+                        };
+                        if reopened.is_err() {
                             let at_ns = clock.now_ns();
                             let _ = tx.send(if retried {
                                 // Sent once already: it failed as the reset
@@ -168,6 +183,7 @@ pub(crate) fn run(
     out.cpu_ns = process_cpu_ns().saturating_sub(cpu_start);
     out.stopped = control.stopped();
     out.measured_ns = plan.measured_ns(Some(stop_ns));
+    out.setup.merge(&setup);
     out.connections_opened = u64::from(workers);
     out.peak_connections = u64::from(workers);
     out.finalize(plan);

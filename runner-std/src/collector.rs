@@ -3,12 +3,12 @@
 
 use std::sync::atomic::Ordering;
 
-use metronome_core::engine::{Progress, RunOutput};
+use metronome_core::engine::{HandshakeFailure, Progress, RunOutput};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
 
-use crate::conn::Outcome;
+use crate::conn::{Opened, Outcome};
 
 /// One fact about one request, sent by connection threads to the collector.
 #[derive(Debug)]
@@ -34,6 +34,10 @@ pub(crate) enum Fact {
     IdleClosed { at_ns: u64 },
     /// A connection was closed for bytes no request asked for.
     Unsolicited { at_ns: u64 },
+    /// A connection was opened during the run.
+    Opened(Opened),
+    /// A connection's TLS handshake failed during the run.
+    HandshakeFailed(HandshakeFailure),
     /// A closed-loop completion, also fed to the corrected histogram.
     ClosedDone {
         sent_ns: u64,
@@ -61,6 +65,16 @@ impl<'p> Collector<'p> {
 
     pub(crate) fn handle(&mut self, fact: Fact, progress: &Progress) {
         let ledger = self.ledger;
+        match fact {
+            Fact::Opened(o) => {
+                return self
+                    .out
+                    .setup
+                    .opened(o.connect_ns, o.handshake_ns, o.resumed)
+            }
+            Fact::HandshakeFailed(kind) => return self.out.setup.failed(kind),
+            _ => {}
+        }
         let tally = &mut self.out.tally();
         let (counter, done_ns) = match fact {
             Fact::Sent {
@@ -99,6 +113,7 @@ impl<'p> Collector<'p> {
                 let ok = ledger.done(tally, intended_ns, sent_ns, done_ns, outcome.as_finish());
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
+            Fact::Opened(_) | Fact::HandshakeFailed(_) => (None, None),
             Fact::ClosedDone {
                 sent_ns,
                 done_ns,

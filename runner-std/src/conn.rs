@@ -2,10 +2,10 @@
 //! it. Every protocol decision is core's [`Exchange`]; this file moves
 //! bytes and reads the clock.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::Finish;
@@ -13,6 +13,7 @@ use metronome_core::measure::{ErrorKind, StreamTiming};
 use metronome_core::plan::READ_BUF_BYTES;
 
 use crate::clock::Clock;
+use crate::tls::{self, NowIo, Tls};
 
 /// The longest a blocking read or write waits before the thread looks at
 /// the run's hard end again (it moves earlier on a stop).
@@ -94,9 +95,24 @@ pub(crate) enum Exchanged {
     Retry,
 }
 
+/// How one connection was opened: its TCP connect time and, over TLS, its
+/// handshake time and whether it resumed a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opened {
+    pub(crate) connect_ns: u64,
+    pub(crate) handshake_ns: Option<u64>,
+    pub(crate) resumed: bool,
+}
+
 /// A connection, its read buffer and its exchange.
 pub(crate) struct Conn {
     stream: Option<TcpStream>,
+    /// The TLS target, when the URL is https.
+    target: Option<Tls>,
+    /// The TLS session of the open connection (https only).
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// How the last (re)open went; taken by whoever records it.
+    pub(crate) opened: Option<Opened>,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -109,9 +125,12 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// A connection slot that is not open yet.
-    pub(crate) fn new(exchange: Exchange) -> Conn {
+    pub(crate) fn new(exchange: Exchange, target: Option<Tls>) -> Conn {
         Conn {
             stream: None,
+            target,
+            tls: None,
+            opened: None,
             buf: vec![0u8; READ_BUF_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -130,8 +149,9 @@ impl Conn {
         addr: SocketAddr,
         timeout: Duration,
         exchange: Exchange,
+        target: Option<Tls>,
     ) -> io::Result<Conn> {
-        let mut conn = Conn::new(exchange);
+        let mut conn = Conn::new(exchange, target);
         conn.reopen(addr, timeout)?;
         Ok(conn)
     }
@@ -151,6 +171,7 @@ impl Conn {
         if let Some(s) = self.stream.take() {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
+        self.tls = None;
         self.start = 0;
         self.end = 0;
         self.read_timeout = None;
@@ -162,12 +183,79 @@ impl Conn {
     ///
     /// # Errors
     /// The connect error.
+    /// Over TLS the handshake is part of it, bounded by the same timeout;
+    /// [`Conn::opened`] says how long each took.
     pub(crate) fn reopen(&mut self, addr: SocketAddr, timeout: Duration) -> io::Result<()> {
+        self.reopen_within(addr, timeout, timeout)
+    }
+
+    /// [`Conn::reopen`] with its own bound on the TLS handshake.
+    fn reopen_within(
+        &mut self,
+        addr: SocketAddr,
+        timeout: Duration,
+        handshake_timeout: Duration,
+    ) -> io::Result<()> {
         self.close();
-        let s = TcpStream::connect_timeout(&addr, timeout.max(Duration::from_millis(1)))?;
+        let timeout = timeout.max(Duration::from_millis(1));
+        let started = Instant::now();
+        let s = TcpStream::connect_timeout(&addr, timeout)?;
+        let connect_ns = started.elapsed().as_nanos() as u64;
         s.set_nodelay(true)?;
+        let mut opened = Opened {
+            connect_ns,
+            handshake_ns: None,
+            resumed: false,
+        };
+        if let Some(target) = &self.target {
+            let shaking = Instant::now();
+            let mut conn = tls::client(target)?;
+            opened.resumed = tls::handshake(&mut conn, &s, Instant::now() + handshake_timeout)?;
+            opened.handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
+            self.tls = Some(Box::new(conn));
+        }
+        self.opened = Some(opened);
         self.stream = Some(s);
         Ok(())
+    }
+
+    /// Reads what there is into `buf[end..]`: plain bytes, or over TLS the
+    /// plaintext of the records that arrived. `blocking`: waits per the
+    /// socket's read timeout; else `WouldBlock` when nothing is there.
+    /// `Ok(0)`: the peer closed (with or without a TLS `close_notify`).
+    fn fill(&mut self, blocking: bool) -> io::Result<usize> {
+        let Some(stream) = self.stream.as_ref() else {
+            return Ok(0);
+        };
+        let dst = &mut self.buf[self.end..];
+        let Some(conn) = self.tls.as_mut() else {
+            return if blocking {
+                (&*stream).read(dst)
+            } else {
+                recv_now(stream, dst)
+            };
+        };
+        loop {
+            match conn.reader().read(dst) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            if blocking {
+                conn.read_tls(&mut &*stream)?;
+            } else {
+                conn.read_tls(&mut NowIo(stream))?;
+            }
+            let processed = conn.process_new_packets();
+            // Whatever rustls answers (an alert, a key update) goes out now.
+            while conn.wants_write() {
+                if conn.write_tls(&mut NowIo(stream)).is_err() {
+                    break;
+                }
+            }
+            processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        }
     }
 
     /// (Re)opens the connection during the run: attempts of at most
@@ -191,8 +279,9 @@ impl Conn {
             if now >= end {
                 return Err(io::Error::from(io::ErrorKind::TimedOut));
             }
-            let attempt = Duration::from_nanos(end - now).min(CONNECT_SLICE);
-            match self.reopen(addr, attempt) {
+            let left = Duration::from_nanos(end - now);
+            // A handshake runs within what is left, not within the slice.
+            match self.reopen_within(addr, left.min(CONNECT_SLICE), left) {
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
                 other => return other,
             }
@@ -210,6 +299,20 @@ impl Conn {
             let idle = Exchange::handle_idle(&self.buf[self.start..self.end]);
             self.close();
             return idle_health(idle);
+        }
+        if self.tls.is_some() {
+            // Over TLS, records may arrive while idle that carry nothing
+            // for the application (session tickets): only plaintext or a
+            // close counts.
+            let health = match self.fill(false) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Health::Alive,
+                Ok(n) if n > 0 => {
+                    idle_health(Exchange::handle_idle(&self.buf[self.end..self.end + n]))
+                }
+                Ok(_) | Err(_) => Health::IdleClosed,
+            };
+            self.close();
+            return health;
         }
         let mut peek = [0u8; 16];
         let health = match peek_now(stream, &mut peek) {
@@ -283,7 +386,7 @@ impl Conn {
         let fault = |kind| Finish::Error(kind);
         // The send, bounded by the deadline (a server that stops reading).
         let mut written = 0;
-        while written < request.len() {
+        while written < request.len() || self.tls.as_ref().is_some_and(|c| c.wants_write()) {
             let now = clock.now_ns();
             let end = deadline();
             if now >= end {
@@ -293,11 +396,23 @@ impl Conn {
                 return Err(fault(ErrorKind::Reset));
             };
             let wait = Duration::from_nanos((end - now).max(1_000)).min(SLICE);
-            match send_now(stream, &request[written..], wait, &mut self.write_timeout) {
-                Ok(n) if n > 0 => {
-                    written += n;
-                    continue;
+            let sent = match self.tls.as_mut() {
+                None => send_now(stream, &request[written..], wait, &mut self.write_timeout)
+                    .inspect(|n| written += n),
+                // The whole request is encrypted at once; its records
+                // leave as the socket takes them.
+                Some(conn) => {
+                    if written < request.len() {
+                        if conn.writer().write_all(&request[written..]).is_err() {
+                            return Err(fault(ErrorKind::Reset));
+                        }
+                        written = request.len();
+                    }
+                    conn.write_tls(&mut NowIo(stream))
                 }
+            };
+            match sent {
+                Ok(n) if n > 0 => continue,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
                 // The connection failed under the send (the server closed
@@ -341,7 +456,7 @@ impl Conn {
                 }
                 self.read_timeout = Some(wait);
             }
-            match stream.read(&mut self.buf[self.end..]) {
+            match self.fill(true) {
                 Ok(0) => {
                     // EOF: a read-until-close body ends here; anything else was cut.
                     self.exchange
@@ -391,10 +506,10 @@ impl Conn {
     /// While the send is blocked: reads, without blocking, what the server
     /// sent so far and hands it to the exchange.
     fn read_early(&mut self, clock: &Clock) -> Result<Early, Finish<'static>> {
-        let Some(stream) = self.stream.as_ref() else {
+        if self.stream.is_none() {
             return Ok(Early::Closed);
-        };
-        match recv_now(stream, &mut self.buf[self.end..]) {
+        }
+        match self.fill(false) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Early::Nothing),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Early::Nothing),
             // The close or the error is met again by the read that follows.
@@ -413,7 +528,7 @@ impl Conn {
 /// Sends what the socket takes now, without blocking: `WouldBlock` when
 /// it takes nothing. One `send(MSG_DONTWAIT)` on Unix.
 #[cfg(unix)]
-fn send_now(
+pub(crate) fn send_now(
     stream: &TcpStream,
     bytes: &[u8],
     _wait: Duration,
@@ -445,7 +560,7 @@ fn send_now(
 /// Sends, blocking at most `wait` (portable form): a timeout when the
 /// socket took nothing. `timeout` is the socket's current write timeout.
 #[cfg(not(unix))]
-fn send_now(
+pub(crate) fn send_now(
     mut stream: &TcpStream,
     bytes: &[u8],
     wait: Duration,
@@ -504,7 +619,7 @@ fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
 /// Reads what the socket holds without blocking: `WouldBlock` when
 /// nothing, `Ok(0)` after the peer's close. One `recv(MSG_DONTWAIT)` on Unix.
 #[cfg(unix)]
-fn recv_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     recv_flags(stream, buf, libc::MSG_DONTWAIT)
 }
 
@@ -541,7 +656,7 @@ fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Reads what the socket holds without blocking (portable form).
 #[cfg(not(unix))]
-fn recv_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     stream.set_nonblocking(true)?;
     let seen = stream.read(buf);
     stream.set_nonblocking(false)?;

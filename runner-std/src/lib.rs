@@ -27,6 +27,9 @@ mod closed;
 mod collector;
 mod conn;
 mod open;
+mod tls;
+
+pub use tls::Tls;
 
 use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
 use metronome_core::plan::{Model, Plan};
@@ -38,22 +41,55 @@ use metronome_core::plan::{Model, Plan};
 /// [`EngineError`] when the plan is invalid or no connection can be opened
 /// before the clock starts (for example the port refuses).
 pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
+    run_with(plan, control, None)
+}
+
+/// [`run`], over TLS when `tls` is given (an `https://` target): every
+/// connection's handshake is done before it carries a request, pre-opened
+/// connections' before the clock starts; connections opened during the run
+/// resume the session where the server allows it, and their handshake is
+/// charged to the request that waits for them.
+///
+/// # Errors
+/// As [`run`]; [`EngineError::Handshake`] when the handshake of a
+/// connection opened before the clock fails (a refused certificate, a
+/// server that does not speak TLS).
+pub fn run_with(
+    plan: &Plan<'_>,
+    control: &Control,
+    tls: Option<&Tls>,
+) -> Result<RunOutput, EngineError> {
     plan.validate()?;
     // Recorders are a few hundred KiB of inline counters: the threads that
     // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
         spawn_big(s, || match plan.model {
-            Model::Open => open::run(plan, control),
+            Model::Open => open::run(plan, control, tls),
             Model::Closed {
                 workers,
                 expected_interval_ns,
-            } => closed::run(plan, control, workers, expected_interval_ns),
+            } => closed::run(plan, control, tls, workers, expected_interval_ns),
         })?
         .join()
         .map_err(|_| {
             EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
         })?
     })
+}
+
+/// The engine error for a connection that could not be pre-opened.
+pub(crate) fn connect_error(e: std::io::Error) -> EngineError {
+    match tls::TlsFailure::of(&e) {
+        Some(f) => EngineError::Handshake(f.kind, f.message.clone()),
+        None => EngineError::Connect(e),
+    }
+}
+
+/// Records a failed connect's handshake failure, if it was one, through `record`.
+pub(crate) fn handshake_failure(
+    e: &std::io::Error,
+) -> Option<metronome_core::engine::HandshakeFailure> {
+    tls::TlsFailure::of(e).map(|f| f.kind)
 }
 
 /// Spawns a scoped thread with a [`RECORDER_STACK`]-sized stack (it holds a

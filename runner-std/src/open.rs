@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{Control, EngineError, RunOutput};
+use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Recorder, ThreadStats, Unsent};
@@ -15,6 +15,7 @@ use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
 use crate::conn::{Conn, Exchanged, Health, Outcome};
+use crate::tls::Tls;
 
 /// A due request waiting for a connection.
 #[derive(Clone, Copy, Debug)]
@@ -54,17 +55,30 @@ const MAX_SLEEP_NS: u64 = 20_000_000;
 /// threads to wait for work.
 const READY_LIMIT: Duration = Duration::from_secs(1);
 
-pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
+pub(crate) fn run(
+    plan: &Plan<'_>,
+    control: &Control,
+    tls: Option<&Tls>,
+) -> Result<RunOutput, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let schedule = plan.schedule(plan.shard)?;
 
     // 1. Pre-open the connections before the clock starts.
     let mut pre = Vec::with_capacity(plan.connections as usize);
     let mut warnings = Vec::new();
+    let mut setup = Setup::default();
     for _ in 0..plan.connections {
-        match Conn::connect(plan.addr, connect_timeout, plan.exchange()) {
-            Ok(c) => pre.push(c),
-            Err(e) if pre.is_empty() => return Err(EngineError::Connect(e)),
+        match Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned()) {
+            Ok(mut c) => {
+                if let Some(o) = c.opened.take() {
+                    setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+                }
+                pre.push(c)
+            }
+            // A refused certificate fails every connection alike.
+            Err(e) if pre.is_empty() || crate::handshake_failure(&e).is_some() => {
+                return Err(crate::connect_error(e))
+            }
             Err(e) => {
                 warnings.push(format!(
                     "only {} of {} connections could be pre-opened: {e}",
@@ -121,7 +135,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
             let origin = &origin;
             let stats = &worker_stats;
             shared.threads.fetch_add(1, Ordering::Relaxed);
-            s.spawn(move || worker(plan, origin, shared, tx, Some(conn), stats));
+            s.spawn(move || worker(plan, tls, origin, shared, tx, Some(conn), stats));
         }
         // The start gate: the clock starts once every pre-opened
         // connection's thread waits for a job, so the first sends are
@@ -203,7 +217,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                                 let origin = &origin;
                                 let stats = &worker_stats;
                                 shared.threads.fetch_add(1, Ordering::Relaxed);
-                                s.spawn(move || worker(plan, origin, shared, tx, None, stats));
+                                s.spawn(move || worker(plan, tls, origin, shared, tx, None, stats));
                             }
                             stats.sent += 1;
                         }
@@ -244,13 +258,16 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
     out.waited_for_connection = waited;
     out.dropped_gaps = shared.dropped_gaps.load(Ordering::Relaxed);
     out.warnings.extend(warnings);
+    out.setup.merge(&setup);
     out.finalize(plan);
     Ok(out)
 }
 
 /// A connection thread: takes due requests from the queue, one at a time.
+#[allow(clippy::too_many_arguments)]
 fn worker(
     plan: &Plan<'_>,
+    tls: Option<&Tls>,
     origin: &OnceLock<Clock>,
     shared: &Shared,
     tx: mpsc::Sender<Fact>,
@@ -264,10 +281,10 @@ fn worker(
         None => {
             // Grown by the pacer, after the clock started.
             let clock = origin.get_or_init(Clock::start);
-            let mut c = Conn::new(plan.exchange());
-            if c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns)
-                .is_ok()
-            {
+            let mut c = Conn::new(plan.exchange(), tls.cloned());
+            let r = c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
+            report_open(&mut c, &r, &tx);
+            if r.is_ok() {
                 count_open(shared);
             }
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -313,10 +330,9 @@ fn worker(
                 }
             }
             if !conn.is_open() {
-                if conn
-                    .reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns)
-                    .is_err()
-                {
+                let r = conn.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
+                report_open(&mut conn, &r, &tx);
+                if r.is_err() {
                     // Refused or unreachable: never sent.
                     let at = clock.now_ns();
                     let _ = tx.send(never_sent_or_failed(job, retried, at, Unsent::Connect));
@@ -407,6 +423,17 @@ fn never_sent_or_failed(job: Job, retried: bool, at_ns: u64, reason: Unsent) -> 
             at_ns,
             reason,
         }
+    }
+}
+
+/// Tells the collector how a connect during the run went: its set-up
+/// times, or its handshake failure.
+fn report_open(conn: &mut Conn, r: &std::io::Result<()>, tx: &mpsc::Sender<Fact>) {
+    if let Some(o) = conn.opened.take() {
+        let _ = tx.send(Fact::Opened(o));
+    }
+    if let Some(kind) = r.as_ref().err().and_then(crate::handshake_failure) {
+        let _ = tx.send(Fact::HandshakeFailed(kind));
     }
 }
 

@@ -51,6 +51,12 @@ pub(crate) fn run(
     opts: &UringOptions,
 ) -> Result<RunOutput, EngineError> {
     plan.validate()?;
+    if opts.tls.is_some() {
+        return Err(EngineError::Io(
+            "TLS in the io_uring engine",
+            io::Error::from(io::ErrorKind::Unsupported),
+        ));
+    }
     opts.validate().map_err(|e| {
         EngineError::Io(
             "invalid io_uring options",

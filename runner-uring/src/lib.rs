@@ -83,6 +83,19 @@ pub struct UringOptions {
     /// Test hook: called by each engine thread at each [`Phase`], on that
     /// thread (e.g. to count allocations made between `Measuring` and `Done`).
     pub phase_hook: Option<fn(Phase)>,
+    /// Speak TLS to the target (an `https://` URL).
+    pub tls: Option<Tls>,
+}
+
+/// The TLS side of a target: the client configuration (trust, ALPN, the
+/// session cache every connection shares) and the server name (SNI, and
+/// the name the certificate must carry).
+#[derive(Clone, Debug)]
+pub struct Tls {
+    /// The client configuration, shared by every connection of the run.
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    /// The server name.
+    pub server_name: rustls::pki_types::ServerName<'static>,
 }
 
 impl UringOptions {

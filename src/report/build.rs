@@ -9,8 +9,8 @@ use metronome_core::plan::{Model as PlanModel, Plan};
 use metronome_core::rng;
 
 use super::{
-    ms, ArrivalReport, Errors, Generator, IntervalReport, Metrics, Model, Report, Requests,
-    SloReport, SCHEMA,
+    ms, ArrivalReport, ConnectionsReport, Errors, Generator, IntervalReport, Metrics, Model,
+    Report, Requests, SloReport, SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
 
@@ -152,6 +152,11 @@ impl Report {
             thresholds: Vec::new(),
             interrupted: false,
             partial: false,
+            connections: ConnectionsReport::from_setup(
+                &out.setup,
+                url.starts_with("https://"),
+                args.insecure && url.starts_with("https://"),
+            ),
         };
         report.generator.warnings.extend(warnings(&report, plan));
         report
@@ -161,6 +166,20 @@ impl Report {
 /// Plain warnings when the numbers cannot be trusted as they stand.
 fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     let mut w = Vec::new();
+    if r.connections.insecure {
+        w.push(
+            "--insecure: the server's certificate was not verified; anyone on the path could \
+             have answered"
+                .to_string(),
+        );
+    }
+    let failed: u64 = r.connections.handshake_failures.values().sum();
+    if failed > 0 {
+        w.push(format!(
+            "{failed} TLS handshakes failed during the run (connections.handshake_failures); \
+             the requests that waited for them were never sent"
+        ));
+    }
     if r.model == Model::Closed {
         w.push(
             "closed loop: each worker waits for its reply before sending again, so a stall \

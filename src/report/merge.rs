@@ -410,5 +410,20 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         })
         .collect();
     m.thresholds = reports.iter().flat_map(|r| r.thresholds.clone()).collect();
+    let c = &mut m.connections;
+    let merged = |f: fn(&Report) -> Option<&Metric>| {
+        let ms: Vec<&Metric> = reports.iter().filter_map(|r| f(r)).collect();
+        (!ms.is_empty()).then(|| merge_metrics(&ms))
+    };
+    c.connect = merged(|r| r.connections.connect.as_ref());
+    c.tls_handshake = merged(|r| r.connections.tls_handshake.as_ref());
+    c.tls_resumed = reports.iter().map(|r| r.connections.tls_resumed).sum();
+    c.insecure = reports.iter().any(|r| r.connections.insecure);
+    c.handshake_failures.clear();
+    for r in reports {
+        for (k, v) in &r.connections.handshake_failures {
+            *c.handshake_failures.entry(k.clone()).or_default() += v;
+        }
+    }
     Ok(m)
 }

@@ -92,6 +92,52 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+    /// Connection set-up: connect and TLS handshake times, resumptions and
+    /// handshake failures. (Absent in reports of older versions.)
+    #[serde(default)]
+    pub connections: ConnectionsReport,
+}
+
+/// How the engine's connections were set up, over every connection it
+/// opened (pre-opened ones, before the clock, included).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionsReport {
+    /// The target is `https://`.
+    pub tls: bool,
+    /// `--insecure`: the server's certificate was not verified.
+    pub insecure: bool,
+    /// TCP connect time (socket to established), ms.
+    pub connect: Option<Metric>,
+    /// TLS handshake time (established to handshake done), ms; https only.
+    pub tls_handshake: Option<Metric>,
+    /// TLS handshakes that resumed an earlier session.
+    pub tls_resumed: u64,
+    /// TLS handshakes that failed, by kind (every kind listed on https):
+    /// certificate, protocol, timeout.
+    pub handshake_failures: BTreeMap<String, u64>,
+}
+
+impl ConnectionsReport {
+    /// The set-up an engine measured, for a plain or TLS target.
+    pub fn from_setup(setup: &metronome_core::engine::Setup, tls: bool, insecure: bool) -> Self {
+        let metric = |h: &Histogram| (h.count() > 0).then(|| Metric::from_histogram(h));
+        ConnectionsReport {
+            tls,
+            insecure,
+            connect: metric(&setup.connect),
+            tls_handshake: metric(&setup.tls_handshake),
+            tls_resumed: setup.resumed,
+            handshake_failures: if tls {
+                metronome_core::engine::HandshakeFailure::ALL
+                    .iter()
+                    .map(|k| (k.name().to_string(), setup.handshake_failures[k.index()]))
+                    .collect()
+            } else {
+                BTreeMap::new()
+            },
+        }
+    }
 }
 
 /// The load model of a run, written `"open"` or `"closed"`.

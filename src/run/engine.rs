@@ -5,6 +5,7 @@ use metronome_core::engine::{Control, RunOutput};
 use metronome_core::plan::Plan;
 
 use crate::cli::EngineArg;
+use crate::tls::ClientTls;
 use crate::UsageError;
 
 /// Runs `plan` on the chosen engine; returns the engine's name and output.
@@ -19,6 +20,7 @@ pub fn run(
     control: &Control,
     threads: Option<u32>,
     cpus: Option<&str>,
+    tls: Option<&ClientTls>,
 ) -> anyhow::Result<(String, RunOutput)> {
     let use_uring = match choice {
         EngineArg::Std => false,
@@ -40,9 +42,16 @@ pub fn run(
         if threads.is_some() || cpus.is_some() {
             eprintln!("metronome: notice: --threads and --cpus apply to the io_uring engine only");
         }
-        return Ok(("std".into(), metronome_std::run(plan, control)?));
+        let tls = tls.map(|t| metronome_std::Tls {
+            config: t.config.clone(),
+            server_name: t.server_name.clone(),
+        });
+        return Ok((
+            "std".into(),
+            metronome_std::run_with(plan, control, tls.as_ref())?,
+        ));
     }
-    run_uring(plan, control, threads, cpus).map(|out| ("uring".into(), out))
+    run_uring(plan, control, threads, cpus, tls).map(|out| ("uring".into(), out))
 }
 
 #[cfg(target_os = "linux")]
@@ -61,6 +70,7 @@ fn run_uring(
     control: &Control,
     threads: Option<u32>,
     cpus: Option<&str>,
+    tls: Option<&ClientTls>,
 ) -> anyhow::Result<RunOutput> {
     let cpus = cpus
         .map(metronome_uring::parse_cpus)
@@ -70,6 +80,10 @@ fn run_uring(
         threads,
         cpus,
         phase_hook: None,
+        tls: tls.map(|t| metronome_uring::Tls {
+            config: t.config.clone(),
+            server_name: t.server_name.clone(),
+        }),
     };
     opts.validate().map_err(|e| {
         UsageError(match e {
@@ -97,6 +111,7 @@ fn run_uring(
     _control: &Control,
     _threads: Option<u32>,
     _cpus: Option<&str>,
+    _tls: Option<&ClientTls>,
 ) -> anyhow::Result<RunOutput> {
     anyhow::bail!("io_uring exists on Linux only")
 }

@@ -45,6 +45,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
     let plan = plan::build(args, &p, &request_refs);
     plan.validate().map_err(|e| plan::usage(e, args))?;
+    let tls = if p.target.tls {
+        Some(crate::tls::ClientTls::new(
+            &p.target.host,
+            args.cacert.as_deref(),
+            args.insecure,
+        )?)
+    } else {
+        if args.cacert.is_some() || args.insecure {
+            eprintln!("metronome: notice: --cacert and --insecure apply to https:// URLs only");
+        }
+        None
+    };
     let control = Control::default();
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
@@ -58,6 +70,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             &control,
             args.threads,
             args.cpus.as_deref(),
+            tls.as_ref(),
         );
         done.store(true, Ordering::Relaxed);
         let _ = watcher.join();

@@ -14,6 +14,7 @@ use crate::UsageError;
 
 /// Everything derived from the arguments before anything is sent.
 pub(super) struct Prepared {
+    pub(super) target: Target,
     pub(super) addr: std::net::SocketAddr,
     pub(super) requests: Vec<Vec<u8>>,
     pub(super) arrival: Arrival,
@@ -126,6 +127,7 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
     };
     let addr = target.resolve()?;
     Ok(Prepared {
+        target,
         addr,
         requests,
         arrival,

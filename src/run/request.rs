@@ -4,22 +4,24 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use crate::UsageError;
 
-/// A parsed `http://` URL.
+/// A parsed `http://` or `https://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// `https://`: HTTP/1.1 over TLS.
+    pub tls: bool,
     /// Host as written (name or address, IPv6 without brackets).
     pub host: String,
-    /// Port (80 by default).
+    /// Port (80 by default, 443 for https).
     pub port: u16,
     /// Path and query, at least "/".
     pub path: String,
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path]`.
+    /// Parses `http://host[:port][/path]` or `https://...`.
     ///
     /// # Errors
-    /// A [`UsageError`] naming what is wrong (https, no host, bad port).
+    /// A [`UsageError`] naming what is wrong (no scheme, no host, bad port).
     ///
     /// # Example
     /// ```
@@ -28,21 +30,22 @@ impl Target {
     /// assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/v1/x?a=1"));
     /// let t = Target::parse("http://[::1]/").unwrap();
     /// assert_eq!((t.host.as_str(), t.port), ("::1", 80));
-    /// assert!(Target::parse("https://example.com/").is_err());
+    /// let t = Target::parse("https://example.com/v1").unwrap();
+    /// assert_eq!((t.tls, t.port, t.authority()), (true, 443, "example.com".to_string()));
+    /// assert!(Target::parse("ftp://example.com/").is_err());
     /// assert!(Target::parse("127.0.0.1:80").is_err());
     /// ```
     pub fn parse(url: &str) -> Result<Target, UsageError> {
-        let rest = if let Some(r) = url.strip_prefix("http://") {
-            r
-        } else if url.starts_with("https://") {
-            return Err(UsageError(format!(
-                "'{url}': https is not supported; metronome speaks plain HTTP/1.1 (put a TLS proxy in front)"
-            )));
+        let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (true, r)
         } else {
             return Err(UsageError(format!(
-                "'{url}' is not a URL: write http://HOST[:PORT]/PATH"
+                "'{url}' is not a URL: write http://HOST[:PORT]/PATH or https://..."
             )));
         };
+        let default_port = if tls { 443 } else { 80 };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -58,7 +61,7 @@ impl Target {
                 .find(']')
                 .ok_or_else(|| UsageError(format!("'{url}': unclosed '[' in the host")))?;
             let port = match &v6[end + 1..] {
-                "" => 80,
+                "" => default_port,
                 p => p
                     .strip_prefix(':')
                     .and_then(|p| p.parse().ok())
@@ -68,7 +71,7 @@ impl Target {
         } else {
             match authority.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad_port())?),
-                None => (authority.to_string(), 80),
+                None => (authority.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -77,7 +80,12 @@ impl Target {
         if port == 0 {
             return Err(bad_port());
         }
-        Ok(Target { host, port, path })
+        Ok(Target {
+            tls,
+            host,
+            port,
+            path,
+        })
     }
 
     /// The Host header value.
@@ -87,7 +95,7 @@ impl Target {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == if self.tls { 443 } else { 80 } {
             host
         } else {
             format!("{host}:{}", self.port)
