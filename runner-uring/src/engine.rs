@@ -8,7 +8,9 @@ use std::net::TcpStream;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{Control, EngineError, RunOutput};
+use rustls::ClientConnection;
+
+use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
 use metronome_core::plan::{Model, Plan};
 use metronome_core::schedule::Shard;
 
@@ -26,7 +28,8 @@ pub(crate) struct Share {
     pub(crate) cpu: Option<usize>,
     pub(crate) shard: Shard,
     pub(crate) threads: usize,
-    pub(crate) streams: Vec<TcpStream>,
+    /// Pre-opened connections, with their TLS session on https.
+    pub(crate) streams: Vec<(TcpStream, Option<Box<ClientConnection>>)>,
     pub(crate) slots: usize,
     pub(crate) max_in_flight: usize,
     /// Closed model: the first global worker index of this thread.
@@ -51,12 +54,6 @@ pub(crate) fn run(
     opts: &UringOptions,
 ) -> Result<RunOutput, EngineError> {
     plan.validate()?;
-    if opts.tls.is_some() {
-        return Err(EngineError::Io(
-            "TLS in the io_uring engine",
-            io::Error::from(io::ErrorKind::Unsupported),
-        ));
-    }
     opts.validate().map_err(|e| {
         EngineError::Io(
             "invalid io_uring options",
@@ -78,11 +75,15 @@ pub(crate) fn run(
     let wanted = workers.unwrap_or(plan.connections) as usize;
     let mut streams = Vec::with_capacity(wanted);
     let mut warnings = Vec::new();
+    let mut setup = Setup::default();
     for _ in 0..wanted {
-        match TcpStream::connect_timeout(&plan.addr, connect_timeout)
-            .and_then(|s| s.set_nodelay(true).map(|()| s))
-        {
+        match pre_open(plan, opts, connect_timeout, &mut setup) {
             Ok(s) => streams.push(s),
+            // A refused certificate fails every connection alike.
+            Err(e) if crate::tls::TlsFailure::of(&e).is_some() => {
+                let f = crate::tls::TlsFailure::of(&e).expect("checked");
+                return Err(EngineError::Handshake(f.kind, f.message.clone()));
+            }
             Err(e) if streams.is_empty() || workers.is_some() => {
                 return Err(EngineError::Connect(e))
             }
@@ -178,8 +179,36 @@ pub(crate) fn run(
     out.stopped = stopped_at.is_some();
     out.measured_ns = plan.measured_ns(stopped_at);
     out.warnings.extend(warnings);
+    out.setup.merge(&setup);
     out.finalize(plan);
     Ok(out)
+}
+
+/// Opens one connection before the clock starts, with its TLS handshake
+/// on https; records its set-up times.
+fn pre_open(
+    plan: &Plan<'_>,
+    opts: &UringOptions,
+    timeout: Duration,
+    setup: &mut Setup,
+) -> io::Result<(TcpStream, Option<Box<ClientConnection>>)> {
+    let started = Instant::now();
+    let s = TcpStream::connect_timeout(&plan.addr, timeout)?;
+    let connect_ns = started.elapsed().as_nanos() as u64;
+    s.set_nodelay(true)?;
+    let Some(tls) = &opts.tls else {
+        setup.opened(connect_ns, None, false);
+        return Ok((s, None));
+    };
+    let shaking = Instant::now();
+    let mut conn = crate::tls::client(tls)?;
+    let resumed = crate::tls::handshake(&mut conn, &s, started + timeout)?;
+    setup.opened(
+        connect_ns,
+        Some(shaking.elapsed().as_nanos() as u64),
+        resumed,
+    );
+    Ok((s, Some(Box::new(conn))))
 }
 
 /// The start line: threads report ready (or failed); the caller starts the

@@ -57,6 +57,8 @@ mod ring;
 #[allow(unsafe_code)]
 mod sys;
 #[cfg(target_os = "linux")]
+mod tls;
+#[cfg(target_os = "linux")]
 mod worker;
 
 /// Where an engine thread is, reported to [`UringOptions::phase_hook`].

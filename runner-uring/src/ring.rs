@@ -89,6 +89,10 @@ pub(crate) struct Ring {
     /// The read-buffer slab from `Box::into_raw`; freed in `Drop` (invariant 1).
     bufs: NonNull<u8>,
     buf_len: usize,
+    /// The send slab of TLS slots (ciphertext), `slots * tx_len` bytes from
+    /// `Box::into_raw` (empty without TLS); freed in `Drop` (invariant 1).
+    txs: NonNull<u8>,
+    tx_len: usize,
     requests: Box<[Box<[u8]>]>,
     addr: Box<libc::sockaddr_storage>,
     addr_len: libc::socklen_t,
@@ -108,6 +112,7 @@ impl Ring {
     pub(crate) fn new(
         slots: usize,
         buf_len: usize,
+        tx_len: usize,
         requests: &[&[u8]],
         addr: SocketAddr,
     ) -> io::Result<Ring> {
@@ -131,12 +136,16 @@ impl Ring {
             .or_else(|_| IoUring::new(entries))?;
         let slab = vec![0u8; slots.max(1) * buf_len].into_boxed_slice();
         let bufs = NonNull::new(Box::into_raw(slab).cast::<u8>()).expect("Box is non-null");
+        let tx_slab = vec![0u8; slots.max(1) * tx_len].into_boxed_slice();
+        let txs = NonNull::new(Box::into_raw(tx_slab).cast::<u8>()).expect("Box is non-null");
         let (storage, addr_len) = sockaddr(addr);
         Ok(Ring {
             uring,
             slots: (0..slots).map(|_| SlotState::default()).collect(),
             bufs,
             buf_len,
+            txs,
+            tx_len,
             requests: requests.iter().map(|r| Box::<[u8]>::from(*r)).collect(),
             addr: Box::new(storage),
             addr_len,
@@ -173,6 +182,74 @@ impl Ring {
                 self.buf_len,
             )
         }
+    }
+
+    /// The slot's send buffer (TLS ciphertext), to fill before [`Ring::send_tx`].
+    ///
+    /// # Panics
+    /// When a send from it is in flight (an engine bug).
+    pub(crate) fn tx(&mut self, slot: usize) -> &mut [u8] {
+        assert!(
+            !self.slots[slot].send,
+            "send buffer of slot {slot} is in use by the kernel"
+        );
+        assert!(slot < self.slots.len());
+        // SAFETY: `txs` points at a live slab of `slots * tx_len` bytes
+        // (invariant 1, allocated in `new`, freed only in `Drop`); the range
+        // `slot * tx_len .. +tx_len` is inside it (asserted above); no send
+        // from it is in flight (asserted above, invariant 2), and a new one
+        // needs `&mut self`, so the kernel does not read it while the
+        // returned borrow lives.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.txs.as_ptr().add(slot * self.tx_len), self.tx_len)
+        }
+    }
+
+    /// Starts a send of `tx(slot)[from..to]`.
+    ///
+    /// # Panics
+    /// When the slot has no socket or a send in flight, or the range is
+    /// empty or outside the buffer.
+    pub(crate) fn send_tx(&mut self, slot: usize, from: usize, to: usize) -> io::Result<()> {
+        assert!(
+            from < to && to <= self.tx_len,
+            "bad send range {from}..{to}"
+        );
+        let s = &mut self.slots[slot];
+        let fd =
+            s.fd.as_ref()
+                .expect("send on a slot without a socket")
+                .as_raw_fd();
+        assert!(!s.send, "a send is already in flight on slot {slot}");
+        s.send = true;
+        // SAFETY: `slot * tx_len + from < (slot + 1) * tx_len <= slab
+        // length` (asserted above, and `slot` indexes `slots`).
+        let ptr = unsafe { self.txs.as_ptr().add(slot * self.tx_len + from) };
+        let entry = opcode::Send::new(types::Fd(fd), ptr, (to - from) as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(tag(OP_SEND, slot));
+        // SAFETY: the bytes are in the send slab, which lives until every
+        // operation has completed (invariant 1) and is not handed out by
+        // `tx` while the send is in flight (invariant 2); the socket stays
+        // open until the completion (invariant 3).
+        unsafe { self.push(&entry) }
+    }
+
+    /// Completes a "recv" of the slot at once with 0 bytes, touching no
+    /// memory: a `Nop` tagged as the slot's recv (TLS: plaintext rustls
+    /// still holds is delivered through it, as a recv would).
+    ///
+    /// # Panics
+    /// When the slot has no socket or a recv in flight.
+    pub(crate) fn recv_nop(&mut self, slot: usize) -> io::Result<()> {
+        let s = &mut self.slots[slot];
+        assert!(s.fd.is_some(), "recv on a slot without a socket");
+        assert!(!s.recv, "a recv is already in flight on slot {slot}");
+        s.recv = true;
+        let entry = opcode::Nop::new().build().user_data(tag(OP_RECV, slot));
+        // SAFETY: a `Nop` points to no memory.
+        unsafe { self.push(&entry) }
     }
 
     /// Takes ownership of an already connected socket for `slot`.
@@ -223,6 +300,11 @@ impl Ring {
         // SAFETY: the sockaddr lives in `self.addr` (invariant 1) and the
         // socket in the slot, closed only when nothing is in flight (invariant 3).
         unsafe { self.push(&entry) }
+    }
+
+    /// True when a send from the slot is in flight.
+    pub(crate) fn send_pending(&self, slot: usize) -> bool {
+        self.slots[slot].send
     }
 
     /// True when a recv into the slot's buffer is in flight.
@@ -472,6 +554,10 @@ impl Drop for Ring {
             self.bufs.as_ptr(),
             self.slots.len().max(1) * self.buf_len,
         );
+        let tx_slab = std::ptr::slice_from_raw_parts_mut(
+            self.txs.as_ptr(),
+            self.slots.len().max(1) * self.tx_len,
+        );
         if self.in_flight > 0 {
             // The kernel may still touch the memory: leak it rather than free it.
             std::mem::forget(std::mem::take(&mut self.requests));
@@ -487,6 +573,9 @@ impl Drop for Ring {
         // returned in `new` (the slot count never changes), freed only here,
         // and nothing is in flight any more (checked above).
         drop(unsafe { Box::from_raw(slab) });
+        // SAFETY: as for `slab`: the pointer and length `Box::into_raw`
+        // returned in `new`, freed only here, nothing in flight.
+        drop(unsafe { Box::from_raw(tx_slab) });
     }
 }
 

@@ -17,11 +17,11 @@
 //! reads the clock and sleeps.
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use metronome_core::engine::{Control, RunOutput};
+use metronome_core::engine::{Control, HandshakeFailure, RunOutput};
 use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
@@ -30,12 +30,13 @@ use metronome_core::plan::{
     REAP_GUARD_NS,
 };
 use metronome_core::schedule::Schedule;
+use rustls::{ClientConnection, HandshakeKind};
 
 use crate::clock::Clock;
 use crate::engine::{Share, ThreadOut};
 use crate::ring::{Completion, Ring};
 use crate::sys::thread_cpu_ns;
-use crate::{Phase, UringOptions};
+use crate::{Phase, Tls, UringOptions};
 
 /// Deadline scan period and longest sleep.
 const SCAN_NS: u64 = 1_000_000;
@@ -47,6 +48,8 @@ const PUBLISH_NS: u64 = 50_000_000;
 const RETRY_NS: u64 = 1_000_000;
 /// Completions handled per reap batch.
 const REAP_BATCH: usize = 256;
+/// Each TLS connection's send buffer (ciphertext): two full records.
+const TX_BYTES: usize = 2 * (16 * 1024 + 256);
 
 /// A request's place in the schedule and its clock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,6 +68,8 @@ enum State {
     Free,
     /// An asynchronous connect is in flight.
     Connecting,
+    /// Connected; the TLS handshake is in flight (https only).
+    Handshaking,
     /// Open, no request.
     Idle,
     /// A request is in flight.
@@ -99,6 +104,18 @@ struct Conn {
     /// closed it before its first use (replacing it at once could loop as
     /// fast as the server closes).
     on_demand: bool,
+    /// The TLS session (https only).
+    tls: Option<Box<ClientConnection>>,
+    /// TLS: ciphertext in the ring's send buffer is `tx_off..tx_end`.
+    tx_off: usize,
+    tx_end: usize,
+    /// TLS: where in the plaintext buffer the armed recv delivers.
+    plain_at: usize,
+    /// TLS: the armed "recv" is a `Nop` delivering plaintext rustls held back.
+    held: bool,
+    /// When the connect (then the handshake) started, clock ns.
+    connect_at_ns: u64,
+    shake_at_ns: u64,
 }
 
 /// Progress counted since the last publication (published in batches).
@@ -130,6 +147,9 @@ pub(crate) struct Worker<'p> {
     ring: Ring,
     conns: Vec<Conn>,
     gaps: Box<[u64]>,
+    /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
+    /// the ring's read buffer then holds ciphertext. Empty for plain HTTP.
+    plain: Box<[u8]>,
     idle: Vec<usize>,
     waiting: VecDeque<Job>,
     schedule: Schedule,
@@ -171,7 +191,9 @@ impl<'p> Worker<'p> {
         warning: Option<String>,
     ) -> io::Result<Worker<'p>> {
         let slots = share.slots.max(1);
-        let mut ring = Ring::new(slots, READ_BUF_BYTES, plan.requests, plan.addr)?;
+        let tls = opts.tls.is_some();
+        let tx_len = if tls { TX_BYTES } else { 0 };
+        let mut ring = Ring::new(slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
         let mut conns: Vec<Conn> = (0..slots)
             .map(|i| Conn {
                 state: State::Free,
@@ -188,12 +210,20 @@ impl<'p> Worker<'p> {
                 retry_at_ns: None,
                 unused: false,
                 on_demand: false,
+                tls: None,
+                tx_off: 0,
+                tx_end: 0,
+                plain_at: 0,
+                held: false,
+                connect_at_ns: 0,
+                shake_at_ns: 0,
             })
             .collect();
         let pre = share.streams.len() as u64;
         let mut idle = Vec::with_capacity(slots);
-        for (i, s) in share.streams.into_iter().enumerate() {
+        for (i, (s, session)) in share.streams.into_iter().enumerate() {
             ring.adopt(i, s);
+            conns[i].tls = session;
             conns[i].state = State::Idle;
             conns[i].unused = true;
             idle.push(i);
@@ -220,6 +250,7 @@ impl<'p> Worker<'p> {
             ring,
             conns,
             gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
+            plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
             idle,
             waiting: VecDeque::with_capacity(share.max_in_flight),
             schedule,
@@ -291,7 +322,7 @@ impl<'p> Worker<'p> {
         // idle connection is (see `ready`).
         for slot in 0..self.conns.len() {
             if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
-                self.ring.recv(slot, 0)?;
+                self.arm_recv(slot, 0)?;
             }
         }
         if self.is_closed() {
@@ -458,6 +489,7 @@ impl<'p> Worker<'p> {
         self.conns[slot].on_demand = false;
         match self.ring.connect(slot) {
             Ok(()) => {
+                self.conns[slot].connect_at_ns = self.clock.now_ns();
                 self.conns[slot].state = State::Connecting;
                 self.conns[slot].unused = true;
                 self.connecting += 1;
@@ -526,7 +558,11 @@ impl<'p> Worker<'p> {
         {
             self.pending.sent += 1;
         }
-        self.ring.send(slot, job.request, 0)?;
+        if self.conns[slot].tls.is_some() {
+            self.tls_send(slot, job.request)?;
+        } else {
+            self.ring.send(slot, job.request, 0)?;
+        }
         // An idle connection keeps a recv armed (to see a close or stray
         // bytes while idle): the response arrives through it.
         if self.ring.recv_pending(slot) {
@@ -577,7 +613,11 @@ impl<'p> Worker<'p> {
     fn process(&mut self, slot: usize) -> io::Result<()> {
         let now = self.clock.now_ns();
         let c = &mut self.conns[slot];
-        let buf = self.ring.buf(slot);
+        let buf = if c.tls.is_some() {
+            &mut self.plain[slot * READ_BUF_BYTES..(slot + 1) * READ_BUF_BYTES]
+        } else {
+            self.ring.buf(slot)
+        };
         let gaps = &mut self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP];
         match c.exchange.handle_read(now, &buf[c.start..c.end], gaps) {
             Err(failure) => return self.fail(slot, failure),
@@ -604,7 +644,7 @@ impl<'p> Worker<'p> {
             return self.fault(slot, ErrorKind::TooLarge);
         }
         let end = c.end;
-        self.ring.recv(slot, end)
+        self.arm_recv(slot, end)
     }
 
     /// The response on `slot` completed at `now`: record it and reuse or
@@ -632,7 +672,7 @@ impl<'p> Worker<'p> {
         // bytes are seen at once, before the connection is reused.
         c.start = 0;
         c.end = 0;
-        self.ring.recv(slot, 0)?;
+        self.arm_recv(slot, 0)?;
         if self.conns[slot].sending {
             // The response completed while its request was still being
             // sent (an early response, the server not reading the rest):
@@ -650,11 +690,15 @@ impl<'p> Worker<'p> {
     /// request asked for. The connection is replaced; no request is charged.
     fn idle_event(&mut self, slot: usize, res: i32) -> io::Result<()> {
         if res == -libc::EINTR || res == -libc::EAGAIN {
-            return self.ring.recv(slot, 0);
+            return self.arm_recv(slot, 0);
         }
         let now = self.clock.now_ns();
         let idle = if res > 0 {
-            let bytes = &self.ring.buf(slot)[..res as usize];
+            let bytes = if self.conns[slot].tls.is_some() {
+                &self.plain[slot * READ_BUF_BYTES..slot * READ_BUF_BYTES + res as usize]
+            } else {
+                &self.ring.buf(slot)[..res as usize]
+            };
             Exchange::handle_idle(bytes)
         } else {
             Idle::Closed
@@ -683,7 +727,7 @@ impl<'p> Worker<'p> {
             let c = &mut self.conns[slot];
             c.start = 0;
             c.end = 0;
-            self.ring.recv(slot, 0)?;
+            self.arm_recv(slot, 0)?;
         }
         match self.model {
             Model::Closed { .. } => {
@@ -752,6 +796,9 @@ impl<'p> Worker<'p> {
         if matches!(c.state, State::Free | State::Closing | State::Connecting) {
             return Ok(());
         }
+        if c.state == State::Handshaking {
+            self.connecting -= 1;
+        }
         if matches!(c.state, State::Idle | State::Busy | State::Settling) {
             self.open -= 1;
         }
@@ -759,6 +806,10 @@ impl<'p> Worker<'p> {
         c.end = 0;
         c.sending = false;
         c.exchange.reset_connection();
+        c.tls = None;
+        c.tx_off = 0;
+        c.tx_end = 0;
+        c.held = false;
         if self.ring.close(slot) {
             self.closed_now(slot)
         } else {
@@ -785,6 +836,23 @@ impl<'p> Worker<'p> {
     }
 
     fn on_completion(&mut self, c: Completion) -> io::Result<()> {
+        // TLS: ciphertext becomes plaintext (or nothing) before the
+        // handlers below, which see what plain HTTP would have given.
+        let c = match c {
+            Completion::Recv { slot, res } if self.conns[slot].tls.is_some() => {
+                match self.tls_recv(slot, res)? {
+                    Some(res) => Completion::Recv { slot, res },
+                    None => return Ok(()),
+                }
+            }
+            Completion::Send { slot, res } if self.conns[slot].tls.is_some() => {
+                match self.tls_sent(slot, res)? {
+                    Some(res) => Completion::Send { slot, res },
+                    None => return Ok(()),
+                }
+            }
+            other => other,
+        };
         match c {
             Completion::Timer => {
                 // A timer that ended the wait tells how late the ring's
@@ -799,13 +867,22 @@ impl<'p> Worker<'p> {
             }
             Completion::Closed { slot } => self.closed_now(slot),
             Completion::Connect { slot, res } => {
-                self.connecting -= 1;
                 if res < 0 {
+                    self.connecting -= 1;
                     self.ring.close(slot);
                     self.conns[slot].state = State::Free;
                     self.connect_failed(slot)?;
                     return self.grow();
                 }
+                let now = self.clock.now_ns();
+                let connect_ns = now.saturating_sub(self.conns[slot].connect_at_ns);
+                if let Some(tls) = &self.opts.tls {
+                    // Still "connecting" until the handshake is done.
+                    self.out.setup.connect.record(connect_ns);
+                    return self.tls_start(slot, tls, now);
+                }
+                self.connecting -= 1;
+                self.out.setup.opened(connect_ns, None, false);
                 self.out.connections_opened += 1;
                 self.open += 1;
                 self.out.peak_connections = self.out.peak_connections.max(self.open);
@@ -851,7 +928,7 @@ impl<'p> Worker<'p> {
                 }
                 if res == -libc::EINTR || res == -libc::EAGAIN {
                     let end = self.conns[slot].end;
-                    return self.ring.recv(slot, end);
+                    return self.arm_recv(slot, end);
                 }
                 if res < 0 {
                     let kind = self.conns[slot].exchange.handle_fault(errno_kind(-res));
@@ -875,6 +952,12 @@ impl<'p> Worker<'p> {
         for slot in 0..self.conns.len() {
             let c = &self.conns[slot];
             match (c.state, c.retry_at_ns) {
+                (State::Handshaking, _) if now >= c.deadline_ns => {
+                    self.handshake_failed(slot, HandshakeFailure::Timeout)?
+                }
+                (State::Handshaking, _) => {
+                    self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
+                }
                 (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
                 (State::Busy, _) => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
@@ -929,6 +1012,224 @@ impl<'p> Worker<'p> {
             now,
             &mut self.published_interval,
         );
+    }
+}
+
+/// TLS over the ring: rustls's buffered API, fed from and drained into the
+/// ring's own buffers. Ciphertext arrives in the slot's read buffer and
+/// leaves from its send buffer; plaintext goes to the slot's part of
+/// `plain`. (rustls 0.23 allocates one buffer per record it encrypts and
+/// per application-data record it decrypts, in either API: see docs/tls.md.)
+impl Worker<'_> {
+    /// A connect completed on `slot` at `now`: start the TLS handshake.
+    fn tls_start(&mut self, slot: usize, tls: &Tls, now: u64) -> io::Result<()> {
+        let session = match crate::tls::client(tls) {
+            Ok(s) => s,
+            Err(_) => return self.handshake_failed(slot, HandshakeFailure::Protocol),
+        };
+        let deadline = now.saturating_add(self.plan.connect_timeout_ns());
+        let c = &mut self.conns[slot];
+        c.tls = Some(Box::new(session));
+        c.state = State::Handshaking;
+        c.shake_at_ns = now;
+        c.deadline_ns = deadline;
+        c.start = 0;
+        c.end = 0;
+        self.next_deadline_ns = self.next_deadline_ns.min(deadline);
+        self.tls_flush(slot)?;
+        self.arm_recv(slot, 0)
+    }
+
+    /// The handshake on `slot` failed as `kind`: counted, closed; the
+    /// request that waited for it is never sent (as after a refused connect).
+    fn handshake_failed(&mut self, slot: usize, kind: HandshakeFailure) -> io::Result<()> {
+        self.out.setup.failed(kind);
+        // Replaced only when a request needs it: a server that fails every
+        // handshake must not turn the loop into a reconnect storm.
+        self.conns[slot].on_demand = true;
+        self.close(slot)?;
+        self.connect_failed(slot)?;
+        self.grow()
+    }
+
+    /// Arms the recv of `slot`; plaintext (TLS) will land at `filled`.
+    fn arm_recv(&mut self, slot: usize, filled: usize) -> io::Result<()> {
+        let c = &mut self.conns[slot];
+        if c.tls.is_none() {
+            return self.ring.recv(slot, filled);
+        }
+        c.plain_at = filled;
+        if c.held {
+            // rustls holds plaintext that did not fit: deliver it first.
+            return self.ring.recv_nop(slot);
+        }
+        self.ring.recv(slot, filled)
+    }
+
+    /// Hands the request to rustls and starts sending its records.
+    fn tls_send(&mut self, slot: usize, request: usize) -> io::Result<()> {
+        let bytes = self.plan.requests[request];
+        let Some(session) = self.conns[slot].tls.as_mut() else {
+            return Ok(());
+        };
+        if session.writer().write_all(bytes).is_err() {
+            return self.fault(slot, ErrorKind::Reset);
+        }
+        self.tls_flush(slot)
+    }
+
+    /// Starts a send of what rustls has queued, unless one is in flight.
+    fn tls_flush(&mut self, slot: usize) -> io::Result<()> {
+        if self.ring.send_pending(slot) {
+            return Ok(());
+        }
+        let c = &mut self.conns[slot];
+        let Some(session) = c.tls.as_mut() else {
+            return Ok(());
+        };
+        let tx = self.ring.tx(slot);
+        let mut end = 0;
+        while session.wants_write() && end < tx.len() {
+            match session.write_tls(&mut &mut tx[end..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => end += n,
+            }
+        }
+        c.tx_off = 0;
+        c.tx_end = end;
+        if end > 0 {
+            self.ring.send_tx(slot, 0, end)?;
+        }
+        Ok(())
+    }
+
+    /// A send of TLS records on `slot` ended with `res`. Returns what the
+    /// plain-HTTP handler should see: an error as it is; once the whole
+    /// request has left, the rest of its length; `None` meanwhile.
+    fn tls_sent(&mut self, slot: usize, res: i32) -> io::Result<Option<i32>> {
+        if res < 0 {
+            return Ok(Some(res));
+        }
+        let c = &mut self.conns[slot];
+        c.tx_off += res as usize;
+        if c.tx_off < c.tx_end {
+            let (from, to) = (c.tx_off, c.tx_end);
+            self.ring.send_tx(slot, from, to)?;
+            return Ok(None);
+        }
+        let more = c.tls.as_ref().is_some_and(|t| t.wants_write());
+        if more {
+            self.tls_flush(slot)?;
+            return Ok(None);
+        }
+        let c = &self.conns[slot];
+        if matches!(c.state, State::Busy | State::Settling) && c.sending {
+            let len = self.plan.requests[c.job.request].len();
+            return Ok(Some(len.saturating_sub(c.sent_bytes) as i32));
+        }
+        Ok(None)
+    }
+
+    /// A recv of ciphertext on `slot` ended with `res`. Returns what the
+    /// plain-HTTP handler should see: plaintext bytes delivered at
+    /// `plain_at`, 0 for the end (a close or `close_notify`), an error; or
+    /// `None` when the records carried nothing for the application (the
+    /// recv is armed again). The ciphertext was received at `plain_at` of
+    /// the read buffer, into as much room as the plaintext buffer has left
+    /// (plaintext is never longer than its records).
+    fn tls_recv(&mut self, slot: usize, res: i32) -> io::Result<Option<i32>> {
+        let c = &mut self.conns[slot];
+        let held = std::mem::take(&mut c.held);
+        if res < 0 && !held {
+            return Ok(Some(res));
+        }
+        let at = c.plain_at;
+        let base = slot * READ_BUF_BYTES;
+        let n = if held { 0 } else { res as usize };
+        let mut closed = !held && n == 0;
+        let mut got = 0usize;
+        let Some(session) = c.tls.as_mut() else {
+            return Ok(Some(res));
+        };
+        let cipher = self.ring.buf(slot);
+        let mut input = &cipher[at..at + n];
+        loop {
+            let dst = &mut self.plain[base + at + got..base + READ_BUF_BYTES];
+            let room = !dst.is_empty();
+            if room {
+                match session.reader().read(dst) {
+                    Ok(0) => closed = true,
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // The peer closed without close_notify.
+                    Err(_) => closed = true,
+                }
+            }
+            if input.is_empty() {
+                break;
+            }
+            if session.read_tls(&mut input).is_err() {
+                // rustls holds plaintext that has no room: the response
+                // outgrew the buffer.
+                return Ok(Some(-libc::ENOBUFS));
+            }
+            match session.process_new_packets() {
+                Ok(state) => closed |= state.peer_has_closed(),
+                Err(e) => {
+                    let _ = self.tls_flush(slot);
+                    return self.tls_error(slot, &e);
+                }
+            }
+        }
+        // Plaintext that did not fit is delivered through the next recv.
+        let more = session
+            .process_new_packets()
+            .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
+        let handshaking = session.is_handshaking();
+        let resumed = session.handshake_kind() == Some(HandshakeKind::Resumed);
+        self.conns[slot].held = more;
+        // Handshake replies, key updates, alerts.
+        self.tls_flush(slot)?;
+        if self.conns[slot].state == State::Handshaking {
+            if handshaking {
+                if closed {
+                    self.handshake_failed(slot, HandshakeFailure::Protocol)?;
+                } else {
+                    self.arm_recv(slot, 0)?;
+                }
+                return Ok(None);
+            }
+            let now = self.clock.now_ns();
+            let shake = now.saturating_sub(self.conns[slot].shake_at_ns);
+            self.out.setup.tls_handshake.record(shake);
+            self.out.setup.resumed += u64::from(resumed);
+            self.connecting -= 1;
+            self.out.connections_opened += 1;
+            self.open += 1;
+            self.out.peak_connections = self.out.peak_connections.max(self.open);
+            self.ready(slot)?;
+            return Ok(None);
+        }
+        if got > 0 {
+            return Ok(Some(got as i32));
+        }
+        if closed {
+            return Ok(Some(0));
+        }
+        // Session tickets and the like: nothing for the application.
+        self.arm_recv(slot, at)?;
+        Ok(None)
+    }
+
+    /// A TLS error on an established connection (or during its handshake).
+    fn tls_error(&mut self, slot: usize, e: &rustls::Error) -> io::Result<Option<i32>> {
+        if self.conns[slot].state == State::Handshaking {
+            let kind = crate::tls::TlsFailure::of(&crate::tls::classify(e, &[]))
+                .map_or(HandshakeFailure::Protocol, |f| f.kind);
+            self.handshake_failed(slot, kind)?;
+            return Ok(None);
+        }
+        Ok(Some(-libc::ECONNRESET))
     }
 }
 
