@@ -157,3 +157,114 @@ pub fn uring_available() -> bool {
         }
     }
 }
+
+/// A loopback HTTPS server (rustls, a fresh self-signed certificate for
+/// `localhost`) answering `200 ok` to every request head; stops when
+/// dropped (or after 20 s). `client` trusts its certificate.
+pub struct TlsServer {
+    pub addr: SocketAddr,
+    pub client: metronome_uring::Tls,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl TlsServer {
+    pub fn start() -> TlsServer {
+        use rustls::pki_types::{PrivateKeyDer, ServerName};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let cert = key.cert.der().clone();
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.clone()],
+                PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap(),
+            )
+            .unwrap();
+        let server = Arc::new(server);
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let born = Instant::now();
+            let mut conns = Vec::new();
+            while !stop2.load(Ordering::Relaxed) && born.elapsed() < Duration::from_secs(20) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        let (stop, config) = (stop2.clone(), server.clone());
+                        conns.push(std::thread::spawn(move || serve_tls(s, config, stop)));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+            stop2.store(true, Ordering::Relaxed);
+            for c in conns {
+                let _ = c.join();
+            }
+        });
+        TlsServer {
+            addr,
+            client: metronome_uring::Tls {
+                config: Arc::new(client),
+                server_name: ServerName::try_from("localhost").unwrap(),
+            },
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn serve_tls(s: TcpStream, config: Arc<rustls::ServerConfig>, stop: Arc<AtomicBool>) {
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+    let Ok(conn) = rustls::ServerConnection::new(config) else {
+        return;
+    };
+    let mut tls = rustls::StreamOwned::new(conn, s);
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    while !stop.load(Ordering::Relaxed) {
+        match tls.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
+        }
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            if tls
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
