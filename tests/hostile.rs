@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{assert_accounting, engines, run_json};
+use common::{assert_accounting, engines, run_json, run_tls_json, TestCert};
 use metronome::report::Report;
 
 /// The longest any connection thread lives, whatever the client does.
@@ -125,9 +125,26 @@ fn answer_once_then_close(bytes: impl Into<Vec<u8>>) -> Script {
     })
 }
 
-/// A raw TCP server on 127.0.0.1 running `script` on each connection.
+thread_local! {
+    /// Servers started on this thread speak TLS (see [`over_tls`]).
+    static OVER_TLS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `test` with every scripted server speaking TLS (a fresh
+/// self-signed certificate each, trusted with `--cacert`): the same
+/// scripts, the same expected outcomes, over HTTPS.
+fn over_tls(test: fn()) {
+    OVER_TLS.with(|t| t.set(true));
+    test();
+    OVER_TLS.with(|t| t.set(false));
+}
+
+/// A raw TCP server on 127.0.0.1 running `script` on each connection
+/// (over TLS when [`over_tls`] says so).
 struct Server {
     addr: SocketAddr,
+    /// The certificate, when the server speaks TLS.
+    cert: Option<Arc<TestCert>>,
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
     accept: Option<JoinHandle<()>>,
@@ -140,8 +157,12 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let counts = Arc::new(Counts::default());
+        let cert = OVER_TLS
+            .with(|t| t.get())
+            .then(|| Arc::new(TestCert::new()));
         let accept = {
             let (stop, counts) = (stop.clone(), counts.clone());
+            let tls = cert.as_ref().map(|c| c.tls.config.clone());
             thread::spawn(move || {
                 let born = Instant::now();
                 let mut conns = Vec::new();
@@ -153,6 +174,9 @@ impl Server {
                                 continue;
                             }
                             let mut peer = Peer::new(stream, stop.clone(), counts.clone());
+                            if let Some(config) = &tls {
+                                peer.secure(config.clone());
+                            }
                             let script = script.clone();
                             conns.push(thread::spawn(move || script(&mut peer)));
                         }
@@ -167,6 +191,7 @@ impl Server {
         };
         Server {
             addr,
+            cert,
             stop,
             counts,
             accept: Some(accept),
@@ -204,10 +229,55 @@ struct Request {
     method: String,
 }
 
+/// A connection's bytes: plain, or through a TLS server session.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Io {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Io::Plain(s) => s,
+            Io::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Io {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf),
+            Io::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Io {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.write(bytes),
+            // One TLS record per write, sent at once: a split write stays split.
+            Io::Tls(t) => {
+                let n = t.write(bytes)?;
+                t.flush()?;
+                Ok(n)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Io::Plain(s) => s.flush(),
+            Io::Tls(t) => t.flush(),
+        }
+    }
+}
+
 /// The server's side of one connection.
 struct Peer {
     /// `None` once reset.
-    stream: Option<TcpStream>,
+    stream: Option<Io>,
     buf: Vec<u8>,
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
@@ -225,13 +295,22 @@ impl Peer {
         stream.set_read_timeout(Some(SLICE)).unwrap();
         stream.set_write_timeout(Some(SLICE)).unwrap();
         Peer {
-            stream: Some(stream),
+            stream: Some(Io::Plain(stream)),
             buf: Vec::new(),
             stop,
             counts,
             born: Instant::now(),
             deadline: None,
             served: 0,
+        }
+    }
+
+    /// Speaks TLS on this connection from now on (the handshake runs
+    /// within the first read or write).
+    fn secure(&mut self, config: Arc<rustls::ServerConfig>) {
+        if let Some(Io::Plain(s)) = self.stream.take() {
+            let conn = rustls::ServerConnection::new(config).expect("a TLS server session");
+            self.stream = Some(Io::Tls(Box::new(rustls::StreamOwned::new(conn, s))));
         }
     }
 
@@ -351,7 +430,7 @@ impl Peer {
     /// sends a RST (and drops anything unsent).
     fn reset(&mut self) {
         if let Some(stream) = self.stream.take() {
-            set_linger_zero(&stream);
+            set_linger_zero(stream.socket());
             drop(stream);
             self.counts.resets.fetch_add(1, Relaxed);
         }
@@ -359,8 +438,12 @@ impl Peer {
 
     /// Half-closes: no more bytes from the server; it still reads.
     fn shutdown_write(&mut self) {
-        if let Some(s) = self.stream.as_ref() {
-            let _ = s.shutdown(Shutdown::Write);
+        if let Some(s) = self.stream.as_mut() {
+            if let Io::Tls(t) = s {
+                t.conn.send_close_notify();
+                let _ = t.flush();
+            }
+            let _ = s.socket().shutdown(Shutdown::Write);
         }
     }
 
@@ -516,7 +599,10 @@ fn nonzero(m: &BTreeMap<String, u64>) -> BTreeMap<&str, u64> {
 fn run(engine: &'static str, script: &Script, path: &str, args: &[&str]) -> Run {
     let server = Server::start(script.clone());
     let t = Instant::now();
-    let report = run_json(server.addr, path, engine, args, 0);
+    let report = match &server.cert {
+        Some(cert) => run_tls_json(server.addr, path, engine, args, 0, &cert.path),
+        None => run_json(server.addr, path, engine, args, 0),
+    };
     let elapsed = t.elapsed();
     let seen = server.stop();
     Run {
@@ -1626,4 +1712,47 @@ fn openai_streams() {
             assert_eq!(r.requests().retried, 0, "{ctx}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// The same hostile servers over TLS: every script runs inside a TLS session
+// (each write one record, so splits stay splits), the client trusts the
+// server's fresh certificate with --cacert; the expected outcomes are the
+// same as over plain HTTP. (A silent server that never reads cannot
+// complete a handshake: over TLS that is a handshake timeout before the
+// clock, exit 1, tested in tests/e2e_tls.rs.)
+
+#[test]
+fn over_tls_idle_close_by_the_server_is_charged_to_no_request() {
+    over_tls(idle_close_by_the_server_is_charged_to_no_request);
+}
+
+#[test]
+fn over_tls_half_close_and_connection_close_are_clean_ends() {
+    over_tls(half_close_and_connection_close_are_clean_ends);
+}
+
+#[test]
+fn over_tls_cut_before_the_response_on_a_reused_connection() {
+    over_tls(cut_before_the_response_on_a_reused_connection);
+}
+
+#[test]
+fn over_tls_unusual_but_valid_framing() {
+    over_tls(unusual_but_valid_framing);
+}
+
+#[test]
+fn over_tls_unsolicited_bytes_close_the_connection() {
+    over_tls(unsolicited_bytes_close_the_connection);
+}
+
+#[test]
+fn over_tls_broken_responses_have_one_kind_and_cause() {
+    over_tls(broken_responses_have_one_kind_and_cause);
+}
+
+#[test]
+fn over_tls_openai_streams() {
+    over_tls(openai_streams);
 }

@@ -55,15 +55,57 @@ pub fn metronome(args: &[&str]) -> Output {
 /// Runs `metronome run URL --format json --quiet ARGS` on `engine` and
 /// decodes the report; panics with stderr when it did not exit with `code`.
 pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code: i32) -> Report {
-    let url = format!("http://{addr}{path}");
+    run_url_json(&format!("http://{addr}{path}"), engine, args, code)
+}
+
+/// [`run_json`] over TLS: `https://ADDR{path}`, trusting the PEM
+/// certificate file `cacert` (`--cacert`).
+pub fn run_tls_json(
+    addr: SocketAddr,
+    path: &str,
+    engine: &str,
+    args: &[&str],
+    code: i32,
+    cacert: &std::path::Path,
+) -> Report {
+    let cacert = cacert.to_str().expect("a UTF-8 temporary path");
+    let mut all = vec!["--cacert", cacert];
+    all.extend_from_slice(args);
+    run_url_json(&format!("https://{addr}{path}"), engine, &all, code)
+}
+
+/// A fresh self-signed certificate for `serve --tls` and its PEM written
+/// to a file of its own under the temporary directory (removed on drop).
+pub struct TestCert {
+    pub tls: metronome::tls::ServerTls,
+    pub path: std::path::PathBuf,
+}
+
+impl TestCert {
+    pub fn new() -> TestCert {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tls = metronome::tls::ServerTls::self_signed().expect("generate a certificate");
+        let path = std::env::temp_dir().join(format!(
+            "metronome-test-{}-{}.pem",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, &tls.cert_pem).expect("write the certificate");
+        TestCert { tls, path }
+    }
+}
+
+impl Drop for TestCert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Runs `metronome run URL --format json --quiet ARGS` on `engine`.
+pub fn run_url_json(url: &str, engine: &str, args: &[&str], code: i32) -> Report {
     let mut all = vec![
-        "run",
-        url.as_str(),
-        "--format",
-        "json",
-        "--quiet",
-        "--engine",
-        engine,
+        "run", url, "--format", "json", "--quiet", "--engine", engine,
     ];
     all.extend_from_slice(args);
     let out = metronome(&all);
