@@ -380,3 +380,96 @@ fn silent_handshake_is_a_timeout() {
         );
     }
 }
+
+/// `metronome serve --tls --cert-out FILE` prints its https address and
+/// the SHA-256 fingerprint of the certificate it wrote; `run --cacert
+/// FILE` trusts it; `serve --tls --cert --key` serves a given certificate.
+#[test]
+fn serve_tls_binary_prints_fingerprint_and_writes_cert() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let given = TestCert::new();
+    let key = given.path.with_extension("key.pem");
+    // The key of `given` is not kept by ServerTls: a fresh pair from rcgen.
+    let pair = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert_in = given.path.with_extension("cert.pem");
+    std::fs::write(&cert_in, pair.cert.pem()).unwrap();
+    std::fs::write(&key, pair.signing_key.serialize_pem()).unwrap();
+    let out_file = given.path.with_extension("out.pem");
+    for own in [false, true] {
+        let mut args = vec![
+            "serve".to_string(),
+            "--tls".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--service".into(),
+            "0ms".into(),
+            "--cert-out".into(),
+            out_file.to_str().unwrap().into(),
+        ];
+        if own {
+            args.extend([
+                "--cert".into(),
+                cert_in.to_str().unwrap().into(),
+                "--key".into(),
+                key.to_str().unwrap().into(),
+            ]);
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let listening = lines.next().unwrap().unwrap();
+        let fingerprint = lines.next().unwrap().unwrap();
+        let url = listening
+            .strip_prefix("metronome serve listening on ")
+            .unwrap_or_else(|| panic!("{listening}"))
+            .to_string();
+        assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+        let written = CertificateDer::from_pem_file(&out_file).unwrap();
+        assert_eq!(
+            fingerprint,
+            format!(
+                "certificate sha256 fingerprint {}",
+                metronome::tls::fingerprint(&written)
+            )
+        );
+        if own {
+            assert_eq!(written.as_ref(), pair.cert.der().as_ref());
+        }
+        let r = metronome(&[
+            "run",
+            &format!("{url}/"),
+            "--cacert",
+            out_file.to_str().unwrap(),
+            "--rate",
+            "20",
+            "--duration",
+            "500ms",
+            "--format",
+            "json",
+            "--quiet",
+        ]);
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let report: Report = serde_json::from_slice(&r.stdout).unwrap();
+        assert_eq!(report.requests.ok, 10);
+    }
+    for f in [key, cert_in, out_file] {
+        let _ = std::fs::remove_file(f);
+    }
+}
