@@ -149,6 +149,19 @@ pub fn render_text(r: &Report) -> String {
         "  generator: {} threads, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {} connections",
         g.threads, g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s, g.peak_connections
     );
+    let c = &r.connections;
+    if let (true, Some(connect), Some(shake)) = (c.tls, &c.connect, &c.tls_handshake) {
+        let failed: u64 = c.handshake_failures.values().sum();
+        let _ = writeln!(
+            s,
+            "  tls: {} handshakes ({} resumed, {failed} failed), handshake p50 {} ms max {} ms; connect p50 {} ms",
+            shake.count,
+            c.tls_resumed,
+            fmt_ms(shake.p50),
+            fmt_ms(shake.max),
+            fmt_ms(connect.p50)
+        );
+    }
     for t in &r.thresholds {
         let _ = writeln!(
             s,
