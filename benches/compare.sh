@@ -37,7 +37,27 @@
 #   INSTALL=1                 0: never install, skip what is missing
 #   MICRO=1                   also run the criterion benches rng, histogram,
 #                             parse (pinned to GEN_CPU); 0: skip; only: only them
+#   SCHEME=http               https: nginx serves TLS 1.3 only (a fresh
+#                             self-signed ECDSA P-256 certificate from openssl,
+#                             session cache on); metronome trusts it with
+#                             --cacert, the peers skip verification (wrk and
+#                             h2load never verify, oha --insecure, hey does not
+#                             verify); the floor client (plain TCP) is left
+#                             out, so "% of floor" is n/a and the sustained-rate
+#                             search is bounded by wrk's maximum instead.
+#                             Defaults then: TOOLS without floor, MICRO=0,
+#                             OUT=docs/benchmarks-https-latest.md
 set -euo pipefail
+
+SCHEME=${SCHEME:-http}
+if [[ $SCHEME == https ]]; then
+    TOOLS=${TOOLS:-"metronome-uring metronome-std wrk oha hey h2load"}
+    MICRO=${MICRO:-0}
+    OUT=${OUT:-docs/benchmarks-https-latest.md}
+elif [[ $SCHEME != http ]]; then
+    echo "[compare] error: SCHEME is http or https" >&2
+    exit 2
+fi
 
 DURATION=${DURATION:-10}
 REPEATS=${REPEATS:-3}
@@ -57,7 +77,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 OUT=${OUT:-docs/benchmarks-latest.md}
 RAW=${OUT%.md}.jsonl
-URL="http://127.0.0.1:$PORT/"
+URL="$SCHEME://127.0.0.1:$PORT/"
 
 say() { printf '[compare] %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -284,7 +304,8 @@ def report(raw):
     L.append(f"Run: {meta['date']}, `{meta['command']}`")
     L.append("")
     L.append(f"Machine: {meta['nproc']} CPUs ({meta['cpu']}), Linux {meta['kernel']}. "
-             f"Server: {meta['nginx']}, 1 worker on CPU {meta['server_cpu']}, fixed 2-byte response. "
+             f"Server: {meta['nginx']}, 1 worker on CPU {meta['server_cpu']}, fixed 2-byte response"
+             f"{' over TLS 1.3 (ECDSA P-256 certificate, session cache on)' if meta.get('scheme') == 'https' else ''}. "
              f"Generator on CPU {meta['gen_cpu']}, {meta['connections']} connections, "
              f"{meta['duration']} s per point, medians of {meta['repeats']} (max-rate points: {meta['max_repeats']}).")
     L.append("")
@@ -486,6 +507,7 @@ need timeout coreutils
 [[ -x /usr/bin/time ]] || { [[ $INSTALL == 1 ]] && apt_install time || true; }
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is required (Debian package time)"
 if [[ -n ${TOOLS// /} ]]; then need nginx nginx; fi
+[[ $SCHEME == https ]] && need openssl openssl
 want wrk && need wrk wrk wrk
 want hey && need hey hey hey
 want h2load && need h2load nghttp2-client h2load
@@ -530,6 +552,17 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     die "port $PORT is already in use; set PORT"
 fi
 mkdir -p "$WORK/nginx/logs"
+LISTEN_TLS=""
+TLS_CONF=""
+if [[ $SCHEME == https ]]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE \
+        -keyout "$WORK/nginx/key.pem" -out "$WORK/nginx/cert.pem" >"$WORK/openssl.log" 2>&1 \
+        || { cat "$WORK/openssl.log" >&2; die "openssl could not make a certificate"; }
+    LISTEN_TLS=" ssl"
+    TLS_CONF="ssl_certificate $WORK/nginx/cert.pem; ssl_certificate_key $WORK/nginx/key.pem;
+        ssl_protocols TLSv1.3; ssl_session_cache shared:TLS:1m; ssl_session_tickets on;"
+fi
 # worker_cpu_affinity takes a bit mask, rightmost bit = CPU 0.
 MASK="1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' 0)"
 cat >"$WORK/nginx/nginx.conf" <<EOF
@@ -550,7 +583,8 @@ http {
     uwsgi_temp_path $WORK/nginx/uwsgi;
     scgi_temp_path $WORK/nginx/scgi;
     server {
-        listen 127.0.0.1:$PORT backlog=4096;
+        listen 127.0.0.1:$PORT$LISTEN_TLS backlog=4096;
+        $TLS_CONF
         location / { default_type text/plain; return 200 "ok"; }
     }
 }
@@ -566,10 +600,12 @@ done
 (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || die "nginx is not listening on $PORT"
 say "nginx $NGINX_PID on $URL, worker pinned to CPU $SERVER_CPU; generator on CPU $GEN_CPU"
 
+TLS_ARGS=()
+[[ $SCHEME == https ]] && TLS_ARGS=(--cacert "$WORK/nginx/cert.pem")
 # metronome's io_uring engine may be missing or refused by the kernel.
 for engine in uring std; do
     want "metronome-$engine" || continue
-    if ! "$METRONOME" run "$URL" --rate 100 --duration 200ms --connections 2 --max-connections 2 \
+    if ! "$METRONOME" run "$URL" "${TLS_ARGS[@]}" --rate 100 --duration 200ms --connections 2 --max-connections 2 \
         --threads 1 --engine "$engine" --format json --quiet >"$WORK/probe.json" 2>"$WORK/probe.err"; then
         note "metronome-$engine: probe run failed ($(head -n 1 "$WORK/probe.err")); left out"
         drop_tool "metronome-$engine"
@@ -599,7 +635,7 @@ run_point() {
     case $tool in
         floor) cmd=("$FLOOR" --target "127.0.0.1:$PORT" --connections "$CONNECTIONS" --duration "$DURATION") ;;
         metronome-uring | metronome-std)
-            cmd=("$METRONOME" run "$URL" --rate "$offered" --duration "${DURATION}s"
+            cmd=("$METRONOME" run "$URL" "${TLS_ARGS[@]}" --rate "$offered" --duration "${DURATION}s"
                 --connections "$CONNECTIONS" --max-connections "$CONNECTIONS" --threads 1 --cpus "$GEN_CPU"
                 --engine "${tool#metronome-}" --format json --quiet) ;;
         wrk) cmd=(wrk -t1 "-c$CONNECTIONS" "-d${DURATION}s" --latency "$URL") ;;
@@ -609,6 +645,7 @@ run_point() {
             # corrected to the intended send time like metronome's.
             cmd=(oha -z "${DURATION}s" -c "$CONNECTIONS" --worker-threads 1 --no-tui --output-format json)
             [[ $mode == rate ]] && cmd+=(-q "$offered" --latency-correction)
+            [[ $SCHEME == https ]] && cmd+=(--insecure)
             cmd+=("$URL") ;;
         hey)
             cmd=(hey -z "${DURATION}s" -c "$CONNECTIONS")
@@ -662,12 +699,22 @@ v = [json.loads(l)["achieved_rps"] for l in open(sys.argv[1]) if json.loads(l)["
 print(int(statistics.median(v)) if v else 0)' "$WORK/raw.jsonl")
     say "floor: $FLOOR_MAX req/s"
 fi
+if [[ $FLOOR_MAX -eq 0 && $SCHEME == https ]] && want wrk; then
+    # No floor over TLS: wrk's closed-loop maximum is the reference.
+    for rep in $(seq "$MAX_REPEATS"); do run_point wrk max 0 "$rep"; done
+    FLOOR_MAX=$(python3 -c '
+import json, statistics, sys
+v = [json.loads(l)["achieved_rps"] for l in open(sys.argv[1]) if json.loads(l)["tool"] == "wrk"]
+print(int(statistics.median(v)) if v else 0)' "$WORK/raw.jsonl")
+    say "wrk (the reference over TLS): $FLOOR_MAX req/s"
+fi
 [[ $FLOOR_MAX -gt 0 ]] || FLOOR_MAX=${FLOOR_RPS:-60000}
 OVERLOAD=$((FLOOR_MAX * 5 / 4))
 for rep in $(seq "$MAX_REPEATS"); do
     for t in "${TOOL_LIST[@]}"; do
         case $t in
             floor) ;;
+            wrk) [[ $SCHEME == https ]] || run_point "$t" max 0 "$rep" ;;
             metronome-*) run_point "$t" max "$OVERLOAD" "$rep" ;;
             *) run_point "$t" max 0 "$rep" ;;
         esac
@@ -737,7 +784,8 @@ python3 - "$WORK/meta.json" <<PY
 import json, sys
 meta = {
     "date": "$(date -u '+%Y-%m-%d %H:%M UTC')",
-    "command": "DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' MICRO=$MICRO bash benches/compare.sh",
+    "command": "SCHEME=$SCHEME TOOLS='$TOOLS' DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' MICRO=$MICRO bash benches/compare.sh",
+    "scheme": "$SCHEME",
     "nproc": "$(nproc)", "kernel": "$(uname -r)",
     "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')",
     "nginx": "$(nginx -v 2>&1 | sed 's/^nginx version: //')",

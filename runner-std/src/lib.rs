@@ -85,7 +85,7 @@ pub(crate) fn connect_error(e: std::io::Error) -> EngineError {
     }
 }
 
-/// Records a failed connect's handshake failure, if it was one, through `record`.
+/// The kind of handshake failure a failed (re)open was, if it was one.
 pub(crate) fn handshake_failure(
     e: &std::io::Error,
 ) -> Option<metronome_core::engine::HandshakeFailure> {

@@ -39,7 +39,7 @@ impl fmt::Display for TlsFailure {
 impl std::error::Error for TlsFailure {}
 
 impl TlsFailure {
-    fn new(kind: HandshakeFailure, message: impl Into<String>) -> io::Error {
+    fn error(kind: HandshakeFailure, message: impl Into<String>) -> io::Error {
         io::Error::other(TlsFailure {
             kind,
             message: message.into(),
@@ -58,7 +58,7 @@ impl TlsFailure {
 fn classify(e: &rustls::Error, first: &[u8]) -> io::Error {
     use rustls::Error as E;
     if first.starts_with(b"HTTP/") {
-        return TlsFailure::new(
+        return TlsFailure::error(
             HandshakeFailure::Protocol,
             "the server answered in plain HTTP, not TLS: use http:// for this port",
         );
@@ -81,7 +81,7 @@ fn classify(e: &rustls::Error, first: &[u8]) -> io::Error {
         }
         _ => "",
     };
-    TlsFailure::new(kind, format!("{e}{hint}"))
+    TlsFailure::error(kind, format!("{e}{hint}"))
 }
 
 /// Runs the client handshake on `stream` until done or `deadline`.
@@ -98,7 +98,7 @@ pub(crate) fn handshake(
     let mut first = [0u8; 5];
     let mut first_len = 0;
     let timeout = || {
-        TlsFailure::new(
+        TlsFailure::error(
             HandshakeFailure::Timeout,
             "the TLS handshake did not complete within the connect timeout",
         )
@@ -135,7 +135,7 @@ pub(crate) fn handshake(
         }
         match conn.read_tls(&mut stream) {
             Ok(0) => {
-                return Err(TlsFailure::new(
+                return Err(TlsFailure::error(
                     HandshakeFailure::Protocol,
                     "the server closed the connection during the TLS handshake (does this port speak TLS?)",
                 ))
@@ -170,7 +170,7 @@ fn is_timeout(e: &io::Error) -> bool {
 /// request is handed over whole).
 pub(crate) fn client(tls: &Tls) -> io::Result<ClientConnection> {
     let mut conn = ClientConnection::new(Arc::clone(&tls.config), tls.server_name.clone())
-        .map_err(|e| TlsFailure::new(HandshakeFailure::Protocol, e.to_string()))?;
+        .map_err(|e| TlsFailure::error(HandshakeFailure::Protocol, e.to_string()))?;
     conn.set_buffer_limit(None);
     Ok(conn)
 }

@@ -6,7 +6,8 @@
 //!
 //! 1. **Kernel-visible memory lives in the ring and outlives every
 //!    operation.** The read buffers (one slab, `slots * buf_len` bytes), the
-//!    copies of the requests, the target's socket address and the timer's
+//!    TLS send buffers (one slab, `slots * tx_len` bytes, empty without TLS),
+//!    the copies of the requests, the target's socket address and the timer's
 //!    timespec are allocated in [`Ring::new`], before the first operation,
 //!    and freed in `Drop` only after every operation has completed; if the
 //!    drain fails they are leaked, never freed under the kernel.

@@ -158,11 +158,17 @@ fn engine_threads_allocate_nothing_while_measuring() {
     };
     let out = run(&p, &Control::default(), &tls_opts).unwrap();
     assert_eq!(out.recorder.ok, 200);
-    assert_eq!(out.connections_opened, 4, "no connection may be opened during the run");
+    assert_eq!(
+        out.connections_opened, 4,
+        "no connection may be opened during the run"
+    );
     assert_eq!(out.setup.tls_handshake.count(), 4);
     assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
     let allocations = ALLOCATIONS.swap(0, Ordering::Relaxed);
-    eprintln!("https: {allocations} allocations for {} requests", out.recorder.ok);
+    eprintln!(
+        "https: {allocations} allocations for {} requests",
+        out.recorder.ok
+    );
     assert!(
         allocations <= 2 * out.recorder.ok + 32 * 4,
         "https: {allocations} allocations for {} requests",
