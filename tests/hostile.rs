@@ -174,6 +174,7 @@ impl Server {
                                 continue;
                             }
                             let mut peer = Peer::new(stream, stop.clone(), counts.clone());
+                            peer.index = index;
                             if let Some(config) = &tls {
                                 peer.secure(config.clone());
                             }
@@ -286,6 +287,8 @@ struct Peer {
     deadline: Option<Instant>,
     /// Requests read on this connection.
     served: u64,
+    /// This connection's place in accept order (0 for the first).
+    index: u64,
 }
 
 impl Peer {
@@ -302,6 +305,7 @@ impl Peer {
             born: Instant::now(),
             deadline: None,
             served: 0,
+            index: 0,
         }
     }
 
@@ -1755,4 +1759,50 @@ fn over_tls_broken_responses_have_one_kind_and_cause() {
 #[test]
 fn over_tls_openai_streams() {
     over_tls(openai_streams);
+}
+
+/// Over TLS, the first connection answers one request and closes
+/// (`Connection: close`); every later one is dropped before its handshake.
+/// Each request after the first needs a new connection whose handshake
+/// fails: it is never sent (`unsent_by_reason.connect`), and the failure is
+/// counted as `protocol`; nothing else fails.
+#[test]
+fn over_tls_handshake_failures_during_the_run_are_counted() {
+    over_tls(|| {
+        let s = script(|p| {
+            if p.index == 0 && p.request().is_some() {
+                p.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            }
+        });
+        for engine in engines() {
+            let r = run(engine, &s, "/", SHORT);
+            let q = &r.report.requests;
+            let c = &r.report.connections;
+            assert_eq!(
+                (q.scheduled, q.sent, q.ok),
+                (N, 1, 1),
+                "{}",
+                r.ctx("drop at handshake")
+            );
+            assert_eq!(q.unsent, N - 1, "{}", r.ctx("drop at handshake"));
+            assert_eq!(r.report.errors.unsent_by_reason["connect"], N - 1);
+            let protocol = c.handshake_failures["protocol"];
+            // The io_uring engine also replaces the closed connection at
+            // once, before a request needs it: one more failure.
+            assert!(
+                (N - 1..=N).contains(&protocol),
+                "{engine}: {protocol} protocol failures; {c:?}"
+            );
+            assert_eq!(c.handshake_failures["certificate"], 0, "{engine}");
+            assert!(
+                r.report
+                    .generator
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("TLS handshakes failed")),
+                "{engine}: {:?}",
+                r.report.generator.warnings
+            );
+        }
+    });
 }

@@ -207,6 +207,8 @@ impl Conn {
             handshake_ns: None,
             resumed: false,
         };
+        // The connect counts even when the handshake then fails.
+        self.opened = Some(opened);
         if let Some(target) = &self.target {
             let shaking = Instant::now();
             let mut conn = tls::client(target)?;

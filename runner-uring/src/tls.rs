@@ -84,6 +84,25 @@ pub(crate) fn classify(e: &rustls::Error, first: &[u8]) -> io::Error {
 /// protocol failure, a close or a timeout; other I/O errors as they are.
 pub(crate) fn handshake(
     conn: &mut ClientConnection,
+    stream: &TcpStream,
+    deadline: Instant,
+) -> io::Result<bool> {
+    shake(conn, stream, deadline).map_err(|e| {
+        if TlsFailure::of(&e).is_some() {
+            e
+        } else {
+            // A reset or a close under the handshake: the server does not
+            // speak TLS here, or dropped the connection.
+            TlsFailure::error(
+                HandshakeFailure::Protocol,
+                format!("the connection failed during the TLS handshake: {e}"),
+            )
+        }
+    })
+}
+
+fn shake(
+    conn: &mut ClientConnection,
     mut stream: &TcpStream,
     deadline: Instant,
 ) -> io::Result<bool> {

@@ -850,8 +850,11 @@ impl<'p> Worker<'p> {
     fn closed_now(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Free;
         let wanted = match self.model {
+            // A retry already planned (a failed handshake) waits its turn.
             Model::Closed { .. } => {
-                self.clock.now_ns() < self.plan.end_ns() && !self.control.stopped()
+                self.clock.now_ns() < self.plan.end_ns()
+                    && !self.control.stopped()
+                    && self.conns[slot].retry_at_ns.is_none()
             }
             Model::Open => {
                 !self.waiting.is_empty() || (self.scheduling && !self.conns[slot].on_demand)
@@ -1075,8 +1078,10 @@ impl Worker<'_> {
         // Replaced only when a request needs it: a server that fails every
         // handshake must not turn the loop into a reconnect storm.
         self.conns[slot].on_demand = true;
-        self.close(slot)?;
+        // As after a refused connect: the waiting request is never sent
+        // (open), or the worker retries after a pause (closed).
         self.connect_failed(slot)?;
+        self.close(slot)?;
         self.grow()
     }
 
@@ -1168,6 +1173,15 @@ impl Worker<'_> {
     fn tls_recv(&mut self, slot: usize, res: i32) -> io::Result<Option<i32>> {
         let c = &mut self.conns[slot];
         let held = std::mem::take(&mut c.held);
+        if c.state == State::Handshaking && (res == -libc::EINTR || res == -libc::EAGAIN) {
+            self.arm_recv(slot, 0)?;
+            return Ok(None);
+        }
+        if c.state == State::Handshaking && res <= 0 {
+            // Reset or closed under the handshake.
+            self.handshake_failed(slot, HandshakeFailure::Protocol)?;
+            return Ok(None);
+        }
         if res < 0 && !held {
             return Ok(Some(res));
         }
