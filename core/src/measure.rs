@@ -432,6 +432,18 @@ pub struct Recorder {
     pub good: u64,
     /// Output tokens of successful streams.
     pub output_tokens: u64,
+    /// The earliest send of a measured request (engine clock, ns from the
+    /// run start); `u64::MAX` before the first. Merged by minimum.
+    pub first_sent_ns: u64,
+    /// The latest completion (success or failure) of a measured request;
+    /// 0 before the first. Merged by maximum. With `first_sent_ns` it spans
+    /// the real window that rates are divided by.
+    pub last_done_ns: u64,
+    /// Successful requests that completed after the end of the schedule
+    /// (in the grace period), a subset of `ok`.
+    pub late_ok: u64,
+    /// Output tokens of those late successes, a subset of `output_tokens`.
+    pub late_tokens: u64,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
@@ -481,6 +493,10 @@ impl Recorder {
             timeouts: 0,
             good: 0,
             output_tokens: 0,
+            first_sent_ns: u64::MAX,
+            last_done_ns: 0,
+            late_ok: 0,
+            late_tokens: 0,
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
@@ -509,6 +525,7 @@ impl Recorder {
     /// assert_eq!((r.sent, r.send_lag.max()), (1, 250));
     /// ```
     pub fn record_sent(&mut self, intended_ns: u64, sent_ns: u64) {
+        self.first_sent_ns = self.first_sent_ns.min(sent_ns);
         self.send_lag.record(sent_ns.saturating_sub(intended_ns));
         self.sent = self.sent.saturating_add(1);
     }
@@ -667,6 +684,34 @@ impl Recorder {
         *u = u.saturating_add(1);
     }
 
+    /// The real window in ns: from the first send to the last completion
+    /// (0 when nothing was sent or nothing completed). Throughput is divided
+    /// by it, as vLLM's bench and guidellm divide by the wall time until the
+    /// last request ended.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::Recorder;
+    /// let mut r = Recorder::new();
+    /// assert_eq!(r.window_ns(), 0);
+    /// r.record_sent(0, 5);
+    /// r.record_done_at(905);
+    /// assert_eq!(r.window_ns(), 900);
+    /// ```
+    pub fn window_ns(&self) -> u64 {
+        if self.first_sent_ns == u64::MAX {
+            0
+        } else {
+            self.last_done_ns.saturating_sub(self.first_sent_ns)
+        }
+    }
+
+    /// A measured request completed (or failed) at `done_ns`: extends the
+    /// real window.
+    pub fn record_done_at(&mut self, done_ns: u64) {
+        self.last_done_ns = self.last_done_ns.max(done_ns);
+    }
+
     /// All requests never sent, over every reason.
     pub fn unsent_total(&self) -> u64 {
         self.unsent.iter().fold(0u64, |a, &e| a.saturating_add(e))
@@ -733,9 +778,13 @@ impl Recorder {
             (&mut self.timeouts, other.timeouts),
             (&mut self.good, other.good),
             (&mut self.output_tokens, other.output_tokens),
+            (&mut self.late_ok, other.late_ok),
+            (&mut self.late_tokens, other.late_tokens),
         ] {
             *a = a.saturating_add(b);
         }
+        self.first_sent_ns = self.first_sent_ns.min(other.first_sent_ns);
+        self.last_done_ns = self.last_done_ns.max(other.last_done_ns);
         for (a, &b) in self.unsent.iter_mut().zip(&other.unsent) {
             *a = a.saturating_add(b);
         }

@@ -10,7 +10,7 @@ use metronome_core::rng;
 
 use super::{
     ms, ArrivalReport, Errors, Generator, IntervalReport, Metrics, Model, Report, Requests,
-    SloReport, SCHEMA,
+    SloReport, Window, SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
 
@@ -40,6 +40,14 @@ impl Report {
         let closed = matches!(plan.model, PlanModel::Closed { .. });
         let secs = out.measured_ns as f64 / 1e9;
         let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let window_s = rec.window_ns() as f64 / 1e9;
+        let per_window = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         let errors = rec.errors_total();
         let completed = rec.ok + errors;
         let sent = rec.sent;
@@ -95,7 +103,7 @@ impl Report {
             },
             offered_rps: offered,
             achieved_rps: per_s(sent),
-            throughput_rps: per_s(rec.ok),
+            throughput_rps: per_window(rec.ok),
             duration_s: secs,
             planned_duration_s: plan.duration_ns as f64 / 1e9,
             warmup_s: plan.warmup_ns as f64 / 1e9,
@@ -117,7 +125,17 @@ impl Report {
                 0.0
             },
             goodput,
-            output_tokens_per_s: per_s(rec.output_tokens),
+            output_tokens_per_s: per_window(rec.output_tokens),
+            window: Window {
+                window_s,
+                late_ok: rec.late_ok,
+                late_output_tokens: rec.late_tokens,
+                in_schedule_throughput_rps: per_s(rec.ok.saturating_sub(rec.late_ok)),
+                in_schedule_output_tokens_per_s: per_s(
+                    rec.output_tokens.saturating_sub(rec.late_tokens),
+                ),
+                goodput_rps: per_window(rec.good),
+            },
             slo: SloReport {
                 latency_ms: plan.slo.latency_ns.map(ms),
                 ttft_ms: plan.slo.ttft_ns.map(ms),
@@ -218,6 +236,9 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.requests.dropped, plan.max_in_flight
         ));
     }
+    if let Some(line) = late_warning(r) {
+        w.push(line);
+    }
     if r.error_rate > 0.5 {
         w.push(format!(
             "errors dominate: {:.1}% of completed requests failed; latency covers successes only",
@@ -225,4 +246,41 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         ));
     }
     w
+}
+
+/// The share of successes (or of output tokens) completed after the end of
+/// the schedule above which a run is warned about: 10%. Below it the rates
+/// over the real window and within the schedule differ by less than a
+/// tenth; above it the server was still working off a backlog when the
+/// schedule ended, and the in-schedule rate overstates what it sustains.
+pub const LATE_SHARE_WARNING: f64 = 0.10;
+
+/// A warning when completions after the schedule's end carry a material
+/// share ([`LATE_SHARE_WARNING`]) of the successes or of the output tokens.
+pub fn late_warning(r: &Report) -> Option<String> {
+    let share = |part: u64, whole: u64| {
+        if whole > 0 {
+            part as f64 / whole as f64
+        } else {
+            0.0
+        }
+    };
+    let w = &r.window;
+    let tokens = (r.output_tokens_per_s * w.window_s).round() as u64;
+    let by_ok = share(w.late_ok, r.requests.ok);
+    let by_tokens = share(w.late_output_tokens, tokens);
+    let worst = by_ok.max(by_tokens);
+    (worst > LATE_SHARE_WARNING).then(|| {
+        format!(
+            "{:.1}% of successes ({:.1}% of output tokens) completed after the schedule ended; \
+             rates are over the real window of {:.2}s (in-schedule: {:.1} ok/s, {:.1} tokens/s \
+             over {:.2}s): the server did not keep up with the offered rate",
+            100.0 * by_ok,
+            100.0 * by_tokens,
+            w.window_s,
+            w.in_schedule_throughput_rps,
+            w.in_schedule_output_tokens_per_s,
+            r.duration_s
+        )
+    })
 }

@@ -297,6 +297,23 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.throughput_rps = reports.iter().map(|r| r.throughput_rps).sum();
     m.output_tokens_per_s = reports.iter().map(|r| r.output_tokens_per_s).sum();
     m.duration_s = reports.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+    // Shards run side by side: the window is the longest, rates add up.
+    let w = &mut m.window;
+    w.window_s = reports
+        .iter()
+        .map(|r| r.window.window_s)
+        .fold(0.0, f64::max);
+    w.late_ok = reports.iter().map(|r| r.window.late_ok).sum();
+    w.late_output_tokens = reports.iter().map(|r| r.window.late_output_tokens).sum();
+    w.in_schedule_throughput_rps = reports
+        .iter()
+        .map(|r| r.window.in_schedule_throughput_rps)
+        .sum();
+    w.in_schedule_output_tokens_per_s = reports
+        .iter()
+        .map(|r| r.window.in_schedule_output_tokens_per_s)
+        .sum();
+    w.goodput_rps = reports.iter().map(|r| r.window.goodput_rps).sum();
     let q = &mut m.requests;
     *q = Default::default();
     m.errors = Default::default();

@@ -53,7 +53,8 @@ pub struct Report {
     pub offered_rps: f64,
     /// Requests sent per second of the measured duration.
     pub achieved_rps: f64,
-    /// Successful responses per second of the measured duration.
+    /// Successful responses per second of the real window (first send to
+    /// last completion, `window.window_s`).
     pub throughput_rps: f64,
     /// Measured duration actually run, seconds.
     pub duration_s: f64,
@@ -73,8 +74,13 @@ pub struct Report {
     pub error_rate: f64,
     /// Requests that met every SLO / all scheduled requests (ok / scheduled when no SLO is set).
     pub goodput: f64,
-    /// Output tokens per second (streams only).
+    /// Output tokens per second of the real window (streams only).
     pub output_tokens_per_s: f64,
+    /// The real window rates are divided by, the rates within the schedule,
+    /// and the share of completions after it. (Absent in reports of older
+    /// versions.)
+    #[serde(default)]
+    pub window: Window,
     /// The SLO bounds, ms (absent bounds are null).
     pub slo: SloReport,
     /// Latency and friends, ms.
@@ -92,6 +98,28 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+}
+
+/// The real window of a run and the rates over it (docs/metrics.md,
+/// "Throughput").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// First send to last completion (success or failure) of a measured
+    /// request, seconds.
+    pub window_s: f64,
+    /// Successes that completed after the end of the schedule.
+    pub late_ok: u64,
+    /// Output tokens of those late successes.
+    pub late_output_tokens: u64,
+    /// Successes completed within the schedule per second of the measured
+    /// duration (`duration_s`).
+    pub in_schedule_throughput_rps: f64,
+    /// Output tokens of successes completed within the schedule per second
+    /// of the measured duration.
+    pub in_schedule_output_tokens_per_s: f64,
+    /// Good requests (met every SLO) per second of the real window.
+    pub goodput_rps: f64,
 }
 
 /// The load model of a run, written `"open"` or `"closed"`.

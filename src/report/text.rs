@@ -28,8 +28,9 @@ pub fn render_text(r: &Report) -> String {
         };
         let _ = writeln!(
             s,
-            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s",
-            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps
+            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
+            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps, r.window.window_s,
+            r.window.in_schedule_throughput_rps
         );
     }
     let q = &r.requests;
@@ -53,9 +54,10 @@ pub fn render_text(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "  error rate {:.2}%  goodput {:.2}%",
+        "  error rate {:.2}%  goodput {:.2}% ({:.1} good/s)",
         100.0 * r.error_rate,
-        100.0 * r.goodput
+        100.0 * r.goodput,
+        r.window.goodput_rps
     );
     if q.errors > 0 {
         let kinds: Vec<String> = r
@@ -141,7 +143,12 @@ pub fn render_text(r: &Report) -> String {
         );
     }
     if r.output_tokens_per_s > 0.0 {
-        let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
+        let _ = writeln!(
+            s,
+            "  output tokens/s: {:.1} over the real window {:.2}s (first send to last completion); \
+             {:.1} within the schedule",
+            r.output_tokens_per_s, r.window.window_s, r.window.in_schedule_output_tokens_per_s
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(
