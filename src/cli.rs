@@ -96,6 +96,15 @@ pub enum FormatArg {
     Json,
 }
 
+/// A peer whose metric definitions `--metrics-compat` reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompatArg {
+    /// vLLM's `vllm bench serve` (vllm/benchmarks/serve.py).
+    Vllm,
+    /// guidellm (src/guidellm/schemas/request_stats.py).
+    Guidellm,
+}
+
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
@@ -169,6 +178,10 @@ pub struct RunArgs {
     /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached).
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
+    /// With --openai: also report the stream metrics as vLLM's `bench serve` or guidellm
+    /// define them, side by side (JSON `compat`; docs/metrics.md has one table per metric).
+    #[arg(long, value_enum, value_name = "PEER")]
+    pub metrics_compat: Option<CompatArg>,
     /// Closed loop with N workers (send, wait, send) — only to show the difference.
     #[arg(long, value_name = "N")]
     pub closed: Option<u32>,

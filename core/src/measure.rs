@@ -975,14 +975,13 @@ impl Recorder {
                 j += 1;
                 let k = if known {
                     u64::from(slot::tokens(x))
-                } else if m > 0 {
-                    j * r / m - (j - 1) * r / m
                 } else {
-                    0
+                    let share = |i: u64| i.saturating_mul(r).checked_div(m).unwrap_or(0);
+                    share(j) - share(j - 1)
                 };
                 carry = carry.saturating_add(acc);
-                if k > 0 {
-                    self.itl.record_n(carry / k, k);
+                if let Some(per_token) = carry.checked_div(k) {
+                    self.itl.record_n(per_token, k);
                     carry = 0;
                 }
             }

@@ -1206,7 +1206,9 @@ mod tests {
     }
 
     /// (choices, output, answer, finish)
-    fn facts(json: &str) -> (bool, bool, bool, bool) {
+    type Flags = (bool, bool, bool, bool);
+
+    fn facts(json: &str) -> Flags {
         let mut s = JsonScan::NEW;
         s.scan(json.as_bytes());
         s.finish();
@@ -1215,7 +1217,7 @@ mod tests {
 
     #[test]
     fn chunk_facts_table() {
-        let table: &[(&str, (bool, bool, bool, bool))] = &[
+        let table: &[(&str, Flags)] = &[
             (r#"{"choices":[]}"#, (false, false, false, false)),
             (
                 r#"{"choices":[],"usage":{"completion_tokens":3}}"#,

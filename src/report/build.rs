@@ -117,6 +117,7 @@ impl Report {
                 retried: rec.retried,
                 timeouts: rec.timeouts,
                 good: rec.good,
+                ok_without_done: rec.ok_without_done,
             },
             errors: Errors::from_recorder(rec),
             error_rate: if completed > 0 {
@@ -168,6 +169,9 @@ impl Report {
                 warnings: out.warnings.clone(),
             },
             thresholds: Vec::new(),
+            compat: args
+                .metrics_compat
+                .map(|peer| super::compat::Compat::from_recorder(peer, rec)),
             interrupted: false,
             partial: false,
         };
@@ -234,6 +238,13 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         w.push(format!(
             "{} requests were dropped above --max-in-flight {} and never sent",
             r.requests.dropped, plan.max_in_flight
+        ));
+    }
+    if r.requests.ok_without_done > 0 {
+        w.push(format!(
+            "{} streams ended after a finish_reason without data: [DONE]; counted as ok \
+             (vLLM's bench, guidellm and the openai SDK accept such streams)",
+            r.requests.ok_without_done
         ));
     }
     if let Some(line) = late_warning(r) {

@@ -240,6 +240,25 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
     Ok(m)
 }
 
+/// The peers' metrics of shards, merged when every shard has them for the
+/// same peer (rates add up, histograms merge).
+fn merge_compat(reports: &[&Report]) -> Option<crate::report::compat::Compat> {
+    let all: Vec<&crate::report::compat::Compat> =
+        reports.iter().filter_map(|r| r.compat.as_ref()).collect();
+    let first = *all.first()?;
+    if all.len() != reports.len() || all.iter().any(|c| c.peer != first.peer) {
+        return None;
+    }
+    let mut c = first.clone();
+    c.request_throughput_rps = all.iter().map(|c| c.request_throughput_rps).sum();
+    c.output_throughput_tokens_per_s = all.iter().map(|c| c.output_throughput_tokens_per_s).sum();
+    for (name, metric) in &mut c.metrics {
+        let ms: Vec<&Metric> = all.iter().filter_map(|c| c.metrics.get(name)).collect();
+        *metric = merge_metrics(&ms);
+    }
+    Some(c)
+}
+
 /// Merges the metric of several reports: bucket counts add exactly; min,
 /// max and the mean are combined exactly; quantiles are recomputed from the
 /// merged buckets.
@@ -363,6 +382,11 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.metrics.ttft = pick(|r| &r.metrics.ttft);
     m.metrics.itl = pick(|r| &r.metrics.itl);
     m.metrics.tpot = pick(|r| &r.metrics.tpot);
+    m.metrics.itl_chunk = pick(|r| &r.metrics.itl_chunk);
+    m.metrics.ttfat = pick(|r| &r.metrics.ttfat);
+    m.metrics.tail = pick(|r| &r.metrics.tail);
+    m.requests.ok_without_done = reports.iter().map(|r| r.requests.ok_without_done).sum();
+    m.compat = merge_compat(reports);
     let corrected: Vec<&Metric> = reports
         .iter()
         .filter_map(|r| r.metrics.latency_corrected.as_ref())

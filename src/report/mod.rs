@@ -10,6 +10,7 @@
 //! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
 
 pub mod build;
+pub mod compat;
 pub mod hgrm;
 pub mod hlog;
 pub mod merge;
@@ -98,6 +99,10 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+    /// `--metrics-compat`: the stream metrics as a peer defines them (null
+    /// without the flag).
+    #[serde(default)]
+    pub compat: Option<compat::Compat>,
 }
 
 /// The real window of a run and the rates over it (docs/metrics.md,
@@ -194,6 +199,10 @@ pub struct Requests {
     pub timeouts: u64,
     /// Met every SLO.
     pub good: u64,
+    /// Succeeded streams that ended after a `finish_reason` without
+    /// `data: [DONE]` (counted in `ok`).
+    #[serde(default)]
+    pub ok_without_done: u64,
 }
 
 /// Errors by kind and status, and why requests were never sent.
@@ -239,10 +248,19 @@ pub struct Metrics {
     pub send_lag: Metric,
     /// first content chunk - intended send.
     pub ttft: Metric,
-    /// gaps between consecutive content chunks.
+    /// per-token inter-token latency: each token-bearing chunk's gap spread over its tokens.
     pub itl: Metric,
-    /// (E2E - TTFT) / (tokens - 1).
+    /// decode pace: (last token-bearing chunk - first) / (tokens - first chunk's tokens).
     pub tpot: Metric,
+    /// gaps between consecutive token-bearing chunks, one per chunk.
+    #[serde(default = "Metric::empty")]
+    pub itl_chunk: Metric,
+    /// first answer token (not reasoning) - intended send.
+    #[serde(default = "Metric::empty")]
+    pub ttfat: Metric,
+    /// end of the stream - last token-bearing chunk.
+    #[serde(default = "Metric::empty")]
+    pub tail: Metric,
     /// Closed model with --expected-interval only: the HdrHistogram-corrected latency.
     pub latency_corrected: Option<Metric>,
 }
@@ -375,6 +393,11 @@ impl Metric {
         }
     }
 
+    /// A metric of no values (for report fields absent in older versions).
+    pub fn empty() -> Metric {
+        Metric::from_histogram(&Histogram::new())
+    }
+
     /// Rebuilds the histogram from the buckets (exact counts per bucket;
     /// each bucket's values are taken at its upper bound, clamped to `max`).
     pub fn to_histogram(&self) -> Histogram {
@@ -435,6 +458,9 @@ impl Metrics {
             "ttft" => Some(&self.ttft),
             "itl" => Some(&self.itl),
             "tpot" => Some(&self.tpot),
+            "itl_chunk" => Some(&self.itl_chunk),
+            "ttfat" => Some(&self.ttfat),
+            "tail" => Some(&self.tail),
             "latency_corrected" => self.latency_corrected.as_ref(),
             _ => None,
         }
@@ -449,6 +475,9 @@ impl Metrics {
             ttft: Metric::from_histogram(&rec.ttft),
             itl: Metric::from_histogram(&rec.itl),
             tpot: Metric::from_histogram(&rec.tpot),
+            itl_chunk: Metric::from_histogram(&rec.itl_chunk),
+            ttfat: Metric::from_histogram(&rec.ttfat),
+            tail: Metric::from_histogram(&rec.tail),
             latency_corrected: corrected.then(|| Metric::from_histogram(&rec.corrected)),
         }
     }

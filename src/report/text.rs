@@ -121,8 +121,11 @@ pub fn render_text(r: &Report) -> String {
     }
     for (name, m) in [
         ("ttft", &r.metrics.ttft),
-        ("itl", &r.metrics.itl),
+        ("ttfat", &r.metrics.ttfat),
+        ("itl (per token)", &r.metrics.itl),
+        ("itl_chunk", &r.metrics.itl_chunk),
         ("tpot", &r.metrics.tpot),
+        ("tail", &r.metrics.tail),
     ] {
         if m.count > 0 {
             rows.push((name, m));
@@ -149,6 +152,24 @@ pub fn render_text(r: &Report) -> String {
              {:.1} within the schedule",
             r.output_tokens_per_s, r.window.window_s, r.window.in_schedule_output_tokens_per_s
         );
+    }
+    if let Some(c) = &r.compat {
+        let _ = writeln!(
+            s,
+            "  as {} defines them (clock from the actual send; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
+            c.peer, c.request_throughput_rps, c.output_throughput_tokens_per_s
+        );
+        for (name, m) in &c.metrics {
+            let _ = writeln!(
+                s,
+                "  {:<18} {:>8} mean {:>9} p50 {:>9} p99 {:>9}",
+                format!("{}.{name}", c.peer),
+                m.count,
+                fmt_ms(m.mean),
+                fmt_ms(m.p50),
+                fmt_ms(m.p99)
+            );
+        }
     }
     let _ = writeln!(s);
     let _ = writeln!(
