@@ -105,6 +105,37 @@ pub enum CompatArg {
     Guidellm,
 }
 
+/// The stream shape `serve --sse --shape` sends (docs/metrics.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShapeArg {
+    /// Generated: role chunk, content chunks, usage, [DONE].
+    Default,
+    /// OpenAI: role-only first chunk, finish chunk, usage chunk with empty choices.
+    Openai,
+    /// vLLM: several tokens per chunk, usage last.
+    Vllm,
+    /// vLLM with continuous_usage_stats: usage on every chunk.
+    Continuous,
+    /// llama.cpp: no usage, a timings object.
+    Llamacpp,
+    /// Reasoning deltas before the answer.
+    Reasoning,
+    /// Tool-call deltas only.
+    Tools,
+    /// `content: ""` chunks between the tokens.
+    #[value(name = "empty_content")]
+    EmptyContent,
+    /// The openai shape without data: [DONE].
+    #[value(name = "no_done")]
+    NoDone,
+    /// Two tokens, then an error object.
+    Error,
+    /// The /v1/completions stream (choices[].text).
+    Completions,
+    /// A plain JSON answer (application/json), no stream.
+    Json,
+}
+
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
@@ -319,6 +350,15 @@ pub struct ServeArgs {
     /// Size in bytes of the plain 200 body.
     #[arg(long, value_name = "BYTES", default_value_t = 2)]
     pub body_bytes: usize,
+
+    /// The stream shape of --sse: `default` (generated: role chunk, --tokens
+    /// content chunks, usage, [DONE]) or a golden stream of tests/streams/
+    /// replayed event by event (the first event with the head, event k at
+    /// TTFT + (k-1) * ITL): openai, vllm, continuous, llamacpp, reasoning,
+    /// tools, empty_content, no_done, error, completions; `json` answers a
+    /// plain JSON completion (a server that ignores `stream: true`).
+    #[arg(long, value_enum, value_name = "SHAPE", default_value_t = ShapeArg::Default)]
+    pub shape: ShapeArg,
 }
 
 /// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare

@@ -295,3 +295,125 @@ pub fn late_warning(r: &Report) -> Option<String> {
         )
     })
 }
+
+/// When no request succeeded: one line naming the dominant error kind (or
+/// why nothing was sent) with an example status or message, for the exit
+/// code 1. `None` when a request succeeded or none was due.
+pub fn no_success_line(r: &Report) -> Option<String> {
+    let q = &r.requests;
+    if q.ok > 0 || q.sent + q.unsent + q.dropped == 0 {
+        return None;
+    }
+    let kind = r
+        .errors
+        .by_kind
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .max_by_key(|(k, &n)| (n, std::cmp::Reverse(k.as_str())));
+    let Some((kind, &n)) = kind else {
+        // Nothing sent completed with an error: nothing was sent.
+        let by = &r.errors.unsent_by_reason;
+        let connect = by.get("connect").copied().unwrap_or(0);
+        let why = if q.dropped > q.unsent {
+            format!("{} were dropped above --max-in-flight", q.dropped)
+        } else if connect > 0 {
+            format!("{connect} found no connection (refused or unreachable: check the URL)")
+        } else {
+            format!(
+                "{} waited for a free connection until the end (raise --max-connections)",
+                q.unsent
+            )
+        };
+        return Some(format!("no request succeeded: none was sent; {why}"));
+    };
+    let example = match kind.as_str() {
+        "status" => r
+            .errors
+            .by_status
+            .iter()
+            .max_by_key(|(_, &c)| c)
+            .map_or_else(String::new, |(code, c)| format!("HTTP {code} on {c}")),
+        "bad_framing" => metronome_core::measure::FramingCause::ALL
+            .iter()
+            .filter(|c| {
+                r.errors
+                    .bad_framing_by_cause
+                    .get(c.name())
+                    .copied()
+                    .unwrap_or(0)
+                    > 0
+            })
+            .max_by_key(|c| r.errors.bad_framing_by_cause[c.name()])
+            .map_or_else(String::new, |c| c.describe().to_string()),
+        "timeout" => "no complete response within --timeout".to_string(),
+        "reset" => "the connection was reset or closed before the response completed".to_string(),
+        "too_large" => "the response head was over --max-header-bytes".to_string(),
+        "stream_cut" => {
+            "the stream ended before data: [DONE] and without a finish_reason".to_string()
+        }
+        "stream_error" => "the stream carried an error event or error object".to_string(),
+        "no_content" => {
+            "the stream ended without any content, reasoning or tool-call token".to_string()
+        }
+        "not_event_stream" => {
+            "a 2xx answer without Content-Type: text/event-stream (the server ignored stream: true)"
+                .to_string()
+        }
+        _ => String::new(),
+    };
+    Some(format!(
+        "no request succeeded: {n} of {} sent failed with {kind} (e.g. {example})",
+        q.sent
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example report of docs/report.md.
+    fn example() -> Report {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        serde_json::from_str(&doc[start..end]).unwrap()
+    }
+
+    #[test]
+    fn no_success_line_names_the_dominant_kind() {
+        let mut r = example();
+        assert_eq!(no_success_line(&r), None);
+        r.requests.ok = 0;
+        r.requests.sent = 5;
+        r.requests.errors = 5;
+        r.errors.by_kind.insert("status".into(), 3);
+        r.errors.by_kind.insert("timeout".into(), 2);
+        r.errors.by_status.clear();
+        r.errors.by_status.insert("404".into(), 2);
+        r.errors.by_status.insert("503".into(), 1);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: 3 of 5 sent failed with status (e.g. HTTP 404 on 2)"
+        );
+        r.errors.by_kind.insert("status".into(), 0);
+        r.errors.by_kind.insert("not_event_stream".into(), 3);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: 3 of 5 sent failed with not_event_stream (e.g. a 2xx answer \
+             without Content-Type: text/event-stream (the server ignored stream: true))"
+        );
+        for v in r.errors.by_kind.values_mut() {
+            *v = 0;
+        }
+        r.requests.sent = 0;
+        r.requests.unsent = 4;
+        r.errors.unsent_by_reason.insert("connect".into(), 4);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: none was sent; 4 found no connection (refused or \
+             unreachable: check the URL)"
+        );
+        r.requests.unsent = 0;
+        assert_eq!(no_success_line(&r), None, "nothing was due");
+    }
+}

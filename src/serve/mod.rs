@@ -100,6 +100,8 @@ pub struct ServeConfig {
     pub error_event_every: Option<u64>,
     /// Size of the plain `200` body (`ok` repeated and truncated).
     pub body_bytes: usize,
+    /// SSE: the stream shape (`--shape`): generated, or a golden stream.
+    pub shape: crate::cli::ShapeArg,
 }
 
 impl Default for ServeConfig {
@@ -117,6 +119,7 @@ impl Default for ServeConfig {
             cut_every: None,
             error_event_every: None,
             body_bytes: 2,
+            shape: crate::cli::ShapeArg::Default,
         }
     }
 }
@@ -136,6 +139,7 @@ impl From<ServeArgs> for ServeConfig {
             cut_every: args.cut_every,
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
+            shape: args.shape,
         }
     }
 }
@@ -497,6 +501,7 @@ mod tests {
                 cut_every: Some(7),
                 error_event_every: Some(9),
                 body_bytes: 64,
+                shape: crate::cli::ShapeArg::Default,
             }
         );
     }

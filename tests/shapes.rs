@@ -1,0 +1,179 @@
+//! Every stream shape of `tests/streams/` (the golden streams built with the
+//! `openai` package's types), served by `metronome serve --sse --shape`
+//! over loopback and measured by `metronome run --openai` on both engines:
+//! success or the right error kind, and the metrics the shape implies
+//! (docs/metrics.md), within bounds that hold on a loaded machine. The
+//! exact values on a virtual clock are in core/tests/golden_shapes.rs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{engines, run_json, server};
+use metronome::cli::ShapeArg;
+use metronome::report::Report;
+use metronome::serve::ServeConfig;
+
+/// Server TTFT and ITL: event 0 with the head, event k at 30 + (k-1)*10 ms.
+const TTFT_MS: f64 = 30.0;
+const ITL_MS: f64 = 10.0;
+/// Slack for a loaded 2-core machine (scheduling of both sides); the
+/// checks read medians, or means of several values, so one late request
+/// does not decide.
+const TOL: f64 = 8.0;
+
+fn run_shape(shape: ShapeArg, engine: &str, extra: &[&str], code: i32) -> Report {
+    let srv = server(ServeConfig {
+        sse: true,
+        shape,
+        service: Duration::ZERO,
+        ttft: Duration::from_millis(TTFT_MS as u64),
+        itl: Duration::from_millis(ITL_MS as u64),
+        ..ServeConfig::default()
+    });
+    let mut args = vec!["--openai", "--rate", "10", "--duration", "500ms"];
+    args.extend_from_slice(extra);
+    let r = run_json(srv.addr(), "/", engine, &args, code);
+    srv.stop();
+    r
+}
+
+fn near(what: &str, got: f64, want: f64) {
+    assert!(
+        got >= want - TOL && got <= want + TOL,
+        "{what}: {got:.3} ms, want {want:.3} (+-{TOL})"
+    );
+}
+
+/// (shape, tokens per stream, TPOT, tail, time to first answer after TTFT)
+/// for the shapes that succeed; docs/metrics.md explains each.
+const OK_SHAPES: &[(ShapeArg, u64, f64, f64, f64)] = &[
+    (ShapeArg::Openai, 5, 10.0, 30.0, 0.0),
+    (ShapeArg::Vllm, 8, 30.0 / 7.0, 30.0, 0.0),
+    (ShapeArg::Continuous, 6, 8.0, 30.0, 0.0),
+    (ShapeArg::Llamacpp, 5, 10.0, 20.0, 0.0),
+    (ShapeArg::Reasoning, 5, 10.0, 30.0, 30.0),
+    (ShapeArg::Tools, 7, 5.0, 30.0, 0.0),
+    (ShapeArg::EmptyContent, 5, 10.0, 30.0, 0.0),
+    (ShapeArg::NoDone, 5, 10.0, 20.0, 0.0),
+];
+
+#[test]
+fn every_stream_shape_succeeds_with_its_metrics() {
+    for engine in engines() {
+        for &(shape, tokens, tpot, tail, answer_after) in OK_SHAPES {
+            let r = run_shape(shape, engine, &[], 0);
+            let ctx = format!("{engine} {shape:?}");
+            let q = &r.requests;
+            assert_eq!((q.sent, q.ok, q.errors), (5, 5, 0), "{ctx}: {:?}", r.errors);
+            let m = &r.metrics;
+            near(&format!("{ctx} ttft"), m.ttft.p50, TTFT_MS);
+            near(&format!("{ctx} ttfat"), m.ttfat.p50, TTFT_MS + answer_after);
+            near(&format!("{ctx} tpot"), m.tpot.p50, tpot);
+            near(&format!("{ctx} per-token itl"), m.itl.mean, tpot);
+            near(&format!("{ctx} tail"), m.tail.p50, tail);
+            let tokens_seen = (r.output_tokens_per_s * r.window.window_s).round() as u64;
+            assert_eq!(tokens_seen, 5 * tokens, "{ctx}");
+            let without_done = if shape == ShapeArg::NoDone { 5 } else { 0 };
+            assert_eq!(q.ok_without_done, without_done, "{ctx}");
+        }
+    }
+}
+
+/// `content: ""` chunks: the per-chunk gap is twice the per-token ITL.
+#[test]
+fn empty_content_chunks_spread_tokens() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::EmptyContent, engine, &[], 0);
+        near(
+            &format!("{engine} itl_chunk"),
+            r.metrics.itl_chunk.mean,
+            2.0 * ITL_MS,
+        );
+        near(&format!("{engine} itl"), r.metrics.itl.mean, ITL_MS);
+    }
+}
+
+/// The completions stream: the first event is a token, at the head.
+#[test]
+fn completions_stream_text_is_content() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::Completions, engine, &[], 0);
+        assert_eq!(r.requests.ok, 5, "{engine}: {:?}", r.errors);
+        near(&format!("{engine} ttft"), r.metrics.ttft.mean, 0.0);
+        // tokens at 0, 30, 40, 50, 60 ms: (60 - 0) / 4.
+        near(&format!("{engine} tpot"), r.metrics.tpot.mean, 15.0);
+    }
+}
+
+/// --metrics-compat: the peers' definitions beside metronome's.
+#[test]
+fn metrics_compat_reports_the_peers_definitions() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::Openai, engine, &["--metrics-compat", "vllm"], 0);
+        let c = r.compat.as_ref().expect("compat");
+        assert_eq!(c.peer, "vllm");
+        let v = |k: &str| c.metrics[k].mean;
+        // vLLM: TTFT at the role chunk (with the head), E2E at the finish
+        // chunk (30 + 5 * 10 ms), TPOT (E2E - TTFT) / 4, ITL over the 6
+        // gaps between chunks with choices (30 + 5 * 10) / 6.
+        near(&format!("{engine} vllm ttft"), v("ttft"), 0.0);
+        near(&format!("{engine} vllm e2el"), v("e2el"), 80.0);
+        near(&format!("{engine} vllm tpot"), v("tpot"), 80.0 / 4.0);
+        near(&format!("{engine} vllm itl"), v("itl"), 80.0 / 6.0);
+        assert_eq!(c.metrics["itl"].count, 5 * 6, "{engine}");
+        assert!(c.request_throughput_rps > 0.0);
+
+        let r = run_shape(
+            ShapeArg::Openai,
+            engine,
+            &["--metrics-compat", "guidellm"],
+            0,
+        );
+        let c = r.compat.as_ref().expect("compat");
+        let g = |k: &str| c.metrics[k].mean;
+        near(
+            &format!("{engine} guidellm ttft"),
+            g("time_to_first_token_ms"),
+            TTFT_MS,
+        );
+        near(
+            &format!("{engine} guidellm itl"),
+            g("inter_token_latency_ms"),
+            ITL_MS,
+        );
+        // (last token - send) / tokens = (30 + 40) / 5.
+        near(
+            &format!("{engine} guidellm tpot"),
+            g("time_per_output_token_ms"),
+            14.0,
+        );
+        near(
+            &format!("{engine} guidellm e2e"),
+            g("request_latency"),
+            100.0,
+        );
+        // Without the flag: null.
+        let r = run_shape(ShapeArg::Openai, engine, &[], 0);
+        assert!(r.compat.is_none());
+    }
+}
+
+/// Shapes that fail: every request with one kind, and the run exits 1.
+#[test]
+fn failing_shapes_are_errors_of_one_kind() {
+    for engine in engines() {
+        for (shape, kind) in [
+            (ShapeArg::Error, "stream_error"),
+            (ShapeArg::Json, "not_event_stream"),
+        ] {
+            let r = run_shape(shape, engine, &[], 1);
+            assert_eq!(
+                (r.requests.ok, r.errors.by_kind[kind]),
+                (0, 5),
+                "{engine} {shape:?}: {:?}",
+                r.errors
+            );
+        }
+    }
+}
