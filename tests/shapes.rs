@@ -177,3 +177,55 @@ fn failing_shapes_are_errors_of_one_kind() {
         }
     }
 }
+
+/// Streams that outlast the schedule: output tokens/s is over the real
+/// window (first send to last completion), not the schedule, and the late
+/// share is warned about. 10 streams of 50 tokens (20 ms TTFT, 10 ms ITL:
+/// about 0.51 s each) sent over 0.5 s: the last ends near 0.96 s, every one
+/// after the schedule's end.
+#[test]
+fn throughput_is_over_the_real_window() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 50,
+            service: Duration::ZERO,
+            ttft: Duration::from_millis(20),
+            itl: Duration::from_millis(10),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "500ms"],
+            0,
+        );
+        srv.stop();
+        let w = &r.window;
+        assert_eq!(r.requests.ok, 10, "{engine}: {:?}", r.errors);
+        assert!(
+            w.window_s >= 0.95 && w.window_s < 0.95 + 0.2,
+            "{engine}: window {}",
+            w.window_s
+        );
+        let tokens = r.output_tokens_per_s * w.window_s;
+        assert!((tokens - 500.0).abs() < 0.5, "{engine}: {tokens}");
+        // Over the schedule it would be 1000 tokens/s.
+        assert!(
+            r.output_tokens_per_s < 530.0,
+            "{engine}: {}",
+            r.output_tokens_per_s
+        );
+        assert_eq!((w.late_ok, w.late_output_tokens), (10, 500), "{engine}");
+        assert_eq!(w.in_schedule_output_tokens_per_s, 0.0, "{engine}");
+        assert!(
+            r.generator.warnings.iter().any(|x| x.contains(
+                "100.0% of successes (100.0% of output tokens) completed after the schedule ended"
+            )),
+            "{engine}: {:?}",
+            r.generator.warnings
+        );
+        assert!((w.goodput_rps - 10.0 / w.window_s).abs() < 1e-9, "{engine}");
+    }
+}

@@ -283,9 +283,9 @@ pub fn late_warning(r: &Report) -> Option<String> {
     let worst = by_ok.max(by_tokens);
     (worst > LATE_SHARE_WARNING).then(|| {
         format!(
-            "{:.1}% of successes ({:.1}% of output tokens) completed after the schedule ended; \
-             rates are over the real window of {:.2}s (in-schedule: {:.1} ok/s, {:.1} tokens/s \
-             over {:.2}s): the server did not keep up with the offered rate",
+            "{:.1}% of successes ({:.1}% of output tokens) completed after the schedule ended \
+             (requests outlasting it, or a server behind the offered rate): rates are over the \
+             real window of {:.2}s; within the schedule {:.1} ok/s, {:.1} tokens/s over {:.2}s",
             100.0 * by_ok,
             100.0 * by_tokens,
             w.window_s,
