@@ -959,7 +959,13 @@ impl Recorder {
                 seen = true;
             }
         }
-        let r = u64::from(s.tokens.saturating_sub(t.first_tokens.unwrap_or(1)));
+        let mut r = u64::from(s.tokens.saturating_sub(t.first_tokens.unwrap_or(1)));
+        // Slots beyond the caller's buffer were dropped (and counted): the
+        // kept gaps get their share of the tokens only.
+        let all_gaps = u64::from(t.content_chunks.saturating_sub(1));
+        if m < all_gaps {
+            r = r.saturating_mul(m) / all_gaps;
+        }
         let (mut seen, mut acc, mut carry, mut j, mut max_gap) =
             (t.first_choices_token, 0u64, 0u64, 0u64, 0u64);
         for &x in slots {

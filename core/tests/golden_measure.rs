@@ -402,3 +402,37 @@ fn interval_merge_is_exact() {
     assert_eq!(a.latency.sum(), 13 * MS as u128);
     assert_eq!(a.send_lag.count(), 1);
 }
+
+/// Per-token ITL: per-chunk usage gives each chunk its tokens exactly;
+/// slots dropped beyond the caller's buffer take their tokens with them.
+#[test]
+fn per_token_itl_known_counts_and_dropped_slots() {
+    use metronome_core::measure::slot;
+    // Known per-chunk tokens: 3 then 1 after the first chunk.
+    let mut t = StreamTiming::new(0, 0);
+    t.on_content(10 * MS);
+    t.on_content(40 * MS);
+    t.on_content(50 * MS);
+    t.on_usage(5);
+    t.on_done(60 * MS);
+    let slots = [slot::pack(30 * MS, 3, true), slot::pack(10 * MS, 1, true)];
+    let mut r = Box::new(Recorder::new());
+    r.record_stream(&t, &slots, &Slo::default()).unwrap();
+    assert_eq!(
+        (r.itl.count(), r.itl.min(), r.itl.max()),
+        (4, 10 * MS, 10 * MS)
+    );
+    // Five chunks, 9 tokens, only the first two of four gaps kept: they
+    // carry 8 * 2 / 4 = 4 tokens, 2 each.
+    let mut t = StreamTiming::new(0, 0);
+    for at in [10, 20, 30, 40, 50] {
+        t.on_content(at * MS);
+    }
+    t.on_usage(9);
+    t.on_done(60 * MS);
+    let mut r = Box::new(Recorder::new());
+    r.record_stream(&t, &[10 * MS, 10 * MS], &Slo::default())
+        .unwrap();
+    assert_eq!((r.itl.count(), r.itl.max()), (4, 5 * MS));
+    assert_eq!(r.tpot.max(), 40 * MS / 8);
+}
