@@ -17,7 +17,9 @@
 //! - `--sse`: `POST /v1/chat/completions` answers an OpenAI-style
 //!   `text/event-stream`; streams run concurrently (see [`Fifo::admit_stream`]
 //!   for how the stall applies to them). `GET /v1/models` lists the one model;
-//!   any other path is `404`.
+//!   any other path is `404`. `--shape NAME` replays a golden stream of
+//!   `tests/streams/` (OpenAI, vLLM, llama.cpp, reasoning, tool calls, ...)
+//!   event by event instead of the generated one, or answers plain JSON.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
 //!   still stamped when it arrives); connections never hold each other up
 //!   beyond the FIFO model. `--service 0` answers at once.
@@ -180,7 +182,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// One line describing the model, for humans (stderr).
 fn describe(config: &ServeConfig) -> String {
-    let mut text = if config.sse {
+    let mut text = if config.sse && config.shape != crate::cli::ShapeArg::Default {
+        format!(
+            "SSE streams on POST {CHAT_PATH}: the golden {:?} shape, first event at once, then ttft {}, itl {}",
+            config.shape,
+            format_duration(config.ttft),
+            format_duration(config.itl)
+        )
+    } else if config.sse {
         format!(
             "SSE streams on POST {CHAT_PATH}: {} tokens, ttft {}, itl {}",
             config.tokens,
