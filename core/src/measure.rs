@@ -385,7 +385,7 @@ pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
-/// About 420 KiB (seven histograms): engines keep it in a `Box` or in their
+/// About 480 KiB (eight histograms): engines keep it in a `Box` or in their
 /// thread state, not in a short-lived stack frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
@@ -432,6 +432,9 @@ pub struct Recorder {
     pub good: u64,
     /// Output tokens of successful streams.
     pub output_tokens: u64,
+    /// Output tokens per successful stream (usage or content chunks, as
+    /// [`StreamSummary::tokens`]): the output length distribution.
+    pub output_len: Histogram,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
@@ -481,6 +484,7 @@ impl Recorder {
             timeouts: 0,
             good: 0,
             output_tokens: 0,
+            output_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
@@ -589,6 +593,7 @@ impl Recorder {
             self.tpot.record(tpot);
         }
         self.output_tokens = self.output_tokens.saturating_add(u64::from(s.tokens));
+        self.output_len.record(u64::from(s.tokens));
         self.ok = self.ok.saturating_add(1);
         let good = meets(s.ttft_ns, slo.ttft_ns)
             && meets(max_gap, slo.itl_ns)
@@ -722,6 +727,7 @@ impl Recorder {
         self.itl.merge(&other.itl);
         self.tpot.merge(&other.tpot);
         self.corrected.merge(&other.corrected);
+        self.output_len.merge(&other.output_len);
         for (a, b) in [
             (&mut self.scheduled, other.scheduled),
             (&mut self.sent, other.sent),

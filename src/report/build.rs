@@ -150,6 +150,7 @@ impl Report {
                 warnings: out.warnings.clone(),
             },
             thresholds: Vec::new(),
+            workload: None,
             interrupted: false,
             partial: false,
         };

@@ -8,6 +8,7 @@
 //! - [`svg`]: the plots (`--svg`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
 //! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
+//! - [`workload`]: what `--openai` requests asked; input and output tokens.
 
 pub mod build;
 pub mod hgrm;
@@ -16,6 +17,7 @@ pub mod merge;
 pub mod svg;
 pub mod text;
 pub mod threshold;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -92,6 +94,10 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+    /// `--openai` runs: endpoint, model, prompts, input and output tokens
+    /// (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<workload::Workload>,
 }
 
 /// The load model of a run, written `"open"` or `"closed"`.
