@@ -214,14 +214,8 @@ fn openai_requests(
         None => Endpoint::of_path(&target.path).unwrap_or(Endpoint::Chat),
     };
     let mut target = target.clone();
-    if let Some(path) = complete_path(&target.path, endpoint) {
-        eprintln!(
-            "metronome: posting to http://{}{path} (completed from the URL's path {})",
-            target.authority(),
-            target.path
-        );
-        target.path = path;
-    }
+    let completed_from =
+        complete_path(&target.path, endpoint).map(|path| std::mem::replace(&mut target.path, path));
     let mut patches = Vec::new();
     if let Some(b) = body {
         let flag = if args.body.is_some() {
@@ -328,6 +322,13 @@ fn openai_requests(
     for p in &prompts {
         let b = openai_body(&spec, p, p.output_len.unwrap_or(args.max_tokens))?;
         requests.push(encode(&target, method, &headers, Some(&b)));
+    }
+    if let Some(from) = completed_from {
+        eprintln!(
+            "metronome: posting to http://{}{} (the URL's path {from} completed)",
+            target.authority(),
+            target.path
+        );
     }
     Ok(OpenAiRequests {
         requests,
