@@ -107,3 +107,41 @@ impl TokenDist {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dist(values: &[u64]) -> TokenDist {
+        let mut h = Histogram::new();
+        for &v in values {
+            h.record(v);
+        }
+        TokenDist::from_histogram(&h)
+    }
+
+    #[test]
+    fn merge_is_exact_for_counts_totals_and_extremes() {
+        let a = dist(&[3, 5, 1000]);
+        let b = dist(&[4, 300]);
+        let m = TokenDist::merge(&[&a, &b, &TokenDist::default()]);
+        let whole = dist(&[3, 5, 1000, 4, 300]);
+        assert_eq!((m.count, m.total, m.min, m.max), (5, 1312, 3, 1000));
+        assert_eq!(m.mean, 1312.0 / 5.0);
+        assert_eq!((m.p50, m.p90, m.p99), (whole.p50, whole.p90, whole.p99));
+        assert_eq!(m.buckets, whole.buckets);
+        assert_eq!(TokenDist::merge(&[]), TokenDist::default());
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        // 300 falls in the bucket [300, 301]: quantiles are clamped to the max.
+        let d = dist(&[1, 2, 2, 300]);
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            json,
+            r#"{"count":4,"total":305,"min":1,"mean":76.25,"p50":2,"p90":300,"p99":300,"max":300,"buckets":[[1,1],[2,2],[301,1]]}"#
+        );
+        assert_eq!(serde_json::from_str::<TokenDist>(&json).unwrap(), d);
+    }
+}
