@@ -195,8 +195,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 128)]
     pub max_tokens: u32,
     /// The field the cap is sent in on the chat endpoint: max_completion_tokens (OpenAI's
-    /// current field), or max_tokens for older servers (the completions endpoint always
-    /// uses max_tokens).
+    /// current field, what vLLM's bench sends), or max_tokens for servers that read only the
+    /// older field (the completions endpoint always uses max_tokens).
     #[arg(long, value_enum, default_value_t = MaxTokensFieldArg::MaxCompletionTokens)]
     pub max_tokens_field: MaxTokensFieldArg,
     /// Send "ignore_eos": true (vLLM, SGLang): generate up to the cap, so output lengths

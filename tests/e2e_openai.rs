@@ -108,10 +108,10 @@ fn a_bare_url_gives_a_valid_run_on_both_engines() {
         assert_eq!(get("ok"), 1000, "{engine}: {stdout}");
         assert_eq!(get("errors"), 0, "{engine}: {stdout}");
         assert!(
-            stdout.contains(&format!(
+            stdout.contains(
                 "  workload: metronome on /v1/chat/completions (model from /v1/models), \
                  built-in prompt, 1 distinct requests\n"
-            )),
+            ),
             "{engine}: {stdout}"
         );
         // The built-in prompt has 6 words; serve sends 16 tokens per stream.

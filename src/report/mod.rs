@@ -95,8 +95,8 @@ pub struct Report {
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
     /// `--openai` runs: endpoint, model, prompts, input and output tokens
-    /// (absent otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (null otherwise; absent in reports of older versions).
+    #[serde(default)]
     pub workload: Option<workload::Workload>,
 }
 

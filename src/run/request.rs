@@ -269,7 +269,7 @@ pub fn models_path(path: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MaxTokensField {
     /// `max_completion_tokens`: OpenAI's current field (required by its
-    /// reasoning models), accepted by vLLM, SGLang and llama.cpp.
+    /// reasoning models), the one vLLM's bench sends.
     MaxCompletionTokens,
     /// `max_tokens`: deprecated by OpenAI for chat, what older servers read.
     MaxTokens,
