@@ -109,7 +109,7 @@ fn prompts() -> Vec<Prompt> {
         Prompt::text("Write a haiku about a metronome.", None),
         Prompt::text("", Some(1)),
     ];
-    p.extend(synthetic(3, 2, 40, Some(256)));
+    p.extend(synthetic(3, 0, 2, 40, Some(256)));
     p
 }
 

@@ -180,6 +180,14 @@ impl Workload {
     }
 }
 
+/// Shard K of N starts its cycle through the prompts K/N of the way in, so
+/// shards do not send the same prompt at the same time.
+fn rotate_for_shard<T>(prompts: &mut [T], shard: &Shard) {
+    let n = prompts.len() as u64;
+    let start = u64::from(shard.index) * n / u64::from(shard.count.max(1));
+    prompts.rotate_left(start as usize);
+}
+
 /// The `--openai` requests, the resolved address and the workload.
 struct OpenAiRequests {
     requests: Vec<Vec<u8>>,
@@ -243,6 +251,7 @@ fn openai_requests(
         }
         let mut p = d.prompts;
         rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut p);
+        rotate_for_shard(&mut p, shard);
         (p, format!("dataset {}", path.display()))
     } else if let Some(input_len) = args.input_len {
         let expected = match args.closed {
@@ -261,7 +270,8 @@ fn openai_requests(
                  they repeat (a server's prefix cache may serve repeats faster)"
             );
         }
-        let p = workload::synthetic(args.seed, count, input_len, None);
+        let first = shard.index as usize * count;
+        let p = workload::synthetic(args.seed, first, count, input_len, None);
         (p, format!("synthetic, {input_len} words each"))
     } else {
         let mut texts: Vec<&str> = args.prompts.iter().map(String::as_str).collect();
@@ -270,6 +280,7 @@ fn openai_requests(
         }
         // Requests cycle through the prompts in a seeded order.
         rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut texts);
+        rotate_for_shard(&mut texts, shard);
         let p = texts.iter().map(|t| Prompt::text(t, None)).collect();
         let source = if args.prompts.is_empty() {
             "built-in prompt"
@@ -434,5 +445,25 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         interval_ns: ns(args.interval),
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_start_their_prompt_cycle_apart() {
+        let rotated = |index, count| {
+            let mut p: Vec<u32> = (0..6).collect();
+            rotate_for_shard(&mut p, &Shard { index, count });
+            p
+        };
+        assert_eq!(rotated(0, 1), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(rotated(1, 2), [3, 4, 5, 0, 1, 2]);
+        assert_eq!(rotated(2, 3), [4, 5, 0, 1, 2, 3]);
+        let mut one = vec!["only"];
+        rotate_for_shard(&mut one, &Shard { index: 3, count: 4 });
+        assert_eq!(one, ["only"]);
     }
 }
