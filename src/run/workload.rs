@@ -16,9 +16,11 @@
 //! counts whitespace-separated words. docs/report.md says what that means
 //! for the report's input-token distribution.
 
+use std::fmt;
 use std::path::Path;
 
 use metronome_core::rng;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::UsageError;
@@ -255,14 +257,14 @@ pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
         None => skipped += 1,
     };
     if text.trim_start().starts_with('[') {
-        let entries: Vec<Value> = serde_json::from_str(text).map_err(|e| {
+        let entries: Vec<Lean> = serde_json::from_str(text).map_err(|e| {
             UsageError(format!(
                 "--dataset {name}: not a JSON array of entries ({e})"
             ))
         })?;
         for (i, entry) in entries.iter().enumerate() {
             let at = format!("--dataset {name} entry {}", i + 1);
-            take(entry_prompt(entry, &at)?);
+            take(entry_prompt(&entry.0, &at)?);
         }
     } else {
         for (i, line) in text.lines().enumerate() {
@@ -338,6 +340,63 @@ fn entry_prompt(entry: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
         (None, None) => Err(UsageError(format!(
             "{at}: no \"prompt\", \"messages\" or \"conversations\""
         ))),
+    }
+}
+
+/// One entry of a JSON-array dataset, read without keeping what is never
+/// used: of a ShareGPT `"conversations"` list only the first two turns (a
+/// ShareGPT file is mostly later turns).
+struct Lean(Value);
+
+impl<'de> Deserialize<'de> for Lean {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> Visitor<'de> for Entry {
+            type Value = Lean;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with \"prompt\", \"messages\" or \"conversations\"")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lean, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let v = if key == "conversations" {
+                        map.next_value::<FirstTwo>()?.0
+                    } else {
+                        map.next_value::<Value>()?
+                    };
+                    out.insert(key, v);
+                }
+                Ok(Lean(Value::Object(out)))
+            }
+        }
+        d.deserialize_map(Entry)
+    }
+}
+
+/// The first two elements of a list; the rest is read and dropped.
+struct FirstTwo(Value);
+
+impl<'de> Deserialize<'de> for FirstTwo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Turns;
+        impl<'de> Visitor<'de> for Turns {
+            type Value = FirstTwo;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of conversation turns")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstTwo, A::Error> {
+                let mut kept = Vec::with_capacity(2);
+                while kept.len() < 2 {
+                    match seq.next_element::<Value>()? {
+                        Some(turn) => kept.push(turn),
+                        None => return Ok(FirstTwo(Value::Array(kept))),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstTwo(Value::Array(kept)))
+            }
+        }
+        d.deserialize_seq(Turns)
     }
 }
 
@@ -452,7 +511,8 @@ mod tests {
         );
         assert_eq!(
             err("[1, 2]\n"),
-            "--dataset d.jsonl entry 1: expected an object with \"prompt\", \"messages\" or \"conversations\""
+            "--dataset d.jsonl: not a JSON array of entries (invalid type: integer `1`, \
+             expected an object with \"prompt\", \"messages\" or \"conversations\" at line 1 column 2)"
         );
         assert_eq!(
             err("\n  \n"),
@@ -491,6 +551,25 @@ mod tests {
                 (Input::Text("tell me a story please now".into()), 6, Some(5)),
                 (Input::Text("four words are enough".into()), 4, Some(4)),
             ]
+        );
+    }
+
+    #[test]
+    fn sharegpt_later_turns_are_skipped_unread() {
+        let text = r#"[{"conversations":[{"from":"human","value":"one two three four"},
+            {"from":"gpt","value":"five six seven eight"},{"from":"human","value":["any", {"x": 1}]},
+            7]},{"conversations":{"not":"a list"}}]"#;
+        let e = parse_dataset(text, "s").unwrap_err().0;
+        assert!(
+            e.starts_with("--dataset s: not a JSON array of entries (invalid type: map, expected a list of conversation turns at line 3"),
+            "{e}"
+        );
+        let text = text.replace(r#",{"conversations":{"not":"a list"}}"#, "");
+        let d = parse_dataset(&text, "s").unwrap();
+        assert_eq!(d.prompts.len(), 1);
+        assert_eq!(
+            (d.prompts[0].input_tokens, d.prompts[0].output_len),
+            (4, Some(4))
         );
     }
 
