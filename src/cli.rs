@@ -171,42 +171,47 @@ pub struct RunArgs {
     #[arg(long)]
     pub openai: bool,
     /// Model name sent with --openai (default: the first id of GET /v1/models on the target).
-    #[arg(long)]
+    #[arg(long, requires = "openai")]
     pub model: Option<String>,
     /// The OpenAI endpoint: chat (/v1/chat/completions, messages) or completions
     /// (/v1/completions, prompt). Default: what the URL's path names, else chat.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, requires = "openai")]
     pub endpoint: Option<EndpointArg>,
     /// A prompt for --openai (repeatable; requests cycle through them in a seeded order).
-    #[arg(long = "prompt", conflicts_with_all = ["dataset", "input_len"])]
+    #[arg(long = "prompt", requires = "openai", conflicts_with_all = ["dataset", "input_len"])]
     pub prompts: Vec<String>,
     /// Prompts from FILE for --openai: JSON Lines ({"prompt": ...} or {"messages": [...]},
     /// optional "output_len"/"max_tokens") or ShareGPT JSON; shuffled by --seed, cycled.
-    #[arg(long, value_name = "FILE", conflicts_with = "input_len")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "openai",
+        conflicts_with = "input_len"
+    )]
     pub dataset: Option<PathBuf>,
     /// Synthetic prompts of N words (the token proxy), drawn from a fixed vocabulary by --seed.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", requires = "openai", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub input_len: Option<u32>,
     /// Output length of every request (its max-tokens field), over a dataset's own lengths.
-    #[arg(long, value_name = "M", conflicts_with = "max_tokens",
+    #[arg(long, value_name = "M", requires = "openai", conflicts_with = "max_tokens",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub output_len: Option<u32>,
     /// Output-length cap sent with --openai when the prompt gives none.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, requires = "openai")]
     pub max_tokens: u32,
     /// The field the cap is sent in on the chat endpoint: max_completion_tokens (OpenAI's
     /// current field, what vLLM's bench sends), or max_tokens for servers that read only the
     /// older field (the completions endpoint always uses max_tokens).
-    #[arg(long, value_enum, default_value_t = MaxTokensFieldArg::MaxCompletionTokens)]
+    #[arg(long, value_enum, default_value_t = MaxTokensFieldArg::MaxCompletionTokens, requires = "openai")]
     pub max_tokens_field: MaxTokensFieldArg,
     /// Send "ignore_eos": true (vLLM, SGLang): generate up to the cap, so output lengths
     /// are pinned.
-    #[arg(long)]
+    #[arg(long, requires = "openai")]
     pub ignore_eos: bool,
     /// A JSON object merged into every --openai request body (JSON merge patch, RFC 7396:
     /// objects merge key by key, null removes a key), after --body, e.g.
     /// '{"temperature":0,"min_tokens":128}'.
-    #[arg(long, value_name = "JSON")]
+    #[arg(long, value_name = "JSON", requires = "openai")]
     pub extra_body: Option<String>,
     /// Bearer token sent with --openai (Authorization header).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]

@@ -423,6 +423,24 @@ fn bad_input_is_one_line_and_an_exit_code() {
             ),
         ),
     ];
+    // Request flags without --openai would be ignored: refused instead.
+    for flag in [
+        &["--dataset", "d.jsonl"][..],
+        &["--ignore-eos"],
+        &["--extra-body", "{}"],
+        &["--model", "m"],
+        &["--input-len", "8"],
+    ] {
+        let mut args = vec!["run", url.as_str()];
+        args.extend_from_slice(flag);
+        let out = metronome(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "metronome: the following required arguments were not provided: --openai (see --help)\n",
+            "{args:?}"
+        );
+    }
     for (extra, code, want) in cases {
         let mut args = vec!["run", url.as_str(), "--openai", "--duration", "1s"];
         args.extend(extra.iter().map(String::as_str));
