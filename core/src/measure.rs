@@ -771,6 +771,17 @@ pub struct Interval {
     pub errors: u64,
     /// Requests never sent, counted in the interval they were given up.
     pub unsent: u64,
+    /// Due requests dropped above the in-flight limit, by intended time.
+    pub dropped: u64,
+    /// Due requests that found no idle connection and waited for one, by
+    /// intended time (the pool was exhausted).
+    pub waited: u64,
+    /// CPU time the engine's pacing threads used in the interval (ns),
+    /// spin included; sampled about every 50 ms, so a sample straddling a
+    /// boundary counts in the interval it was taken in.
+    pub cpu_ns: u64,
+    /// Of `cpu_ns`, the time spent busy-waiting before sends (ns).
+    pub spin_ns: u64,
     /// Latency (completion - intended) of the interval's successful requests.
     pub latency: Histogram,
     /// Send lag (send - intended) of the interval's sent requests.
@@ -791,6 +802,10 @@ impl Interval {
             ok: 0,
             errors: 0,
             unsent: 0,
+            dropped: 0,
+            waited: 0,
+            cpu_ns: 0,
+            spin_ns: 0,
             latency: Histogram::new(),
             send_lag: Histogram::new(),
         }
@@ -815,6 +830,10 @@ impl Interval {
         self.ok = self.ok.saturating_add(other.ok);
         self.errors = self.errors.saturating_add(other.errors);
         self.unsent = self.unsent.saturating_add(other.unsent);
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        self.waited = self.waited.saturating_add(other.waited);
+        self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
+        self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.latency.merge(&other.latency);
         self.send_lag.merge(&other.send_lag);
     }

@@ -370,6 +370,9 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
                         a.p99 = a.p99.max(x.p99);
                         a.max = a.max.max(x.max);
                         a.send_lag_p99 = a.send_lag_p99.max(x.send_lag_p99);
+                        a.dropped += x.dropped;
+                        a.waited += x.waited;
+                        a.work_cpu = a.work_cpu.max(x.work_cpu);
                     }
                 }
             }
@@ -400,6 +403,11 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         .map(|r| r.generator.connections_unsolicited)
         .sum();
     g.stopped = reports.iter().any(|r| r.generator.stopped);
+    g.behind = if m.model == crate::report::Model::Open {
+        crate::report::build::behind(&m.intervals, None)
+    } else {
+        Vec::new()
+    };
     g.warnings = reports
         .iter()
         .flat_map(|r| {
