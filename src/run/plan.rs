@@ -452,6 +452,48 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
 mod tests {
     use super::*;
 
+    fn workload(tokens: &[u32]) -> Workload {
+        Workload {
+            model: "m".into(),
+            model_source: "--model",
+            endpoint: "/v1/chat/completions".into(),
+            source: "--prompt".into(),
+            input_tokens: tokens.to_vec(),
+        }
+    }
+
+    #[test]
+    fn input_tokens_cover_the_measured_schedule() {
+        // 10/s constant, 500 ms warmup, 1 s measured: requests 5..15 of the
+        // schedule are measured; request j sends prompt j mod 3.
+        let plan = Plan {
+            rate: 10.0,
+            ..metronome_core::plan::example_plan()
+        };
+        let mut rec = Box::new(metronome_core::measure::Recorder::new());
+        rec.scheduled = 10;
+        let r = workload(&[1, 2, 3]).report(&plan, &rec);
+        // j = 5..15 -> prompts 2,0,1,2,0,1,2,0,1,2 -> tokens 3,1,2,3,1,2,3,1,2,3.
+        let i = &r.input_tokens;
+        assert_eq!((i.count, i.total, i.min, i.max), (10, 21, 1, 3));
+        assert_eq!(i.buckets, [(1, 3), (2, 3), (3, 4)]);
+        assert_eq!(r.output_tokens.count, 0);
+        assert_eq!(r.distinct_requests, 3);
+        // Stopped early: only the first `scheduled` measured requests count.
+        rec.scheduled = 2;
+        let i = workload(&[1, 2, 3]).report(&plan, &rec).input_tokens;
+        assert_eq!((i.count, i.total), (2, 4));
+        // Shard 1 of 2 holds every other slot, counted from its own index 0.
+        let half = Plan {
+            shard: Shard { index: 1, count: 2 },
+            ..plan
+        };
+        rec.scheduled = 5;
+        let i = workload(&[1, 2, 3]).report(&half, &rec).input_tokens;
+        // Its slots 5, 7, ..., 13 are its requests 2..7 -> prompts 2,0,1,2,0.
+        assert_eq!((i.count, i.total), (5, 3 + 1 + 2 + 3 + 1));
+    }
+
     #[test]
     fn shards_start_their_prompt_cycle_apart() {
         let rotated = |index, count| {
