@@ -167,7 +167,8 @@ pub struct RunArgs {
     /// Request body read from a file (with --openai: merged, as --body).
     #[arg(long)]
     pub body_file: Option<PathBuf>,
-    /// Speak OpenAI-style streaming chat completions (POST, text/event-stream): TTFT, ITL, TPOT, E2E.
+    /// Speak OpenAI-style streaming completions (POST, text/event-stream): TTFT, ITL, TPOT, E2E.
+    /// A URL of a bare host or ending in /v1 is completed to the endpoint (docs/openai.md).
     #[arg(long)]
     pub openai: bool,
     /// Model name sent with --openai (default: the first id of GET /v1/models on the target).
