@@ -224,14 +224,17 @@ pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behi
 
 /// Why an interval is behind its schedule, or `None` when it kept it.
 fn cause(iv: &IntervalReport) -> Option<&'static str> {
-    if iv.dropped > 0 {
+    let late = iv.dropped > 0 || iv.waited > 0 || iv.send_lag_p99 > BEHIND_LAG_MS;
+    if !late {
+        None
+    } else if iv.work_cpu >= SATURATED {
+        // A generator that cannot keep up also reaps late, which fills the
+        // pool and the in-flight limit: its saturation is the cause.
+        Some("cpu_saturated")
+    } else if iv.dropped > 0 {
         Some("in_flight_limit")
     } else if iv.waited > 0 {
         Some("pool_exhausted")
-    } else if iv.send_lag_p99 <= BEHIND_LAG_MS {
-        None
-    } else if iv.work_cpu >= SATURATED {
-        Some("cpu_saturated")
     } else {
         Some("descheduled")
     }
@@ -377,9 +380,9 @@ mod tests {
         }
     }
 
-    /// Each interval gets one cause (drops before waits before send lag;
-    /// send lag splits on the work share), and consecutive intervals of one
-    /// cause are one stretch.
+    /// Each late interval gets one cause (a saturated generator first, then
+    /// drops, waits, and send lag of a thread that was not working), and
+    /// consecutive intervals of one cause are one stretch.
     #[test]
     fn stretches_and_causes_from_the_interval_series() {
         let series = [
@@ -390,6 +393,7 @@ mod tests {
             iv(4.0, 0.5, 0, 3, 0.10),  // waits: pool exhausted
             iv(5.0, 0.1, 2, 9, 0.10),  // drops win over waits
             iv(6.0, 1.0, 0, 0, 0.99),  // exactly 1 ms: on time
+            iv(7.0, 0.2, 0, 4, 0.93),  // waits of a saturated generator
         ];
         let got: Vec<_> = behind(&series, None)
             .into_iter()
@@ -400,6 +404,7 @@ mod tests {
             (3.0, 4.0, 1, "descheduled"),
             (4.0, 5.0, 1, "pool_exhausted"),
             (5.0, 6.0, 1, "in_flight_limit"),
+            (7.0, 8.0, 1, "cpu_saturated"),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
