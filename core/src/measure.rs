@@ -676,7 +676,7 @@ pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
-/// About 420 KiB (seven histograms): engines keep it in a `Box` or in their
+/// About 480 KiB (eight histograms): engines keep it in a `Box` or in their
 /// thread state, not in a short-lived stack frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
@@ -750,6 +750,9 @@ pub struct Recorder {
     pub late_ok: u64,
     /// Output tokens of those late successes, a subset of `output_tokens`.
     pub late_tokens: u64,
+    /// Output tokens per successful stream (usage or content chunks, as
+    /// [`StreamSummary::tokens`]): the output length distribution.
+    pub output_len: Histogram,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
@@ -808,6 +811,7 @@ impl Recorder {
             last_done_ns: 0,
             late_ok: 0,
             late_tokens: 0,
+            output_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
@@ -932,6 +936,7 @@ impl Recorder {
         if !s.done {
             self.ok_without_done = self.ok_without_done.saturating_add(1);
         }
+        self.output_len.record(u64::from(s.tokens));
         self.ok = self.ok.saturating_add(1);
         let good = meets(s.ttft_ns, slo.ttft_ns)
             && meets(max_gap, slo.itl_ns)
@@ -1152,6 +1157,7 @@ impl Recorder {
         self.peers.merge(&other.peers);
         self.ok_without_done = self.ok_without_done.saturating_add(other.ok_without_done);
         self.corrected.merge(&other.corrected);
+        self.output_len.merge(&other.output_len);
         for (a, b) in [
             (&mut self.scheduled, other.scheduled),
             (&mut self.sent, other.sent),

@@ -182,6 +182,7 @@ impl Report {
             compat: args
                 .metrics_compat
                 .map(|peer| super::compat::Compat::from_recorder(peer, rec)),
+            workload: None,
             interrupted: false,
             partial: false,
         };

@@ -459,5 +459,12 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         })
         .collect();
     m.thresholds = reports.iter().flat_map(|r| r.thresholds.clone()).collect();
+    let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
+    if let Some(w) = &mut m.workload {
+        let input: Vec<_> = workloads.iter().map(|w| &w.input_tokens).collect();
+        let output: Vec<_> = workloads.iter().map(|w| &w.output_tokens).collect();
+        w.input_tokens = super::workload::TokenDist::merge(&input);
+        w.output_tokens = super::workload::TokenDist::merge(&output);
+    }
     Ok(m)
 }

@@ -8,6 +8,7 @@
 //! - [`svg`]: the plots (`--svg`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
 //! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
+//! - [`workload`]: what `--openai` requests asked; input and output tokens.
 
 pub mod build;
 pub mod compat;
@@ -17,6 +18,7 @@ pub mod merge;
 pub mod svg;
 pub mod text;
 pub mod threshold;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -99,6 +101,10 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+    /// `--openai` runs: endpoint, model, prompts, input and output tokens
+    /// (null otherwise; absent in reports of older versions).
+    #[serde(default)]
+    pub workload: Option<workload::Workload>,
     /// `--metrics-compat`: the stream metrics as a peer defines them (null
     /// without the flag).
     #[serde(default)]

@@ -14,10 +14,11 @@
 //!   so everything queued behind it waits too. One stall per server.
 //! - `--error-every K`: every K-th request (1-based, in arrival order) is
 //!   answered `429 Too Many Requests`, still at its FIFO completion time.
-//! - `--sse`: `POST /v1/chat/completions` answers an OpenAI-style
-//!   `text/event-stream`; streams run concurrently (see [`Fifo::admit_stream`]
-//!   for how the stall applies to them). `GET /v1/models` lists the one model;
-//!   any other path is `404`. `--shape NAME` replays a golden stream of
+//! - `--sse`: `POST /v1/chat/completions` (and `POST /v1/completions`)
+//!   answers an OpenAI-style `text/event-stream`; streams run concurrently
+//!   (see [`Fifo::admit_stream`] for how the stall applies to them).
+//!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape; any
+//!   other path is `404`. `--shape NAME` replays a golden stream of
 //!   `tests/streams/` (OpenAI, vLLM, llama.cpp, reasoning, tool calls, ...)
 //!   event by event instead of the generated one, or answers plain JSON.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
@@ -64,11 +65,13 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
-use reply::plain_body;
+use reply::{models_json, plain_body};
 use wait::{wait, Woken};
 
 /// The path of the OpenAI-style chat endpoint served in SSE mode.
 pub const CHAT_PATH: &str = "/v1/chat/completions";
+/// The path of the OpenAI-style text completions endpoint served in SSE mode.
+pub const COMPLETIONS_PATH: &str = "/v1/completions";
 /// Stack of a connection thread; parsing needs little, serde_json is bounded.
 const CONNECTION_STACK_BYTES: usize = 256 * 1024;
 
@@ -104,6 +107,8 @@ pub struct ServeConfig {
     pub body_bytes: usize,
     /// SSE: the stream shape (`--shape`): generated, or a golden stream.
     pub shape: crate::cli::ShapeArg,
+    /// SSE: the model id `GET /v1/models` lists.
+    pub model: String,
 }
 
 impl Default for ServeConfig {
@@ -122,6 +127,7 @@ impl Default for ServeConfig {
             error_event_every: None,
             body_bytes: 2,
             shape: crate::cli::ShapeArg::Default,
+            model: "metronome".to_string(),
         }
     }
 }
@@ -142,6 +148,7 @@ impl From<ServeArgs> for ServeConfig {
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
             shape: args.shape,
+            model: args.model,
         }
     }
 }
@@ -314,6 +321,7 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
     let shared = Arc::new(Shared {
         fifo: Mutex::new(Fifo::from_config(&config)),
         plain_body: plain_body(config.body_bytes),
+        models_json: models_json(&config.model),
         config,
         epoch: Instant::now(),
         served: AtomicU64::new(0),
@@ -339,6 +347,8 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
 struct Shared {
     config: ServeConfig,
     plain_body: Vec<u8>,
+    /// The answer to `GET /v1/models`.
+    models_json: Vec<u8>,
     /// Time origin of the FIFO's virtual clock.
     epoch: Instant,
     fifo: Mutex<Fifo>,
@@ -491,6 +501,8 @@ mod tests {
             "9",
             "--body-bytes",
             "64",
+            "--model",
+            "org/Model-7B",
         ])
         .unwrap()
         .serve;
@@ -511,6 +523,7 @@ mod tests {
                 error_event_every: Some(9),
                 body_bytes: 64,
                 shape: crate::cli::ShapeArg::Default,
+                model: "org/Model-7B".into(),
             }
         );
     }
