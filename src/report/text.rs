@@ -159,10 +159,16 @@ pub fn render_text(r: &Report) -> String {
             "  as {} defines them (clock from the actual send; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
             c.peer, c.request_throughput_rps, c.output_throughput_tokens_per_s
         );
+        let width = c
+            .metrics
+            .keys()
+            .map(|k| k.len() + c.peer.len() + 1)
+            .max()
+            .unwrap_or(18);
         for (name, m) in &c.metrics {
             let _ = writeln!(
                 s,
-                "  {:<18} {:>8} mean {:>9} p50 {:>9} p99 {:>9}",
+                "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}",
                 format!("{}.{name}", c.peer),
                 m.count,
                 fmt_ms(m.mean),
