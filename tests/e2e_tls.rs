@@ -26,9 +26,18 @@ fn tls_server(cfg: ServeConfig, cert: &TestCert) -> ServerHandle {
 
 /// Runs against a fresh TLS server with `cfg` on `engine`.
 fn run(cfg: ServeConfig, engine: &str, args: &[&str]) -> Report {
+    run_exit(cfg, engine, args, 0)
+}
+
+/// [`run`] of a run in which no request succeeds: exit 1.
+fn run_code(cfg: ServeConfig, engine: &str, args: &[&str]) -> Report {
+    run_exit(cfg, engine, args, 1)
+}
+
+fn run_exit(cfg: ServeConfig, engine: &str, args: &[&str], code: i32) -> Report {
     let cert = TestCert::new();
     let srv = tls_server(cfg, &cert);
-    let r = run_tls_json(srv.addr(), "/", engine, args, 0, &cert.path);
+    let r = run_tls_json(srv.addr(), "/", engine, args, code, &cert.path);
     srv.stop();
     assert!(r.connections.tls, "{engine}");
     assert!(!r.connections.insecure, "{engine}");
@@ -176,7 +185,8 @@ fn sse_over_tls() {
     }
 }
 
-/// A server slower than --timeout gives timeouts over TLS too.
+/// A server slower than --timeout gives timeouts over TLS too (and, as no
+/// request succeeded, exit 1 with the report).
 #[test]
 fn timeouts_over_tls() {
     for engine in engines() {
@@ -184,7 +194,7 @@ fn timeouts_over_tls() {
             service: Duration::from_secs(2),
             ..ServeConfig::default()
         };
-        let r = run(
+        let r = run_code(
             cfg,
             engine,
             &[
@@ -304,7 +314,8 @@ fn untrusted_certificate_exits_1_with_one_line() {
 }
 
 /// A plain HTTP server on an https URL: exit 1, one line; a TLS server on
-/// an http URL: every request is bad framing with cause `tls`.
+/// an http URL: every request is bad framing with cause `tls` (and, as no
+/// request succeeded, exit 1).
 #[test]
 fn wrong_scheme_is_one_clear_line() {
     for engine in engines() {
@@ -329,12 +340,13 @@ fn wrong_scheme_is_one_clear_line() {
 
         let cert = TestCert::new();
         let srv = tls_server(ServeConfig::default(), &cert);
+        // No request succeeded: exit 1 (with the report on stdout).
         let r = run_json(
             srv.addr(),
             "/",
             engine,
             &["--rate", "10", "--duration", "500ms", "--connections", "1"],
-            0,
+            1,
         );
         srv.stop();
         assert_eq!(r.requests.sent, 5, "{engine}");

@@ -22,7 +22,10 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{assert_accounting, engines, run_json, run_tls_json, TestCert};
+use common::{
+    assert_accounting, assert_exit_matches, engines, run_json_checked, run_tls_json_checked,
+    TestCert,
+};
 use metronome::report::Report;
 
 /// The longest any connection thread lives, whatever the client does.
@@ -604,8 +607,8 @@ fn run(engine: &'static str, script: &Script, path: &str, args: &[&str]) -> Run 
     let server = Server::start(script.clone());
     let t = Instant::now();
     let report = match &server.cert {
-        Some(cert) => run_tls_json(server.addr, path, engine, args, 0, &cert.path),
-        None => run_json(server.addr, path, engine, args, 0),
+        Some(cert) => run_tls_json_checked(server.addr, path, engine, args, &cert.path),
+        None => run_json_checked(server.addr, path, engine, args),
     };
     let elapsed = t.elapsed();
     let seen = server.stop();
@@ -1271,7 +1274,7 @@ fn silent_servers_give_timeouts_and_the_run_ends() {
         let case = "never accepts";
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let t = Instant::now();
-        let report = run_json(listener.local_addr().unwrap(), "/", engine, SHORT, 0);
+        let report = run_json_checked(listener.local_addr().unwrap(), "/", engine, SHORT);
         let r = Run {
             engine,
             report,
@@ -1481,12 +1484,13 @@ fn run_measured(
     let stdout = stdout.join().unwrap();
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        libc::WIFEXITED(status),
         "metronome exited with status {status:#x}; stderr: {stderr}"
     );
     let report: Report = serde_json::from_slice(&stdout)
         .unwrap_or_else(|e| panic!("report is not valid JSON ({e}); stderr: {stderr}"));
     assert_accounting(&report);
+    assert_exit_matches(&report, Some(libc::WEXITSTATUS(status)), &stderr);
     (report, usage.ru_maxrss as u64, elapsed)
 }
 
@@ -1707,7 +1711,7 @@ fn openai_streams() {
     ];
     for (case, s, args, ok, kinds) in rows {
         for engine in engines() {
-            let args = with(args, &["--openai"]);
+            let args = with(args, &["--openai", "--model", "m"]);
             let r = run(engine, &s, "/v1/chat/completions", &args);
             let n = r.requests().scheduled;
             r.expect(case, n, ok, &kinds);

@@ -2,16 +2,20 @@
 //! engine, then the report.
 //!
 //! - `plan`: the arguments checked and turned into a core `Plan`.
-//! - [`request`]: the target URL and the encoded HTTP requests.
+//! - [`request`]: the target URL and the encoded HTTP requests; OpenAI bodies.
+//! - [`workload`]: `--openai` prompts: `--prompt`, `--dataset`, synthetic.
+//! - [`discover`]: `--model` from `GET /v1/models` when not given.
 //! - [`engine`]: the engine chosen (`uring` or `std`) and run.
 //! - `progress`: the progress line on stderr, and Ctrl-C into the stop flag.
 //!
 //! The report itself is built and rendered in [`crate::report`].
 
+pub mod discover;
 pub mod engine;
 mod plan;
 mod progress;
 pub mod request;
+pub mod workload;
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
@@ -22,16 +26,19 @@ use metronome_core::engine::Control;
 
 use crate::cli::{FormatArg, RunArgs};
 use crate::report::{self, Report};
-use crate::{EXIT_OK, EXIT_THRESHOLD};
+use crate::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD};
 
 /// What `run` produced: the report and the exit code it calls for.
 #[derive(Debug)]
 pub struct RunResult {
     /// The report.
     pub report: Report,
-    /// 0; 3 when a threshold was breached; 130 (SIGINT) or 143 (SIGTERM)
-    /// when a signal stopped the run.
+    /// 0; 1 when no request succeeded; 3 when a threshold was breached;
+    /// 130 (SIGINT) or 143 (SIGTERM) when a signal stopped the run.
     pub exit_code: i32,
+    /// Why the run failed (exit code 1), one line: the dominant error kind
+    /// and an example status or message.
+    pub failure: Option<String>,
 }
 
 /// Runs a load test as the arguments say, printing progress on stderr when
@@ -45,18 +52,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
     let plan = plan::build(args, &p, &request_refs);
     plan.validate().map_err(|e| plan::usage(e, args))?;
-    let tls = if p.target.tls {
-        Some(crate::tls::ClientTls::new(
-            &p.target.host,
-            args.cacert.as_deref(),
-            args.insecure,
-        )?)
-    } else {
-        if args.cacert.is_some() || args.insecure {
-            eprintln!("metronome: notice: --cacert and --insecure apply to https:// URLs only");
-        }
-        None
-    };
     let control = Control::default();
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
@@ -70,7 +65,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             &control,
             args.threads,
             args.cpus.as_deref(),
-            tls.as_ref(),
+            p.tls.as_ref(),
         );
         done.store(true, Ordering::Relaxed);
         let _ = watcher.join();
@@ -78,6 +73,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     })?;
     let run_id = report::build::run_id(started, args.seed);
     let mut report = Report::from_run(&plan, &output, &engine, run_id, args);
+    report.workload = p
+        .workload
+        .as_ref()
+        .map(|w| w.report(&plan, &output.recorder));
     let signalled = crate::signal::exit_status();
     report.interrupted = signalled.is_some();
     let mut breached = false;
@@ -103,13 +102,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let failure = report::build::no_success_line(&report);
     Ok(RunResult {
-        report,
         exit_code: match signalled {
             Some(status) => status,
+            None if failure.is_some() => EXIT_FAILED,
             None if breached => EXIT_THRESHOLD,
             None => EXIT_OK,
         },
+        failure,
+        report,
     })
 }
 

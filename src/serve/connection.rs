@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::fifo::hits;
-use super::reply::{write_reply, Body, ConnectionHeader, Status, MODELS_JSON, RATE_LIMIT_JSON};
+use super::reply::{write_reply, Body, ConnectionHeader, Status, RATE_LIMIT_JSON};
 use super::request::{parse_chat_request, parse_head, Method, RequestHead, Route};
 use super::stream::{Job, Stream, StreamKind, StreamStep};
 use super::transport::Transport;
@@ -197,11 +197,11 @@ impl<'a> Connection<'a> {
             };
         }
         match (head.route, head.method) {
-            (Route::Chat, Method::Post) => {}
+            (Route::Chat | Route::Completions, Method::Post) => {}
             (Route::Models, Method::Get | Method::Head) => {
-                return reply(arrival, Status::Ok, Body::Json(MODELS_JSON), false)
+                return reply(arrival, Status::Ok, Body::Models, false)
             }
-            (Route::Chat | Route::Models, _) => {
+            (Route::Chat | Route::Completions | Route::Models, _) => {
                 return reply(
                     arrival,
                     Status::MethodNotAllowed,
@@ -224,16 +224,33 @@ impl<'a> Connection<'a> {
                 true,
             );
         }
-        let kind = if hits(config.error_event_every, admission.index) {
+        let mut kind = if hits(config.error_event_every, admission.index) {
             StreamKind::ErrorEvent
         } else if hits(config.cut_every, admission.index) {
             StreamKind::Cut
         } else {
             StreamKind::Normal
         };
-        let tokens = chat.max_tokens.map_or(config.tokens, |cap| {
+        let mut tokens = chat.max_tokens.map_or(config.tokens, |cap| {
             config.tokens.min(u32::try_from(cap).unwrap_or(u32::MAX))
         });
+        if kind == StreamKind::Normal {
+            if config.shape == crate::cli::ShapeArg::Json {
+                let due = start + config.ttft;
+                return reply(
+                    due,
+                    Status::Ok,
+                    Body::Json(super::stream::JSON_ANSWER),
+                    true,
+                );
+            }
+            if let Some(body) = super::stream::replay_body(config.shape) {
+                // A golden body: its events after the first are the "tokens".
+                let events = super::stream::replay_events(body).count();
+                tokens = u32::try_from(events.saturating_sub(1)).unwrap_or(u32::MAX);
+                kind = StreamKind::Replay(body);
+            }
+        }
         Job::Stream(Stream {
             arrival,
             start,
@@ -267,6 +284,7 @@ impl<'a> Connection<'a> {
                     Body::Plain => ("text/plain", &self.shared.plain_body),
                     Body::Text(text) => ("text/plain", text.as_bytes()),
                     Body::Json(json) => ("application/json", json.as_bytes()),
+                    Body::Models => ("application/json", &self.shared.models_json),
                 };
                 write_reply(
                     &mut self.out,

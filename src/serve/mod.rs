@@ -14,10 +14,13 @@
 //!   so everything queued behind it waits too. One stall per server.
 //! - `--error-every K`: every K-th request (1-based, in arrival order) is
 //!   answered `429 Too Many Requests`, still at its FIFO completion time.
-//! - `--sse`: `POST /v1/chat/completions` answers an OpenAI-style
-//!   `text/event-stream`; streams run concurrently (see [`Fifo::admit_stream`]
-//!   for how the stall applies to them). `GET /v1/models` lists the one model;
-//!   any other path is `404`.
+//! - `--sse`: `POST /v1/chat/completions` (and `POST /v1/completions`)
+//!   answers an OpenAI-style `text/event-stream`; streams run concurrently
+//!   (see [`Fifo::admit_stream`] for how the stall applies to them).
+//!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape; any
+//!   other path is `404`. `--shape NAME` replays a golden stream of
+//!   `tests/streams/` (OpenAI, vLLM, llama.cpp, reasoning, tool calls, ...)
+//!   event by event instead of the generated one, or answers plain JSON.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
 //!   still stamped when it arrives); connections never hold each other up
 //!   beyond the FIFO model. `--service 0` answers at once.
@@ -63,12 +66,14 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
-use reply::plain_body;
+use reply::{models_json, plain_body};
 use transport::Transport;
 use wait::{wait, Woken};
 
 /// The path of the OpenAI-style chat endpoint served in SSE mode.
 pub const CHAT_PATH: &str = "/v1/chat/completions";
+/// The path of the OpenAI-style text completions endpoint served in SSE mode.
+pub const COMPLETIONS_PATH: &str = "/v1/completions";
 /// Stack of a connection thread; parsing needs little, serde_json is bounded.
 const CONNECTION_STACK_BYTES: usize = 256 * 1024;
 
@@ -104,6 +109,10 @@ pub struct ServeConfig {
     pub body_bytes: usize,
     /// Serve HTTPS with this configuration (`serve --tls`); `None`: plain HTTP.
     pub tls: Option<TlsServer>,
+    /// SSE: the stream shape (`--shape`): generated, or a golden stream.
+    pub shape: crate::cli::ShapeArg,
+    /// SSE: the model id `GET /v1/models` lists.
+    pub model: String,
 }
 
 /// A TLS server configuration, compared by identity (two configs are
@@ -135,6 +144,8 @@ impl Default for ServeConfig {
             error_event_every: None,
             body_bytes: 2,
             tls: None,
+            shape: crate::cli::ShapeArg::Default,
+            model: "metronome".to_string(),
         }
     }
 }
@@ -155,6 +166,8 @@ impl From<ServeArgs> for ServeConfig {
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
             tls: None,
+            shape: args.shape,
+            model: args.model,
         }
     }
 }
@@ -224,7 +237,14 @@ fn serve_tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> 
 
 /// One line describing the model, for humans (stderr).
 fn describe(config: &ServeConfig) -> String {
-    let mut text = if config.sse {
+    let mut text = if config.sse && config.shape != crate::cli::ShapeArg::Default {
+        format!(
+            "SSE streams on POST {CHAT_PATH}: the golden {:?} shape, first event at once, then ttft {}, itl {}",
+            config.shape,
+            format_duration(config.ttft),
+            format_duration(config.itl)
+        )
+    } else if config.sse {
         format!(
             "SSE streams on POST {CHAT_PATH}: {} tokens, ttft {}, itl {}",
             config.tokens,
@@ -349,6 +369,7 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
     let shared = Arc::new(Shared {
         fifo: Mutex::new(Fifo::from_config(&config)),
         plain_body: plain_body(config.body_bytes),
+        models_json: models_json(&config.model),
         config,
         epoch: Instant::now(),
         served: AtomicU64::new(0),
@@ -374,6 +395,8 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
 struct Shared {
     config: ServeConfig,
     plain_body: Vec<u8>,
+    /// The answer to `GET /v1/models`.
+    models_json: Vec<u8>,
     /// Time origin of the FIFO's virtual clock.
     epoch: Instant,
     fifo: Mutex<Fifo>,
@@ -529,6 +552,8 @@ mod tests {
             "9",
             "--body-bytes",
             "64",
+            "--model",
+            "org/Model-7B",
         ])
         .unwrap()
         .serve;
@@ -549,6 +574,8 @@ mod tests {
                 error_event_every: Some(9),
                 body_bytes: 64,
                 tls: None,
+                shape: crate::cli::ShapeArg::Default,
+                model: "org/Model-7B".into(),
             }
         );
     }
