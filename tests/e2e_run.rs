@@ -431,7 +431,13 @@ fn breached_threshold_exits_3() {
 fn bad_input_exits_2_with_one_line() {
     for args in [
         vec!["run", "ftp://127.0.0.1/"],
-        vec!["run", "https://127.0.0.1/"],
+        // https is spoken; a CA file that cannot be read is bad input.
+        vec![
+            "run",
+            "https://127.0.0.1:1/",
+            "--cacert",
+            "/nonexistent/metronome-ca.pem",
+        ],
         vec!["run", "http://127.0.0.1:99999/"],
         vec!["run", "http://127.0.0.1:1/", "--rate=-5"],
         vec!["run", "http://127.0.0.1:1/", "--rate", "-5"],
