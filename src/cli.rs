@@ -396,6 +396,10 @@ pub struct MergeArgs {
     /// (without it, a missing shard is an error).
     #[arg(long)]
     pub partial: bool,
+    /// Warn when the shards began pacing more than this far apart (by their reports'
+    /// start_unix_ns + start_offset_ns, each by its own machine's clock).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub max_skew: Duration,
 }
 
 /// `metronome sweep URL --rates ...`: every `run` flag applies to each step.
