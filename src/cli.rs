@@ -367,15 +367,17 @@ pub struct SimulateArgs {
 /// `metronome report FILE`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A JSON report written by `run --out`.
+    /// A JSON report written by `run --out` or `merge --out`, or a sweep's (`sweep --out`).
     pub file: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
-    /// Write the latency histogram as .hgrm to FILE.
+    /// Write the latency histogram as .hgrm to FILE, as the run's own --hgrm did (for a
+    /// sweep: one file per step, FILE-<RATE>rps.hgrm).
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
-    /// Write SVG plots (latency by percentile, latency per interval) to FILE.
+    /// Write SVG plots (latency by percentile, latency per interval) to FILE (for a sweep:
+    /// p50, p99 and p99.9 against offered rate, the knee marked).
     #[arg(long)]
     pub svg: Option<PathBuf>,
 }
@@ -413,7 +415,9 @@ pub struct SweepArgs {
     #[arg(long)]
     pub stop_at_knee: bool,
     /// The run arguments of each step (`--rate` is replaced by each of --rates; `--out`
-    /// receives the whole sweep as JSON).
+    /// receives the whole sweep as JSON; `--hgrm`, `--hlog` and `--svg` FILE are written per
+    /// step as FILE-<RATE>rps.EXT, and `--svg` FILE also gets the sweep's plot of latency
+    /// against offered rate; `--start-at` is refused).
     #[command(flatten)]
     pub run: RunArgs,
 }

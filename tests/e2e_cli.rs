@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{engines, metronome, plain, server};
-use metronome::report::Report;
 
 /// Ctrl-C and SIGTERM lose no data: scheduling stops at once, replies in
 /// flight get a bounded grace, and the partial report is printed, marked
@@ -31,8 +30,7 @@ fn signals_still_report_what_was_measured() {
                 "{ctx}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let r: Report = serde_json::from_slice(&out.stdout).unwrap();
-            common::assert_accounting(&r);
+            let r = common::decode_report(&String::from_utf8_lossy(&out.stdout), &ctx);
             assert!(r.interrupted && r.generator.stopped, "{ctx}");
             assert!(
                 r.requests.sent >= 50 && r.requests.sent <= 250,
@@ -80,8 +78,7 @@ fn a_stop_does_not_wait_out_the_timeout() {
             "{engine}: stopping took {took:?}"
         );
         assert_eq!(out.status.code(), Some(130), "{engine}");
-        let r: Report = serde_json::from_slice(&out.stdout).unwrap();
-        common::assert_accounting(&r);
+        let r = common::decode_report(&String::from_utf8_lossy(&out.stdout), engine);
         assert!(r.interrupted, "{engine}");
         assert_eq!(r.requests.ok, 0, "{engine}");
         assert!(r.requests.timeouts > 0, "{engine}: {:?}", r.requests);
@@ -167,8 +164,8 @@ fn out_report_hgrm_and_merge() {
         );
     }
     srv.stop();
-    let ra: Report = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let rb: Report = serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let ra = common::read_report(&a);
+    let rb = common::read_report(&b);
     // Constant schedule at 100/s for 1 s split in two shards: 50 each.
     assert_eq!((ra.requests.scheduled, rb.requests.scheduled), (50, 50));
     assert_eq!(ra.offered_rps, 50.0);
@@ -207,7 +204,7 @@ fn out_report_hgrm_and_merge() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let m: Report = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let m = common::read_report(&merged);
     assert_eq!(m.requests.scheduled, 100);
     assert_eq!(m.requests.ok, ra.requests.ok + rb.requests.ok);
     assert_eq!(m.metrics.latency.count, 100);
@@ -284,7 +281,7 @@ fn hlog_is_read_by_the_hdrhistogram_crate() {
     ]);
     srv.stop();
     assert_eq!(out.status.code(), Some(0));
-    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let report = common::decode_report(&String::from_utf8_lossy(&out.stdout), "the hlog run");
     let text = std::fs::read(&log_path).unwrap();
     let mut latency = Vec::new();
     let mut send_lag = Vec::new();
@@ -361,7 +358,9 @@ fn sweep_finds_the_knee() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s: metronome::sweep::Sweep = serde_json::from_slice(&out.stdout).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    common::assert_valid(&text, "the sweep");
+    let s: metronome::sweep::Sweep = serde_json::from_str(&text).unwrap();
     assert_eq!(s.steps.len(), 3);
     assert_eq!(
         s.steps

@@ -465,6 +465,7 @@ fn json_keys_match_docs() {
     let end = start + doc[start..].find("```").unwrap();
     let documented: serde_json::Value =
         serde_json::from_str(&doc[start..end]).expect("the example parses");
+    common::assert_valid(&doc[start..end], "the example in docs/report.md");
     for engine in engines() {
         let srv = server(plain(Duration::ZERO));
         let url = format!("http://{}/", srv.addr());
@@ -487,6 +488,7 @@ fn json_keys_match_docs() {
         ]);
         srv.stop();
         assert_eq!(out.status.code(), Some(0));
+        common::assert_valid(&String::from_utf8_lossy(&out.stdout), engine);
         let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(keys(&real, ""), keys(&documented, ""), "{engine}");
     }

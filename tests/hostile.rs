@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{assert_accounting, engines, run_json};
+use common::{engines, run_json};
 use metronome::report::Report;
 
 /// The longest any connection thread lives, whatever the client does.
@@ -1394,9 +1394,10 @@ fn run_measured(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "metronome exited with status {status:#x}; stderr: {stderr}"
     );
-    let report: Report = serde_json::from_slice(&stdout)
-        .unwrap_or_else(|e| panic!("report is not valid JSON ({e}); stderr: {stderr}"));
-    assert_accounting(&report);
+    let report = common::decode_report(
+        &String::from_utf8_lossy(&stdout),
+        &format!("the report (stderr: {stderr})"),
+    );
     (report, usage.ru_maxrss as u64, elapsed)
 }
 

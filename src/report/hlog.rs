@@ -46,6 +46,52 @@ pub fn base64_v2(h: &Histogram) -> String {
     base64::engine::general_purpose::STANDARD.encode(compress_v2(h))
 }
 
+/// Reads the base64 text of HdrHistogram's compressed V2 encoding (as
+/// [`base64_v2`] writes it, and as Java's, Python's `hdrh` and the
+/// hdrhistogram crate's encoders do): base64, the cookie and length, zlib,
+/// then core's [`decode_v2`](metronome_core::histogram::decode_v2). Counts
+/// are exact; min and max are their buckets' bounds and the mean is
+/// approximate (the encoding holds counts only).
+///
+/// # Errors
+/// One line saying which layer is wrong.
+///
+/// # Example
+/// ```
+/// use metronome_core::histogram::Histogram;
+/// use metronome::report::hlog::{base64_v2, decode_base64_v2};
+/// let mut h = Histogram::new();
+/// h.record_n(1_500_000, 3);
+/// let d = decode_base64_v2(&base64_v2(&h)).unwrap();
+/// assert_eq!(d.buckets().collect::<Vec<_>>(), h.buckets().collect::<Vec<_>>());
+/// assert!(decode_base64_v2("not base64!").is_err());
+/// ```
+pub fn decode_base64_v2(text: &str) -> Result<Histogram, String> {
+    use std::io::Read as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    if bytes.len() < 8 {
+        return Err("shorter than the 8-byte compressed V2 header".into());
+    }
+    let cookie = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if cookie & !0xf0 != V2_COMPRESSED_COOKIE & !0xf0 {
+        return Err(format!(
+            "cookie {cookie:#010x} is not HdrHistogram's compressed V2 (0x1c849314)"
+        ));
+    }
+    let len = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    let zlib = bytes
+        .get(8..8 + len)
+        .ok_or("the zlib payload is shorter than its declared length")?;
+    let mut plain = Vec::new();
+    flate2::read::ZlibDecoder::new(zlib)
+        .take(V2_MAX_LEN as u64 + 1)
+        .read_to_end(&mut plain)
+        .map_err(|e| format!("bad zlib payload: {e}"))?;
+    metronome_core::histogram::decode_v2(&plain).map_err(|e| format!("bad V2 encoding: {e}"))
+}
+
 /// One series of interval histograms for [`render_hlog`].
 pub struct Series<'a> {
     /// `None` for the untagged (main) series.

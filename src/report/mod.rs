@@ -284,6 +284,11 @@ pub struct Metric {
     pub max: f64,
     /// Non-empty buckets: [upper bound ms, count], ascending.
     pub buckets: Vec<(f64, u64)>,
+    /// The histogram itself, values in ns, as HdrHistogram's compressed V2
+    /// encoding in base64 (as in `--hlog`); read first when present.
+    /// (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<String>,
 }
 
 /// One report interval.
@@ -385,20 +390,64 @@ impl Metric {
             p999: ms(h.quantile(0.999)),
             max: ms(h.max()),
             buckets: h.buckets().map(|b| (ms(b.upper), b.count)).collect(),
+            hdr: Some(hlog::base64_v2(h)),
         }
     }
 
-    /// Rebuilds the histogram from the buckets (exact counts per bucket;
-    /// each bucket's values are taken at its upper bound, clamped to `max`).
-    pub fn to_histogram(&self) -> Histogram {
-        let mut h = Histogram::new();
+    /// Rebuilds the histogram: from `hdr` when present (else from the
+    /// buckets), exact counts per bucket, with `min` and `max` exact (one
+    /// value at each) and the other values at their bucket's upper bound
+    /// clamped into [min, max]. The sum is not kept: use [`Metric::mean`].
+    ///
+    /// # Errors
+    /// A `hdr` that does not decode, or disagrees with `count`.
+    pub fn try_histogram(&self) -> Result<Histogram, String> {
         let max_ns = (self.max * 1e6).round() as u64;
         let min_ns = (self.min * 1e6).round() as u64;
-        for &(upper_ms, count) in &self.buckets {
-            let upper = (upper_ms * 1e6).round() as u64;
+        let counts: Vec<(u64, u64)> = match &self.hdr {
+            Some(text) => {
+                let d = hlog::decode_base64_v2(text)?;
+                if d.count() != self.count {
+                    return Err(format!(
+                        "hdr holds {} values, count says {}",
+                        d.count(),
+                        self.count
+                    ));
+                }
+                d.buckets().map(|b| (b.upper, b.count)).collect()
+            }
+            None => self
+                .buckets
+                .iter()
+                .map(|&(upper_ms, count)| ((upper_ms * 1e6).round() as u64, count))
+                .collect(),
+        };
+        let mut h = Histogram::new();
+        let last = counts.len().saturating_sub(1);
+        for (i, &(upper, mut count)) in counts.iter().enumerate() {
+            if i == 0 && count > 0 {
+                h.record(min_ns);
+                count -= 1;
+            }
+            if i == last && count > 0 {
+                h.record(max_ns);
+                count -= 1;
+            }
             h.record_n(upper.min(max_ns).max(min_ns), count);
         }
-        h
+        Ok(h)
+    }
+
+    /// [`Metric::try_histogram`], or the buckets when `hdr` is unreadable.
+    pub fn to_histogram(&self) -> Histogram {
+        self.try_histogram().unwrap_or_else(|_| {
+            Metric {
+                hdr: None,
+                ..self.clone()
+            }
+            .try_histogram()
+            .unwrap_or_default()
+        })
     }
 
     /// How many recorded values are at least `ms`, counted by bucket lower

@@ -74,14 +74,10 @@ pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code:
         "metronome {all:?} exited {:?}; stderr: {stderr}",
         out.status.code()
     );
-    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "report is not valid JSON ({e}): {}\nstderr: {stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    assert_accounting(&report);
-    report
+    decode_report(
+        &String::from_utf8_lossy(&out.stdout),
+        &format!("the report of metronome {all:?} (stderr: {stderr})"),
+    )
 }
 
 /// The accounting every report promises (docs/report.md, "Accounting"),
@@ -125,13 +121,48 @@ pub fn count_at_least(m: &metronome::report::Metric, at_least_ms: f64) -> u64 {
     m.count_at_least(at_least_ms)
 }
 
-/// Reads a JSON report written by the binary (`--out`), checks it, and
-/// decodes it.
+/// Reads a JSON report written by the binary (`--out`), validates it
+/// against docs/report.schema.json, checks its accounting, and decodes it.
 pub fn read_report(path: &std::path::Path) -> Report {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let r: Report = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} is not a report ({e})", path.display()));
+    decode_report(&text, &path.display().to_string())
+}
+
+/// Validates `text` (a report, `what` names it in a failure) against the
+/// schema, decodes it and checks its accounting.
+pub fn decode_report(text: &str, what: &str) -> Report {
+    assert_valid(text, what);
+    let r: Report =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not a report ({e})"));
     assert_accounting(&r);
     r
+}
+
+/// docs/report.schema.json, compiled once.
+fn schema() -> &'static jsonschema::Validator {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::draft202012::new(&schema).expect("docs/report.schema.json is a valid schema")
+    })
+}
+
+/// Asserts that `text` (JSON written by metronome: a report, a merged
+/// report or a sweep) validates against docs/report.schema.json; a failure
+/// lists every violation with its JSON pointer.
+pub fn assert_valid(text: &str, what: &str) {
+    let value: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e})"));
+    let errors: Vec<String> = schema()
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not validate against docs/report.schema.json:\n{}",
+        errors.join("\n")
+    );
 }
