@@ -238,7 +238,7 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
         "--engine",
         "std",
         "--rates",
-        "100,200",
+        "100,400",
         "--duration",
         "300ms",
         "--out",
@@ -256,7 +256,7 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
     common::assert_valid(&saved, "the sweep");
     let sweep: metronome::sweep::Sweep = serde_json::from_str(&saved).unwrap();
     assert_eq!(sweep.steps.len(), 2);
-    for (rate, step) in [(100, &sweep.steps[0]), (200, &sweep.steps[1])] {
+    for (rate, step) in [(100, &sweep.steps[0]), (400, &sweep.steps[1])] {
         common::assert_accounting(step);
         let h = std::fs::read_to_string(dir.join(format!("lat-{rate}rps.hgrm"))).unwrap();
         assert!(h.contains(&format!(
@@ -270,11 +270,16 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
     }
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.contains("Latency against offered rate") && plot.contains("offered rate"));
+    // A marker per step and quantile its count supports: p50 at both
+    // (30 and 120 samples), p99 at 400 req/s only, p99.9 at neither.
     assert_eq!(
-        plot.matches("<circle").count(),
-        3 * 2,
-        "a marker per step and curve"
+        (
+            sweep.steps[0].metrics.latency.count,
+            sweep.steps[1].metrics.latency.count
+        ),
+        (30, 120)
     );
+    assert_eq!(plot.matches("<circle").count(), 3);
 
     // `report` re-renders the sweep.
     let again = ok(&["report", p(&json)]);
@@ -284,7 +289,7 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
     let (svg2, hgrm2) = (dir.join("again.svg"), dir.join("again.hgrm"));
     ok(&["report", p(&json), "--svg", p(&svg2), "--hgrm", p(&hgrm2)]);
     assert_eq!(std::fs::read_to_string(&svg2).unwrap(), plot, "the plot");
-    for rate in [100, 200] {
+    for rate in [100, 400] {
         assert_eq!(
             std::fs::read_to_string(dir.join(format!("again-{rate}rps.hgrm"))).unwrap(),
             std::fs::read_to_string(dir.join(format!("lat-{rate}rps.hgrm"))).unwrap(),

@@ -79,16 +79,46 @@ fn to_px(x: f64, x0: f64, x1: f64, y_frac: f64, y0: f64) -> (f64, f64) {
 }
 
 fn polyline(s: &mut String, pts: &[(f64, f64)], x_max: f64, y_max: f64, y0: f64, color: &str) {
-    let mut d = String::new();
-    for &(x, y) in pts {
-        let (px, py) = to_px(x, 0.0, x_max, y / y_max, y0);
-        let _ = write!(d, "{px:.1},{py:.1} ");
-    }
+    let px: Vec<(f64, f64)> = pts
+        .iter()
+        .map(|&(x, y)| to_px(x, 0.0, x_max, y / y_max, y0))
+        .collect();
+    draw(s, &px, color, false, false);
+}
+
+/// A curve through pixel points; `dashed`, and with a marker on each point
+/// when `markers` (so a curve of one point still shows).
+fn draw(s: &mut String, px: &[(f64, f64)], color: &str, dashed: bool, markers: bool) {
+    let d: Vec<String> = px.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+    let dash = if dashed {
+        r#" stroke-dasharray="7 5""#
+    } else {
+        ""
+    };
     let _ = writeln!(
         s,
-        r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-        d.trim_end()
+        r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
+        d.join(" ")
     );
+    if markers {
+        for (x, y) in px {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
+            );
+        }
+    }
+}
+
+/// A tick value without trailing zeros: 25, 18.75, 0.125.
+fn tick(v: f64) -> String {
+    let t = format!("{v:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    if t.is_empty() || t == "-0" {
+        "0".into()
+    } else {
+        t.to_string()
+    }
 }
 
 /// Axis ticks: (fraction of the axis, label).
@@ -155,7 +185,7 @@ fn linear_ticks(y_max: f64) -> Vec<(f64, String)> {
     (0..=4)
         .map(|i| {
             let f = f64::from(i) / 4.0;
-            (f, format!("{:.3}", y_max * f))
+            (f, tick(y_max * f))
         })
         .collect()
 }
@@ -254,7 +284,7 @@ pub fn render_svg(r: &Report) -> String {
         .map(|i| {
             (
                 f64::from(i) / 4.0,
-                format!("{:.1}s", x_max * f64::from(i) / 4.0),
+                format!("{}s", tick(x_max * f64::from(i) / 4.0)),
             )
         })
         .collect();
@@ -266,18 +296,27 @@ pub fn render_svg(r: &Report) -> String {
         &labels,
         ("seconds since the measured phase began", "latency (ms)"),
     );
-    let picks: [(&str, &str, fn(&crate::report::IntervalReport) -> f64); 3] = [
-        ("p50", "#1f77b4", |i| i.p50),
-        ("p99", "#ff7f0e", |i| i.p99),
-        ("max", "#d62728", |i| i.max),
+    // p99 only where the interval's successes support it (100 or more).
+    type Pick = fn(&crate::report::IntervalReport) -> Option<f64>;
+    let picks: [(&str, &str, Pick); 3] = [
+        ("p50", "#1f77b4", |i| Some(i.p50)),
+        ("p99 (intervals of 100+ samples)", "#ff7f0e", |i| {
+            (i.ok >= 100).then_some(i.p99)
+        }),
+        ("max", "#d62728", |i| Some(i.max)),
     ];
+    // A marker per interval when there are few (a single interval is a point).
+    let markers = r.intervals.len() <= 60;
     for (_, color, pick) in picks {
-        let pts: Vec<(f64, f64)> = r
+        let px: Vec<(f64, f64)> = r
             .intervals
             .iter()
-            .map(|i| (i.start_s + width / 2.0, pick(i)))
+            .filter_map(|i| {
+                let v = pick(i)?;
+                Some(to_px(i.start_s + width / 2.0, 0.0, x_max, v / y_max, H))
+            })
             .collect();
-        polyline(&mut s, &pts, x_max, y_max, H, color);
+        draw(&mut s, &px, color, false, markers);
     }
     let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _)| (*n, *c)).collect();
     legend(&mut s, H, &items);
@@ -309,15 +348,23 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H:.0}" font-family="sans-serif">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let picks: [(&str, &str, fn(&Metric) -> f64); 3] = [
-        ("p50", "#1f77b4", |m| m.p50),
-        ("p99", "#ff7f0e", |m| m.p99),
-        ("p99.9", "#d62728", |m| m.p999),
+    // Each quantile only where the step's count supports it: p99 from 100
+    // samples, p99.9 from 1000 (HdrHistogram's 1 - 1/count rule).
+    let picks: [(&str, &str, f64, fn(&Metric) -> f64); 3] = [
+        ("p50", "#1f77b4", 0.5, |m| m.p50),
+        ("p99 (steps of 100+ samples)", "#ff7f0e", 0.99, |m| m.p99),
+        ("p99.9 (1000+ samples)", "#d62728", 0.999, |m| m.p999),
     ];
+    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
     let values: Vec<f64> = sw
         .steps
         .iter()
-        .flat_map(|r| picks.iter().map(move |p| (p.2)(&r.metrics.latency)))
+        .flat_map(|r| {
+            picks
+                .iter()
+                .filter(|p| supported(&r.metrics.latency, p.2))
+                .map(move |p| (p.3)(&r.metrics.latency))
+        })
         .filter(|v| *v > 0.0)
         .collect();
     let lo = values
@@ -344,13 +391,13 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
     let y_ticks: Vec<(f64, String)> = (0..=decades)
         .map(|i| {
             let v = 10f64.powi(lo as i32 + i);
-            (f64::from(i) / f64::from(decades), format!("{v}"))
+            (f64::from(i) / f64::from(decades), tick(v))
         })
         .collect();
     let x_ticks: Vec<(f64, String)> = (0..=4)
         .map(|i| {
             let f = f64::from(i) / 4.0;
-            (f, format!("{}", x_max * f))
+            (f, tick(x_max * f))
         })
         .collect();
     frame(
@@ -361,32 +408,18 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
         &x_ticks,
         ("offered rate (requests/s)", "latency (ms, log scale)"),
     );
-    for (_, color, pick) in picks {
-        let pts: Vec<(f64, f64)> = sw
+    for (i, &(_, color, q, pick)) in picks.iter().enumerate() {
+        let px: Vec<(f64, f64)> = sw
             .steps
             .iter()
+            .filter(|r| supported(&r.metrics.latency, q))
             .map(|r| {
-                to_px(
-                    r.offered_rps,
-                    0.0,
-                    x_max,
-                    y_frac(pick(&r.metrics.latency)),
-                    0.0,
-                )
+                let y = y_frac(pick(&r.metrics.latency));
+                to_px(r.offered_rps, 0.0, x_max, y, 0.0)
             })
             .collect();
-        let d: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            d.join(" ")
-        );
-        for (x, y) in pts {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
-            );
-        }
+        // p99.9 dashed: where it equals p99 (few samples), both show.
+        draw(&mut s, &px, color, i == 2, true);
     }
     if let Some(r) = sw.knee.and_then(|k| sw.steps.get(k)) {
         let (x, top) = to_px(r.offered_rps, 0.0, x_max, 1.0, 0.0);
@@ -399,7 +432,7 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
             r.offered_rps
         );
     }
-    let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _)| (*n, *c)).collect();
+    let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _, _)| (*n, *c)).collect();
     legend(&mut s, 0.0, &items);
     let _ = writeln!(s, "</svg>");
     s
