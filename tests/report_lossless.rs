@@ -200,6 +200,48 @@ fn merge_adds_the_hdr_histograms_exactly() {
         assert_eq!(pick(&m).max, pick(&a).max.max(pick(&b).max));
     }
 
+    // The schema is not a check that cannot fail: what the reader would
+    // refuse, it refuses too.
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert!(common::schema_errors(&good).is_empty());
+    let broken = |edit: fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        edit(&mut v);
+        common::schema_errors(&v)
+    };
+    for (what, errors) in [
+        ("an unknown key", broken(|v| v["surprise"] = 1.into())),
+        (
+            "a missing key",
+            broken(|v| {
+                v.as_object_mut().unwrap().remove("start_unix_ns");
+            }),
+        ),
+        (
+            "a negative count",
+            broken(|v| v["requests"]["sent"] = (-1).into()),
+        ),
+        (
+            "an hdr that is not base64 V2",
+            broken(|v| v["metrics"]["ttft"]["hdr"] = "not base64".into()),
+        ),
+        (
+            "a bad start_time",
+            broken(|v| v["start_time"] = "yesterday".into()),
+        ),
+        (
+            "a bucket of three",
+            broken(|v| v["metrics"]["latency"]["buckets"][0] = serde_json::json!([1.0, 2, 3])),
+        ),
+        (
+            "another schema",
+            broken(|v| v["schema"] = "metronome.report/v2".into()),
+        ),
+    ] {
+        assert!(!errors.is_empty(), "{what} validates");
+    }
+
     // A damaged hdr: refused, not silently replaced.
     let mut bad: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
@@ -212,6 +254,18 @@ fn merge_adds_the_hdr_histograms_exactly() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("metrics.latency.hdr") && stderr.trim_end().lines().count() == 1,
+        "{stderr}"
+    );
+    // And by merge: the shard named.
+    let mut bad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&shards[1]).unwrap()).unwrap();
+    bad["metrics"]["send_lag"]["hdr"] = "HISTFAAAAAA=".into();
+    std::fs::write(&bad_path, bad.to_string()).unwrap();
+    let out = metronome(&["merge", p(&shards[0]), p(&bad_path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("metrics.send_lag.hdr") && stderr.contains(p(&bad_path)),
         "{stderr}"
     );
 }
@@ -306,4 +360,80 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--start-at"));
+}
+
+/// With streams, every metric is in the hlog with its `Tag=`: latency per
+/// interval untagged, send lag per interval, and service_time, ttft, itl,
+/// tpot over the whole run, each read by the hdrhistogram crate with the
+/// report's count (and a report with streams validates against the schema).
+#[test]
+fn the_hlog_carries_every_metric_tagged() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let dir = scratch("tags");
+    let srv = server(metronome::serve::ServeConfig {
+        sse: true,
+        tokens: 4,
+        ttft: Duration::from_millis(5),
+        itl: Duration::from_millis(2),
+        ..metronome::serve::ServeConfig::default()
+    });
+    let url = format!("http://{}/", srv.addr());
+    let (out, hlog) = (dir.join("r.json"), dir.join("r.hlog"));
+    ok(&[
+        "run",
+        &url,
+        "--quiet",
+        "--engine",
+        "std",
+        "--openai",
+        "--max-tokens",
+        "4",
+        "--rate",
+        "50",
+        "--duration",
+        "400ms",
+        "--out",
+        p(&out),
+        "--hlog",
+        p(&hlog),
+    ]);
+    srv.stop();
+    let r = common::read_report(&out);
+    assert_eq!(r.metrics.ttft.count, 20);
+    let text = std::fs::read(&hlog).unwrap();
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    for entry in IntervalLogIterator::new(&text) {
+        if let LogEntry::Interval(iv) = entry.expect("a valid log line") {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(iv.encoded_histogram())
+                .unwrap();
+            let h: hdrhistogram::Histogram<u64> =
+                Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+            let tag = iv.tag().map_or("latency", |t| t.as_str()).to_string();
+            *counts.entry(tag).or_default() += h.len();
+        }
+    }
+    let want: std::collections::BTreeMap<String, u64> = [
+        ("latency", r.metrics.latency.count),
+        ("send_lag", r.requests.sent),
+        ("service_time", r.metrics.service_time.count),
+        ("ttft", r.metrics.ttft.count),
+        ("itl", r.metrics.itl.count),
+        ("tpot", r.metrics.tpot.count),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(counts, want);
+    assert!(String::from_utf8_lossy(&text).contains("Tag=itl,"));
+}
+
+/// `run --help` says shards count from 0.
+#[test]
+fn run_help_says_shards_count_from_0() {
+    let out = ok(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("K counted from 0"), "{help}");
+    assert!(help.contains("--start-at <INSTANT>"), "{help}");
 }

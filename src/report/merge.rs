@@ -269,6 +269,21 @@ pub fn check_shards(inputs: &[(&str, &Report)], partial: bool) -> Result<Coverag
     let mut owner: Vec<Option<&str>> = vec![None; count as usize];
     for &(file, r) in inputs {
         let (k, n) = shard_of(file, r)?;
+        for name in [
+            "latency",
+            "service_time",
+            "send_lag",
+            "ttft",
+            "itl",
+            "tpot",
+            "latency_corrected",
+        ] {
+            if let Some(Err(e)) = r.metrics.get(name).map(Metric::try_histogram) {
+                return Err(UsageError(format!(
+                    "cannot merge {file}: metrics.{name}.hdr is unreadable: {e}"
+                )));
+            }
+        }
         if let Some((field, a, b)) = plan_difference(first, r, count, n) {
             return Err(UsageError(format!(
                 "cannot merge {first_file} and {file}: not shards of one run, different {field} \

@@ -139,6 +139,15 @@ pub fn decode_report(text: &str, what: &str) -> Report {
     r
 }
 
+/// Every violation of docs/report.schema.json in `value`, each with its
+/// JSON pointer (empty when it validates).
+pub fn schema_errors(value: &serde_json::Value) -> Vec<String> {
+    schema()
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
 /// docs/report.schema.json, compiled once.
 fn schema() -> &'static jsonschema::Validator {
     static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
@@ -156,10 +165,7 @@ fn schema() -> &'static jsonschema::Validator {
 pub fn assert_valid(text: &str, what: &str) {
     let value: serde_json::Value =
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e})"));
-    let errors: Vec<String> = schema()
-        .iter_errors(&value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
+    let errors = schema_errors(&value);
     assert!(
         errors.is_empty(),
         "{what} does not validate against docs/report.schema.json:\n{}",
