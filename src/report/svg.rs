@@ -350,7 +350,9 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     // Each quantile only where the step's count supports it: p99 from 100
     // samples, p99.9 from 1000 (HdrHistogram's 1 - 1/count rule).
-    let picks: [(&str, &str, f64, fn(&Metric) -> f64); 3] = [
+    // (name, colour, quantile, its value)
+    type Pick = (&'static str, &'static str, f64, fn(&Metric) -> f64);
+    let picks: [Pick; 3] = [
         ("p50", "#1f77b4", 0.5, |m| m.p50),
         ("p99 (steps of 100+ samples)", "#ff7f0e", 0.99, |m| m.p99),
         ("p99.9 (1000+ samples)", "#d62728", 0.999, |m| m.p999),
