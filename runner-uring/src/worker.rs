@@ -7,9 +7,9 @@
 //! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
 //! in one batch and submit, busy-wait the last slice (leaving it as soon as
 //! a completion is ready, core's [`spin_step`], so a response that arrives
-//! during the spin is stamped when it arrives), or arm the ring's
-//! timer and sleep in `submit_and_wait` until it fires or a completion
-//! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
+//! during the spin is stamped when it arrives), or sleep in one
+//! `io_uring_enter` that submits, carries its own timeout and returns at the
+//! first completion (`Ring::wait`; no timer sqe). Sleeps end at the next send's spin slice, the earliest deadline,
 //! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
 //!
 //! Protocol is core's: each connection's [`Exchange`] turns bytes and times
@@ -158,6 +158,8 @@ pub(crate) struct Worker<'p> {
     timer_due_ns: Option<u64>,
     /// When the thread last woke from a wait, until its completions are reaped.
     woke_ns: Option<u64>,
+    /// Thread CPU and spin time at the last [`Worker::sample_cpu`] (ns).
+    cpu_mark: (u64, u64),
 }
 
 impl<'p> Worker<'p> {
@@ -241,6 +243,7 @@ impl<'p> Worker<'p> {
             tuner: plan.spin.tuner(),
             timer_due_ns: None,
             woke_ns: None,
+            cpu_mark: (0, 0),
         })
     }
 
@@ -258,8 +261,10 @@ impl<'p> Worker<'p> {
     pub(crate) fn run(mut self, clock: Clock) -> io::Result<ThreadOut> {
         self.clock = clock;
         let cpu_start = thread_cpu_ns();
+        self.cpu_mark = (cpu_start, 0);
         self.hook(Phase::Measuring);
         let result = self.event_loop();
+        self.sample_cpu(self.clock.now_ns());
         self.hook(Phase::Done);
         self.publish(self.clock.now_ns(), true);
         let stopped_at = result?;
@@ -319,6 +324,7 @@ impl<'p> Worker<'p> {
                 next_scan = now + SCAN_NS;
             }
             if now >= next_publish {
+                self.sample_cpu(now);
                 self.publish(now, false);
                 next_publish = now + PUBLISH_NS;
             }
@@ -407,13 +413,34 @@ impl<'p> Worker<'p> {
                 wake = wake.min(end_ns);
             }
             let after = wake.saturating_sub(now).max(1);
-            if self.ring.timer(after)? {
-                self.timer_due_ns = Some(now + after);
+            let due = now + after;
+            let armed = self.ring.wait(after)?;
+            let woke = self.clock.now_ns();
+            if armed {
+                // Old kernels: the timer's completion reports the lateness.
+                self.timer_due_ns = Some(due);
+                self.woke_ns = Some(woke);
+            } else if woke >= due {
+                // The wait ran to its timeout: how late the sleep woke.
+                self.tuner.observe(woke - due);
             }
-            self.ring.submit_and_wait()?;
-            self.woke_ns = Some(self.clock.now_ns());
         }
         Ok(stopped_at)
+    }
+
+    /// Charges the CPU (and spin) used since the last sample to the
+    /// interval of `now`: the per-interval series then tells a saturated
+    /// generator from a descheduled one.
+    fn sample_cpu(&mut self, now: u64) {
+        let cpu = thread_cpu_ns();
+        let (cpu_then, spin_then) = self.cpu_mark;
+        self.ledger.busy(
+            &mut self.out.tally(),
+            now,
+            cpu.saturating_sub(cpu_then),
+            self.stats.spin_ns.saturating_sub(spin_then),
+        );
+        self.cpu_mark = (cpu, self.stats.spin_ns);
     }
 
     /// A due request: on an idle connection now, else waiting (opening one
@@ -434,6 +461,7 @@ impl<'p> Worker<'p> {
                 self.waiting.push_back(job);
                 if measured {
                     self.out.waited_for_connection += 1;
+                    self.ledger.waited(&mut self.out.tally(), job.intended_ns);
                 }
                 self.grow()
             }
