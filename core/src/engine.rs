@@ -298,3 +298,50 @@ impl From<PlanError> for EngineError {
         EngineError::Plan(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An origin ahead: its wall-clock time is kept exactly, and `wait`
+    /// returns at it (not before), late by a bound a loaded machine keeps.
+    #[test]
+    fn an_origin_ahead_is_waited_for() {
+        let at = SystemTime::now() + Duration::from_millis(30);
+        let o = Origin::at(at);
+        assert_eq!(o.unix_ns, unix_ns(at));
+        let late = o.wait();
+        let now = Instant::now();
+        assert!(now >= o.instant);
+        assert!(late < 500_000_000, "late by {late} ns");
+    }
+
+    /// An origin already past: `wait` returns at once with how long ago it
+    /// passed.
+    #[test]
+    fn an_origin_past_returns_how_late() {
+        let at = SystemTime::now() - Duration::from_millis(50);
+        let o = Origin::at(at);
+        let t = Instant::now();
+        let late = o.wait();
+        assert!(t.elapsed() < Duration::from_millis(500));
+        assert!((50_000_000..550_000_000).contains(&late), "{late}");
+        assert_eq!(unix_ns(UNIX_EPOCH + Duration::from_nanos(7)), 7);
+        assert_eq!(unix_ns(UNIX_EPOCH - Duration::from_secs(1)), 0);
+    }
+
+    /// A run without `start_at` starts now; with it, at it.
+    #[test]
+    fn for_run_follows_start_at() {
+        let c = Control::default();
+        let before = unix_ns(SystemTime::now());
+        let o = Origin::for_run(&c);
+        assert!(o.unix_ns >= before && o.unix_ns - before < 1_000_000_000);
+        let at = UNIX_EPOCH + Duration::from_nanos(1_796_119_200_000_000_123);
+        let c = Control {
+            start_at: Some(at),
+            ..Control::default()
+        };
+        assert_eq!(Origin::for_run(&c).unix_ns, 1_796_119_200_000_000_123);
+    }
+}
