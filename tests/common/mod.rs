@@ -142,11 +142,17 @@ pub fn read_report(path: &std::path::Path) -> Report {
 }
 
 /// Validates `text` (a report, `what` names it in a failure) against the
-/// schema, decodes it and checks its accounting.
+/// schema, decodes it, checks that it re-renders byte for byte (what
+/// `metronome report FILE --format json` prints), and checks its accounting.
 pub fn decode_report(text: &str, what: &str) -> Report {
     assert_valid(text, what);
     let r: Report =
         serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not a report ({e})"));
+    let again = serde_json::to_string_pretty(&r).unwrap();
+    assert!(
+        again.trim_end() == text.trim_end(),
+        "{what} does not re-render byte for byte"
+    );
     assert_accounting(&r);
     r
 }
