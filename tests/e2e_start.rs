@@ -233,3 +233,39 @@ fn merge_warns_when_shards_began_apart() {
         .iter()
         .any(|w| w.contains("apart")));
 }
+
+/// Ctrl-C while waiting for a far `--start-at` stops the run at once
+/// (within the 20 ms slices of the wait, bounded here by 2 s on a loaded
+/// machine): exit 130, an interrupted report with nothing scheduled.
+#[test]
+fn a_signal_before_the_start_at_stops_the_wait() {
+    let srv = server(plain(Duration::ZERO));
+    let url = format!("http://{}/", srv.addr());
+    for engine in engines() {
+        let at = (now_ms() + 60_000).to_string();
+        let child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .args([
+                "run", &url, "--quiet", "--engine", engine, "--format", "json",
+            ])
+            .args(["--start-at", &at])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let sent = std::time::Instant::now();
+        // SAFETY: `child.id()` is the pid of the child this test spawned and
+        // has not reaped; SIGINT is a valid signal number.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(rc, 0);
+        let out = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        assert_eq!(out.status.code(), Some(130), "{engine}");
+        assert!(took < Duration::from_secs(2), "{engine}: took {took:?}");
+        let r = common::decode_report(&String::from_utf8_lossy(&out.stdout), engine);
+        assert!(r.interrupted, "{engine}");
+        assert_eq!(r.requests.scheduled, 0, "{engine}");
+        assert_eq!(r.start_unix_ns, at.parse::<u64>().unwrap() * 1_000_000);
+    }
+    assert_eq!(srv.served(), 0);
+}

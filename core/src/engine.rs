@@ -94,15 +94,25 @@ impl Origin {
     /// was there, ns: 0 to a few microseconds, or how long ago the origin
     /// passed when it had passed already.
     pub fn wait(&self) -> u64 {
+        self.wait_unless(&AtomicBool::new(false))
+    }
+
+    /// [`Origin::wait`], but returns early (within 20 ms) once `stop` is
+    /// set, e.g. by Ctrl-C before a far `--start-at`.
+    pub fn wait_unless(&self, stop: &AtomicBool) -> u64 {
         const SPIN: Duration = Duration::from_micros(200);
+        const SLICE: Duration = Duration::from_millis(20);
         loop {
             let now = Instant::now();
-            if now >= self.instant {
-                return (now - self.instant).as_nanos().min(u128::from(u64::MAX)) as u64;
+            if now >= self.instant || stop.load(Ordering::Relaxed) {
+                return now
+                    .saturating_duration_since(self.instant)
+                    .as_nanos()
+                    .min(u128::from(u64::MAX)) as u64;
             }
             let left = self.instant - now;
             if left > SPIN {
-                std::thread::sleep(left - SPIN);
+                std::thread::sleep((left - SPIN).min(SLICE));
             } else {
                 std::hint::spin_loop();
             }

@@ -32,7 +32,7 @@ pub(crate) fn run(
     let (tx, rx) = mpsc::channel::<Fact>();
     // The clock's zero: now, or `--start-at` (waited for here).
     let zero = Origin::for_run(control);
-    let start_late_ns = zero.wait();
+    let start_late_ns = zero.wait_unless(&control.stop);
     let clock = Clock::at(zero.instant);
     let cpu_start = process_cpu_ns();
     let end_ns = plan.end_ns();

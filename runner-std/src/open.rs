@@ -133,7 +133,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         wait_idle(&shared, pre_count, control);
         // The clock's zero: now, or `--start-at` (waited for here).
         let zero = Origin::for_run(control);
-        let late_ns = zero.wait();
+        let late_ns = zero.wait_unless(&control.stop);
         start = Some((zero, late_ns));
         let clock = *origin.get_or_init(|| Clock::at(zero.instant));
         shared

@@ -277,7 +277,7 @@ fn thread_main(
         };
     };
     // Pacing begins at the origin (now, or `--start-at`), not before.
-    let late_ns = origin.wait();
+    let late_ns = origin.wait_unless(&control.stop);
     Started {
         out: worker.run(Clock::at(origin.instant)),
         late_ns,
