@@ -116,6 +116,46 @@ pub enum FormatArg {
     Json,
 }
 
+/// A peer whose metric definitions `--metrics-compat` reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompatArg {
+    /// vLLM's `vllm bench serve` (vllm/benchmarks/serve.py).
+    Vllm,
+    /// guidellm (src/guidellm/schemas/request_stats.py).
+    Guidellm,
+}
+
+/// The stream shape `serve --sse --shape` sends (docs/metrics.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShapeArg {
+    /// Generated: role chunk, content chunks, usage, [DONE].
+    Default,
+    /// OpenAI: role-only first chunk, finish chunk, usage chunk with empty choices.
+    Openai,
+    /// vLLM: several tokens per chunk, usage last.
+    Vllm,
+    /// vLLM with continuous_usage_stats: usage on every chunk.
+    Continuous,
+    /// llama.cpp: no usage, a timings object.
+    Llamacpp,
+    /// Reasoning deltas before the answer.
+    Reasoning,
+    /// Tool-call deltas only.
+    Tools,
+    /// `content: ""` chunks between the tokens.
+    #[value(name = "empty_content")]
+    EmptyContent,
+    /// The openai shape without data: [DONE].
+    #[value(name = "no_done")]
+    NoDone,
+    /// Two tokens, then an error object.
+    Error,
+    /// The /v1/completions stream (choices[].text).
+    Completions,
+    /// A plain JSON answer (application/json), no stream.
+    Json,
+}
+
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
@@ -225,6 +265,10 @@ pub struct RunArgs {
     /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached).
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
+    /// With --openai: also report the stream metrics as vLLM's `bench serve` or guidellm
+    /// define them, side by side (JSON `compat`; docs/metrics.md has one table per metric).
+    #[arg(long, value_enum, value_name = "PEER")]
+    pub metrics_compat: Option<CompatArg>,
     /// Closed loop with N workers (send, wait, send) — only to show the difference.
     #[arg(long, value_name = "N")]
     pub closed: Option<u32>,
@@ -370,6 +414,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 2)]
     pub body_bytes: usize,
 
+    /// The stream shape of --sse: `default` (generated: role chunk, --tokens
+    /// content chunks, usage, [DONE]) or a golden stream of tests/streams/
+    /// replayed event by event (the first event with the head, event k at
+    /// TTFT + (k-1) * ITL): openai, vllm, continuous, llamacpp, reasoning,
+    /// tools, empty_content, no_done, error, completions; `json` answers a
+    /// plain JSON completion (a server that ignores `stream: true`).
+    #[arg(long, value_enum, value_name = "SHAPE", default_value_t = ShapeArg::Default)]
+    pub shape: ShapeArg,
     /// The model id GET /v1/models lists (--sse).
     #[arg(long, value_name = "NAME", default_value = "metronome")]
     pub model: String,

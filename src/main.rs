@@ -31,6 +31,9 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(args) => {
             let r = metronome::run::run(&args)?;
             metronome::run::print(&r.report, args.format)?;
+            if let Some(line) = &r.failure {
+                eprintln!("metronome: {line}");
+            }
             Ok(r.exit_code)
         }
         Command::Serve(args) => metronome::serve::run(args).map(|()| EXIT_OK),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{engines, run_json};
+use common::{assert_exit_matches, engines, run_json_checked};
 use metronome::report::Report;
 
 /// The longest any connection thread lives, whatever the client does.
@@ -516,7 +516,7 @@ fn nonzero(m: &BTreeMap<String, u64>) -> BTreeMap<&str, u64> {
 fn run(engine: &'static str, script: &Script, path: &str, args: &[&str]) -> Run {
     let server = Server::start(script.clone());
     let t = Instant::now();
-    let report = run_json(server.addr, path, engine, args, 0);
+    let report = run_json_checked(server.addr, path, engine, args);
     let elapsed = t.elapsed();
     let seen = server.stop();
     Run {
@@ -1181,7 +1181,7 @@ fn silent_servers_give_timeouts_and_the_run_ends() {
         let case = "never accepts";
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let t = Instant::now();
-        let report = run_json(listener.local_addr().unwrap(), "/", engine, SHORT, 0);
+        let report = run_json_checked(listener.local_addr().unwrap(), "/", engine, SHORT);
         let r = Run {
             engine,
             report,
@@ -1391,13 +1391,14 @@ fn run_measured(
     let stdout = stdout.join().unwrap();
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        libc::WIFEXITED(status),
         "metronome exited with status {status:#x}; stderr: {stderr}"
     );
     let report = common::decode_report(
         &String::from_utf8_lossy(&stdout),
         &format!("the report (stderr: {stderr})"),
     );
+    assert_exit_matches(&report, Some(libc::WEXITSTATUS(status)), &stderr);
     (report, usage.ru_maxrss as u64, elapsed)
 }
 

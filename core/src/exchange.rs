@@ -386,8 +386,9 @@ impl Exchange {
                 self.status = Some(status);
                 self.event_stream = self.reader.event_stream();
             }
-            ReadEvent::Content => {
-                if let Some(gap) = self.timing.on_content(now_ns) {
+            ReadEvent::Content | ReadEvent::Chunk => {
+                let facts = self.reader.facts();
+                if let Some(gap) = self.timing.on_chunk(now_ns, &facts) {
                     match gaps.get_mut(self.gaps) {
                         Some(slot) => {
                             *slot = gap;
@@ -401,6 +402,7 @@ impl Exchange {
             ReadEvent::StreamError => self.stream_error = true,
             ReadEvent::Done => self.timing.on_done(now_ns),
             ReadEvent::Complete { keep_alive, .. } => {
+                self.timing.on_end(now_ns);
                 self.reader.reset();
                 return Some(keep_alive);
             }

@@ -8,6 +8,10 @@
 //! - a send counts in the interval of its send time, a completion in the
 //!   interval of its completion time; a completion after the end (in the
 //!   grace period) counts in the last interval;
+//! - every measured completion extends the real window (first send to last
+//!   completion); a success after the end of the schedule is also counted
+//!   as late (`late_ok`, `late_tokens`), so rates can be given both over the
+//!   real window and within the schedule;
 //! - a due request is sent, dropped (too many in flight) or never sent
 //!   ([`Unsent`]: no connection could be opened for it, or the run's hard
 //!   end came before a free connection); a sent one is ok or fails with
@@ -299,6 +303,8 @@ impl<'p> Ledger<'p> {
     ) -> bool {
         let slo = self.plan.slo;
         let rec = &mut *tally.recorder;
+        let tokens_before = rec.output_tokens;
+        rec.record_done_at(done_ns);
         let ok = match finish {
             Finish::Ok => {
                 rec.record_ok(intended_ns, sent_ns, done_ns, &slo);
@@ -318,6 +324,10 @@ impl<'p> Ledger<'p> {
             }
             Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).is_ok(),
         };
+        if ok && done_ns > self.plan.end_ns() {
+            rec.late_ok += 1;
+            rec.late_tokens += rec.output_tokens - tokens_before;
+        }
         if let Some(iv) = tally.interval(self.plan, done_ns) {
             if ok {
                 iv.ok += 1;

@@ -25,6 +25,7 @@ use core::fmt;
 
 use crate::histogram::Histogram;
 use crate::plan::Slo;
+use crate::sse::ChunkFacts;
 
 /// Why a sent request failed: every failed request has exactly one kind.
 /// (Requests never sent are [`Unsent`], not errors.)
@@ -209,26 +210,107 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// The slots a stream writes into the caller's gap slice: one per chunk
+/// with non-empty `choices` after the first, each a `u64` packing the gap
+/// since the previous such chunk, the tokens the chunk carried when the
+/// server says so (per-chunk usage, 0 when unknown) and whether it was
+/// token-bearing. A plain gap value (high bits clear) reads as a
+/// token-bearing chunk of unknown tokens, so a slice of raw gaps is a valid
+/// slice of slots.
+///
+/// ```
+/// use metronome_core::measure::slot;
+/// let s = slot::pack(30_000_000, 3, true);
+/// assert_eq!((slot::gap_ns(s), slot::tokens(s), slot::is_token(s)), (30_000_000, 3, true));
+/// assert!(!slot::is_token(slot::pack(5, 0, false)));
+/// assert_eq!((slot::gap_ns(42), slot::tokens(42), slot::is_token(42)), (42, 0, true));
+/// ```
+pub mod slot {
+    /// Bits of the gap: up to about 73 minutes (longer gaps saturate).
+    pub const GAP_BITS: u32 = 42;
+    const GAP_MASK: u64 = (1 << GAP_BITS) - 1;
+    const TOKEN_BITS: u32 = 21;
+    const TOKEN_MASK: u64 = (1 << TOKEN_BITS) - 1;
+    const NOT_TOKEN: u64 = 1 << 63;
+
+    /// Packs a gap, the chunk's tokens (0: unknown; saturates at 2^21 - 1)
+    /// and whether the chunk was token-bearing.
+    pub const fn pack(gap_ns: u64, tokens: u32, token_bearing: bool) -> u64 {
+        let gap = if gap_ns > GAP_MASK { GAP_MASK } else { gap_ns };
+        let t = if tokens as u64 > TOKEN_MASK {
+            TOKEN_MASK
+        } else {
+            tokens as u64
+        };
+        gap | (t << GAP_BITS) | if token_bearing { 0 } else { NOT_TOKEN }
+    }
+
+    /// The gap since the previous chunk with `choices`, ns.
+    pub const fn gap_ns(slot: u64) -> u64 {
+        slot & GAP_MASK
+    }
+
+    /// The chunk's tokens, 0 when unknown.
+    pub const fn tokens(slot: u64) -> u32 {
+        ((slot >> GAP_BITS) & TOKEN_MASK) as u32
+    }
+
+    /// Whether the chunk was token-bearing.
+    pub const fn is_token(slot: u64) -> bool {
+        slot & NOT_TOKEN == 0
+    }
+}
+
 /// Timing facts of one streamed response, fed by the engine as SSE events
 /// arrive. All times are on the engine's clock, in nanoseconds.
+///
+/// A chunk is **token-bearing** when it carries output (content, reasoning,
+/// tool call or text), or when the server reports usage on every chunk
+/// (vLLM's `continuous_usage_stats`) and this chunk's
+/// `usage.completion_tokens` grew (a `content: ""` chunk whose token the
+/// detokenizer held back). docs/metrics.md defines every metric from these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamTiming {
     /// When the request was due on the schedule.
     pub intended_ns: u64,
     /// When the request was actually written.
     pub sent_ns: u64,
-    /// Arrival of the first content chunk.
+    /// Arrival of the first token-bearing chunk.
     pub first_content_ns: Option<u64>,
-    /// Arrival of the latest content chunk (0 before the first).
+    /// Arrival of the latest token-bearing chunk (0 before the first).
     pub last_content_ns: u64,
-    /// Content chunks seen so far.
+    /// Token-bearing chunks seen so far.
     pub content_chunks: u32,
-    /// `usage.completion_tokens`, when the server sent a usage chunk.
+    /// `usage.completion_tokens`, the latest the server sent.
     pub usage_tokens: Option<u32>,
     /// Arrival of `data: [DONE]`.
     pub done_ns: Option<u64>,
-    /// The largest gap between consecutive content chunks so far.
+    /// The largest gap between consecutive token-bearing chunks so far.
     pub max_itl_ns: u64,
+    /// Arrival of the first answer chunk (content, text or tool call; not
+    /// reasoning).
+    pub first_answer_ns: Option<u64>,
+    /// Arrival of the first chunk with non-empty `choices`.
+    pub first_choices_ns: Option<u64>,
+    /// Arrival of the latest chunk with non-empty `choices`.
+    pub last_choices_ns: u64,
+    /// The first chunk with `choices` was token-bearing.
+    pub first_choices_token: bool,
+    /// Arrival of the first output chunk (guidellm's first token iteration).
+    pub first_output_ns: Option<u64>,
+    /// Arrival of the latest output chunk.
+    pub last_output_ns: u64,
+    /// Output chunks (guidellm's token iterations).
+    pub output_chunks: u32,
+    /// Tokens of the first token-bearing chunk, when per-chunk usage says.
+    pub first_tokens: Option<u32>,
+    /// Every chunk with `choices` so far carried usage (per-chunk counts
+    /// are known).
+    pub continuous_usage: bool,
+    /// A `finish_reason` arrived.
+    pub finish_seen: bool,
+    /// The response body ended (with or without `[DONE]`).
+    pub end_ns: Option<u64>,
 }
 
 impl StreamTiming {
@@ -250,12 +332,23 @@ impl StreamTiming {
             usage_tokens: None,
             done_ns: None,
             max_itl_ns: 0,
+            first_answer_ns: None,
+            first_choices_ns: None,
+            last_choices_ns: 0,
+            first_choices_token: false,
+            first_output_ns: None,
+            last_output_ns: 0,
+            output_chunks: 0,
+            first_tokens: None,
+            continuous_usage: true,
+            finish_seen: false,
+            end_ns: None,
         }
     }
 
-    /// A content chunk arrived at `now_ns`. Returns the inter-token gap since
-    /// the previous content chunk, or `None` for the first one. A clock that
-    /// goes backwards gives a gap of 0.
+    /// An answer-content chunk arrived at `now_ns` ([`ChunkFacts::CONTENT`]):
+    /// see [`on_chunk`](Self::on_chunk). A clock that goes backwards gives
+    /// a gap of 0.
     ///
     /// # Example
     /// ```
@@ -267,24 +360,83 @@ impl StreamTiming {
     /// assert_eq!((t.content_chunks, t.max_itl_ns), (3, 40));
     /// ```
     pub fn on_content(&mut self, now_ns: u64) -> Option<u64> {
-        self.content_chunks = self.content_chunks.saturating_add(1);
-        let gap = match self.first_content_ns {
+        self.on_chunk(now_ns, &ChunkFacts::CONTENT)
+    }
+
+    /// A data event with the facts `f` arrived at `now_ns`. Returns the
+    /// [`slot`] to keep for it: every chunk with `choices` after the first
+    /// one has a slot (the gap since the previous such chunk, its tokens
+    /// when known, whether it was token-bearing). The usage it carries is
+    /// taken as the latest usage.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::{slot, StreamTiming};
+    /// use metronome_core::sse::ChunkFacts;
+    /// let role = ChunkFacts { choices: true, ..ChunkFacts::default() };
+    /// let mut t = StreamTiming::new(0, 0);
+    /// assert_eq!(t.on_chunk(100, &role), None);
+    /// let s = t.on_chunk(130, &ChunkFacts::CONTENT).unwrap();
+    /// assert_eq!((slot::gap_ns(s), slot::is_token(s)), (30, true));
+    /// assert_eq!((t.first_choices_ns, t.first_content_ns), (Some(100), Some(130)));
+    /// ```
+    pub fn on_chunk(&mut self, now_ns: u64, f: &ChunkFacts) -> Option<u64> {
+        let before = self.usage_tokens.unwrap_or(0);
+        if f.choices && f.usage_tokens.is_none() {
+            self.continuous_usage = false;
+        }
+        let grew = match f.usage_tokens {
+            Some(u) if f.choices && self.continuous_usage => u.saturating_sub(before),
+            _ => 0,
+        };
+        if let Some(u) = f.usage_tokens {
+            self.usage_tokens = Some(u);
+        }
+        let token = f.output || grew > 0;
+        if f.output {
+            self.output_chunks = self.output_chunks.saturating_add(1);
+            self.first_output_ns.get_or_insert(now_ns);
+            self.last_output_ns = now_ns;
+        }
+        if f.answer {
+            self.first_answer_ns.get_or_insert(now_ns);
+        }
+        self.finish_seen |= f.finish;
+        if token {
+            self.content_chunks = self.content_chunks.saturating_add(1);
+            match self.first_content_ns {
+                None => {
+                    self.first_content_ns = Some(now_ns);
+                    self.first_tokens = (grew > 0).then_some(grew);
+                }
+                Some(_) => {
+                    let gap = now_ns.saturating_sub(self.last_content_ns);
+                    self.max_itl_ns = self.max_itl_ns.max(gap);
+                }
+            }
+            self.last_content_ns = now_ns;
+        }
+        if !(f.choices || token) {
+            return None;
+        }
+        let slot = match self.first_choices_ns {
             None => {
-                self.first_content_ns = Some(now_ns);
+                self.first_choices_ns = Some(now_ns);
+                self.first_choices_token = token;
                 None
             }
-            Some(_) => {
-                let gap = now_ns.saturating_sub(self.last_content_ns);
-                self.max_itl_ns = self.max_itl_ns.max(gap);
-                Some(gap)
-            }
+            Some(_) => Some(slot::pack(
+                now_ns.saturating_sub(self.last_choices_ns),
+                grew,
+                token,
+            )),
         };
-        self.last_content_ns = now_ns;
-        gap
+        self.last_choices_ns = now_ns;
+        slot
     }
 
     /// The usage chunk reported `completion_tokens`; it takes precedence over
-    /// the content-chunk count.
+    /// the token-bearing chunk count.
     ///
     /// # Example
     /// ```
@@ -310,14 +462,38 @@ impl StreamTiming {
         self.done_ns = Some(now_ns);
     }
 
-    /// The per-request stream metrics. TTFT = first content - intended;
-    /// E2E = `[DONE]` - intended; tokens = usage when sent, else content
-    /// chunks; TPOT = (E2E - TTFT) / (tokens - 1) for tokens >= 2, in integer
-    /// nanoseconds rounded down. Differences saturate at 0.
+    /// The response body ended cleanly at `now_ns` (the last chunk of a
+    /// chunked body, the `Content-Length`, or the close of a body read
+    /// until close). A stream that ends so after a `finish_reason`, without
+    /// `[DONE]`, is complete (vLLM's bench, guidellm and the openai SDK
+    /// accept it).
+    pub fn on_end(&mut self, now_ns: u64) {
+        self.end_ns.get_or_insert(now_ns);
+    }
+
+    /// The output tokens: `usage.completion_tokens` when sent, else the
+    /// token-bearing chunks.
+    pub fn tokens(&self) -> u32 {
+        self.usage_tokens.unwrap_or(self.content_chunks)
+    }
+
+    /// The per-request stream metrics (docs/metrics.md):
+    /// - end `D` = `[DONE]`, or the end of the body after a `finish_reason`;
+    /// - TTFT = first token-bearing chunk - intended; E2E = `D` - intended;
+    /// - tokens = usage when sent, else token-bearing chunks;
+    /// - TPOT = (last token-bearing chunk - first) / (tokens - k1), where
+    ///   k1 is the first chunk's tokens (per-chunk usage, else 1), for at
+    ///   least two token-bearing chunks and tokens > k1; in integer
+    ///   nanoseconds rounded down: the decode pace, without the tail;
+    /// - tail = `D` - last token-bearing chunk;
+    /// - time to first answer = first answer chunk - intended.
+    ///
+    /// Differences saturate at 0.
     ///
     /// # Errors
-    /// - [`ErrorKind::StreamCut`] when `[DONE]` never arrived (checked first).
-    /// - [`ErrorKind::NoContent`] when no content chunk arrived.
+    /// - [`ErrorKind::StreamCut`] when neither `[DONE]` nor a `finish_reason`
+    ///   and the body's end arrived (checked first).
+    /// - [`ErrorKind::NoContent`] when no token-bearing chunk arrived.
     ///
     /// # Example
     /// ```
@@ -331,25 +507,31 @@ impl StreamTiming {
     /// t.on_usage(3);
     /// t.on_done(200 * MS);
     /// assert_eq!(t.summary(), Ok(StreamSummary {
-    ///     ttft_ns: 120 * MS, e2e_ns: 200 * MS, tokens: 3, tpot_ns: Some(40 * MS),
+    ///     ttft_ns: 120 * MS, e2e_ns: 200 * MS, tokens: 3, tpot_ns: Some(35 * MS),
+    ///     tail_ns: 10 * MS, ttfat_ns: Some(120 * MS), done: true,
     /// }));
     /// ```
     pub fn summary(&self) -> Result<StreamSummary, ErrorKind> {
-        let done = self.done_ns.ok_or(ErrorKind::StreamCut)?;
-        let first = self.first_content_ns.ok_or(ErrorKind::NoContent)?;
-        let ttft_ns = first.saturating_sub(self.intended_ns);
-        let e2e_ns = done.saturating_sub(self.intended_ns);
-        let tokens = self.usage_tokens.unwrap_or(self.content_chunks);
-        let tpot_ns = if tokens >= 2 {
-            Some(e2e_ns.saturating_sub(ttft_ns) / u64::from(tokens - 1))
-        } else {
-            None
+        let (end, done) = match (self.done_ns, self.end_ns) {
+            (Some(d), _) => (d, true),
+            (None, Some(e)) if self.finish_seen => (e, false),
+            _ => return Err(ErrorKind::StreamCut),
         };
+        let first = self.first_content_ns.ok_or(ErrorKind::NoContent)?;
+        let tokens = self.tokens();
+        let rest = tokens.saturating_sub(self.first_tokens.unwrap_or(1));
+        let tpot_ns = (self.content_chunks >= 2 && rest >= 1)
+            .then(|| self.last_content_ns.saturating_sub(first) / u64::from(rest));
         Ok(StreamSummary {
-            ttft_ns,
-            e2e_ns,
+            ttft_ns: first.saturating_sub(self.intended_ns),
+            e2e_ns: end.saturating_sub(self.intended_ns),
             tokens,
             tpot_ns,
+            tail_ns: end.saturating_sub(self.last_content_ns),
+            ttfat_ns: self
+                .first_answer_ns
+                .map(|a| a.saturating_sub(self.intended_ns)),
+            done,
         })
     }
 }
@@ -357,15 +539,124 @@ impl StreamTiming {
 /// The metrics of one completed stream, from [`StreamTiming::summary`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamSummary {
-    /// Time to first token: first content chunk - intended.
+    /// Time to first token: first token-bearing chunk - intended.
     pub ttft_ns: u64,
-    /// End to end: `[DONE]` - intended.
+    /// End to end: the end (`[DONE]`, or the body's end after a
+    /// `finish_reason`) - intended.
     pub e2e_ns: u64,
-    /// Output tokens: `usage.completion_tokens` when sent, else content chunks.
+    /// Output tokens: `usage.completion_tokens` when sent, else token-bearing chunks.
     pub tokens: u32,
-    /// Time per output token after the first: (E2E - TTFT) / (tokens - 1),
-    /// rounded down; `None` for fewer than 2 tokens.
+    /// Time per output token after the first chunk: (last token-bearing
+    /// chunk - first) / (tokens - first chunk's tokens), rounded down;
+    /// `None` for fewer than two token-bearing chunks or no tokens after the
+    /// first chunk.
     pub tpot_ns: Option<u64>,
+    /// The end - the last token-bearing chunk.
+    pub tail_ns: u64,
+    /// Time to first answer token (not reasoning) - intended; `None` when
+    /// only reasoning came.
+    pub ttfat_ns: Option<u64>,
+    /// The stream ended with `[DONE]` (false: the body ended after a
+    /// `finish_reason`).
+    pub done: bool,
+}
+
+/// vLLM bench's and guidellm's definitions of the stream metrics, recorded
+/// beside metronome's for every successful stream (docs/metrics.md has a
+/// table per metric with the source file each was read from). Both peers
+/// start the clock at the actual send `S`, not the intended time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Peers {
+    /// vLLM: first chunk with non-empty `choices` (role-only included) - S.
+    pub vllm_ttft: Histogram,
+    /// vLLM: every gap between consecutive chunks with non-empty `choices`.
+    pub vllm_itl: Histogram,
+    /// vLLM: (E2E - TTFT) / (tokens - 1), for tokens > 1.
+    pub vllm_tpot: Histogram,
+    /// vLLM: last chunk with non-empty `choices` - S (its "E2EL").
+    pub vllm_e2e: Histogram,
+    /// guidellm: first output chunk (content, reasoning or tool call) - S.
+    pub guidellm_ttft: Histogram,
+    /// guidellm: first answer chunk - S (its "TTFOT").
+    pub guidellm_ttfot: Histogram,
+    /// guidellm: (last output chunk - first) / (tokens - 1) per request,
+    /// recorded tokens - 1 times (its distribution is weighted so).
+    pub guidellm_itl: Histogram,
+    /// guidellm: (last output chunk - S) / tokens per request, recorded
+    /// tokens times.
+    pub guidellm_tpot: Histogram,
+    /// guidellm's output tokens: usage, else output chunks.
+    pub guidellm_tokens: u64,
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Peers {
+    /// Empty histograms.
+    pub const fn new() -> Self {
+        Self {
+            vllm_ttft: Histogram::new(),
+            vllm_itl: Histogram::new(),
+            vllm_tpot: Histogram::new(),
+            vllm_e2e: Histogram::new(),
+            guidellm_ttft: Histogram::new(),
+            guidellm_ttfot: Histogram::new(),
+            guidellm_itl: Histogram::new(),
+            guidellm_tpot: Histogram::new(),
+            guidellm_tokens: 0,
+        }
+    }
+
+    /// Records one successful stream of `tokens` output tokens (usage,
+    /// else token-bearing chunks: vLLM re-tokenises the text when there is
+    /// no usage, which metronome cannot). vLLM's
+    /// per-chunk gaps are recorded from the slots by the recorder.
+    fn record(&mut self, t: &StreamTiming, tokens: u32) {
+        let s = t.sent_ns;
+        if let Some(first) = t.first_choices_ns {
+            let ttft = first.saturating_sub(s);
+            let e2e = t.last_choices_ns.saturating_sub(s);
+            self.vllm_ttft.record(ttft);
+            self.vllm_e2e.record(e2e);
+            if tokens > 1 {
+                self.vllm_tpot
+                    .record(e2e.saturating_sub(ttft) / u64::from(tokens - 1));
+            }
+        }
+        if let Some(first) = t.first_output_ns {
+            let n = t.usage_tokens.unwrap_or(t.output_chunks);
+            self.guidellm_tokens = self.guidellm_tokens.saturating_add(u64::from(n));
+            self.guidellm_ttft.record(first.saturating_sub(s));
+            if n > 1 {
+                let itl = t.last_output_ns.saturating_sub(first) / u64::from(n - 1);
+                self.guidellm_itl.record_n(itl, u64::from(n - 1));
+            }
+            if n > 0 {
+                let tpot = t.last_output_ns.saturating_sub(s) / u64::from(n);
+                self.guidellm_tpot.record_n(tpot, u64::from(n));
+            }
+        }
+        if let Some(a) = t.first_answer_ns {
+            self.guidellm_ttfot.record(a.saturating_sub(s));
+        }
+    }
+
+    /// Adds another recorder's peers, exactly.
+    pub fn merge(&mut self, o: &Peers) {
+        self.vllm_ttft.merge(&o.vllm_ttft);
+        self.vllm_itl.merge(&o.vllm_itl);
+        self.vllm_tpot.merge(&o.vllm_tpot);
+        self.vllm_e2e.merge(&o.vllm_e2e);
+        self.guidellm_ttft.merge(&o.guidellm_ttft);
+        self.guidellm_ttfot.merge(&o.guidellm_ttfot);
+        self.guidellm_itl.merge(&o.guidellm_itl);
+        self.guidellm_tpot.merge(&o.guidellm_tpot);
+        self.guidellm_tokens = self.guidellm_tokens.saturating_add(o.guidellm_tokens);
+    }
 }
 
 /// An engine thread's own cost.
@@ -385,8 +676,9 @@ pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
-/// About 480 KiB (eight histograms): engines keep it in a `Box` or in their
-/// thread state, not in a short-lived stack frame.
+/// About 1.1 MiB (nineteen histograms, eight of them the peers'
+/// definitions): engines keep it in a `Box` or in their thread state, not in
+/// a short-lived stack frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
     /// Completion - intended, for every successful request (E2E for streams).
@@ -397,8 +689,23 @@ pub struct Recorder {
     pub send_lag: Histogram,
     /// Time to first token, for successful streams.
     pub ttft: Histogram,
-    /// Every gap between consecutive content chunks of successful streams.
+    /// Per-token inter-token latency of successful streams: each
+    /// token-bearing chunk's gap spread over its tokens
+    /// ([`Recorder::record_stream`]).
     pub itl: Histogram,
+    /// Every gap between consecutive token-bearing chunks of successful
+    /// streams, one value per chunk.
+    pub itl_chunk: Histogram,
+    /// Time to first answer token (content, text or tool call; reasoning
+    /// excluded) - intended, for successful streams that answered.
+    pub ttfat: Histogram,
+    /// The end of the stream - its last token-bearing chunk.
+    pub tail: Histogram,
+    /// vLLM bench's and guidellm's definitions, for `--metrics-compat`.
+    pub peers: Peers,
+    /// Successful streams that ended after a `finish_reason` without
+    /// `data: [DONE]`.
+    pub ok_without_done: u64,
     /// Time per output token, for successful streams with at least 2 tokens.
     pub tpot: Histogram,
     /// Closed-loop model only: latency with HdrHistogram's coordinated-omission
@@ -432,6 +739,18 @@ pub struct Recorder {
     pub good: u64,
     /// Output tokens of successful streams.
     pub output_tokens: u64,
+    /// The earliest send of a measured request (engine clock, ns from the
+    /// run start); `u64::MAX` before the first. Merged by minimum.
+    pub first_sent_ns: u64,
+    /// The latest completion (success or failure) of a measured request;
+    /// 0 before the first. Merged by maximum. With `first_sent_ns` it spans
+    /// the real window that rates are divided by.
+    pub last_done_ns: u64,
+    /// Successful requests that completed after the end of the schedule
+    /// (in the grace period), a subset of `ok`.
+    pub late_ok: u64,
+    /// Output tokens of those late successes, a subset of `output_tokens`.
+    pub late_tokens: u64,
     /// Output tokens per successful stream (usage or content chunks, as
     /// [`StreamSummary::tokens`]): the output length distribution.
     pub output_len: Histogram,
@@ -472,6 +791,11 @@ impl Recorder {
             ttft: Histogram::new(),
             itl: Histogram::new(),
             tpot: Histogram::new(),
+            itl_chunk: Histogram::new(),
+            ttfat: Histogram::new(),
+            tail: Histogram::new(),
+            peers: Peers::new(),
+            ok_without_done: 0,
             corrected: Histogram::new(),
             scheduled: 0,
             sent: 0,
@@ -484,6 +808,10 @@ impl Recorder {
             timeouts: 0,
             good: 0,
             output_tokens: 0,
+            first_sent_ns: u64::MAX,
+            last_done_ns: 0,
+            late_ok: 0,
+            late_tokens: 0,
             output_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
@@ -513,6 +841,7 @@ impl Recorder {
     /// assert_eq!((r.sent, r.send_lag.max()), (1, 250));
     /// ```
     pub fn record_sent(&mut self, intended_ns: u64, sent_ns: u64) {
+        self.first_sent_ns = self.first_sent_ns.min(sent_ns);
         self.send_lag.record(sent_ns.saturating_sub(intended_ns));
         self.sent = self.sent.saturating_add(1);
     }
@@ -542,13 +871,24 @@ impl Recorder {
         good
     }
 
-    /// A streamed request ended. On success (`[DONE]` after content) records
-    /// latency (= E2E), service time (`[DONE]` - sent), TTFT, every gap of
-    /// `itl_gaps_ns` (the values [`StreamTiming::on_content`] returned), TPOT
-    /// when defined, adds the tokens and counts it ok; it is good when it
-    /// meets every bound that is set: TTFT, every gap (the largest of
-    /// `t.max_itl_ns` and `itl_gaps_ns`), TPOT (met when undefined) and
-    /// latency. Returns whether it was good.
+    /// A streamed request ended. On success ([`StreamTiming::summary`] is
+    /// `Ok`) records latency (= E2E), service time (end - sent), TTFT,
+    /// time to first answer, the per-token ITL and the per-chunk gaps from
+    /// `slots` (the values [`StreamTiming::on_chunk`] returned, see
+    /// [`slot`]), TPOT when defined, the tail, the peers' definitions
+    /// ([`Peers`]), adds the tokens and counts it ok (and `ok_without_done`
+    /// when it ended after a `finish_reason` without `[DONE]`); it is good
+    /// when it meets every bound that is set: TTFT, every per-chunk gap
+    /// (the largest of `t.max_itl_ns` and the slots), TPOT (met when
+    /// undefined) and latency. Returns whether it was good.
+    ///
+    /// Per-token ITL: each token-bearing chunk after the first contributes
+    /// its gap (since the previous token-bearing chunk) spread over its k
+    /// tokens: k values of gap / k (rounded down). k is the chunk's
+    /// per-chunk usage when every later chunk has one; otherwise the tokens
+    /// after the first chunk (tokens - k1) are spread evenly over the
+    /// chunks: chunk j of m gets floor(j r / m) - floor((j - 1) r / m) of
+    /// the r tokens, and a chunk given none passes its gap on to the next.
     ///
     /// # Errors
     /// The failure of [`StreamTiming::summary`] (`StreamCut` or `NoContent`),
@@ -557,7 +897,7 @@ impl Recorder {
     /// # Example
     /// ```
     /// use metronome_core::{measure::{ErrorKind, Recorder, StreamTiming}, plan::Slo};
-    /// let mut r = Recorder::new();
+    /// let mut r = Box::new(Recorder::new());
     /// let mut t = StreamTiming::new(0, 0);
     /// let gap = t.on_content(100);
     /// assert_eq!(r.record_stream(&t, &[], &Slo::default()), Err(ErrorKind::StreamCut));
@@ -570,7 +910,7 @@ impl Recorder {
     pub fn record_stream(
         &mut self,
         t: &StreamTiming,
-        itl_gaps_ns: &[u64],
+        slots: &[u64],
         slo: &Slo,
     ) -> Result<bool, ErrorKind> {
         let s = match t.summary() {
@@ -580,19 +920,23 @@ impl Recorder {
                 return Err(kind);
             }
         };
+        let end = t.intended_ns.saturating_add(s.e2e_ns);
         self.latency.record(s.e2e_ns);
-        let done = t.done_ns.unwrap_or(t.sent_ns);
-        self.service_time.record(done.saturating_sub(t.sent_ns));
+        self.service_time.record(end.saturating_sub(t.sent_ns));
         self.ttft.record(s.ttft_ns);
-        let mut max_gap = t.max_itl_ns;
-        for &g in itl_gaps_ns {
-            self.itl.record(g);
-            max_gap = max_gap.max(g);
+        if let Some(a) = s.ttfat_ns {
+            self.ttfat.record(a);
         }
+        self.tail.record(s.tail_ns);
+        let max_gap = self.record_gaps(t, &s, slots).max(t.max_itl_ns);
         if let Some(tpot) = s.tpot_ns {
             self.tpot.record(tpot);
         }
+        self.peers.record(t, s.tokens);
         self.output_tokens = self.output_tokens.saturating_add(u64::from(s.tokens));
+        if !s.done {
+            self.ok_without_done = self.ok_without_done.saturating_add(1);
+        }
         self.output_len.record(u64::from(s.tokens));
         self.ok = self.ok.saturating_add(1);
         let good = meets(s.ttft_ns, slo.ttft_ns)
@@ -603,6 +947,60 @@ impl Recorder {
             self.good = self.good.saturating_add(1);
         }
         Ok(good)
+    }
+
+    /// Records the per-chunk gaps (`itl_chunk`), the per-token ITL (`itl`)
+    /// and vLLM's per-chunk gaps from the slots; returns the largest
+    /// per-chunk gap.
+    fn record_gaps(&mut self, t: &StreamTiming, s: &StreamSummary, slots: &[u64]) -> u64 {
+        // Token-bearing gaps: how many, and whether each knows its tokens.
+        let (mut m, mut known) = (0u64, true);
+        let mut seen = t.first_choices_token;
+        for &x in slots {
+            if slot::is_token(x) {
+                if seen {
+                    m += 1;
+                    known &= slot::tokens(x) > 0;
+                }
+                seen = true;
+            }
+        }
+        let mut r = u64::from(s.tokens.saturating_sub(t.first_tokens.unwrap_or(1)));
+        // Slots beyond the caller's buffer were dropped (and counted): the
+        // kept gaps get their share of the tokens only.
+        let all_gaps = u64::from(t.content_chunks.saturating_sub(1));
+        if m < all_gaps {
+            r = r.saturating_mul(m) / all_gaps;
+        }
+        let (mut seen, mut acc, mut carry, mut j, mut max_gap) =
+            (t.first_choices_token, 0u64, 0u64, 0u64, 0u64);
+        for &x in slots {
+            let gap = slot::gap_ns(x);
+            self.peers.vllm_itl.record(gap);
+            acc = acc.saturating_add(gap);
+            if !slot::is_token(x) {
+                continue;
+            }
+            if seen {
+                self.itl_chunk.record(acc);
+                max_gap = max_gap.max(acc);
+                j += 1;
+                let k = if known {
+                    u64::from(slot::tokens(x))
+                } else {
+                    let share = |i: u64| i.saturating_mul(r).checked_div(m).unwrap_or(0);
+                    share(j) - share(j - 1)
+                };
+                carry = carry.saturating_add(acc);
+                if let Some(per_token) = carry.checked_div(k) {
+                    self.itl.record_n(per_token, k);
+                    carry = 0;
+                }
+            }
+            seen = true;
+            acc = 0;
+        }
+        max_gap
     }
 
     /// A request failed with `kind`; a `Timeout` also counts in `timeouts`.
@@ -672,6 +1070,34 @@ impl Recorder {
         *u = u.saturating_add(1);
     }
 
+    /// The real window in ns: from the first send to the last completion
+    /// (0 when nothing was sent or nothing completed). Throughput is divided
+    /// by it, as vLLM's bench and guidellm divide by the wall time until the
+    /// last request ended.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::Recorder;
+    /// let mut r = Recorder::new();
+    /// assert_eq!(r.window_ns(), 0);
+    /// r.record_sent(0, 5);
+    /// r.record_done_at(905);
+    /// assert_eq!(r.window_ns(), 900);
+    /// ```
+    pub fn window_ns(&self) -> u64 {
+        if self.first_sent_ns == u64::MAX {
+            0
+        } else {
+            self.last_done_ns.saturating_sub(self.first_sent_ns)
+        }
+    }
+
+    /// A measured request completed (or failed) at `done_ns`: extends the
+    /// real window.
+    pub fn record_done_at(&mut self, done_ns: u64) {
+        self.last_done_ns = self.last_done_ns.max(done_ns);
+    }
+
     /// All requests never sent, over every reason.
     pub fn unsent_total(&self) -> u64 {
         self.unsent.iter().fold(0u64, |a, &e| a.saturating_add(e))
@@ -713,7 +1139,8 @@ impl Recorder {
     /// # Example
     /// ```
     /// use metronome_core::measure::Recorder;
-    /// let (mut a, mut b) = (Recorder::new(), Recorder::new());
+    /// // About 1 MiB each: on the heap, as engines keep them.
+    /// let (mut a, mut b) = (Box::new(Recorder::new()), Box::new(Recorder::new()));
     /// a.record_sent(0, 5);
     /// b.record_sent(0, 7);
     /// a.merge(&b);
@@ -726,6 +1153,11 @@ impl Recorder {
         self.ttft.merge(&other.ttft);
         self.itl.merge(&other.itl);
         self.tpot.merge(&other.tpot);
+        self.itl_chunk.merge(&other.itl_chunk);
+        self.ttfat.merge(&other.ttfat);
+        self.tail.merge(&other.tail);
+        self.peers.merge(&other.peers);
+        self.ok_without_done = self.ok_without_done.saturating_add(other.ok_without_done);
         self.corrected.merge(&other.corrected);
         self.output_len.merge(&other.output_len);
         for (a, b) in [
@@ -739,9 +1171,13 @@ impl Recorder {
             (&mut self.timeouts, other.timeouts),
             (&mut self.good, other.good),
             (&mut self.output_tokens, other.output_tokens),
+            (&mut self.late_ok, other.late_ok),
+            (&mut self.late_tokens, other.late_tokens),
         ] {
             *a = a.saturating_add(b);
         }
+        self.first_sent_ns = self.first_sent_ns.min(other.first_sent_ns);
+        self.last_done_ns = self.last_done_ns.max(other.last_done_ns);
         for (a, &b) in self.unsent.iter_mut().zip(&other.unsent) {
             *a = a.saturating_add(b);
         }

@@ -68,8 +68,12 @@ pub enum ReadEvent {
         /// The status code. Only 2xx bodies are decoded as streams.
         status: u16,
     },
-    /// One content chunk of a stream (the first one is the TTFT point).
+    /// One content chunk of a stream: output (content, reasoning, tool
+    /// call or text). [`Reader::facts`] tells more.
     Content,
+    /// A data event with non-empty `choices` that carries no output
+    /// (role-only, `content: ""`, finish-only). [`Reader::facts`] tells more.
+    Chunk,
     /// The stream reported `usage.completion_tokens`.
     Usage(u32),
     /// The stream carried an error event or an error object.
@@ -380,6 +384,23 @@ impl Reader {
         }
     }
 
+    /// The facts of the data event behind the last [`ReadEvent::Content`],
+    /// [`ReadEvent::Chunk`] or [`ReadEvent::Usage`] (valid until the next
+    /// call of `feed`).
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::response::{ReadEvent, Reader};
+    /// let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 65\r\n\r\ndata: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    /// let mut r = Reader::new(true);
+    /// let (n, _) = r.feed(wire).unwrap();
+    /// assert_eq!(r.feed(&wire[n..]), Ok((65, Some(ReadEvent::Chunk))));
+    /// assert!(r.facts().choices && !r.facts().output);
+    /// ```
+    pub fn facts(&self) -> crate::sse::ChunkFacts {
+        self.sse.facts()
+    }
+
     /// Maps one SSE event; a second event (usage after content) is queued.
     fn on_sse(&mut self, event: crate::sse::SseEvent) -> Option<ReadEvent> {
         match event.kind {
@@ -387,6 +408,10 @@ impl Reader {
                 (true, usage) => {
                     self.queued = usage.map(ReadEvent::Usage);
                     Some(ReadEvent::Content)
+                }
+                (false, usage) if self.sse.facts().choices => {
+                    self.queued = usage.map(ReadEvent::Usage);
+                    Some(ReadEvent::Chunk)
                 }
                 (false, usage) => usage.map(ReadEvent::Usage),
             },

@@ -11,10 +11,13 @@
 //! | `data: {"error": ...}` (non-null), `data: {"object": "error", ...}` | [`Error`](SseKind::Error) | |
 //! | any other event with data | [`Data`](SseKind::Data) | with `content` and `usage_tokens` |
 //!
-//! A data event is a **content chunk** when `choices[0].delta.content`,
+//! A data event is a **content chunk** (output) when `choices[0].delta.content`,
 //! `choices[0].delta.reasoning_content`, `choices[0].delta.reasoning` or
-//! `choices[0].text` (completions API) is a non-empty string; a role-only
-//! chunk, an empty or `null` content is not. It carries **usage** when the
+//! `choices[0].text` (completions API) is a non-empty string, or
+//! `choices[0].delta.tool_calls` is a non-empty array; a role-only
+//! chunk, an empty or `null` content is not. [`SseDecoder::facts`] tells
+//! more of each data event ([`ChunkFacts`]: non-empty `choices`, answer
+//! versus reasoning, `finish_reason`). It carries **usage** when the
 //! top-level `usage` is an object with an integer `completion_tokens` (a
 //! `null` usage is not usage). One event can be both.
 //!
@@ -156,6 +159,47 @@ impl SseEvent {
     };
 }
 
+/// What one data event says beyond [`SseEvent`], for the metrics that need
+/// it (docs/metrics.md): read with [`SseDecoder::facts`] right after the
+/// event was dispatched.
+///
+/// # Example
+/// ```
+/// use metronome_core::sse::{ChunkFacts, SseDecoder};
+/// let mut sse = SseDecoder::new();
+/// sse.feed(b"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"},\"finish_reason\":null}]}\n\n");
+/// assert_eq!(sse.facts(), ChunkFacts { choices: true, output: true, answer: false, finish: false, usage_tokens: None });
+/// sse.feed(b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"completion_tokens\":4}}\n\n");
+/// assert_eq!(sse.facts(), ChunkFacts { choices: true, output: false, answer: false, finish: true, usage_tokens: Some(4) });
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkFacts {
+    /// `choices` is a non-empty array (vLLM's bench times every such chunk:
+    /// role-only, empty and finish-only ones included).
+    pub choices: bool,
+    /// Output: a non-empty `choices[0].delta.content`, `reasoning_content`,
+    /// `reasoning`, a non-empty `tool_calls` array, or `choices[0].text`
+    /// (the same as [`SseEvent::content`]).
+    pub output: bool,
+    /// Answer: output that is not reasoning (`content`, `text`, `tool_calls`).
+    pub answer: bool,
+    /// `choices[0].finish_reason` is a non-empty string.
+    pub finish: bool,
+    /// `usage.completion_tokens`, when the event carries usage.
+    pub usage_tokens: Option<u32>,
+}
+
+impl ChunkFacts {
+    /// A chunk with answer content and nothing else.
+    pub const CONTENT: ChunkFacts = ChunkFacts {
+        choices: true,
+        output: true,
+        answer: true,
+        finish: false,
+        usage_tokens: None,
+    };
+}
+
 /// Where the decoder is inside the current line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Line {
@@ -272,13 +316,18 @@ enum Ctx {
     Delta,
     /// The top-level `usage` object.
     Usage,
+    /// `choices[0].delta.tool_calls`.
+    ToolCalls,
     OtherObj,
     OtherArr,
 }
 
 impl Ctx {
     fn is_obj(self) -> bool {
-        !matches!(self, Ctx::Choices | Ctx::ChoicesRest | Ctx::OtherArr)
+        !matches!(
+            self,
+            Ctx::Choices | Ctx::ChoicesRest | Ctx::ToolCalls | Ctx::OtherArr
+        )
     }
 }
 
@@ -293,6 +342,9 @@ enum Key {
     Delta,
     Text,
     Content,
+    Reasoning,
+    ToolCalls,
+    FinishReason,
     CompletionTokens,
 }
 
@@ -305,7 +357,10 @@ impl Key {
             Some(b"object") => Key::Object,
             Some(b"delta") => Key::Delta,
             Some(b"text") => Key::Text,
-            Some(b"content" | b"reasoning_content" | b"reasoning") => Key::Content,
+            Some(b"content") => Key::Content,
+            Some(b"reasoning_content" | b"reasoning") => Key::Reasoning,
+            Some(b"tool_calls") => Key::ToolCalls,
+            Some(b"finish_reason") => Key::FinishReason,
             Some(b"completion_tokens") => Key::CompletionTokens,
             _ => Key::Other,
         }
@@ -317,7 +372,12 @@ impl Key {
 enum Role {
     Plain,
     Key,
+    /// Reasoning text: output, not the answer.
     Content,
+    /// Answer text (`content`, `text`): output and answer.
+    Answer,
+    /// `finish_reason`.
+    Finish,
     ObjectName,
     Tokens,
 }
@@ -382,6 +442,9 @@ struct JsonScan {
     number: u64,
     number_ok: bool,
     content: bool,
+    answer: bool,
+    choices: bool,
+    finish: bool,
     usage: Option<u32>,
     error: bool,
 }
@@ -400,6 +463,9 @@ impl JsonScan {
         number: 0,
         number_ok: false,
         content: false,
+        answer: false,
+        choices: false,
+        finish: false,
         usage: None,
         error: false,
     };
@@ -549,7 +615,9 @@ impl JsonScan {
     /// The role of a value starting now, from its container and key.
     fn value_role(&mut self) -> Role {
         match (self.parent(), self.key) {
-            (Some(Ctx::Delta), Key::Content) | (Some(Ctx::Choice0), Key::Text) => Role::Content,
+            (Some(Ctx::Delta), Key::Content) | (Some(Ctx::Choice0), Key::Text) => Role::Answer,
+            (Some(Ctx::Delta), Key::Reasoning) => Role::Content,
+            (Some(Ctx::Choice0), Key::FinishReason) => Role::Finish,
             (Some(Ctx::Root), Key::Object) => Role::ObjectName,
             (Some(Ctx::Usage), Key::CompletionTokens) => Role::Tokens,
             _ => Role::Plain,
@@ -605,6 +673,11 @@ impl JsonScan {
             }
         } else if self.role == Role::Content {
             self.content |= self.nonempty;
+        } else if self.role == Role::Answer {
+            self.content |= self.nonempty;
+            self.answer |= self.nonempty;
+        } else if self.role == Role::Finish {
+            self.finish |= self.nonempty;
         }
         self.lex = Lex::Between;
         self.role = Role::Plain;
@@ -631,7 +704,17 @@ impl JsonScan {
         let child = match (parent, self.key, is_obj) {
             (None, _, true) => Ctx::Root,
             (Some(Ctx::Root), Key::Choices, false) => Ctx::Choices,
-            (Some(Ctx::Choices), _, true) => Ctx::Choice0,
+            (Some(Ctx::Choices), _, true) => {
+                self.choices = true;
+                Ctx::Choice0
+            }
+            (Some(Ctx::Delta), Key::ToolCalls, false) => Ctx::ToolCalls,
+            (Some(Ctx::ToolCalls), _, true) => {
+                // A tool-call delta is output, and answer (not reasoning).
+                self.content = true;
+                self.answer = true;
+                Ctx::OtherObj
+            }
             (Some(Ctx::Choice0), Key::Delta, true) => Ctx::Delta,
             (Some(Ctx::Root), Key::Usage, true) => Ctx::Usage,
             (_, _, true) => Ctx::OtherObj,
@@ -694,6 +777,7 @@ pub struct SseDecoder {
     done: DoneMatch,
     json: JsonScan,
     done_seen: bool,
+    facts: ChunkFacts,
 }
 
 impl Default for SseDecoder {
@@ -723,7 +807,21 @@ impl SseDecoder {
             done: DoneMatch::Matching(0),
             json: JsonScan::NEW,
             done_seen: false,
+            facts: ChunkFacts {
+                choices: false,
+                output: false,
+                answer: false,
+                finish: false,
+                usage_tokens: None,
+            },
         }
+    }
+
+    /// The facts of the last dispatched [`SseKind::Data`] event (all false
+    /// before the first).
+    #[must_use]
+    pub fn facts(&self) -> ChunkFacts {
+        self.facts
     }
 
     /// Makes the decoder ready for a new stream.
@@ -950,6 +1048,13 @@ impl SseDecoder {
             self.done_seen = true;
             SseEvent::DONE
         } else {
+            self.facts = ChunkFacts {
+                choices: self.json.choices,
+                output: self.json.content,
+                answer: self.json.answer,
+                finish: self.json.finish,
+                usage_tokens: self.json.usage,
+            };
             SseEvent {
                 kind: SseKind::Data,
                 content: self.json.content,
@@ -1097,6 +1202,85 @@ mod tests {
         ];
         for (json, want) in table {
             assert_eq!(scan(json), *want, "{json}");
+        }
+    }
+
+    /// (choices, output, answer, finish)
+    type Flags = (bool, bool, bool, bool);
+
+    fn facts(json: &str) -> Flags {
+        let mut s = JsonScan::NEW;
+        s.scan(json.as_bytes());
+        s.finish();
+        (s.choices, s.content, s.answer, s.finish)
+    }
+
+    #[test]
+    fn chunk_facts_table() {
+        let table: &[(&str, Flags)] = &[
+            (r#"{"choices":[]}"#, (false, false, false, false)),
+            (
+                r#"{"choices":[],"usage":{"completion_tokens":3}}"#,
+                (false, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+                (true, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":""}}]}"#,
+                (true, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":"x"}}]}"#,
+                (true, true, true, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning_content":"x"}}]}"#,
+                (true, true, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning":"x","content":null}}]}"#,
+                (true, true, false, false),
+            ),
+            (r#"{"choices":[{"text":"x"}]}"#, (true, true, true, false)),
+            (
+                r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+                (true, false, false, true),
+            ),
+            (
+                r#"{"choices":[{"delta":{},"finish_reason":null}]}"#,
+                (true, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"text":"","finish_reason":"length"}]}"#,
+                (true, false, false, true),
+            ),
+            // tool calls: a non-empty array is output and answer
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"a":1}"}}]}}]}"#,
+                (true, true, true, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#,
+                (true, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{"tool_calls":null}}]}"#,
+                (true, false, false, false),
+            ),
+            // at the wrong nesting
+            (
+                r#"{"tool_calls":[{"a":1}],"finish_reason":"stop"}"#,
+                (false, false, false, false),
+            ),
+            (
+                r#"{"choices":[{"delta":{}},{"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+                (true, false, false, false),
+            ),
+        ];
+        for (json, want) in table {
+            assert_eq!(facts(json), *want, "{json}");
         }
     }
 

@@ -36,8 +36,12 @@ fn stream_hand_example() {
             ttft_ns: 120 * MS,
             e2e_ns: 200 * MS,
             tokens: 3,
-            // (200 - 120) / (3 - 1) = 40 ms
-            tpot_ns: Some(40 * MS),
+            // (190 - 120) / (3 - 1) = 35 ms: the decode pace, without the
+            // 10 ms tail to [DONE].
+            tpot_ns: Some(35 * MS),
+            tail_ns: 10 * MS,
+            ttfat_ns: Some(120 * MS),
+            done: true,
         })
     );
 
@@ -51,7 +55,12 @@ fn stream_hand_example() {
         (2, 30 * MS, 40 * MS)
     );
     assert_eq!(r.itl.sum(), 70 * MS as u128);
-    assert_eq!((r.tpot.count(), r.tpot.max()), (1, 40 * MS));
+    assert_eq!(
+        (r.itl_chunk.count(), r.itl_chunk.min(), r.itl_chunk.max()),
+        (2, 30 * MS, 40 * MS)
+    );
+    assert_eq!((r.tpot.count(), r.tpot.max()), (1, 35 * MS));
+    assert_eq!((r.tail.count(), r.tail.max()), (1, 10 * MS));
     assert_eq!((r.ok, r.good, r.output_tokens), (1, 1, 3));
     assert_eq!(r.errors_total(), 0);
 }
@@ -64,9 +73,17 @@ fn usage_preferred_over_chunk_count() {
     t.on_done(200 * MS);
     let s = t.summary().unwrap();
     assert_eq!(s.tokens, 7);
-    // (200 - 120) ms / 6 = 13_333_333.33 ns, rounded down.
-    assert_eq!(s.tpot_ns, Some(13_333_333));
-    assert_eq!(s.tpot_ns, Some(80 * MS / 6));
+    // (190 - 120) ms / 6 = 11_666_666.67 ns, rounded down.
+    assert_eq!(s.tpot_ns, Some(11_666_666));
+    assert_eq!(s.tpot_ns, Some(70 * MS / 6));
+    // Per-token ITL: the 6 tokens after the first spread over the two
+    // gaps, 3 each: 30/3 = 10 ms three times, 40/3 ms three times.
+    let mut r = Box::new(Recorder::new());
+    let gaps = [30 * MS, 40 * MS];
+    assert_eq!(r.record_stream(&t, &gaps, &Slo::default()), Ok(true));
+    assert_eq!((r.itl.count(), r.itl.min()), (6, 10 * MS));
+    assert_eq!(r.itl.sum(), 3 * 10 * MS as u128 + 3 * (40 * MS / 3) as u128);
+    assert_eq!(r.itl_chunk.count(), 2);
 
     // Without usage: the chunk count.
     let mut t = StreamTiming::new(0, 0);
@@ -84,7 +101,10 @@ fn usage_preferred_over_chunk_count() {
             ttft_ns: 110 * MS,
             e2e_ns: 120 * MS,
             tokens: 1,
-            tpot_ns: None
+            tpot_ns: None,
+            tail_ns: 10 * MS,
+            ttfat_ns: Some(110 * MS),
+            done: true,
         })
     );
     let mut r = Box::new(Recorder::new());
@@ -145,7 +165,7 @@ fn no_content_and_no_done_are_errors_that_enter_no_histogram() {
 #[test]
 fn goodput_against_slo_bounds() {
     let (t, gaps) = hand_example();
-    // (slo, good?) for the hand example: TTFT 120, max ITL 40, TPOT 40, E2E 200 ms.
+    // (slo, good?) for the hand example: TTFT 120, max ITL 40, TPOT 35, E2E 200 ms.
     let cases = [
         (Slo::default(), true),
         (
@@ -178,14 +198,14 @@ fn goodput_against_slo_bounds() {
         ),
         (
             Slo {
-                tpot_ns: Some(40 * MS),
+                tpot_ns: Some(35 * MS),
                 ..Slo::default()
             },
             true,
         ),
         (
             Slo {
-                tpot_ns: Some(40 * MS - 1),
+                tpot_ns: Some(35 * MS - 1),
                 ..Slo::default()
             },
             false,
@@ -381,4 +401,38 @@ fn interval_merge_is_exact() {
     );
     assert_eq!(a.latency.sum(), 13 * MS as u128);
     assert_eq!(a.send_lag.count(), 1);
+}
+
+/// Per-token ITL: per-chunk usage gives each chunk its tokens exactly;
+/// slots dropped beyond the caller's buffer take their tokens with them.
+#[test]
+fn per_token_itl_known_counts_and_dropped_slots() {
+    use metronome_core::measure::slot;
+    // Known per-chunk tokens: 3 then 1 after the first chunk.
+    let mut t = StreamTiming::new(0, 0);
+    t.on_content(10 * MS);
+    t.on_content(40 * MS);
+    t.on_content(50 * MS);
+    t.on_usage(5);
+    t.on_done(60 * MS);
+    let slots = [slot::pack(30 * MS, 3, true), slot::pack(10 * MS, 1, true)];
+    let mut r = Box::new(Recorder::new());
+    r.record_stream(&t, &slots, &Slo::default()).unwrap();
+    assert_eq!(
+        (r.itl.count(), r.itl.min(), r.itl.max()),
+        (4, 10 * MS, 10 * MS)
+    );
+    // Five chunks, 9 tokens, only the first two of four gaps kept: they
+    // carry 8 * 2 / 4 = 4 tokens, 2 each.
+    let mut t = StreamTiming::new(0, 0);
+    for at in [10, 20, 30, 40, 50] {
+        t.on_content(at * MS);
+    }
+    t.on_usage(9);
+    t.on_done(60 * MS);
+    let mut r = Box::new(Recorder::new());
+    r.record_stream(&t, &[10 * MS, 10 * MS], &Slo::default())
+        .unwrap();
+    assert_eq!((r.itl.count(), r.itl.max()), (4, 5 * MS));
+    assert_eq!(r.tpot.max(), 40 * MS / 8);
 }

@@ -154,7 +154,8 @@ fn completions_api_and_reasoning() {
             SseEvent::OTHER,
             SseEvent::CONTENT,
             SseEvent::CONTENT,
-            SseEvent::OTHER,
+            // A tool-call delta is output.
+            SseEvent::CONTENT,
             SseEvent::DONE
         ]
     );
@@ -335,9 +336,12 @@ const SSE_HEAD: &str =
 fn reader_on_a_chunked_stream() {
     let want = [
         ReadEvent::Head { status: 200 },
+        // The role-only chunk, three content chunks, the finish chunk.
+        ReadEvent::Chunk,
         ReadEvent::Content,
         ReadEvent::Content,
         ReadEvent::Content,
+        ReadEvent::Chunk,
         ReadEvent::Usage(3),
         ReadEvent::Done,
         ReadEvent::Complete {
@@ -400,9 +404,9 @@ fn reader_read_until_close_stream() {
     let mut wire = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n".to_vec();
     wire.extend_from_slice(VLLM_STREAM.as_bytes());
     let events = read_all(&wire, true, 33);
-    assert_eq!(events.len(), 7);
+    assert_eq!(events.len(), 9);
     assert_eq!(
-        events[6],
+        events[8],
         ReadEvent::Complete {
             keep_alive: false,
             done_seen: true

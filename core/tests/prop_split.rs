@@ -365,6 +365,14 @@ impl Chunk {
         }
     }
 
+    /// The event has a non-empty `choices` array.
+    fn has_choices(&self) -> bool {
+        matches!(
+            self,
+            Chunk::Content(_) | Chunk::Role | Chunk::ContentUsage(..) | Chunk::MultiLine(_)
+        )
+    }
+
     fn expected(&self) -> Option<SseEvent> {
         let data = |content: bool, usage_tokens: Option<u32>| SseEvent {
             kind: SseKind::Data,
@@ -431,7 +439,7 @@ fn chunk() -> impl Strategy<Value = Chunk> {
 }
 
 /// An event stream, its events, and whether it ends with `[DONE]`.
-fn stream() -> impl Strategy<Value = (Vec<u8>, Vec<SseEvent>, bool)> {
+fn stream() -> impl Strategy<Value = (Vec<u8>, Vec<SseEvent>, bool, Vec<bool>)> {
     (
         prop::collection::vec(chunk(), 0..12),
         prop::sample::select(vec!["\n", "\r\n", "\r"]),
@@ -440,15 +448,20 @@ fn stream() -> impl Strategy<Value = (Vec<u8>, Vec<SseEvent>, bool)> {
         .prop_map(|(chunks, eol, done)| {
             let mut wire = String::new();
             let mut events = Vec::new();
+            let mut choices = Vec::new();
             for c in &chunks {
                 wire.push_str(&c.encode(eol));
-                events.extend(c.expected());
+                if let Some(e) = c.expected() {
+                    events.push(e);
+                    choices.push(c.has_choices());
+                }
             }
             if done {
                 wire.push_str(&format!("data: [DONE]{eol}{eol}"));
                 events.push(SseEvent::DONE);
+                choices.push(false);
             }
-            (wire.into_bytes(), events, done)
+            (wire.into_bytes(), events, done, choices)
         })
 }
 
@@ -515,13 +528,15 @@ fn reader_run(slices: &[&[u8]], expect_stream: bool) -> Vec<ReadEv> {
 
 /// What the Reader must produce for a 200 chunked response carrying a
 /// stream with these SSE events.
-fn reader_expected(events: &[SseEvent], done: bool) -> Vec<ReadEv> {
+fn reader_expected(events: &[SseEvent], done: bool, choices: &[bool]) -> Vec<ReadEv> {
     let mut out = vec![ReadEv::Ev(ReadEvent::Head { status: 200 })];
-    for e in events {
+    for (e, &choices) in events.iter().zip(choices) {
         match e.kind {
             SseKind::Data => {
                 if e.content {
                     out.push(ReadEv::Ev(ReadEvent::Content));
+                } else if choices {
+                    out.push(ReadEv::Ev(ReadEvent::Chunk));
                 }
                 if let Some(n) = e.usage_tokens {
                     out.push(ReadEv::Ev(ReadEvent::Usage(n)));
@@ -602,6 +617,7 @@ fn reader_every_split_point_matches_whole() {
         whole,
         [
             ReadEv::Ev(ReadEvent::Head { status: 200 }),
+            ReadEv::Ev(ReadEvent::Chunk),
             ReadEv::Ev(ReadEvent::Content),
             ReadEv::Ev(ReadEvent::StreamError),
             ReadEv::Ev(ReadEvent::Usage(3)),
@@ -683,7 +699,7 @@ proptest! {
     }
 
     #[test]
-    fn sse_any_split_matches_oracle((wire, events, done) in stream(), cuts in prop::collection::vec(any::<Index>(), 0..10)) {
+    fn sse_any_split_matches_oracle((wire, events, done, _) in stream(), cuts in prop::collection::vec(any::<Index>(), 0..10)) {
         let finish = if done { Ok(None) } else { Err(SseError::CutBeforeDone) };
         let whole = sse_run(&[&wire]);
         prop_assert_eq!(&whole, &(events.clone(), finish));
@@ -692,12 +708,12 @@ proptest! {
 
     #[test]
     fn reader_stream_any_split_matches_oracle(
-        (body, events, done) in stream(),
+        (body, events, done, choices) in stream(),
         sizes in prop::collection::vec(1usize..50, 1..4),
         cuts in prop::collection::vec(any::<Index>(), 0..10),
     ) {
         let wire = chunked_response(&body, &sizes);
-        let want = reader_expected(&events, done);
+        let want = reader_expected(&events, done, &choices);
         prop_assert_eq!(reader_run(&[&wire], true), want.clone());
         prop_assert_eq!(reader_run(&split(&wire, &cuts), true), want);
     }

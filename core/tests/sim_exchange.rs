@@ -12,7 +12,7 @@
 
 use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
 use metronome_core::ledger::Finish;
-use metronome_core::measure::{ErrorKind, FramingCause, StreamTiming};
+use metronome_core::measure::{slot, ErrorKind, FramingCause, StreamTiming};
 
 const MS: u64 = 1_000_000;
 const INTENDED: u64 = MS;
@@ -21,6 +21,7 @@ const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 
 /// How one drive of an exchange ended, owned (for comparisons).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // a test value, compared once
 enum End {
     /// Complete: keep-alive, the finish, bytes left in the buffer.
     Complete {
@@ -194,13 +195,24 @@ fn openai_stream_every_split_same_timing() {
     timing.usage_tokens = Some(3);
     timing.done_ns = Some(200 * MS);
     timing.max_itl_ns = 40 * MS;
+    timing.first_answer_ns = Some(120 * MS);
+    timing.first_choices_ns = Some(5 * MS);
+    timing.last_choices_ns = 190 * MS;
+    timing.first_output_ns = Some(120 * MS);
+    timing.last_output_ns = 190 * MS;
+    timing.output_chunks = 3;
+    timing.continuous_usage = false;
+    timing.end_ns = Some(200 * MS);
     assert_eq!(
         end,
         End::Complete {
             keep_alive: true,
             finish: Owned::Stream {
                 timing,
-                gaps: vec![30 * MS, 40 * MS],
+                // One slot per chunk with choices after the role-only one:
+                // the first content chunk 115 ms after it (its TTFT in
+                // vLLM's terms, no ITL in metronome's), then the two gaps.
+                gaps: vec![slot::pack(115 * MS, 0, true), 30 * MS, 40 * MS],
             },
             left: 0,
         }

@@ -319,6 +319,62 @@ fn last_complete_interval_for_progress() {
     assert_eq!(lag, 0);
 }
 
+/// The real window spans the first measured send to the last measured
+/// completion (a failure included); successes after the schedule's end
+/// (1.5 s) are late, with their tokens.
+#[test]
+fn real_window_and_late_completions() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    // Warmup traffic never enters the window.
+    assert!(!ledger.sent(t, 100 * MS, 100 * MS));
+    assert_eq!(
+        ledger.done(t, 100 * MS, 100 * MS, 1_900 * MS, Finish::Ok),
+        None
+    );
+    assert!(ledger.sent(t, 600 * MS, 601 * MS));
+    assert!(ledger.sent(t, 1_400 * MS, 1_400 * MS));
+    assert!(ledger.sent(t, 1_450 * MS, 1_450 * MS));
+    // In the schedule: a plain success.
+    assert_eq!(
+        ledger.done(t, 600 * MS, 601 * MS, 700 * MS, Finish::Ok),
+        Some(true)
+    );
+    // After the end: a stream of 7 tokens (late), then a failure later still.
+    let mut s = StreamTiming::new(1_400 * MS, 1_400 * MS);
+    s.on_content(1_450 * MS);
+    s.on_usage(7);
+    s.on_done(1_600 * MS);
+    let finish = Finish::Stream {
+        timing: &s,
+        gaps: &[],
+    };
+    assert_eq!(
+        ledger.done(t, 1_400 * MS, 1_400 * MS, 1_600 * MS, finish),
+        Some(true)
+    );
+    assert_eq!(
+        ledger.done(t, 1_450 * MS, 1_450 * MS, 2_101 * MS, Finish::Status(503)),
+        Some(false)
+    );
+    let r = &b.recorder;
+    assert_eq!((r.first_sent_ns, r.last_done_ns), (601 * MS, 2_101 * MS));
+    assert_eq!(r.window_ns(), 1_500 * MS);
+    assert_eq!(
+        (r.ok, r.late_ok, r.output_tokens, r.late_tokens),
+        (2, 1, 7, 7)
+    );
+    // Merging keeps the widest window.
+    let mut other = Box::new(Recorder::new());
+    other.record_sent(550 * MS, 550 * MS);
+    other.record_done_at(900 * MS);
+    let mut merged = b.recorder.clone();
+    merged.merge(&other);
+    assert_eq!(merged.window_ns(), 2_101 * MS - 550 * MS);
+}
+
 /// Drops and waits for a connection count in the interval of their intended
 /// time (never in the warmup); pacing CPU counts in the interval of its
 /// sample, during the measured phase only (not in the warmup, not in the

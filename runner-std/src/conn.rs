@@ -81,6 +81,9 @@ pub(crate) enum Health {
 
 /// How one exchange ended.
 #[derive(Debug)]
+// The stream timing makes `Done` some 200 bytes; it is moved once per
+// request, and boxing it would allocate per request.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Exchanged {
     /// The request ended at `done_ns` with `outcome`; `unsolicited`: bytes
     /// followed the response (the connection was closed).

@@ -153,7 +153,7 @@ pub(crate) fn run(
         // Every thread has allocated everything: the clock starts now, or at
         // `--start-at` (or never).
         let abort = spawn_error.is_some();
-        gate.open(handles.len(), abort, Origin::for_run(control));
+        gate.open(handles.len(), abort, || Origin::for_run(control));
         let mut results: Vec<Started> = handles
             .into_iter()
             .map(|h| {
@@ -225,13 +225,14 @@ impl Gate {
     }
 
     /// Waits until `threads` have arrived, then hands them the clock's
-    /// origin (or aborts); each waits for it itself.
-    fn open(&self, threads: usize, abort: bool, origin: Origin) {
+    /// origin, taken then (now, or `--start-at`), or aborts; each thread
+    /// waits for the origin itself.
+    fn open(&self, threads: usize, abort: bool, origin: impl FnOnce() -> Origin) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while st.arrived < threads {
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.go = Some((!abort && !st.failed).then_some(origin));
+        st.go = Some((!abort && !st.failed).then(origin));
         self.changed.notify_all();
     }
 

@@ -10,7 +10,7 @@ use metronome_core::rng;
 
 use super::{
     ms, ArrivalReport, Behind, Errors, Generator, IntervalReport, Metrics, Model, Report, Requests,
-    SloReport, SCHEMA,
+    SloReport, Window, SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
 
@@ -40,6 +40,14 @@ impl Report {
         let closed = matches!(plan.model, PlanModel::Closed { .. });
         let secs = out.measured_ns as f64 / 1e9;
         let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let window_s = rec.window_ns() as f64 / 1e9;
+        let per_window = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
         let errors = rec.errors_total();
         let completed = rec.ok + errors;
         let sent = rec.sent;
@@ -104,7 +112,7 @@ impl Report {
             },
             offered_rps: offered,
             achieved_rps: per_s(sent),
-            throughput_rps: per_s(rec.ok),
+            throughput_rps: per_window(rec.ok),
             duration_s: secs,
             planned_duration_s: plan.duration_ns as f64 / 1e9,
             warmup_s: plan.warmup_ns as f64 / 1e9,
@@ -125,6 +133,7 @@ impl Report {
                 retried: rec.retried,
                 timeouts: rec.timeouts,
                 good: rec.good,
+                ok_without_done: rec.ok_without_done,
             },
             errors: Errors::from_recorder(rec),
             error_rate: if completed > 0 {
@@ -133,7 +142,17 @@ impl Report {
                 0.0
             },
             goodput,
-            output_tokens_per_s: per_s(rec.output_tokens),
+            output_tokens_per_s: per_window(rec.output_tokens),
+            window: Window {
+                window_s,
+                late_ok: rec.late_ok,
+                late_output_tokens: rec.late_tokens,
+                in_schedule_throughput_rps: per_s(rec.ok.saturating_sub(rec.late_ok)),
+                in_schedule_output_tokens_per_s: per_s(
+                    rec.output_tokens.saturating_sub(rec.late_tokens),
+                ),
+                goodput_rps: per_window(rec.good),
+            },
             slo: SloReport {
                 latency_ms: plan.slo.latency_ns.map(ms),
                 ttft_ms: plan.slo.ttft_ns.map(ms),
@@ -167,6 +186,9 @@ impl Report {
                 behind: Vec::new(),
             },
             thresholds: Vec::new(),
+            compat: args
+                .metrics_compat
+                .map(|peer| super::compat::Compat::from_recorder(peer, rec)),
             workload: None,
             interrupted: false,
             partial: false,
@@ -357,6 +379,16 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.requests.dropped, plan.max_in_flight
         ));
     }
+    if r.requests.ok_without_done > 0 {
+        w.push(format!(
+            "{} streams ended after a finish_reason without data: [DONE]; counted as ok \
+             (vLLM's bench, guidellm and the openai SDK accept such streams)",
+            r.requests.ok_without_done
+        ));
+    }
+    if let Some(line) = late_warning(r) {
+        w.push(line);
+    }
     if r.error_rate > 0.5 {
         w.push(format!(
             "errors dominate: {:.1}% of completed requests failed; latency covers successes only",
@@ -366,9 +398,163 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     w
 }
 
+/// The share of successes (or of output tokens) completed after the end of
+/// the schedule above which a run is warned about: 10%. Below it the rates
+/// over the real window and within the schedule differ by less than a
+/// tenth; above it the server was still working off a backlog when the
+/// schedule ended, and the in-schedule rate overstates what it sustains.
+pub const LATE_SHARE_WARNING: f64 = 0.10;
+
+/// A warning when completions after the schedule's end carry a material
+/// share ([`LATE_SHARE_WARNING`]) of the successes or of the output tokens.
+pub fn late_warning(r: &Report) -> Option<String> {
+    let share = |part: u64, whole: u64| {
+        if whole > 0 {
+            part as f64 / whole as f64
+        } else {
+            0.0
+        }
+    };
+    let w = &r.window;
+    let tokens = (r.output_tokens_per_s * w.window_s).round() as u64;
+    let by_ok = share(w.late_ok, r.requests.ok);
+    let by_tokens = share(w.late_output_tokens, tokens);
+    let worst = by_ok.max(by_tokens);
+    (worst > LATE_SHARE_WARNING).then(|| {
+        format!(
+            "{:.1}% of successes ({:.1}% of output tokens) completed after the schedule ended \
+             (requests outlasting it, or a server behind the offered rate): rates are over the \
+             real window of {:.2}s; within the schedule {:.1} ok/s, {:.1} tokens/s over {:.2}s",
+            100.0 * by_ok,
+            100.0 * by_tokens,
+            w.window_s,
+            w.in_schedule_throughput_rps,
+            w.in_schedule_output_tokens_per_s,
+            r.duration_s
+        )
+    })
+}
+
+/// When no request succeeded: one line naming the dominant error kind (or
+/// why nothing was sent) with an example status or message, for the exit
+/// code 1. `None` when a request succeeded or none was due.
+pub fn no_success_line(r: &Report) -> Option<String> {
+    let q = &r.requests;
+    if q.ok > 0 || q.sent + q.unsent + q.dropped == 0 {
+        return None;
+    }
+    let kind = r
+        .errors
+        .by_kind
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .max_by_key(|(k, &n)| (n, std::cmp::Reverse(k.as_str())));
+    let Some((kind, &n)) = kind else {
+        // Nothing sent completed with an error: nothing was sent.
+        let by = &r.errors.unsent_by_reason;
+        let connect = by.get("connect").copied().unwrap_or(0);
+        let why = if q.dropped > q.unsent {
+            format!("{} were dropped above --max-in-flight", q.dropped)
+        } else if connect > 0 {
+            format!("{connect} found no connection (refused or unreachable: check the URL)")
+        } else {
+            format!(
+                "{} waited for a free connection until the end (raise --max-connections)",
+                q.unsent
+            )
+        };
+        return Some(format!("no request succeeded: none was sent; {why}"));
+    };
+    let example = match kind.as_str() {
+        "status" => r
+            .errors
+            .by_status
+            .iter()
+            .max_by_key(|(_, &c)| c)
+            .map_or_else(String::new, |(code, c)| format!("HTTP {code} on {c}")),
+        "bad_framing" => metronome_core::measure::FramingCause::ALL
+            .iter()
+            .filter(|c| {
+                r.errors
+                    .bad_framing_by_cause
+                    .get(c.name())
+                    .copied()
+                    .unwrap_or(0)
+                    > 0
+            })
+            .max_by_key(|c| r.errors.bad_framing_by_cause[c.name()])
+            .map_or_else(String::new, |c| c.describe().to_string()),
+        "timeout" => "no complete response within --timeout".to_string(),
+        "reset" => "the connection was reset or closed before the response completed".to_string(),
+        "too_large" => "the response head was over --max-header-bytes".to_string(),
+        "stream_cut" => {
+            "the stream ended before data: [DONE] and without a finish_reason".to_string()
+        }
+        "stream_error" => "the stream carried an error event or error object".to_string(),
+        "no_content" => {
+            "the stream ended without any content, reasoning or tool-call token".to_string()
+        }
+        "not_event_stream" => {
+            "a 2xx answer without Content-Type: text/event-stream (the server ignored stream: true)"
+                .to_string()
+        }
+        _ => String::new(),
+    };
+    Some(format!(
+        "no request succeeded: {n} of {} sent failed with {kind} (e.g. {example})",
+        q.sent
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The example report of docs/report.md.
+    fn example() -> Report {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        serde_json::from_str(&doc[start..end]).unwrap()
+    }
+
+    #[test]
+    fn no_success_line_names_the_dominant_kind() {
+        let mut r = example();
+        assert_eq!(no_success_line(&r), None);
+        r.requests.ok = 0;
+        r.requests.sent = 5;
+        r.requests.errors = 5;
+        r.errors.by_kind.insert("status".into(), 3);
+        r.errors.by_kind.insert("timeout".into(), 2);
+        r.errors.by_status.clear();
+        r.errors.by_status.insert("404".into(), 2);
+        r.errors.by_status.insert("503".into(), 1);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: 3 of 5 sent failed with status (e.g. HTTP 404 on 2)"
+        );
+        r.errors.by_kind.insert("status".into(), 0);
+        r.errors.by_kind.insert("not_event_stream".into(), 3);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: 3 of 5 sent failed with not_event_stream (e.g. a 2xx answer \
+             without Content-Type: text/event-stream (the server ignored stream: true))"
+        );
+        for v in r.errors.by_kind.values_mut() {
+            *v = 0;
+        }
+        r.requests.sent = 0;
+        r.requests.unsent = 4;
+        r.errors.unsent_by_reason.insert("connect".into(), 4);
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: none was sent; 4 found no connection (refused or \
+             unreachable: check the URL)"
+        );
+        r.requests.unsent = 0;
+        assert_eq!(no_success_line(&r), None, "nothing was due");
+    }
 
     fn iv(start_s: f64, lag_ms: f64, dropped: u64, waited: u64, work: f64) -> IntervalReport {
         IntervalReport {

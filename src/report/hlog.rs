@@ -184,6 +184,9 @@ pub fn render_run_hlog(
         ("ttft", &rec.ttft),
         ("itl", &rec.itl),
         ("tpot", &rec.tpot),
+        ("itl_chunk", &rec.itl_chunk),
+        ("ttfat", &rec.ttfat),
+        ("tail", &rec.tail),
     ];
     if corrected {
         run_wide.push(("latency_corrected", &rec.corrected));

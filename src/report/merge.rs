@@ -276,6 +276,9 @@ pub fn check_shards(inputs: &[(&str, &Report)], partial: bool) -> Result<Coverag
             "ttft",
             "itl",
             "tpot",
+            "itl_chunk",
+            "ttfat",
+            "tail",
             "latency_corrected",
         ] {
             if let Some(Err(e)) = r.metrics.get(name).map(Metric::try_histogram) {
@@ -405,6 +408,25 @@ pub fn skew_warning(inputs: &[(&str, &Report)], max_skew_ns: u64) -> Option<Stri
     })
 }
 
+/// The peers' metrics of shards, merged when every shard has them for the
+/// same peer (rates add up, histograms merge).
+fn merge_compat(reports: &[&Report]) -> Option<crate::report::compat::Compat> {
+    let all: Vec<&crate::report::compat::Compat> =
+        reports.iter().filter_map(|r| r.compat.as_ref()).collect();
+    let first = *all.first()?;
+    if all.len() != reports.len() || all.iter().any(|c| c.peer != first.peer) {
+        return None;
+    }
+    let mut c = first.clone();
+    c.request_throughput_rps = all.iter().map(|c| c.request_throughput_rps).sum();
+    c.output_throughput_tokens_per_s = all.iter().map(|c| c.output_throughput_tokens_per_s).sum();
+    for (name, metric) in &mut c.metrics {
+        let ms: Vec<&Metric> = all.iter().filter_map(|c| c.metrics.get(name)).collect();
+        *metric = merge_metrics(&ms);
+    }
+    Some(c)
+}
+
 /// Merges the metric of several reports: bucket counts add exactly; min,
 /// max and the mean are combined exactly; quantiles are recomputed from the
 /// merged buckets.
@@ -474,6 +496,23 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         })
         .max()
         .unwrap_or(0);
+    // Shards run side by side: the window is the longest, rates add up.
+    let w = &mut m.window;
+    w.window_s = reports
+        .iter()
+        .map(|r| r.window.window_s)
+        .fold(0.0, f64::max);
+    w.late_ok = reports.iter().map(|r| r.window.late_ok).sum();
+    w.late_output_tokens = reports.iter().map(|r| r.window.late_output_tokens).sum();
+    w.in_schedule_throughput_rps = reports
+        .iter()
+        .map(|r| r.window.in_schedule_throughput_rps)
+        .sum();
+    w.in_schedule_output_tokens_per_s = reports
+        .iter()
+        .map(|r| r.window.in_schedule_output_tokens_per_s)
+        .sum();
+    w.goodput_rps = reports.iter().map(|r| r.window.goodput_rps).sum();
     let q = &mut m.requests;
     *q = Default::default();
     m.errors = Default::default();
@@ -523,6 +562,11 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.metrics.ttft = pick(|r| &r.metrics.ttft);
     m.metrics.itl = pick(|r| &r.metrics.itl);
     m.metrics.tpot = pick(|r| &r.metrics.tpot);
+    m.metrics.itl_chunk = pick(|r| &r.metrics.itl_chunk);
+    m.metrics.ttfat = pick(|r| &r.metrics.ttfat);
+    m.metrics.tail = pick(|r| &r.metrics.tail);
+    m.requests.ok_without_done = reports.iter().map(|r| r.requests.ok_without_done).sum();
+    m.compat = merge_compat(reports);
     let corrected: Vec<&Metric> = reports
         .iter()
         .filter_map(|r| r.metrics.latency_corrected.as_ref())

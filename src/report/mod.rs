@@ -11,6 +11,7 @@
 //! - [`workload`]: what `--openai` requests asked; input and output tokens.
 
 pub mod build;
+pub mod compat;
 pub mod hgrm;
 pub mod hlog;
 pub mod merge;
@@ -55,7 +56,8 @@ pub struct Report {
     pub offered_rps: f64,
     /// Requests sent per second of the measured duration.
     pub achieved_rps: f64,
-    /// Successful responses per second of the measured duration.
+    /// Successful responses per second of the real window (first send to
+    /// last completion, `window.window_s`).
     pub throughput_rps: f64,
     /// Measured duration actually run, seconds.
     pub duration_s: f64,
@@ -96,8 +98,13 @@ pub struct Report {
     pub error_rate: f64,
     /// Requests that met every SLO / all scheduled requests (ok / scheduled when no SLO is set).
     pub goodput: f64,
-    /// Output tokens per second (streams only).
+    /// Output tokens per second of the real window (streams only).
     pub output_tokens_per_s: f64,
+    /// The real window rates are divided by, the rates within the schedule,
+    /// and the share of completions after it. (Absent in reports of older
+    /// versions.)
+    #[serde(default)]
+    pub window: Window,
     /// The SLO bounds, ms (absent bounds are null).
     pub slo: SloReport,
     /// Latency and friends, ms.
@@ -119,6 +126,32 @@ pub struct Report {
     /// (null otherwise; absent in reports of older versions).
     #[serde(default)]
     pub workload: Option<workload::Workload>,
+    /// `--metrics-compat`: the stream metrics as a peer defines them (null
+    /// without the flag).
+    #[serde(default)]
+    pub compat: Option<compat::Compat>,
+}
+
+/// The real window of a run and the rates over it (docs/metrics.md,
+/// "Throughput").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// First send to last completion (success or failure) of a measured
+    /// request, seconds.
+    pub window_s: f64,
+    /// Successes that completed after the end of the schedule.
+    pub late_ok: u64,
+    /// Output tokens of those late successes.
+    pub late_output_tokens: u64,
+    /// Successes completed within the schedule per second of the measured
+    /// duration (`duration_s`).
+    pub in_schedule_throughput_rps: f64,
+    /// Output tokens of successes completed within the schedule per second
+    /// of the measured duration.
+    pub in_schedule_output_tokens_per_s: f64,
+    /// Good requests (met every SLO) per second of the real window.
+    pub goodput_rps: f64,
 }
 
 /// When one shard of a merged run started.
@@ -213,6 +246,10 @@ pub struct Requests {
     pub timeouts: u64,
     /// Met every SLO.
     pub good: u64,
+    /// Succeeded streams that ended after a `finish_reason` without
+    /// `data: [DONE]` (counted in `ok`).
+    #[serde(default)]
+    pub ok_without_done: u64,
 }
 
 /// Errors by kind and status, and why requests were never sent.
@@ -258,10 +295,19 @@ pub struct Metrics {
     pub send_lag: Metric,
     /// first content chunk - intended send.
     pub ttft: Metric,
-    /// gaps between consecutive content chunks.
+    /// per-token inter-token latency: each token-bearing chunk's gap spread over its tokens.
     pub itl: Metric,
-    /// (E2E - TTFT) / (tokens - 1).
+    /// decode pace: (last token-bearing chunk - first) / (tokens - first chunk's tokens).
     pub tpot: Metric,
+    /// gaps between consecutive token-bearing chunks, one per chunk.
+    #[serde(default = "Metric::empty")]
+    pub itl_chunk: Metric,
+    /// first answer token (not reasoning) - intended send.
+    #[serde(default = "Metric::empty")]
+    pub ttfat: Metric,
+    /// end of the stream - last token-bearing chunk.
+    #[serde(default = "Metric::empty")]
+    pub tail: Metric,
     /// Closed model with --expected-interval only: the HdrHistogram-corrected latency.
     pub latency_corrected: Option<Metric>,
 }
@@ -439,6 +485,11 @@ impl Metric {
         }
     }
 
+    /// A metric of no values (for report fields absent in older versions).
+    pub fn empty() -> Metric {
+        Metric::from_histogram(&Histogram::new())
+    }
+
     /// Rebuilds the histogram: from `hdr` when present (else from the
     /// buckets), exact counts per bucket, with `min` and `max` exact (one
     /// value at each) and the other values at their bucket's upper bound
@@ -542,6 +593,9 @@ impl Metrics {
             "ttft" => Some(&self.ttft),
             "itl" => Some(&self.itl),
             "tpot" => Some(&self.tpot),
+            "itl_chunk" => Some(&self.itl_chunk),
+            "ttfat" => Some(&self.ttfat),
+            "tail" => Some(&self.tail),
             "latency_corrected" => self.latency_corrected.as_ref(),
             _ => None,
         }
@@ -556,6 +610,9 @@ impl Metrics {
             ttft: Metric::from_histogram(&rec.ttft),
             itl: Metric::from_histogram(&rec.itl),
             tpot: Metric::from_histogram(&rec.tpot),
+            itl_chunk: Metric::from_histogram(&rec.itl_chunk),
+            ttfat: Metric::from_histogram(&rec.ttfat),
+            tail: Metric::from_histogram(&rec.tail),
             latency_corrected: corrected.then(|| Metric::from_histogram(&rec.corrected)),
         }
     }

@@ -28,8 +28,9 @@ pub fn render_text(r: &Report) -> String {
         };
         let _ = writeln!(
             s,
-            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s",
-            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps
+            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
+            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps, r.window.window_s,
+            r.window.in_schedule_throughput_rps
         );
     }
     let q = &r.requests;
@@ -53,9 +54,10 @@ pub fn render_text(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "  error rate {:.2}%  goodput {:.2}%",
+        "  error rate {:.2}%  goodput {:.2}% ({:.1} good/s)",
         100.0 * r.error_rate,
-        100.0 * r.goodput
+        100.0 * r.goodput,
+        r.window.goodput_rps
     );
     if q.errors > 0 {
         let kinds: Vec<String> = r
@@ -119,8 +121,11 @@ pub fn render_text(r: &Report) -> String {
     }
     for (name, m) in [
         ("ttft", &r.metrics.ttft),
-        ("itl", &r.metrics.itl),
+        ("ttfat", &r.metrics.ttfat),
+        ("itl (per token)", &r.metrics.itl),
+        ("itl_chunk", &r.metrics.itl_chunk),
         ("tpot", &r.metrics.tpot),
+        ("tail", &r.metrics.tail),
     ] {
         if m.count > 0 {
             rows.push((name, m));
@@ -141,7 +146,36 @@ pub fn render_text(r: &Report) -> String {
         );
     }
     if r.output_tokens_per_s > 0.0 {
-        let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
+        let _ = writeln!(
+            s,
+            "  output tokens/s: {:.1} over the real window {:.2}s (first send to last completion); \
+             {:.1} within the schedule",
+            r.output_tokens_per_s, r.window.window_s, r.window.in_schedule_output_tokens_per_s
+        );
+    }
+    if let Some(c) = &r.compat {
+        let _ = writeln!(
+            s,
+            "  as {} defines them (clock from the actual send; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
+            c.peer, c.request_throughput_rps, c.output_throughput_tokens_per_s
+        );
+        let width = c
+            .metrics
+            .keys()
+            .map(|k| k.len() + c.peer.len() + 1)
+            .max()
+            .unwrap_or(18);
+        for (name, m) in &c.metrics {
+            let _ = writeln!(
+                s,
+                "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}",
+                format!("{}.{name}", c.peer),
+                m.count,
+                fmt_ms(m.mean),
+                fmt_ms(m.p50),
+                fmt_ms(m.p99)
+            );
+        }
     }
     if let Some(w) = &r.workload {
         let _ = writeln!(

@@ -97,6 +97,9 @@ impl Threshold {
                 "ttft",
                 "itl",
                 "tpot",
+                "itl_chunk",
+                "ttfat",
+                "tail",
                 "latency_corrected",
             ];
             let stats = [

@@ -26,16 +26,19 @@ use metronome_core::engine::Control;
 
 use crate::cli::{FormatArg, RunArgs};
 use crate::report::{self, Report};
-use crate::{EXIT_OK, EXIT_THRESHOLD};
+use crate::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD};
 
 /// What `run` produced: the report and the exit code it calls for.
 #[derive(Debug)]
 pub struct RunResult {
     /// The report.
     pub report: Report,
-    /// 0; 3 when a threshold was breached; 130 (SIGINT) or 143 (SIGTERM)
-    /// when a signal stopped the run.
+    /// 0; 1 when no request succeeded; 3 when a threshold was breached;
+    /// 130 (SIGINT) or 143 (SIGTERM) when a signal stopped the run.
     pub exit_code: i32,
+    /// Why the run failed (exit code 1), one line: the dominant error kind
+    /// and an example status or message.
+    pub failure: Option<String>,
 }
 
 /// Runs a load test as the arguments say, printing progress on stderr when
@@ -111,13 +114,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let failure = report::build::no_success_line(&report);
     Ok(RunResult {
-        report,
         exit_code: match signalled {
             Some(status) => status,
+            None if failure.is_some() => EXIT_FAILED,
             None if breached => EXIT_THRESHOLD,
             None => EXIT_OK,
         },
+        failure,
+        report,
     })
 }
 

@@ -222,16 +222,33 @@ impl<'a> Connection<'a> {
                 true,
             );
         }
-        let kind = if hits(config.error_event_every, admission.index) {
+        let mut kind = if hits(config.error_event_every, admission.index) {
             StreamKind::ErrorEvent
         } else if hits(config.cut_every, admission.index) {
             StreamKind::Cut
         } else {
             StreamKind::Normal
         };
-        let tokens = chat.max_tokens.map_or(config.tokens, |cap| {
+        let mut tokens = chat.max_tokens.map_or(config.tokens, |cap| {
             config.tokens.min(u32::try_from(cap).unwrap_or(u32::MAX))
         });
+        if kind == StreamKind::Normal {
+            if config.shape == crate::cli::ShapeArg::Json {
+                let due = start + config.ttft;
+                return reply(
+                    due,
+                    Status::Ok,
+                    Body::Json(super::stream::JSON_ANSWER),
+                    true,
+                );
+            }
+            if let Some(body) = super::stream::replay_body(config.shape) {
+                // A golden body: its events after the first are the "tokens".
+                let events = super::stream::replay_events(body).count();
+                tokens = u32::try_from(events.saturating_sub(1)).unwrap_or(u32::MAX);
+                kind = StreamKind::Replay(body);
+            }
+        }
         Job::Stream(Stream {
             arrival,
             start,

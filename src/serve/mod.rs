@@ -18,7 +18,9 @@
 //!   answers an OpenAI-style `text/event-stream`; streams run concurrently
 //!   (see [`Fifo::admit_stream`] for how the stall applies to them).
 //!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape; any
-//!   other path is `404`.
+//!   other path is `404`. `--shape NAME` replays a golden stream of
+//!   `tests/streams/` (OpenAI, vLLM, llama.cpp, reasoning, tool calls, ...)
+//!   event by event instead of the generated one, or answers plain JSON.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
 //!   still stamped when it arrives); connections never hold each other up
 //!   beyond the FIFO model. `--service 0` answers at once.
@@ -103,6 +105,8 @@ pub struct ServeConfig {
     pub error_event_every: Option<u64>,
     /// Size of the plain `200` body (`ok` repeated and truncated).
     pub body_bytes: usize,
+    /// SSE: the stream shape (`--shape`): generated, or a golden stream.
+    pub shape: crate::cli::ShapeArg,
     /// SSE: the model id `GET /v1/models` lists.
     pub model: String,
 }
@@ -122,6 +126,7 @@ impl Default for ServeConfig {
             cut_every: None,
             error_event_every: None,
             body_bytes: 2,
+            shape: crate::cli::ShapeArg::Default,
             model: "metronome".to_string(),
         }
     }
@@ -142,6 +147,7 @@ impl From<ServeArgs> for ServeConfig {
             cut_every: args.cut_every,
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
+            shape: args.shape,
             model: args.model,
         }
     }
@@ -183,7 +189,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// One line describing the model, for humans (stderr).
 fn describe(config: &ServeConfig) -> String {
-    let mut text = if config.sse {
+    let mut text = if config.sse && config.shape != crate::cli::ShapeArg::Default {
+        format!(
+            "SSE streams on POST {CHAT_PATH}: the golden {:?} shape, first event at once, then ttft {}, itl {}",
+            config.shape,
+            format_duration(config.ttft),
+            format_duration(config.itl)
+        )
+    } else if config.sse {
         format!(
             "SSE streams on POST {CHAT_PATH}: {} tokens, ttft {}, itl {}",
             config.tokens,
@@ -509,6 +522,7 @@ mod tests {
                 cut_every: Some(7),
                 error_event_every: Some(9),
                 body_bytes: 64,
+                shape: crate::cli::ShapeArg::Default,
                 model: "org/Model-7B".into(),
             }
         );

@@ -6,6 +6,34 @@ use std::time::Instant;
 
 use super::reply::{push_chunk, Body, ConnectionHeader, Status};
 use super::ServeConfig;
+use crate::cli::ShapeArg;
+
+/// The golden body of a replayed shape (tests/streams/, built with the
+/// `openai` package's types by tests/streams/make.py); `None` for the
+/// generated default and for `json`.
+pub(super) fn replay_body(shape: ShapeArg) -> Option<&'static str> {
+    Some(match shape {
+        ShapeArg::Default | ShapeArg::Json => return None,
+        ShapeArg::Openai => include_str!("../../tests/streams/openai.sse"),
+        ShapeArg::Vllm => include_str!("../../tests/streams/vllm.sse"),
+        ShapeArg::Continuous => include_str!("../../tests/streams/continuous.sse"),
+        ShapeArg::Llamacpp => include_str!("../../tests/streams/llamacpp.sse"),
+        ShapeArg::Reasoning => include_str!("../../tests/streams/reasoning.sse"),
+        ShapeArg::Tools => include_str!("../../tests/streams/tools.sse"),
+        ShapeArg::EmptyContent => include_str!("../../tests/streams/empty_content.sse"),
+        ShapeArg::NoDone => include_str!("../../tests/streams/no_done.sse"),
+        ShapeArg::Error => include_str!("../../tests/streams/error.sse"),
+        ShapeArg::Completions => include_str!("../../tests/streams/completions.sse"),
+    })
+}
+
+/// The plain JSON completion `--shape json` answers.
+pub(super) const JSON_ANSWER: &str = include_str!("../../tests/streams/json.json");
+
+/// The events of a replayed body, each with its blank line.
+pub(super) fn replay_events(body: &'static str) -> impl Iterator<Item = &'static str> {
+    body.split_inclusive("\n\n")
+}
 
 /// Every chunk of a stream starts with this (then `"choices":...`).
 const CHUNK_PREFIX: &str =
@@ -52,6 +80,9 @@ pub(super) enum StreamKind {
     Cut,
     /// An error event instead of the tokens.
     ErrorEvent,
+    /// A golden body replayed event by event: the first event with the
+    /// head, event k when token k - 1 is due, the end right after the last.
+    Replay(&'static str),
 }
 
 #[derive(Debug)]
@@ -86,7 +117,7 @@ impl Stream {
     /// Tokens sent before the end (or the cut).
     fn token_count(&self) -> u32 {
         match self.kind {
-            StreamKind::Normal => self.tokens,
+            StreamKind::Normal | StreamKind::Replay(_) => self.tokens,
             StreamKind::Cut => self.tokens / 2,
             StreamKind::ErrorEvent => 0,
         }
@@ -100,7 +131,9 @@ impl Stream {
             // The end: right after the last token, or when the first token
             // (or the token at the cut) would have been due.
             _ => match self.kind {
-                StreamKind::Normal if sent > 0 => self.token_due(config, sent - 1),
+                StreamKind::Normal | StreamKind::Replay(_) if sent > 0 => {
+                    self.token_due(config, sent - 1)
+                }
                 _ => self.token_due(config, sent),
             },
         }
@@ -112,13 +145,11 @@ impl Stream {
         event.clear();
         let step = self.step;
         self.step += 1;
+        if let StreamKind::Replay(body) = self.kind {
+            return self.replay_step(body, step, out);
+        }
         if step == 0 {
-            let _ = write!(
-                out,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{}{}\r\n",
-                if self.chunked { "Transfer-Encoding: chunked\r\n" } else { "" },
-                self.connection.line()
-            );
+            self.head(out);
             let _ = write!(
                 event,
                 "data: {CHUNK_PREFIX}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\"}},\"finish_reason\":null}}]}}\n\n"
@@ -143,7 +174,8 @@ impl Stream {
         match self.kind {
             StreamKind::Cut => return StreamStep::Cut,
             StreamKind::ErrorEvent => push_chunk(out, ERROR_EVENT, self.chunked),
-            StreamKind::Normal => {
+            // Replayed bodies take `replay_step`.
+            StreamKind::Normal | StreamKind::Replay(_) => {
                 let n = u64::from(self.tokens);
                 let p = self.prompt_tokens;
                 let _ = write!(
@@ -159,6 +191,37 @@ impl Stream {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         StreamStep::Done
+    }
+}
+
+impl Stream {
+    fn head(&self, out: &mut Vec<u8>) {
+        let _ = write!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{}{}\r\n",
+            if self.chunked { "Transfer-Encoding: chunked\r\n" } else { "" },
+            self.connection.line()
+        );
+    }
+
+    /// Step `step` of a replayed body: the head with the first event, then
+    /// one event per step, then the end of the body.
+    fn replay_step(&mut self, body: &'static str, step: u32, out: &mut Vec<u8>) -> StreamStep {
+        if step == 0 {
+            self.head(out);
+        }
+        match replay_events(body).nth(step as usize) {
+            Some(event) => {
+                push_chunk(out, event.as_bytes(), self.chunked);
+                StreamStep::More
+            }
+            None => {
+                if self.chunked {
+                    out.extend_from_slice(b"0\r\n\r\n");
+                }
+                StreamStep::Done
+            }
+        }
     }
 }
 
@@ -249,5 +312,52 @@ mod tests {
                 (ms(70), StreamStep::Cut),
             ]
         );
+    }
+
+    #[test]
+    fn replay_sends_each_golden_event_on_time() {
+        let config = ServeConfig {
+            ttft: ms(50),
+            itl: ms(10),
+            ..ServeConfig::default()
+        };
+        let body = replay_body(ShapeArg::Openai).unwrap();
+        let events: Vec<&str> = replay_events(body).collect();
+        assert_eq!(events.len(), 9);
+        assert!(events[8] == "data: [DONE]\n\n");
+        let t = Instant::now();
+        let mut stream = Stream {
+            arrival: t + ms(10),
+            start: t + ms(10),
+            tokens: 8,
+            prompt_tokens: 0,
+            kind: StreamKind::Replay(body),
+            connection: ConnectionHeader::None,
+            chunked: false,
+            step: 0,
+        };
+        let (mut out, mut event) = (Vec::new(), Vec::new());
+        let mut dues = Vec::new();
+        loop {
+            dues.push(stream.due(&config) - t);
+            if stream.step(&mut out, &mut event) == StreamStep::Done {
+                break;
+            }
+        }
+        // The head and event 0 at arrival, event k at 10 + 50 + (k-1)*10,
+        // the end with the last event.
+        let want: Vec<Duration> = [10, 60, 70, 80, 90, 100, 110, 120, 130, 130]
+            .into_iter()
+            .map(ms)
+            .collect();
+        assert_eq!(dues, want);
+        let text = String::from_utf8(out).unwrap();
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+        assert_eq!(text, format!("{head}{body}"));
+        // json and default are not replayed
+        assert_eq!(replay_body(ShapeArg::Json), None);
+        assert_eq!(replay_body(ShapeArg::Default), None);
+        assert!(JSON_ANSWER.contains("\"chat.completion\""));
     }
 }

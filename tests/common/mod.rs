@@ -74,10 +74,82 @@ pub fn run_json(addr: SocketAddr, path: &str, engine: &str, args: &[&str], code:
         "metronome {all:?} exited {:?}; stderr: {stderr}",
         out.status.code()
     );
-    decode_report(
+    let report = decode_report(
         &String::from_utf8_lossy(&out.stdout),
         &format!("the report of metronome {all:?} (stderr: {stderr})"),
-    )
+    );
+    if code == 1 {
+        assert_exit_matches(&report, out.status.code(), &stderr);
+    }
+    report
+}
+
+/// Runs `metronome run URL --format json --quiet ARGS` on `engine`
+/// whatever its exit code, and checks the code against the report: 1 with
+/// one line naming the dominant error kind when no request succeeded
+/// ([`assert_exit_matches`]), else 0.
+pub fn run_json_checked(addr: SocketAddr, path: &str, engine: &str, args: &[&str]) -> Report {
+    let url = format!("http://{addr}{path}");
+    let mut all = vec![
+        "run",
+        url.as_str(),
+        "--format",
+        "json",
+        "--quiet",
+        "--engine",
+        engine,
+    ];
+    all.extend_from_slice(args);
+    let out = metronome(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = decode_report(
+        &String::from_utf8_lossy(&out.stdout),
+        &format!("the report of metronome {all:?} (stderr: {stderr})"),
+    );
+    assert_exit_matches(&report, out.status.code(), &stderr);
+    report
+}
+
+/// A run in which no request succeeded exits 1 with exactly one line on
+/// stderr naming the dominant error kind (the largest count) and an
+/// example; any other run exits 0.
+pub fn assert_exit_matches(r: &Report, code: Option<i32>, stderr: &str) {
+    let q = &r.requests;
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("metronome: no request succeeded"))
+        .collect();
+    if q.ok == 0 && q.sent + q.unsent + q.dropped > 0 {
+        assert_eq!(
+            code,
+            Some(1),
+            "no request succeeded: exit 1; stderr: {stderr}"
+        );
+        assert_eq!(lines.len(), 1, "one line; stderr: {stderr}");
+        let top = r.errors.by_kind.values().copied().max().unwrap_or(0);
+        if top == 0 {
+            assert!(lines[0].contains("none was sent"), "{}", lines[0]);
+        } else {
+            let named = r
+                .errors
+                .by_kind
+                .iter()
+                .filter(|(_, &n)| n == top)
+                .any(|(k, _)| lines[0].contains(&format!("failed with {k} (e.g. ")));
+            assert!(
+                named,
+                "the dominant kind is named: {} ({:?})",
+                lines[0], r.errors.by_kind
+            );
+        }
+    } else {
+        assert_eq!(
+            code,
+            Some(0),
+            "a request succeeded: exit 0; stderr: {stderr}"
+        );
+        assert!(lines.is_empty(), "{stderr}");
+    }
 }
 
 /// The accounting every report promises (docs/report.md, "Accounting"),

@@ -1,0 +1,314 @@
+//! The golden streams of `tests/streams/` (built with the `openai`
+//! package's own types, see `tests/streams/make.py`) fed through
+//! [`Exchange`] on a virtual clock, and every metric checked against the
+//! tables of docs/metrics.md ("Reproduced on recorded streams"): metronome's
+//! value, vLLM bench's and guidellm's, exactly (to the microsecond the
+//! tables print). The tables are the golden vectors: a definition that
+//! changes changes a number there, and this test says which.
+//!
+//! The clock of every stream: intended send `I` = 0, actual send `S` = 2 ms
+//! (2 ms of send lag, which metronome charges and the peers do not), the
+//! head and the first event at 10 ms, event k (k >= 1) at 50 + (k - 1) * 10
+//! ms: what `metronome serve --sse --shape NAME --ttft 50ms --itl 10ms`
+//! sends for a request that arrives at 10 ms.
+
+use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
+use metronome_core::ledger::Finish;
+use metronome_core::measure::{ErrorKind, Recorder};
+use metronome_core::plan::Slo;
+
+const MS: u64 = 1_000_000;
+const SENT: u64 = 2 * MS;
+
+/// Every shape, by name, with its body.
+const SHAPES: &[(&str, &[u8])] = &[
+    ("openai", include_bytes!("../../tests/streams/openai.sse")),
+    ("vllm", include_bytes!("../../tests/streams/vllm.sse")),
+    (
+        "continuous",
+        include_bytes!("../../tests/streams/continuous.sse"),
+    ),
+    (
+        "llamacpp",
+        include_bytes!("../../tests/streams/llamacpp.sse"),
+    ),
+    (
+        "reasoning",
+        include_bytes!("../../tests/streams/reasoning.sse"),
+    ),
+    ("tools", include_bytes!("../../tests/streams/tools.sse")),
+    (
+        "empty_content",
+        include_bytes!("../../tests/streams/empty_content.sse"),
+    ),
+    ("no_done", include_bytes!("../../tests/streams/no_done.sse")),
+    (
+        "completions",
+        include_bytes!("../../tests/streams/completions.sse"),
+    ),
+    ("error", include_bytes!("../../tests/streams/error.sse")),
+];
+
+/// The events of a body, each with its blank line.
+fn events(body: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(i) = rest.windows(2).position(|w| w == b"\n\n") {
+        out.push(&rest[..i + 2]);
+        rest = &rest[i + 2..];
+    }
+    assert!(rest.is_empty(), "a body ends with a blank line");
+    out
+}
+
+/// The arrival time of event k.
+fn event_time(k: usize) -> u64 {
+    if k == 0 {
+        10 * MS
+    } else {
+        50 * MS + (k as u64 - 1) * 10 * MS
+    }
+}
+
+fn chunk(payload: &[u8]) -> Vec<u8> {
+    let mut v = format!("{:x}\r\n", payload.len()).into_bytes();
+    v.extend_from_slice(payload);
+    v.extend_from_slice(b"\r\n");
+    v
+}
+
+/// Feeds a whole response, read by read, into a fresh exchange; records
+/// the finish into `r`. Returns the error kind of a failure.
+fn drive(reads: &[(u64, Vec<u8>)], r: &mut Recorder) -> Result<(), ErrorKind> {
+    let mut gaps = vec![0u64; GAP_CAP];
+    let mut ex = Exchange::new(true);
+    ex.begin(0, SENT, b"POST /v1/chat/completions HTTP/1.1\r\n\r\n");
+    let mut buf: Vec<u8> = Vec::new();
+    for (at, bytes) in reads {
+        buf.extend_from_slice(bytes);
+        match ex.handle_read(*at, &buf, &mut gaps) {
+            Ok(Feed::NeedMore { consumed }) => {
+                buf.drain(..consumed);
+            }
+            Ok(Feed::Complete { .. }) => break,
+            Err(f) => panic!("{f:?}"),
+        }
+    }
+    match ex.finish(&gaps) {
+        Finish::Stream { timing, gaps } => {
+            r.record_stream(timing, gaps, &Slo::default()).map(|_| ())
+        }
+        Finish::Error(k) => {
+            r.record_error(k);
+            Err(k)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A shape served as `serve --sse --shape` sends it: a chunked
+/// event stream, the last event followed by the terminating chunk.
+fn stream_reads(body: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    let evs = events(body);
+    let mut reads = Vec::new();
+    for (k, e) in evs.iter().enumerate() {
+        let mut bytes = if k == 0 {
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                .to_vec()
+        } else {
+            Vec::new()
+        };
+        bytes.extend(chunk(e));
+        if k + 1 == evs.len() {
+            bytes.extend_from_slice(b"0\r\n\r\n");
+        }
+        reads.push((event_time(k), bytes));
+    }
+    reads
+}
+
+/// The values of one stream: (metronome, vLLM, guidellm) per metric, as
+/// the tables print them. `None` where a tool has no such metric or the
+/// request failed.
+struct Values {
+    rows: Vec<(&'static str, [Option<f64>; 3])>,
+}
+
+fn mean_ms(h: &metronome_core::histogram::Histogram) -> Option<f64> {
+    (!h.is_empty()).then(|| h.mean() / 1e6)
+}
+
+fn measure(body: &[u8]) -> (Result<(), ErrorKind>, Values) {
+    let mut r = Box::new(Recorder::new());
+    let outcome = drive(&stream_reads(body), &mut r);
+    let p = &r.peers;
+    let tokens = |n: u64| (r.ok > 0).then_some(n as f64);
+    let rows = vec![
+        (
+            "TTFT",
+            [
+                mean_ms(&r.ttft),
+                mean_ms(&p.vllm_ttft),
+                mean_ms(&p.guidellm_ttft),
+            ],
+        ),
+        (
+            "Time to first answer token",
+            [mean_ms(&r.ttfat), None, mean_ms(&p.guidellm_ttfot)],
+        ),
+        (
+            "ITL",
+            [
+                mean_ms(&r.itl),
+                mean_ms(&p.vllm_itl),
+                mean_ms(&p.guidellm_itl),
+            ],
+        ),
+        (
+            "ITL per chunk",
+            [mean_ms(&r.itl_chunk), mean_ms(&p.vllm_itl), None],
+        ),
+        (
+            "TPOT",
+            [
+                mean_ms(&r.tpot),
+                mean_ms(&p.vllm_tpot),
+                mean_ms(&p.guidellm_tpot),
+            ],
+        ),
+        (
+            "E2E",
+            [
+                mean_ms(&r.latency),
+                mean_ms(&p.vllm_e2e),
+                mean_ms(&r.service_time),
+            ],
+        ),
+        ("Tail", [mean_ms(&r.tail), None, None]),
+        (
+            "Output tokens",
+            [
+                tokens(r.output_tokens),
+                tokens(r.output_tokens),
+                tokens(p.guidellm_tokens),
+            ],
+        ),
+    ];
+    (outcome, Values { rows })
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.3}"))
+}
+
+/// The tables of docs/metrics.md: metric -> stream -> the three cells.
+fn doc_tables() -> Vec<(String, String, [String; 3])> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
+        .unwrap();
+    let start = doc
+        .find("## Reproduced on recorded streams")
+        .expect("docs/metrics.md has the section");
+    let mut out = Vec::new();
+    let mut metric = String::new();
+    for line in doc[start..].lines() {
+        if let Some(h) = line.strip_prefix("### ") {
+            metric = h.trim().to_string();
+        } else if line.starts_with("| `") {
+            let cells: Vec<String> = line
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            assert_eq!(cells.len(), 4, "{line}");
+            let stream = cells[0].trim_matches('`').to_string();
+            out.push((
+                metric.clone(),
+                stream,
+                [cells[1].clone(), cells[2].clone(), cells[3].clone()],
+            ));
+        } else if line.starts_with("## ") && !line.contains("Reproduced") {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_tables_match_every_stream() {
+    let mut rows = Vec::new();
+    let mut computed = String::new();
+    for (name, body) in SHAPES {
+        let (_, values) = measure(body);
+        for (metric, cells) in &values.rows {
+            let got = cells.map(cell);
+            computed += &format!(
+                "{metric} | `{name}` | {} | {} | {} |\n",
+                got[0], got[1], got[2]
+            );
+            rows.push((metric.to_string(), name.to_string(), got));
+        }
+    }
+    println!("{computed}");
+    let tables = doc_tables();
+    for (metric, stream, want) in &tables {
+        let got = rows
+            .iter()
+            .find(|(m, s, _)| m == metric && s == stream)
+            .unwrap_or_else(|| panic!("docs/metrics.md: no stream {stream} for {metric}"));
+        assert_eq!(&got.2, want, "{metric} of {stream}");
+    }
+    assert!(tables.len() >= 40, "only {} rows checked", tables.len());
+}
+
+/// Success or the error kind of each shape, and of a plain JSON answer.
+#[test]
+fn shapes_succeed_or_fail_as_documented() {
+    for (name, body) in SHAPES {
+        let (outcome, _) = measure(body);
+        let want = match *name {
+            "error" => Err(ErrorKind::StreamError),
+            _ => Ok(()),
+        };
+        assert_eq!(outcome, want, "{name}");
+    }
+    // no_done is ok, and noted.
+    let mut r = Box::new(Recorder::new());
+    drive(&stream_reads(SHAPES[7].1), &mut r).unwrap();
+    assert_eq!((r.ok, r.ok_without_done), (1, 1));
+    // A plain JSON answer to a stream request.
+    let json = include_bytes!("../../tests/streams/json.json");
+    let mut wire = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        json.len()
+    )
+    .into_bytes();
+    wire.extend_from_slice(json);
+    let mut r = Box::new(Recorder::new());
+    assert_eq!(
+        drive(&[(30 * MS, wire)], &mut r),
+        Err(ErrorKind::NotEventStream)
+    );
+    // A body cut before the finish (no finish_reason, no [DONE]) is cut.
+    let evs = events(SHAPES[0].1);
+    let cut: Vec<u8> = evs[..4].concat();
+    let mut reads = stream_reads(&cut);
+    let last = reads.last_mut().unwrap();
+    last.1.truncate(last.1.len() - 5); // no terminating chunk: then EOF
+    let mut r = Box::new(Recorder::new());
+    let mut gaps = vec![0u64; GAP_CAP];
+    let mut ex = Exchange::new(true);
+    ex.begin(0, SENT, b"POST / HTTP/1.1\r\n\r\n");
+    let mut buf = Vec::new();
+    for (at, bytes) in &reads {
+        buf.extend_from_slice(bytes);
+        if let Ok(Feed::NeedMore { consumed }) = ex.handle_read(*at, &buf, &mut gaps) {
+            buf.drain(..consumed);
+        }
+    }
+    assert_eq!(
+        ex.handle_eof(100 * MS, &mut gaps),
+        Err(ErrorKind::StreamCut)
+    );
+    r.record_error(ErrorKind::StreamCut);
+    assert_eq!(r.ok, 0);
+}

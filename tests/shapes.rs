@@ -1,0 +1,263 @@
+//! Every stream shape of `tests/streams/` (the golden streams built with the
+//! `openai` package's types), served by `metronome serve --sse --shape`
+//! over loopback and measured by `metronome run --openai` on both engines:
+//! success or the right error kind, and the metrics the shape implies
+//! (docs/metrics.md), within bounds that hold on a loaded machine. The
+//! exact values on a virtual clock are in core/tests/golden_shapes.rs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{engines, run_json, server};
+use metronome::cli::ShapeArg;
+use metronome::report::Report;
+use metronome::serve::ServeConfig;
+
+/// Server TTFT and ITL: event 0 with the head, event k at 50 + (k-1)*25 ms
+/// (gaps wide against the scheduling jitter of a loaded machine).
+const TTFT_MS: f64 = 50.0;
+const ITL_MS: f64 = 25.0;
+/// Slack for a pace or a gap (a difference of two arrival times) on a
+/// loaded 2-core machine; the checks read medians of 10 requests, so a few
+/// late ones do not decide.
+const TOL: f64 = 10.0;
+/// How late a time from the send may be (a server thread woken late on a
+/// machine with a load average of 10 on 2 cores).
+const LATE: f64 = 40.0;
+/// Requests per run: 20/s for 0.5 s.
+const N: u64 = 10;
+
+fn run_shape(shape: ShapeArg, engine: &str, extra: &[&str], code: i32) -> Report {
+    let srv = server(ServeConfig {
+        sse: true,
+        shape,
+        service: Duration::ZERO,
+        ttft: Duration::from_millis(TTFT_MS as u64),
+        itl: Duration::from_millis(ITL_MS as u64),
+        ..ServeConfig::default()
+    });
+    let mut args = vec!["--openai", "--rate", "20", "--duration", "500ms"];
+    args.extend_from_slice(extra);
+    let r = run_json(srv.addr(), "/", engine, &args, code);
+    srv.stop();
+    r
+}
+
+/// A pace or a gap: within TOL.
+fn near(what: &str, got: f64, want: f64) {
+    assert!(
+        got >= want - TOL && got <= want + TOL,
+        "{what}: {got:.3} ms, want {want:.3} (+-{TOL})"
+    );
+}
+
+/// A time from the send: never early (the server cannot send before its
+/// due time), late by at most LATE.
+fn after(what: &str, got: f64, want: f64) {
+    assert!(
+        got >= want - 1.0 && got <= want + LATE,
+        "{what}: {got:.3} ms, want {want:.3} (-1, +{LATE})"
+    );
+}
+
+/// (shape, tokens per stream, then in ITLs: TPOT, tail, time to first
+/// answer after the TTFT) for the shapes that succeed; docs/metrics.md
+/// explains each.
+const OK_SHAPES: &[(ShapeArg, u64, f64, f64, f64)] = &[
+    (ShapeArg::Openai, 5, 1.0, 3.0, 0.0),
+    (ShapeArg::Vllm, 8, 3.0 / 7.0, 3.0, 0.0),
+    (ShapeArg::Continuous, 6, 0.8, 3.0, 0.0),
+    (ShapeArg::Llamacpp, 5, 1.0, 2.0, 0.0),
+    (ShapeArg::Reasoning, 5, 1.0, 3.0, 3.0),
+    (ShapeArg::Tools, 7, 0.5, 3.0, 0.0),
+    (ShapeArg::EmptyContent, 5, 1.0, 3.0, 0.0),
+    (ShapeArg::NoDone, 5, 1.0, 2.0, 0.0),
+];
+
+#[test]
+fn every_stream_shape_succeeds_with_its_metrics() {
+    for engine in engines() {
+        for &(shape, tokens, tpot, tail, answer) in OK_SHAPES {
+            let (tpot, tail, answer) = (tpot * ITL_MS, tail * ITL_MS, answer * ITL_MS);
+            let r = run_shape(shape, engine, &[], 0);
+            let ctx = format!("{engine} {shape:?}");
+            let q = &r.requests;
+            assert_eq!((q.sent, q.ok, q.errors), (N, N, 0), "{ctx}: {:?}", r.errors);
+            let m = &r.metrics;
+            after(&format!("{ctx} ttft"), m.ttft.p50, TTFT_MS);
+            after(&format!("{ctx} ttfat"), m.ttfat.p50, TTFT_MS + answer);
+            near(
+                &format!("{ctx} ttfat - ttft"),
+                m.ttfat.p50 - m.ttft.p50,
+                answer,
+            );
+            near(&format!("{ctx} tpot"), m.tpot.p50, tpot);
+            near(&format!("{ctx} per-token itl"), m.itl.p50, tpot);
+            near(&format!("{ctx} tail"), m.tail.p50, tail);
+            let tokens_seen = (r.output_tokens_per_s * r.window.window_s).round() as u64;
+            assert_eq!(tokens_seen, N * tokens, "{ctx}");
+            let without_done = if shape == ShapeArg::NoDone { N } else { 0 };
+            assert_eq!(q.ok_without_done, without_done, "{ctx}");
+        }
+    }
+}
+
+/// `content: ""` chunks: the per-chunk gap is twice the per-token ITL.
+#[test]
+fn empty_content_chunks_spread_tokens() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::EmptyContent, engine, &[], 0);
+        let m = &r.metrics;
+        near(
+            &format!("{engine} itl_chunk"),
+            m.itl_chunk.p50,
+            2.0 * ITL_MS,
+        );
+        near(&format!("{engine} itl"), m.itl.p50, ITL_MS);
+        assert_eq!((m.itl_chunk.count, m.itl.count), (2 * N, 4 * N), "{engine}");
+    }
+}
+
+/// The completions stream: the first event is a token, with the head.
+#[test]
+fn completions_stream_text_is_content() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::Completions, engine, &[], 0);
+        assert_eq!(r.requests.ok, N, "{engine}: {:?}", r.errors);
+        after(&format!("{engine} ttft"), r.metrics.ttft.p50, 0.0);
+        // Tokens at 0, TTFT, +1, +2, +3 ITL: (TTFT + 3 ITL) / 4.
+        let tpot = (TTFT_MS + 3.0 * ITL_MS) / 4.0;
+        near(&format!("{engine} tpot"), r.metrics.tpot.p50, tpot);
+    }
+}
+
+/// --metrics-compat: the peers' definitions beside metronome's.
+#[test]
+fn metrics_compat_reports_the_peers_definitions() {
+    for engine in engines() {
+        let r = run_shape(ShapeArg::Openai, engine, &["--metrics-compat", "vllm"], 0);
+        let c = r.compat.as_ref().expect("compat");
+        assert_eq!(c.peer, "vllm");
+        let v = |k: &str| c.metrics[k].p50;
+        // vLLM: TTFT at the role chunk (with the head), E2E at the finish
+        // chunk (TTFT + 5 ITL), TPOT (E2E - TTFT) / 4, ITL over the 6 gaps
+        // between chunks with choices: one of TTFT, five of ITL.
+        let finish = TTFT_MS + 5.0 * ITL_MS;
+        after(&format!("{engine} vllm ttft"), v("ttft"), 0.0);
+        after(&format!("{engine} vllm e2el"), v("e2el"), finish);
+        near(&format!("{engine} vllm tpot"), v("tpot"), finish / 4.0);
+        near(&format!("{engine} vllm itl p50"), v("itl"), ITL_MS);
+        let mean = c.metrics["itl"].mean;
+        near(&format!("{engine} vllm itl mean"), mean, finish / 6.0);
+        assert_eq!(c.metrics["itl"].count, 6 * N, "{engine}");
+        // vLLM stops at the finish chunk, 2 ITL before [DONE]: compared on
+        // the least delayed of each (a loaded machine only makes times late).
+        let least = r.metrics.latency.min - c.metrics["e2el"].min;
+        near(&format!("{engine} e2e - vllm e2el"), least, 2.0 * ITL_MS);
+        assert!(c.request_throughput_rps > 0.0);
+
+        let r = run_shape(
+            ShapeArg::Openai,
+            engine,
+            &["--metrics-compat", "guidellm"],
+            0,
+        );
+        let c = r.compat.as_ref().expect("compat");
+        assert_eq!(c.peer, "guidellm");
+        let g = |k: &str| c.metrics[k].p50;
+        after(
+            &format!("{engine} guidellm ttft"),
+            g("time_to_first_token_ms"),
+            TTFT_MS,
+        );
+        near(
+            &format!("{engine} guidellm itl"),
+            g("inter_token_latency_ms"),
+            ITL_MS,
+        );
+        // (last token - send) / tokens = (TTFT + 4 ITL) / 5.
+        let tpot = (TTFT_MS + 4.0 * ITL_MS) / 5.0;
+        near(
+            &format!("{engine} guidellm tpot"),
+            g("time_per_output_token_ms"),
+            tpot,
+        );
+        let e2e = TTFT_MS + 7.0 * ITL_MS;
+        after(&format!("{engine} guidellm e2e"), g("request_latency"), e2e);
+        // Without the flag: null.
+        let r = run_shape(ShapeArg::Openai, engine, &[], 0);
+        assert!(r.compat.is_none());
+    }
+}
+
+/// Shapes that fail: every request with one kind, and the run exits 1 with
+/// the line naming it (checked by `run_json`).
+#[test]
+fn failing_shapes_are_errors_of_one_kind() {
+    for engine in engines() {
+        for (shape, kind) in [
+            (ShapeArg::Error, "stream_error"),
+            (ShapeArg::Json, "not_event_stream"),
+        ] {
+            let r = run_shape(shape, engine, &[], 1);
+            assert_eq!(
+                (r.requests.ok, r.errors.by_kind[kind]),
+                (0, N),
+                "{engine} {shape:?}: {:?}",
+                r.errors
+            );
+        }
+    }
+}
+
+/// Streams that outlast the schedule: output tokens/s is over the real
+/// window (first send to last completion), not the schedule, and the late
+/// share is warned about. 10 streams of 50 tokens (20 ms TTFT, 10 ms ITL:
+/// about 0.51 s each) sent over 0.5 s: the last ends near 0.96 s, every one
+/// after the schedule's end.
+#[test]
+fn throughput_is_over_the_real_window() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 50,
+            service: Duration::ZERO,
+            ttft: Duration::from_millis(20),
+            itl: Duration::from_millis(10),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--openai", "--rate", "20", "--duration", "500ms"],
+            0,
+        );
+        srv.stop();
+        let w = &r.window;
+        assert_eq!(r.requests.ok, 10, "{engine}: {:?}", r.errors);
+        assert!(
+            w.window_s >= 0.95 && w.window_s < 0.95 + LATE / 1e3 * 5.0,
+            "{engine}: window {}",
+            w.window_s
+        );
+        let tokens = r.output_tokens_per_s * w.window_s;
+        assert!((tokens - 500.0).abs() < 0.5, "{engine}: {tokens}");
+        // Over the schedule it would be 1000 tokens/s.
+        assert!(
+            r.output_tokens_per_s < 530.0,
+            "{engine}: {}",
+            r.output_tokens_per_s
+        );
+        assert_eq!((w.late_ok, w.late_output_tokens), (10, 500), "{engine}");
+        assert_eq!(w.in_schedule_output_tokens_per_s, 0.0, "{engine}");
+        let warned = r.generator.warnings.iter().any(|x| {
+            x.contains(
+                "100.0% of successes (100.0% of output tokens) completed after the schedule ended",
+            )
+        });
+        assert!(warned, "{engine}: {:?}", r.generator.warnings);
+        assert!((w.goodput_rps - 10.0 / w.window_s).abs() < 1e-9, "{engine}");
+    }
+}
