@@ -9,6 +9,10 @@
 //!   writes for the same values, and both its plain and compressed V2 files
 //!   decode with the `hdrhistogram` crate to the same counts;
 //! - what it decoded back equals core's `decode_v2` of core's own encoding.
+//!
+//! A second test compiles the C example of README.md ("Embedding the
+//! histogram") with the command the README gives and checks that it prints
+//! what the README says.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -102,30 +106,93 @@ fn assert_same(stdout: &str, name: &str, h: &Histogram) {
     assert_eq!(buckets, expect, "{name} buckets");
 }
 
-#[test]
-fn c_program_records_encodes_decodes_and_agrees_with_rust() {
+/// Compiles `src` with `cc` (or `$CC`) as C11 against the header, links the
+/// static library, and writes the program to `exe`; panics with the
+/// compiler's messages when that fails.
+fn compile(src: &Path, exe: &Path, flags: &[&str], libs: &[&str]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let lib = deps_dir().join("libmetronome_capi.a");
     assert!(lib.exists(), "{} was not built", lib.display());
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out = Command::new(&cc)
+        .arg("-std=c11")
+        .args(flags)
+        .arg("-I")
+        .arg(dir.join("include"))
+        .arg(src)
+        .arg(&lib)
+        .args(libs)
+        .arg("-o")
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+    assert!(
+        out.status.success(),
+        "{cc} failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn readme_example_compiles_and_prints_what_the_readme_says() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(readme).unwrap();
+    let section = readme
+        .split("## Embedding the histogram")
+        .nth(1)
+        .expect("README.md has a section \"Embedding the histogram\"");
+    let code = section
+        .split("```c\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section has a ```c block");
+    let shell = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section has a ```sh block");
+    // The link line of the README, and its promised output (the `# ` line).
+    let libs: Vec<&str> = shell
+        .split_whitespace()
+        .filter(|w| w.starts_with("-l"))
+        .collect();
+    assert_eq!(
+        libs,
+        ["-lpthread", "-ldl", "-lm"],
+        "the README's link flags"
+    );
+    let promised = shell
+        .lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .expect("the README shows the output");
+
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-readme");
+    std::fs::create_dir_all(&work).unwrap();
+    let src = work.join("example.c");
+    std::fs::write(&src, code).unwrap();
+    let exe = work.join("example");
+    compile(&src, &exe, &["-Wall", "-Werror"], &libs);
+    let run = Command::new(&exe).output().unwrap();
+    assert!(run.status.success(), "{}", run.status);
+    assert_eq!(
+        String::from_utf8(run.stdout).unwrap(),
+        format!("{promised}\n")
+    );
+}
+
+#[test]
+fn c_program_records_encodes_decodes_and_agrees_with_rust() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-c");
     std::fs::create_dir_all(&work).unwrap();
     let exe = work.join("histogram");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let out = Command::new(&cc)
-        .args([
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-O1",
-        ])
-        .arg("-I")
-        .arg(dir.join("include"))
-        .arg(dir.join("tests/c/histogram.c"))
-        .arg(&lib)
+    compile(
+        &dir.join("tests/c/histogram.c"),
+        &exe,
+        &["-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"],
         // What `rustc --print native-static-libs` lists for a std staticlib on Linux.
-        .args([
+        &[
             "-lgcc_s",
             "-lutil",
             "-lrt",
@@ -133,15 +200,7 @@ fn c_program_records_encodes_decodes_and_agrees_with_rust() {
             "-lm",
             "-ldl",
             "-lc",
-        ])
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
-    assert!(
-        out.status.success(),
-        "{cc} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
 
     let inputs = inputs();
