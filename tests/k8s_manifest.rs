@@ -483,3 +483,49 @@ fn the_recipe_runs_here_against_loopback_and_merges_complete() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every manifest validates against the Kubernetes OpenAPI schemas (the
+/// ones `kubernetes-validate` ships, for the oldest and the newest version
+/// checked), strictly: an unknown or misspelt field is an error. `.ci/run`
+/// installs the tool; elsewhere the test says it skipped.
+#[test]
+fn manifests_validate_against_the_kubernetes_schemas() {
+    let probe = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--version"])
+        .output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kubernetes-validate is missing on CI: .ci/run installs it with pip"
+        );
+        eprintln!("SKIP: kubernetes-validate is not installed (pip install kubernetes-validate)");
+        return;
+    }
+    let dir = root().join("deploy/k8s");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4, "{files:?}");
+    // The oldest schemas it ships (Indexed Jobs are stable since 1.24) and the newest.
+    for version in ["1.25", "1.37"] {
+        let out = Command::new("python3")
+            .args([
+                "-m",
+                "kubernetes_validate",
+                "--strict",
+                "--no-warn",
+                "-k",
+                version,
+            ])
+            .args(&files)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "Kubernetes {version}:\n{text}");
+        assert_eq!(text.matches(" passed ").count(), files.len(), "{text}");
+    }
+}
