@@ -8,7 +8,9 @@
 //! - its plain V2 bytes equal what the `hdrhistogram` crate's `V2Serializer`
 //!   writes for the same values, and both its plain and compressed V2 files
 //!   decode with the `hdrhistogram` crate to the same counts;
-//! - what it decoded back equals core's `decode_v2` of core's own encoding.
+//! - what it decoded back equals core's `decode_v2` of core's own encoding;
+//! - its compressed V2 bytes, base64-encoded, decode with Python's HdrHistogram
+//!   (`hdrh`, PyPI `hdrhistogram`) to the same buckets and counts.
 //!
 //! A second test compiles the C example of README.md ("Embedding the
 //! histogram") with the command the README gives and checks that it prints
@@ -261,6 +263,53 @@ fn c_program_records_encodes_decodes_and_agrees_with_rust() {
         }
     }
 
+    python_hdrh_reads(&work.join("compressed.v2"), &h);
+
     // What C decoded from its compressed bytes is what core decodes from its plain ones.
     assert_same(&stdout, "decoded", &decode_v2(&ours[..n]).unwrap());
+}
+
+/// Python's HdrHistogram (`hdrh`) decodes the compressed file to `h`'s
+/// buckets: every (highest equivalent value, count) pair and the total.
+/// `.ci/run` installs it; elsewhere the check says it skipped.
+fn python_hdrh_reads(file: &Path, h: &Histogram) {
+    const SCRIPT: &str = r#"
+import base64, sys
+from hdrh.histogram import HdrHistogram
+data = open(sys.argv[1], "rb").read()
+h = HdrHistogram.decode(base64.b64encode(data))
+print("total", h.get_total_count())
+for item in h.get_recorded_iterator():
+    print(item.value_iterated_to, item.count_added_in_this_iter_step)
+"#;
+    let probe = Command::new("python3")
+        .args(["-c", "import hdrh.histogram"])
+        .output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Python hdrh is missing on CI: .ci/run installs it with pip (hdrhistogram)"
+        );
+        eprintln!("SKIP: Python hdrh is not installed (pip install hdrhistogram)");
+        return;
+    }
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hdrh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut expect = format!("total {}\n", h.count());
+    for b in h.buckets() {
+        expect.push_str(&format!("{} {}\n", b.upper, b.count));
+    }
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        expect,
+        "Python hdrh"
+    );
 }
