@@ -51,6 +51,8 @@
 //! }
 //! ```
 
+#![deny(missing_docs)]
+
 use core::ffi::c_char;
 use std::alloc::{alloc, dealloc, Layout};
 use std::io::{Read as _, Write as _};
