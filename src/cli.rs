@@ -224,9 +224,16 @@ pub struct RunArgs {
     /// Width of one report interval.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
-    /// Send only shard K of N of the schedule, "K/N" (for several machines; merge the reports).
+    /// Send only shard K of N of the schedule, "K/N" with K counted from 0 (0/2 and 1/2 are
+    /// the two halves; for several machines, merge the reports).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Start the schedule's clock at this wall-clock instant: RFC 3339 (2026-12-01T10:00:00Z,
+    /// or with an offset like +01:00) or Unix milliseconds. Connections open before it; give
+    /// every shard the same instant (clocks synced, docs/distributed.md). An instant already
+    /// past is refused.
+    #[arg(long, value_name = "INSTANT", value_parser = crate::units::parse_instant)]
+    pub start_at: Option<std::time::SystemTime>,
     /// No progress line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -389,6 +396,10 @@ pub struct MergeArgs {
     /// (without it, a missing shard is an error).
     #[arg(long)]
     pub partial: bool,
+    /// Warn when the shards began pacing more than this far apart (by their reports'
+    /// start_unix_ns + start_offset_ns, each by its own machine's clock).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub max_skew: Duration,
 }
 
 /// `metronome sweep URL --rates ...`: every `run` flag applies to each step.

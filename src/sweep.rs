@@ -42,6 +42,14 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
     if args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(UsageError("--rates must be positive numbers, e.g. 100,200,400".into()).into());
     }
+    if args.run.start_at.is_some() {
+        return Err(UsageError(
+            "sweep does not take --start-at: each step starts when the previous one ends \
+             (run the steps with `run --start-at` to start them together on several machines)"
+                .into(),
+        )
+        .into());
+    }
     if args.run.closed.is_some() {
         return Err(UsageError(
             "sweep varies the offered rate: it does not combine with --closed".into(),

@@ -254,7 +254,9 @@ fn short_demo_shows_the_difference() {
 }
 
 /// `--hlog` writes an HdrHistogram interval log that the hdrhistogram
-/// crate reads back: per interval, the same counts and max as the report.
+/// crate reads back: per interval, the same counts and max as the report;
+/// service time over the whole run, tagged, with the report's count;
+/// StartTime and BaseTime the report's `start_unix_ns`.
 #[test]
 fn hlog_is_read_by_the_hdrhistogram_crate() {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -286,18 +288,32 @@ fn hlog_is_read_by_the_hdrhistogram_crate() {
     let text = std::fs::read(&log_path).unwrap();
     let mut latency = Vec::new();
     let mut send_lag = Vec::new();
+    let mut service_time = Vec::new();
+    let mut times = Vec::new();
     for entry in IntervalLogIterator::new(&text) {
-        if let LogEntry::Interval(iv) = entry.expect("a valid log line") {
+        let entry = entry.expect("a valid log line");
+        if let LogEntry::StartTime(t) | LogEntry::BaseTime(t) = entry {
+            times.push(t);
+        }
+        if let LogEntry::Interval(iv) = entry {
             let bytes = base64_decode(iv.encoded_histogram());
             let h: hdrhistogram::Histogram<u64> =
                 Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
             match iv.tag().map(|t| t.as_str()) {
                 None => latency.push((h, iv.max())),
                 Some("send_lag") => send_lag.push(h),
+                Some("service_time") => service_time.push(h),
                 Some(other) => panic!("unexpected tag {other}"),
             }
         }
     }
+    assert_eq!(times.len(), 2, "StartTime and BaseTime");
+    for t in times {
+        let ns = t.as_nanos() as u64;
+        assert!(ns.abs_diff(report.start_unix_ns) < 1_000, "{ns}");
+    }
+    assert_eq!(service_time.len(), 1);
+    assert_eq!(service_time[0].len(), report.metrics.service_time.count);
     assert_eq!(latency.len(), report.intervals.len());
     assert_eq!(send_lag.len(), report.intervals.len());
     for ((h, max_ms), iv) in latency.iter().zip(&report.intervals) {

@@ -6,13 +6,12 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
-use metronome_core::measure::Interval;
+use metronome_core::measure::{Interval, Recorder};
 use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
@@ -55,9 +54,10 @@ pub struct Series<'a> {
     pub intervals: Vec<(f64, f64, &'a Histogram)>,
 }
 
-/// Renders an HdrHistogram interval log (format 1.3). Values are
-/// nanoseconds; the Interval_Max column is in milliseconds (the Java
-/// writer's default ratio of 1e6).
+/// Renders an HdrHistogram interval log (format 1.3) whose StartTime and
+/// BaseTime are `start_unix_s`; each interval's timestamp is seconds after
+/// it. Values are nanoseconds; the Interval_Max column is in milliseconds
+/// (the Java writer's default ratio of 1e6).
 ///
 /// # Example
 /// ```
@@ -67,12 +67,14 @@ pub struct Series<'a> {
 /// h.record(2_500_000);
 /// let log = render_hlog(1_700_000_000.0, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
 /// assert!(log.starts_with("#[Histogram log format version 1.3]\n"));
+/// assert!(log.contains("#[BaseTime: 1700000000.000000 (seconds since epoch)]\n"));
 /// assert!(log.lines().last().unwrap().starts_with("0.000,1.000,2.500,HISTF"));
 /// ```
 pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "#[Histogram log format version 1.3]");
-    let _ = writeln!(s, "#[StartTime: {start_unix_s:.3} (seconds since epoch)]");
+    let _ = writeln!(s, "#[StartTime: {start_unix_s:.6} (seconds since epoch)]");
+    let _ = writeln!(s, "#[BaseTime: {start_unix_s:.6} (seconds since epoch)]");
     let _ = writeln!(
         s,
         "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
@@ -100,29 +102,53 @@ pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
     s
 }
 
-/// The interval log of a run (`--hlog`): latency untagged and send lag
-/// tagged `send_lag`, one histogram per report interval, starting when the
-/// measurement did (`started` plus the warmup).
-pub fn render_run_hlog(started: SystemTime, plan: &Plan<'_>, intervals: &[Interval]) -> String {
-    let start = started
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
-        + plan.warmup_ns as f64 / 1e9;
+/// The interval log of a run (`--hlog`). StartTime and BaseTime are the
+/// schedule's zero (`start_unix_ns`, the report's `start_unix_ns`), so
+/// timestamps are seconds on the schedule's clock: the measured phase
+/// begins at the warmup. Latency (untagged) and send lag (`Tag=send_lag`)
+/// come one histogram per report interval; service_time, ttft, itl, tpot
+/// and latency_corrected (each tagged with its name, those with values
+/// only) come as one histogram over the whole measured phase, since the
+/// recorder keeps them per run, not per interval.
+pub fn render_run_hlog(
+    start_unix_ns: u64,
+    plan: &Plan<'_>,
+    intervals: &[Interval],
+    rec: &Recorder,
+    measured_ns: u64,
+    corrected: bool,
+) -> String {
+    let warmup = plan.warmup_ns as f64 / 1e9;
     let width = plan.interval_ns as f64 / 1e9;
     let series = |tag, pick: fn(&Interval) -> &Histogram| Series {
         tag,
         intervals: intervals
             .iter()
             .enumerate()
-            .map(|(i, iv)| (i as f64 * width, width, pick(iv)))
+            .map(|(i, iv)| (warmup + i as f64 * width, width, pick(iv)))
             .collect(),
     };
-    render_hlog(
-        start,
-        &[
-            series(None, |iv| &iv.latency),
-            series(Some("send_lag"), |iv| &iv.send_lag),
-        ],
-    )
+    let mut all = vec![
+        series(None, |iv| &iv.latency),
+        series(Some("send_lag"), |iv| &iv.send_lag),
+    ];
+    let whole = measured_ns as f64 / 1e9;
+    let mut run_wide: Vec<(&str, &Histogram)> = vec![
+        ("service_time", &rec.service_time),
+        ("ttft", &rec.ttft),
+        ("itl", &rec.itl),
+        ("tpot", &rec.tpot),
+    ];
+    if corrected {
+        run_wide.push(("latency_corrected", &rec.corrected));
+    }
+    for (tag, h) in run_wide {
+        if h.count() > 0 {
+            all.push(Series {
+                tag: Some(tag),
+                intervals: vec![(warmup, whole, h)],
+            });
+        }
+    }
+    render_hlog(start_unix_ns as f64 / 1e9, &all)
 }

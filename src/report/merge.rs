@@ -4,7 +4,7 @@
 use anyhow::Context;
 
 use crate::cli::{FormatArg, MergeArgs, ReportArgs};
-use crate::report::{Metric, Model, Report, SCHEMA};
+use crate::report::{Metric, Model, Report, ShardStart, SCHEMA};
 use crate::UsageError;
 
 /// Reads and checks a JSON report.
@@ -64,7 +64,12 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         .map(|f| load(f).map(|r| (f.display().to_string(), r)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let inputs: Vec<(&str, &Report)> = reports.iter().map(|(f, r)| (f.as_str(), r)).collect();
-    let merged = merge_shards(&inputs, args.partial)?;
+    let mut merged = merge_shards(&inputs, args.partial)?;
+    let max_skew_ns = u64::try_from(args.max_skew.as_nanos()).unwrap_or(u64::MAX);
+    if let Some(w) = skew_warning(&inputs, max_skew_ns) {
+        eprintln!("metronome: warning: {w}");
+        merged.generator.warnings.push(w);
+    }
     if let Some(path) = &args.out {
         std::fs::write(path, serde_json::to_string_pretty(&merged)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -223,6 +228,14 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
     let coverage = check_shards(inputs, partial)?;
     let reports: Vec<&Report> = inputs.iter().map(|&(_, r)| r).collect();
     let mut m = merge_reports(&reports)?;
+    m.shard_starts = reports
+        .iter()
+        .map(|r| ShardStart {
+            shard: r.shard.clone(),
+            start_unix_ns: r.start_unix_ns,
+            start_offset_ns: r.start_offset_ns,
+        })
+        .collect();
     if coverage.missing.is_empty() {
         m.shard = format!("merged {}", coverage.count);
     } else {
@@ -238,6 +251,56 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
         ));
     }
     Ok(m)
+}
+
+/// How far apart the shards began pacing, ns, and the first and last to
+/// begin (file, report); `None` for fewer than two reports or when one
+/// has no start (a report of an older version).
+pub fn start_skew<'a>(
+    inputs: &[(&'a str, &'a Report)],
+) -> Option<(u64, (&'a str, &'a Report), (&'a str, &'a Report))> {
+    if inputs.len() < 2 || inputs.iter().any(|(_, r)| r.start_unix_ns == 0) {
+        return None;
+    }
+    let began = |r: &Report| r.start_unix_ns.saturating_add(r.start_offset_ns);
+    let first = *inputs.iter().min_by_key(|(_, r)| began(r))?;
+    let last = *inputs.iter().max_by_key(|(_, r)| began(r))?;
+    Some((began(last.1) - began(first.1), first, last))
+}
+
+/// The warning `merge` gives when the shards began pacing more than
+/// `max_skew_ns` apart: by how much, and which files began first and last.
+///
+/// # Example
+/// ```
+/// # let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+/// # let mut a: metronome::report::Report =
+/// #     serde_json::from_str(text.split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
+/// use metronome::report::merge::skew_warning;
+/// a.start_unix_ns = 1_796_119_200_000_000_000;
+/// a.start_offset_ns = 40_000;
+/// let mut b = a.clone();
+/// b.start_offset_ns = 2_540_000;
+/// let w = skew_warning(&[("a.json", &a), ("b.json", &b)], 1_000_000).unwrap();
+/// assert!(w.starts_with("shards began 2.500 ms apart"), "{w}");
+/// assert_eq!(skew_warning(&[("a.json", &a), ("b.json", &b)], 3_000_000), None);
+/// ```
+pub fn skew_warning(inputs: &[(&str, &Report)], max_skew_ns: u64) -> Option<String> {
+    let (skew, (first_file, first), (last_file, last)) = start_skew(inputs)?;
+    (skew > max_skew_ns).then(|| {
+        format!(
+            "shards began {:.3} ms apart, more than --max-skew {}: {last_file} (shard {}) began \
+             at {} and {first_file} (shard {}) at {}; the merged figures mix schedules shifted \
+             by that much (sync the clocks and give every shard one --start-at: \
+             docs/distributed.md)",
+            skew as f64 / 1e6,
+            crate::units::format_duration(std::time::Duration::from_nanos(max_skew_ns)),
+            last.shard,
+            crate::units::rfc3339_ns(last.start_unix_ns.saturating_add(last.start_offset_ns)),
+            first.shard,
+            crate::units::rfc3339_ns(first.start_unix_ns.saturating_add(first.start_offset_ns)),
+        )
+    })
 }
 
 /// Merges the metric of several reports: bucket counts add exactly; min,
@@ -297,6 +360,18 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.throughput_rps = reports.iter().map(|r| r.throughput_rps).sum();
     m.output_tokens_per_s = reports.iter().map(|r| r.output_tokens_per_s).sum();
     m.duration_s = reports.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+    // The earliest zero, and how long after it the last shard began.
+    m.start_unix_ns = reports.iter().map(|r| r.start_unix_ns).min().unwrap_or(0);
+    m.start_time = crate::units::rfc3339_ns(m.start_unix_ns);
+    m.start_offset_ns = reports
+        .iter()
+        .map(|r| {
+            r.start_unix_ns
+                .saturating_add(r.start_offset_ns)
+                .saturating_sub(m.start_unix_ns)
+        })
+        .max()
+        .unwrap_or(0);
     let q = &mut m.requests;
     *q = Default::default();
     m.errors = Default::default();

@@ -65,6 +65,27 @@ pub struct Report {
     /// Warmup planned before the measured phase (`--warmup`), seconds.
     #[serde(default)]
     pub warmup_s: f64,
+    /// The wall-clock time of the schedule's zero (the start of the warmup,
+    /// or of the measured phase without one), ns since the Unix epoch, by
+    /// this machine's clock: `--start-at` when given, else the instant the
+    /// clock started, connections open. (0 in reports of older versions.)
+    #[serde(default)]
+    pub start_unix_ns: u64,
+    /// The same instant in RFC 3339, UTC, nine fractional digits.
+    #[serde(default)]
+    pub start_time: String,
+    /// The instant requested with `--start-at` (RFC 3339, UTC, nine
+    /// fractional digits), or null.
+    #[serde(default)]
+    pub start_at: Option<String>,
+    /// How long after the schedule's zero this run really began pacing, ns
+    /// (by this machine's clocks): microseconds when it waited for the zero,
+    /// more when its connections were not open by then.
+    #[serde(default)]
+    pub start_offset_ns: u64,
+    /// Merged reports only: each shard's start, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_starts: Vec<ShardStart>,
     /// Request counts.
     pub requests: Requests,
     /// Errors by kind and by HTTP status code.
@@ -92,6 +113,26 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+}
+
+/// When one shard of a merged run started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardStart {
+    /// The shard, "K/N".
+    pub shard: String,
+    /// Its `start_unix_ns`.
+    pub start_unix_ns: u64,
+    /// Its `start_offset_ns`.
+    pub start_offset_ns: u64,
+}
+
+impl ShardStart {
+    /// When the shard really began pacing: its zero plus its offset, ns
+    /// since the Unix epoch.
+    pub fn began_unix_ns(&self) -> u64 {
+        self.start_unix_ns.saturating_add(self.start_offset_ns)
+    }
 }
 
 /// The load model of a run, written `"open"` or `"closed"`.

@@ -124,3 +124,14 @@ pub fn assert_accounting(r: &Report) {
 pub fn count_at_least(m: &metronome::report::Metric, at_least_ms: f64) -> u64 {
     m.count_at_least(at_least_ms)
 }
+
+/// Reads a JSON report written by the binary (`--out`), checks it, and
+/// decodes it.
+pub fn read_report(path: &std::path::Path) -> Report {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let r: Report = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not a report ({e})", path.display()));
+    assert_accounting(&r);
+    r
+}
