@@ -478,6 +478,16 @@ fn the_recipe_runs_here_against_loopback_and_merges_complete() {
             assert!(!printed.partial);
             // 400/s for 0.5 s, constant arrivals: 200 scheduled over the shards.
             assert_eq!(printed.requests.scheduled, 200);
+            // Every shard's clock started at the ConfigMap's instant.
+            let zero = start.duration_since(UNIX_EPOCH).unwrap().as_secs() * 1_000_000_000;
+            let starts: Vec<(String, u64)> = printed
+                .shard_starts
+                .iter()
+                .map(|s| (s.shard.clone(), s.start_unix_ns))
+                .collect();
+            let n = r.shards.len();
+            let expect: Vec<(String, u64)> = (0..n).map(|k| (format!("{k}/{n}"), zero)).collect();
+            assert_eq!(starts, expect);
             common::assert_accounting(&printed);
         }
     }

@@ -101,6 +101,18 @@ fn ssh_recipe_runs_three_shards_and_merges_them() {
     assert!(!merged.partial);
     // 300/s for 0.5 s, constant arrivals: 150 scheduled over the three shards.
     assert_eq!(merged.requests.scheduled, 150);
+    // All three clocks started at the one instant the script chose.
+    let shards: Vec<&str> = merged
+        .shard_starts
+        .iter()
+        .map(|s| s.shard.as_str())
+        .collect();
+    assert_eq!(shards, ["0/3", "1/3", "2/3"]);
+    assert!(merged
+        .shard_starts
+        .iter()
+        .all(|s| s.start_unix_ns == merged.shard_starts[0].start_unix_ns
+            && s.start_unix_ns % 1_000_000_000 == 0));
     common::assert_accounting(&merged);
     for k in 0..3 {
         assert!(out.join(format!("shard-{k}.json")).exists());
