@@ -87,6 +87,26 @@ pub enum EngineArg {
     Std,
 }
 
+/// `--endpoint`: the OpenAI endpoint requests go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EndpointArg {
+    /// /v1/chat/completions with `messages`.
+    Chat,
+    /// /v1/completions with `prompt`.
+    Completions,
+}
+
+/// `--max-tokens-field`: the field of the output-length cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MaxTokensFieldArg {
+    /// `max_completion_tokens` (OpenAI's current field).
+    #[value(name = "max_completion_tokens")]
+    MaxCompletionTokens,
+    /// `max_tokens` (older servers).
+    #[value(name = "max_tokens")]
+    MaxTokens,
+}
+
 /// Output format on stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -140,24 +160,60 @@ pub struct RunArgs {
     /// A request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
-    /// Request body.
+    /// Request body (with --openai: a JSON object merged into every request body, as
+    /// --extra-body).
     #[arg(long, conflicts_with = "body_file")]
     pub body: Option<String>,
-    /// Request body read from a file.
+    /// Request body read from a file (with --openai: merged, as --body).
     #[arg(long)]
     pub body_file: Option<PathBuf>,
-    /// Speak OpenAI-style streaming chat completions (POST, text/event-stream): TTFT, ITL, TPOT, E2E.
+    /// Speak OpenAI-style streaming completions (POST, text/event-stream): TTFT, ITL, TPOT, E2E.
+    /// A URL of a bare host or ending in /v1 is completed to the endpoint (docs/openai.md).
     #[arg(long)]
     pub openai: bool,
-    /// Model name sent with --openai.
-    #[arg(long, default_value = "default")]
-    pub model: String,
+    /// Model name sent with --openai (default: the first id of GET /v1/models on the target).
+    #[arg(long, requires = "openai")]
+    pub model: Option<String>,
+    /// The OpenAI endpoint: chat (/v1/chat/completions, messages) or completions
+    /// (/v1/completions, prompt). Default: what the URL's path names, else chat.
+    #[arg(long, value_enum, requires = "openai")]
+    pub endpoint: Option<EndpointArg>,
     /// A prompt for --openai (repeatable; requests cycle through them in a seeded order).
-    #[arg(long = "prompt")]
+    #[arg(long = "prompt", requires = "openai", conflicts_with_all = ["dataset", "input_len"])]
     pub prompts: Vec<String>,
-    /// max_tokens sent with --openai.
-    #[arg(long, default_value_t = 128)]
+    /// Prompts from FILE for --openai: JSON Lines ({"prompt": ...} or {"messages": [...]},
+    /// optional "output_len"/"max_tokens") or ShareGPT JSON; shuffled by --seed, cycled.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "openai",
+        conflicts_with = "input_len"
+    )]
+    pub dataset: Option<PathBuf>,
+    /// Synthetic prompts of N words (the token proxy), drawn from a fixed vocabulary by --seed.
+    #[arg(long, value_name = "N", requires = "openai", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub input_len: Option<u32>,
+    /// Output length of every request (its max-tokens field), over a dataset's own lengths.
+    #[arg(long, value_name = "M", requires = "openai", conflicts_with = "max_tokens",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub output_len: Option<u32>,
+    /// Output-length cap sent with --openai when the prompt gives none.
+    #[arg(long, default_value_t = 128, requires = "openai")]
     pub max_tokens: u32,
+    /// The field the cap is sent in on the chat endpoint: max_completion_tokens (OpenAI's
+    /// current field, what vLLM's bench sends), or max_tokens for servers that read only the
+    /// older field (the completions endpoint always uses max_tokens).
+    #[arg(long, value_enum, default_value_t = MaxTokensFieldArg::MaxCompletionTokens, requires = "openai")]
+    pub max_tokens_field: MaxTokensFieldArg,
+    /// Send "ignore_eos": true (vLLM, SGLang): generate up to the cap, so output lengths
+    /// are pinned.
+    #[arg(long, requires = "openai")]
+    pub ignore_eos: bool,
+    /// A JSON object merged into every --openai request body (JSON merge patch, RFC 7396:
+    /// objects merge key by key, null removes a key), after --body, e.g.
+    /// '{"temperature":0,"min_tokens":128}'.
+    #[arg(long, value_name = "JSON", requires = "openai")]
+    pub extra_body: Option<String>,
     /// Bearer token sent with --openai (Authorization header).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -278,13 +334,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
     pub error_every: Option<u64>,
 
-    /// Serve OpenAI-style SSE streams on POST /v1/chat/completions.
+    /// Serve OpenAI-style SSE streams on POST /v1/chat/completions (and /v1/completions).
     ///
     /// Each stream sends a role chunk at once, content token i at
     /// start + TTFT + i * ITL, a usage chunk with completion_tokens, then
     /// "data: [DONE]". Streams run concurrently. A "max_tokens" (or
     /// "max_completion_tokens") in the JSON body caps --tokens. Other paths
-    /// answer 404 (GET /v1/models lists the model `metronome`).
+    /// answer 404 (GET /v1/models lists the one model, --model).
     #[arg(long)]
     pub sse: bool,
 
@@ -313,6 +369,10 @@ pub struct ServeArgs {
     /// Size in bytes of the plain 200 body.
     #[arg(long, value_name = "BYTES", default_value_t = 2)]
     pub body_bytes: usize,
+
+    /// The model id GET /v1/models lists (--sse).
+    #[arg(long, value_name = "NAME", default_value = "metronome")]
+    pub model: String,
 }
 
 /// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare

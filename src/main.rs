@@ -51,11 +51,21 @@ fn exit_on_clap_error(e: clap::Error) -> ! {
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
             let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
+            let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+            let mut first = lines
+                .next()
                 .unwrap_or("bad usage")
-                .trim_start_matches("error: ");
+                .trim_start_matches("error: ")
+                .to_string();
+            // "the following required arguments were not provided:" lists
+            // them on the next lines.
+            if first.ends_with(':') {
+                let named: Vec<&str> = lines
+                    .take_while(|l| l.starts_with("  "))
+                    .map(str::trim)
+                    .collect();
+                first = format!("{first} {}", named.join(", "));
+            }
             eprintln!("metronome: {first} (see --help)");
             std::process::exit(EXIT_USAGE);
         }

@@ -488,7 +488,16 @@ fn json_keys_match_docs() {
         srv.stop();
         assert_eq!(out.status.code(), Some(0));
         let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(keys(&real, ""), keys(&documented, ""), "{engine}");
+        let mut want = keys(&documented, "");
+        // The example fell behind once; a run on time has no stretch to
+        // show the keys of.
+        if real["generator"]["behind"]
+            .as_array()
+            .is_some_and(|b| b.is_empty())
+        {
+            want.retain(|k| !k.starts_with(".generator.behind[]"));
+        }
+        assert_eq!(keys(&real, ""), want, "{engine}");
     }
 }
 

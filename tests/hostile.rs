@@ -1617,7 +1617,7 @@ fn openai_streams() {
     ];
     for (case, s, args, ok, kinds) in rows {
         for engine in engines() {
-            let args = with(args, &["--openai"]);
+            let args = with(args, &["--openai", "--model", "m"]);
             let r = run(engine, &s, "/v1/chat/completions", &args);
             let n = r.requests().scheduled;
             r.expect(case, n, ok, &kinds);

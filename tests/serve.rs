@@ -651,6 +651,54 @@ fn sse_other_paths_are_404_and_models_lists_metronome() {
 }
 
 #[test]
+fn sse_models_list_is_openai_shaped_and_completions_stream() {
+    let server = sse(ServeConfig {
+        model: "org/Model-7B".into(),
+        tokens: 2,
+        ttft: ms(1),
+        itl: ms(1),
+        ..ServeConfig::default()
+    });
+    let mut client = Client::connect(server.addr());
+    client.send(b"GET /v1/models HTTP/1.1\r\nHost: t\r\n\r\n");
+    let models = client.response();
+    assert_eq!(models.head.status, 200);
+    assert_eq!(models.head.header("content-type"), Some("application/json"));
+    let list: serde_json::Value = serde_json::from_slice(&models.body).unwrap();
+    assert_eq!(
+        list,
+        serde_json::json!({"object": "list", "data": [{
+            "id": "org/Model-7B", "object": "model", "created": 1_704_067_200,
+            "owned_by": "metronome"}]})
+    );
+    let body = r#"{"model":"org/Model-7B","prompt":"a b c","stream":true,"max_tokens":1}"#;
+    client.send(
+        format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    let stream = read_sse(&mut client);
+    assert!(stream.terminated);
+    let events: Vec<&str> = stream.events.iter().map(|(e, _)| e.as_str()).collect();
+    assert!(
+        events.last().unwrap().starts_with("data: [DONE]"),
+        "{events:?}"
+    );
+    // The usage chunk reports the cap of 1 token and 3 prompt words.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains(r#""completion_tokens":1"#) && e.contains(r#""prompt_tokens":3"#)),
+        "{events:?}"
+    );
+    client.send(b"GET /v1/completions HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(client.response().head.status, 405);
+    assert_eq!(server.stop(), 1);
+}
+
+#[test]
 fn sse_error_every_answers_429_before_streaming() {
     let server = sse(ServeConfig {
         tokens: 1,

@@ -149,8 +149,39 @@ impl<'p> Ledger<'p> {
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_dropped();
+            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+                iv.dropped += 1;
+            }
         }
         measured
+    }
+
+    /// A due request intended at `intended_ns` found no idle connection and
+    /// waits for one (the pool is exhausted). Returns whether it was
+    /// recorded (not warmup); the run's total is the engine's
+    /// `waited_for_connection`.
+    pub fn waited(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+        let measured = self.plan.is_measured(intended_ns);
+        if measured {
+            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+                iv.waited += 1;
+            }
+        }
+        measured
+    }
+
+    /// A pacing thread used `cpu_ns` of CPU, `spin_ns` of it busy-waiting,
+    /// in the sample ending at `at_ns`. Counted in the interval of `at_ns`
+    /// while the measured phase lasts (not during the warmup or the drain
+    /// after the end).
+    pub fn busy(&self, tally: &mut Tally<'_>, at_ns: u64, cpu_ns: u64, spin_ns: u64) {
+        let Some(i) = self.plan.interval_index(at_ns) else {
+            return;
+        };
+        if let Some(iv) = tally.intervals.get_mut(i) {
+            iv.cpu_ns = iv.cpu_ns.saturating_add(cpu_ns);
+            iv.spin_ns = iv.spin_ns.saturating_add(spin_ns);
+        }
     }
 
     /// Request intended at `intended_ns` left at `sent_ns`. Returns true when

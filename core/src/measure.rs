@@ -385,7 +385,7 @@ pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
-/// About 420 KiB (seven histograms): engines keep it in a `Box` or in their
+/// About 480 KiB (eight histograms): engines keep it in a `Box` or in their
 /// thread state, not in a short-lived stack frame.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recorder {
@@ -432,6 +432,9 @@ pub struct Recorder {
     pub good: u64,
     /// Output tokens of successful streams.
     pub output_tokens: u64,
+    /// Output tokens per successful stream (usage or content chunks, as
+    /// [`StreamSummary::tokens`]): the output length distribution.
+    pub output_len: Histogram,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
@@ -481,6 +484,7 @@ impl Recorder {
             timeouts: 0,
             good: 0,
             output_tokens: 0,
+            output_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
@@ -589,6 +593,7 @@ impl Recorder {
             self.tpot.record(tpot);
         }
         self.output_tokens = self.output_tokens.saturating_add(u64::from(s.tokens));
+        self.output_len.record(u64::from(s.tokens));
         self.ok = self.ok.saturating_add(1);
         let good = meets(s.ttft_ns, slo.ttft_ns)
             && meets(max_gap, slo.itl_ns)
@@ -722,6 +727,7 @@ impl Recorder {
         self.itl.merge(&other.itl);
         self.tpot.merge(&other.tpot);
         self.corrected.merge(&other.corrected);
+        self.output_len.merge(&other.output_len);
         for (a, b) in [
             (&mut self.scheduled, other.scheduled),
             (&mut self.sent, other.sent),
@@ -765,6 +771,17 @@ pub struct Interval {
     pub errors: u64,
     /// Requests never sent, counted in the interval they were given up.
     pub unsent: u64,
+    /// Due requests dropped above the in-flight limit, by intended time.
+    pub dropped: u64,
+    /// Due requests that found no idle connection and waited for one, by
+    /// intended time (the pool was exhausted).
+    pub waited: u64,
+    /// CPU time the engine's pacing threads used in the interval (ns),
+    /// spin included; sampled about every 50 ms, so a sample straddling a
+    /// boundary counts in the interval it was taken in.
+    pub cpu_ns: u64,
+    /// Of `cpu_ns`, the time spent busy-waiting before sends (ns).
+    pub spin_ns: u64,
     /// Latency (completion - intended) of the interval's successful requests.
     pub latency: Histogram,
     /// Send lag (send - intended) of the interval's sent requests.
@@ -785,6 +802,10 @@ impl Interval {
             ok: 0,
             errors: 0,
             unsent: 0,
+            dropped: 0,
+            waited: 0,
+            cpu_ns: 0,
+            spin_ns: 0,
             latency: Histogram::new(),
             send_lag: Histogram::new(),
         }
@@ -809,6 +830,10 @@ impl Interval {
         self.ok = self.ok.saturating_add(other.ok);
         self.errors = self.errors.saturating_add(other.errors);
         self.unsent = self.unsent.saturating_add(other.unsent);
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        self.waited = self.waited.saturating_add(other.waited);
+        self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
+        self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.latency.merge(&other.latency);
         self.send_lag.merge(&other.send_lag);
     }

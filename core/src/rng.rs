@@ -2,7 +2,8 @@
 //!
 //! Every random choice in metronome comes from a [`Pcg32`] stream derived
 //! from the run's seed with [`stream`]: one independent stream per purpose
-//! ([`PURPOSE_ARRIVALS`], [`PURPOSE_REQUESTS`], [`PURPOSE_JITTER`]), so adding
+//! ([`PURPOSE_ARRIVALS`], [`PURPOSE_REQUESTS`], [`PURPOSE_JITTER`],
+//! [`PURPOSE_PROMPTS`]), so adding
 //! a new use of randomness never shifts an existing one, and a seed always
 //! reproduces the same schedule.
 //!
@@ -28,6 +29,8 @@ pub const PURPOSE_ARRIVALS: u64 = 0;
 pub const PURPOSE_REQUESTS: u64 = 1;
 /// The purpose of the stream that draws jitter (for example, connection-open or retry spreading).
 pub const PURPOSE_JITTER: u64 = 2;
+/// The purpose of the stream that draws the words of synthetic prompts.
+pub const PURPOSE_PROMPTS: u64 = 3;
 
 /// The LCG multiplier of PCG32 (the 64-bit MMIX/Knuth multiplier).
 const MULTIPLIER: u64 = 6_364_136_223_846_793_005;

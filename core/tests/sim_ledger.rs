@@ -318,3 +318,41 @@ fn last_complete_interval_for_progress() {
     assert!((40 * MS..=40 * MS + 40 * MS / 128).contains(&p99));
     assert_eq!(lag, 0);
 }
+
+/// Drops and waits for a connection count in the interval of their intended
+/// time (never in the warmup); pacing CPU counts in the interval of its
+/// sample, during the measured phase only (not in the warmup, not in the
+/// drain after the end).
+#[test]
+fn drops_waits_and_cpu_per_interval() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    assert!(!ledger.dropped(t, 499 * MS));
+    assert!(!ledger.waited(t, 499 * MS));
+    assert!(ledger.dropped(t, 500 * MS));
+    assert!(ledger.dropped(t, 1_499 * MS));
+    assert!(ledger.waited(t, 760 * MS));
+    assert!(ledger.waited(t, 999 * MS));
+    assert!(ledger.waited(t, 1_000 * MS));
+    ledger.busy(t, 400 * MS, 7 * MS, MS); // warmup: not counted
+    ledger.busy(t, 600 * MS, 50 * MS, 20 * MS);
+    ledger.busy(t, 700 * MS, 40 * MS, 30 * MS);
+    ledger.busy(t, 1_300 * MS, 10 * MS, 0);
+    ledger.busy(t, 1_600 * MS, 9 * MS, 9 * MS); // after the end: not counted
+    assert_eq!(b.column(|i| i.dropped), [1, 0, 0, 1]);
+    assert_eq!(b.column(|i| i.waited), [0, 2, 1, 0]);
+    assert_eq!(b.column(|i| i.cpu_ns), [90 * MS, 0, 0, 10 * MS]);
+    assert_eq!(b.column(|i| i.spin_ns), [50 * MS, 0, 0, 0]);
+    assert_eq!(b.recorder.dropped, 2);
+    // Merging intervals adds the new counters too.
+    let mut sum = Interval::new();
+    for iv in &b.intervals {
+        sum.merge(iv);
+    }
+    assert_eq!(
+        (sum.dropped, sum.waited, sum.cpu_ns, sum.spin_ns),
+        (2, 3, 100 * MS, 50 * MS)
+    );
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use metronome_core::engine::{Control, EngineError, Origin, RunOutput};
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{ErrorKind, Recorder, ThreadStats, Unsent};
+use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
 use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -50,6 +50,8 @@ struct Shared {
 
 /// The longest a single sleep of the pacer lasts, so a stop is noticed.
 const MAX_SLEEP_NS: u64 = 20_000_000;
+/// How often the pacer charges its CPU time to the interval series.
+const CPU_SAMPLE_NS: u64 = 50_000_000;
 /// The longest the start gate waits for the pre-opened connections'
 /// threads to wait for work.
 const READY_LIMIT: Duration = Duration::from_secs(1);
@@ -141,10 +143,16 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         // 2. The pacer: the schedule is the single source of truth for send times.
         let ledger = Ledger::new(plan);
         let mut rec = Recorder::new();
+        // The pacer's share of the series: drops, waits and its CPU.
+        let mut pacer_intervals: Vec<Interval> = (0..plan.interval_count())
+            .map(|_| Interval::new())
+            .collect();
         let tally = &mut Tally {
             recorder: &mut rec,
-            intervals: &mut [],
+            intervals: &mut pacer_intervals,
         };
+        let mut cpu_mark = (thread_cpu_ns(), 0u64);
+        let mut next_sample = CPU_SAMPLE_NS;
         let mut stats = ThreadStats::default();
         let mut waited = 0u64;
         let mut schedule = schedule;
@@ -157,6 +165,16 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                 break;
             }
             let now = clock.now_ns();
+            if now >= next_sample {
+                // The pacer's CPU per interval: a saturated pacer told
+                // from a descheduled one.
+                let cpu = thread_cpu_ns();
+                let (cpu_then, spin_then) = cpu_mark;
+                let spin = stats.spin_ns.saturating_sub(spin_then);
+                ledger.busy(tally, now, cpu.saturating_sub(cpu_then), spin);
+                cpu_mark = (cpu, stats.spin_ns);
+                next_sample = now + CPU_SAMPLE_NS;
+            }
             match pace(now, next, tuner.slice_ns()) {
                 Pace::Done => break,
                 Pace::Spin => {
@@ -191,6 +209,7 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
                                 });
                                 if q.jobs.len() > q.idle && measured {
                                     waited += 1;
+                                    ledger.waited(tally, t);
                                 }
                                 let open = shared.open_connections.load(Ordering::Relaxed)
                                     + q.connecting as u64;
@@ -219,6 +238,13 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
             }
         }
         let stop_ns = clock.now_ns();
+        let cpu = thread_cpu_ns();
+        ledger.busy(
+            tally,
+            stop_ns,
+            cpu.saturating_sub(cpu_mark.0),
+            stats.spin_ns.saturating_sub(cpu_mark.1),
+        );
         if stopped {
             shared
                 .hard_end_ns
@@ -231,7 +257,10 @@ pub(crate) fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, Engin
         shared.ready.notify_all();
         drop(tx);
         stats.cpu_ns = thread_cpu_ns();
-        let out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
+        let mut out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
+        for (iv, pacer) in out.intervals.iter_mut().zip(&pacer_intervals) {
+            iv.merge(pacer);
+        }
         Ok::<_, EngineError>((out, stats, rec, waited, stopped, stop_ns))
     })?;
 

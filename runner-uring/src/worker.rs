@@ -158,6 +158,8 @@ pub(crate) struct Worker<'p> {
     timer_due_ns: Option<u64>,
     /// When the thread last woke from a wait, until its completions are reaped.
     woke_ns: Option<u64>,
+    /// Thread CPU and spin time at the last [`Worker::sample_cpu`] (ns).
+    cpu_mark: (u64, u64),
 }
 
 impl<'p> Worker<'p> {
@@ -241,6 +243,7 @@ impl<'p> Worker<'p> {
             tuner: plan.spin.tuner(),
             timer_due_ns: None,
             woke_ns: None,
+            cpu_mark: (0, 0),
         })
     }
 
@@ -258,8 +261,10 @@ impl<'p> Worker<'p> {
     pub(crate) fn run(mut self, clock: Clock) -> io::Result<ThreadOut> {
         self.clock = clock;
         let cpu_start = thread_cpu_ns();
+        self.cpu_mark = (cpu_start, 0);
         self.hook(Phase::Measuring);
         let result = self.event_loop();
+        self.sample_cpu(self.clock.now_ns());
         self.hook(Phase::Done);
         self.publish(self.clock.now_ns(), true);
         let stopped_at = result?;
@@ -319,6 +324,7 @@ impl<'p> Worker<'p> {
                 next_scan = now + SCAN_NS;
             }
             if now >= next_publish {
+                self.sample_cpu(now);
                 self.publish(now, false);
                 next_publish = now + PUBLISH_NS;
             }
@@ -422,6 +428,21 @@ impl<'p> Worker<'p> {
         Ok(stopped_at)
     }
 
+    /// Charges the CPU (and spin) used since the last sample to the
+    /// interval of `now`: the per-interval series then tells a saturated
+    /// generator from a descheduled one.
+    fn sample_cpu(&mut self, now: u64) {
+        let cpu = thread_cpu_ns();
+        let (cpu_then, spin_then) = self.cpu_mark;
+        self.ledger.busy(
+            &mut self.out.tally(),
+            now,
+            cpu.saturating_sub(cpu_then),
+            self.stats.spin_ns.saturating_sub(spin_then),
+        );
+        self.cpu_mark = (cpu, self.stats.spin_ns);
+    }
+
     /// A due request: on an idle connection now, else waiting (opening one
     /// more connection when allowed), or dropped above `max_in_flight`.
     fn dispatch(&mut self, job: Job) -> io::Result<()> {
@@ -440,6 +461,7 @@ impl<'p> Worker<'p> {
                 self.waiting.push_back(job);
                 if measured {
                     self.out.waited_for_connection += 1;
+                    self.ledger.waited(&mut self.out.tally(), job.intended_ns);
                 }
                 self.grow()
             }

@@ -9,7 +9,7 @@ use metronome_core::plan::{Model as PlanModel, Plan};
 use metronome_core::rng;
 
 use super::{
-    ms, ArrivalReport, Errors, Generator, IntervalReport, Metrics, Model, Report, Requests,
+    ms, ArrivalReport, Behind, Errors, Generator, IntervalReport, Metrics, Model, Report, Requests,
     SloReport, SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
@@ -56,11 +56,20 @@ impl Report {
         } else {
             0.0
         };
+        // The threads that pace: every uring thread; std's one pacer.
+        let pacers = if engine == "std" {
+            1
+        } else {
+            out.threads.len().max(1) as u64
+        };
         let intervals = out
             .intervals
             .iter()
             .enumerate()
             .map(|(i, iv)| IntervalReport {
+                dropped: iv.dropped,
+                waited: iv.waited,
+                work_cpu: work_share(iv, plan.interval_ns, pacers),
                 start_s: i as f64 * plan.interval_ns as f64 / 1e9,
                 sent: iv.sent,
                 ok: iv.ok,
@@ -155,13 +164,123 @@ impl Report {
                 connections_unsolicited: rec.unsolicited,
                 stopped: out.stopped,
                 warnings: out.warnings.clone(),
+                behind: Vec::new(),
             },
             thresholds: Vec::new(),
+            workload: None,
             interrupted: false,
             partial: false,
         };
+        if report.model == Model::Open {
+            report.generator.behind = behind(&report.intervals, Some(plan));
+        }
         report.generator.warnings.extend(warnings(&report, plan));
         report
+    }
+}
+
+/// Share of `pacers` threads' time over `interval_ns` spent working (CPU
+/// minus spin), 0..1.
+fn work_share(iv: &metronome_core::measure::Interval, interval_ns: u64, pacers: u64) -> f64 {
+    let span = interval_ns.max(1) as f64 * pacers.max(1) as f64;
+    (iv.cpu_ns.saturating_sub(iv.spin_ns) as f64 / span).min(1.0)
+}
+
+/// Send-lag p99 above which an interval is behind its schedule, ms.
+const BEHIND_LAG_MS: f64 = 1.0;
+/// Work share from which the pacing threads count as saturated.
+const SATURATED: f64 = 0.9;
+
+/// The stretches of the run in which the open loop could not keep its
+/// schedule, and why, from the interval series: consecutive intervals of
+/// the same cause form one stretch. `plan` (absent in a merge) puts the
+/// limits in the sentences.
+pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behind> {
+    let mut out: Vec<Behind> = Vec::new();
+    let width = match intervals {
+        [a, b, ..] => b.start_s - a.start_s,
+        _ => 0.0,
+    };
+    let mut last_cause = None;
+    for (i, iv) in intervals.iter().enumerate() {
+        let Some(cause) = cause(iv) else {
+            last_cause = None;
+            continue;
+        };
+        let until_s = intervals
+            .get(i + 1)
+            .map_or(iv.start_s + width, |next| next.start_s);
+        if last_cause == Some(cause) {
+            if let Some(b) = out.last_mut() {
+                b.until_s = until_s;
+                b.intervals += 1;
+                continue;
+            }
+        }
+        last_cause = Some(cause);
+        out.push(Behind {
+            from_s: iv.start_s,
+            until_s,
+            intervals: 1,
+            cause: cause.to_string(),
+            detail: detail(cause, iv, plan),
+        });
+    }
+    out
+}
+
+/// Why an interval is behind its schedule, or `None` when it kept it.
+fn cause(iv: &IntervalReport) -> Option<&'static str> {
+    let late = iv.dropped > 0 || iv.waited > 0 || iv.send_lag_p99 > BEHIND_LAG_MS;
+    if !late {
+        None
+    } else if iv.work_cpu >= SATURATED {
+        // A generator that cannot keep up also reaps late, which fills the
+        // pool and the in-flight limit: its saturation is the cause.
+        Some("cpu_saturated")
+    } else if iv.dropped > 0 {
+        Some("in_flight_limit")
+    } else if iv.waited > 0 {
+        Some("pool_exhausted")
+    } else {
+        Some("descheduled")
+    }
+}
+
+/// The sentence of a stretch, with the figures of its first interval.
+fn detail(cause: &str, iv: &IntervalReport, plan: Option<&Plan<'_>>) -> String {
+    match cause {
+        "in_flight_limit" => format!(
+            "{} due requests were dropped above --max-in-flight{} (latency p50 {:.3} ms): the \
+             server answers slower than requests arrive, or the limit is too low",
+            iv.dropped,
+            plan.map(|p| format!(" ({})", p.max_in_flight))
+                .unwrap_or_default(),
+            iv.p50
+        ),
+        "pool_exhausted" => format!(
+            "{} requests found every connection busy and waited for one, while {} responses \
+             arrived: the server is slower than the connections allow (raise \
+             --max-connections{})",
+            iv.waited,
+            iv.ok + iv.errors,
+            plan.map(|p| format!(", now {}", p.max_connections))
+                .unwrap_or_default()
+        ),
+        "cpu_saturated" => format!(
+            "the pacing threads worked {:.0}% of the time (busy-wait excluded; send-lag p99 \
+             {:.3} ms): the generator is CPU-bound at this rate (add --threads, or shards on \
+             more machines)",
+            100.0 * iv.work_cpu,
+            iv.send_lag_p99
+        ),
+        _ => format!(
+            "the pacing threads worked only {:.0}% of the time yet sent late (send-lag p99 \
+             {:.3} ms): the host took their CPU (other processes, a VM's steal, interrupts; \
+             pin with --cpus to an idle core)",
+            100.0 * iv.work_cpu,
+            iv.send_lag_p99
+        ),
     }
 }
 
@@ -199,6 +318,19 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.metrics.send_lag.max
         ));
     }
+    // At most three stretches in the warnings; the JSON has them all.
+    for b in r.generator.behind.iter().take(3) {
+        w.push(format!(
+            "behind schedule from {:.1} s to {:.1} s ({}): {}",
+            b.from_s, b.until_s, b.cause, b.detail
+        ));
+    }
+    if r.generator.behind.len() > 3 {
+        w.push(format!(
+            "behind schedule in {} more stretches (generator.behind in the JSON)",
+            r.generator.behind.len() - 3
+        ));
+    }
     if r.model == Model::Open
         && r.offered_rps > 0.0
         && r.achieved_rps < 0.99 * r.offered_rps
@@ -232,4 +364,74 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         ));
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(start_s: f64, lag_ms: f64, dropped: u64, waited: u64, work: f64) -> IntervalReport {
+        IntervalReport {
+            start_s,
+            sent: 10,
+            ok: 7,
+            errors: 1,
+            unsent: 0,
+            p50: 1.0,
+            p99: 2.0,
+            max: 3.0,
+            send_lag_p99: lag_ms,
+            dropped,
+            waited,
+            work_cpu: work,
+        }
+    }
+
+    /// Each late interval gets one cause (a saturated generator first, then
+    /// drops, waits, and send lag of a thread that was not working), and
+    /// consecutive intervals of one cause are one stretch.
+    #[test]
+    fn stretches_and_causes_from_the_interval_series() {
+        let series = [
+            iv(0.0, 0.2, 0, 0, 0.95),  // on time, however busy
+            iv(1.0, 1.5, 0, 0, 0.95),  // late and saturated
+            iv(2.0, 30.0, 0, 0, 0.92), // still saturated: same stretch
+            iv(3.0, 2.0, 0, 0, 0.10),  // late, not working: descheduled
+            iv(4.0, 0.5, 0, 3, 0.10),  // waits: pool exhausted
+            iv(5.0, 0.1, 2, 9, 0.10),  // drops win over waits
+            iv(6.0, 1.0, 0, 0, 0.99),  // exactly 1 ms: on time
+            iv(7.0, 0.2, 0, 4, 0.93),  // waits of a saturated generator
+        ];
+        let got: Vec<_> = behind(&series, None)
+            .into_iter()
+            .map(|b| (b.from_s, b.until_s, b.intervals, b.cause))
+            .collect();
+        let want = [
+            (1.0, 3.0, 2, "cpu_saturated"),
+            (3.0, 4.0, 1, "descheduled"),
+            (4.0, 5.0, 1, "pool_exhausted"),
+            (5.0, 6.0, 1, "in_flight_limit"),
+            (7.0, 8.0, 1, "cpu_saturated"),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!((g.0, g.1, g.2, g.3.as_str()), w);
+        }
+        let all = behind(&series, None);
+        assert_eq!(
+            all[0].detail,
+            "the pacing threads worked 95% of the time (busy-wait excluded; send-lag p99 1.500 \
+             ms): the generator is CPU-bound at this rate (add --threads, or shards on more \
+             machines)"
+        );
+        assert_eq!(
+            all[2].detail,
+            "3 requests found every connection busy and waited for one, while 8 responses \
+             arrived: the server is slower than the connections allow (raise --max-connections)"
+        );
+        // The last interval of a run ends one interval width after its start.
+        let tail = behind(&[iv(0.0, 0.1, 0, 0, 0.0), iv(0.5, 5.0, 0, 0, 0.0)], None);
+        assert_eq!((tail[0].from_s, tail[0].until_s), (0.5, 1.0));
+        assert!(behind(&[iv(0.0, 0.1, 0, 0, 0.0)], None).is_empty());
+    }
 }

@@ -445,6 +445,9 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
                         a.p99 = a.p99.max(x.p99);
                         a.max = a.max.max(x.max);
                         a.send_lag_p99 = a.send_lag_p99.max(x.send_lag_p99);
+                        a.dropped += x.dropped;
+                        a.waited += x.waited;
+                        a.work_cpu = a.work_cpu.max(x.work_cpu);
                     }
                 }
             }
@@ -475,6 +478,11 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         .map(|r| r.generator.connections_unsolicited)
         .sum();
     g.stopped = reports.iter().any(|r| r.generator.stopped);
+    g.behind = if m.model == crate::report::Model::Open {
+        crate::report::build::behind(&m.intervals, None)
+    } else {
+        Vec::new()
+    };
     g.warnings = reports
         .iter()
         .flat_map(|r| {
@@ -485,5 +493,12 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         })
         .collect();
     m.thresholds = reports.iter().flat_map(|r| r.thresholds.clone()).collect();
+    let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
+    if let Some(w) = &mut m.workload {
+        let input: Vec<_> = workloads.iter().map(|w| &w.input_tokens).collect();
+        let output: Vec<_> = workloads.iter().map(|w| &w.output_tokens).collect();
+        w.input_tokens = super::workload::TokenDist::merge(&input);
+        w.output_tokens = super::workload::TokenDist::merge(&output);
+    }
     Ok(m)
 }

@@ -8,6 +8,7 @@
 //! - [`svg`]: the plots (`--svg`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
 //! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
+//! - [`workload`]: what `--openai` requests asked; input and output tokens.
 
 pub mod build;
 pub mod hgrm;
@@ -16,6 +17,7 @@ pub mod merge;
 pub mod svg;
 pub mod text;
 pub mod threshold;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -113,6 +115,10 @@ pub struct Report {
     pub partial: bool,
     /// Every `--threshold` and whether it held.
     pub thresholds: Vec<ThresholdReport>,
+    /// `--openai` runs: endpoint, model, prompts, input and output tokens
+    /// (null otherwise; absent in reports of older versions).
+    #[serde(default)]
+    pub workload: Option<workload::Workload>,
 }
 
 /// When one shard of a merged run started.
@@ -308,6 +314,41 @@ pub struct IntervalReport {
     pub max: f64,
     /// Send-lag p99 of its sends, ms.
     pub send_lag_p99: f64,
+    /// Due requests dropped above `--max-in-flight` in it.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Due requests that found every connection busy and waited for one.
+    #[serde(default)]
+    pub waited: u64,
+    /// Share of the pacing threads' time spent working (CPU minus
+    /// busy-wait, over the interval's length times the pacing threads),
+    /// 0..1. Near 1: the generator was CPU-bound. In a merge, the busiest
+    /// shard's.
+    #[serde(default)]
+    pub work_cpu: f64,
+}
+
+/// A stretch of the run in which the open loop could not keep its
+/// schedule, and why, read from the interval series: intervals with a
+/// drop, a wait for a connection, or send-lag p99 above 1 ms; consecutive
+/// intervals of one cause form one stretch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Behind {
+    /// Start of the stretch, seconds after the warmup.
+    pub from_s: f64,
+    /// End of the stretch (the end of its last interval), seconds.
+    pub until_s: f64,
+    /// Intervals in the stretch.
+    pub intervals: u64,
+    /// `in_flight_limit` (requests dropped above `--max-in-flight`),
+    /// `pool_exhausted` (every connection busy: the server is slower than
+    /// the connections allow), `cpu_saturated` (the pacing threads worked
+    /// at least 90% of the time, busy-wait excluded) or `descheduled` (they
+    /// did not, yet sent late: the host took the CPU).
+    pub cause: String,
+    /// One sentence with the figures of its first interval and what to change.
+    pub detail: String,
 }
 
 /// The generator's cost.
@@ -340,6 +381,10 @@ pub struct Generator {
     pub stopped: bool,
     /// Plain warnings: when the numbers cannot be trusted.
     pub warnings: Vec<String>,
+    /// Where and why the open loop fell behind its schedule; empty when it
+    /// kept it (and for the closed model).
+    #[serde(default)]
+    pub behind: Vec<Behind>,
 }
 
 /// One threshold and its outcome.

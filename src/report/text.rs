@@ -143,6 +143,20 @@ pub fn render_text(r: &Report) -> String {
     if r.output_tokens_per_s > 0.0 {
         let _ = writeln!(s, "  output tokens/s: {:.1}", r.output_tokens_per_s);
     }
+    if let Some(w) = &r.workload {
+        let _ = writeln!(
+            s,
+            "  workload: {} on {} (model from {}), {}, {} distinct requests",
+            w.model, w.endpoint, w.model_source, w.prompts, w.distinct_requests
+        );
+        for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
+            let _ = writeln!(
+                s,
+                "  {name} tokens per request: mean {:.1}  p50 {}  p90 {}  p99 {}  max {}  ({} requests, {} tokens)",
+                d.mean, d.p50, d.p90, d.p99, d.max, d.count, d.total
+            );
+        }
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,

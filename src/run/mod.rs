@@ -2,16 +2,20 @@
 //! engine, then the report.
 //!
 //! - `plan`: the arguments checked and turned into a core `Plan`.
-//! - [`request`]: the target URL and the encoded HTTP requests.
+//! - [`request`]: the target URL and the encoded HTTP requests; OpenAI bodies.
+//! - [`workload`]: `--openai` prompts: `--prompt`, `--dataset`, synthetic.
+//! - [`discover`]: `--model` from `GET /v1/models` when not given.
 //! - [`engine`]: the engine chosen (`uring` or `std`) and run.
 //! - `progress`: the progress line on stderr, and Ctrl-C into the stop flag.
 //!
 //! The report itself is built and rendered in [`crate::report`].
 
+pub mod discover;
 pub mod engine;
 mod plan;
 mod progress;
 pub mod request;
+pub mod workload;
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
@@ -71,6 +75,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     })?;
     let run_id = report::build::run_id(started, args.seed);
     let mut report = Report::from_run(&plan, &output, &engine, run_id, args);
+    report.workload = p
+        .workload
+        .as_ref()
+        .map(|w| w.report(&plan, &output.recorder));
     let signalled = crate::signal::exit_status();
     report.interrupted = signalled.is_some();
     let mut breached = false;

@@ -7,15 +7,22 @@ use metronome_core::plan::{Model, Plan, PlanError, Protocol, Slo, Spin, MAX_RATE
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 
-use super::request::{check_header, encode, openai_body, Target};
-use crate::cli::{ArrivalArg, RunArgs, SpinArg, SPIN_AUTO_INITIAL};
+use super::request::{
+    check_header, complete_path, encode, models_path, openai_body, BodySpec, Endpoint,
+    MaxTokensField, Target,
+};
+use super::workload::{self, Prompt};
+use crate::cli::{ArrivalArg, EndpointArg, MaxTokensFieldArg, RunArgs, SpinArg, SPIN_AUTO_INITIAL};
 use crate::report::threshold::Threshold;
+use crate::report::workload::{TokenDist, Workload as WorkloadReport};
 use crate::UsageError;
 
 /// Everything derived from the arguments before anything is sent.
 pub(super) struct Prepared {
     pub(super) addr: std::net::SocketAddr,
     pub(super) requests: Vec<Vec<u8>>,
+    /// `--openai`: what the requests ask (model, endpoint, input tokens).
+    pub(super) workload: Option<Workload>,
     pub(super) arrival: Arrival,
     pub(super) shard: Shard,
     pub(super) slo: Slo,
@@ -28,7 +35,7 @@ pub(super) struct Prepared {
 ///
 /// # Errors
 /// A [`UsageError`] naming the flag to change.
-pub(super) fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
+pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
     let target = Target::parse(&args.url)?;
     // The numbers a plan is made of are checked by core's
     // `Plan::validate` (see `usage`), once the plan is built.
@@ -67,7 +74,8 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
             other => {
                 return Err(UsageError(format!(
                     "bad --slo '{s}': unknown metric '{other}' (latency, ttft, itl, tpot)"
-                )))
+                ))
+                .into())
             }
         }
     }
@@ -85,33 +93,9 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
         ),
         (None, None) => None,
     };
-    let requests = if args.openai {
-        let mut target = target.clone();
-        if target.path == "/" {
-            target.path = "/v1/chat/completions".into();
-        }
-        let mut headers = vec![
-            "Content-Type: application/json".to_string(),
-            "Accept: text/event-stream".to_string(),
-        ];
-        if let Some(k) = &args.api_key {
-            headers.push(format!("Authorization: Bearer {k}"));
-        }
-        headers.extend(args.headers.iter().cloned());
-        let mut prompts: Vec<&str> = args.prompts.iter().map(String::as_str).collect();
-        if prompts.is_empty() {
-            prompts.push("Write a haiku about a metronome.");
-        }
-        // Requests cycle through the prompts in a seeded order.
-        rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut prompts);
-        let method = args.method.as_deref().unwrap_or("POST");
-        prompts
-            .iter()
-            .map(|p| {
-                let b = openai_body(&args.model, p, args.max_tokens);
-                encode(&target, method, &headers, Some(&b))
-            })
-            .collect()
+    let (requests, addr, workload) = if args.openai {
+        let w = openai_requests(args, &target, body.as_deref(), &shard)?;
+        (w.requests, w.addr, Some(w.workload))
     } else {
         let method = args
             .method
@@ -120,18 +104,253 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared, UsageError> {
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(UsageError(format!(
                 "bad method '{method}': write it in capitals, like GET or POST"
-            )));
+            ))
+            .into());
         }
-        vec![encode(&target, method, &args.headers, body.as_deref())]
+        let requests = vec![encode(&target, method, &args.headers, body.as_deref())];
+        (requests, target.resolve()?, None)
     };
-    let addr = target.resolve()?;
     Ok(Prepared {
         addr,
         requests,
+        workload,
         arrival,
         shard,
         slo,
         thresholds,
+    })
+}
+
+/// The prompt a run sends when none is given.
+pub(super) const DEFAULT_PROMPT: &str = "Write a haiku about a metronome.";
+/// Synthetic prompts are built for every request of the schedule (so none
+/// repeats) up to this many, and this many bytes of request in all.
+const SYNTHETIC_MAX_PROMPTS: usize = 100_000;
+const SYNTHETIC_MAX_BYTES: usize = 256 << 20;
+
+/// What the `--openai` requests ask, for the report.
+pub(super) struct Workload {
+    model: String,
+    model_source: &'static str,
+    endpoint: String,
+    source: String,
+    /// Proxy input tokens of `requests[i]`.
+    input_tokens: Vec<u32>,
+}
+
+impl Workload {
+    /// The report's `workload`: input tokens over the requests scheduled in
+    /// the measured phase (request `j` of this process's schedule sends
+    /// `requests[j % len]`, as both engines do), output tokens per
+    /// successful stream from the recorder.
+    pub(super) fn report(
+        &self,
+        plan: &Plan<'_>,
+        rec: &metronome_core::measure::Recorder,
+    ) -> WorkloadReport {
+        let n = self.input_tokens.len().max(1) as u64;
+        let mut input = metronome_core::histogram::Histogram::new();
+        let tokens = |j: u64| u64::from(self.input_tokens[(j % n) as usize]);
+        match (plan.model, plan.schedule(plan.shard)) {
+            (metronome_core::plan::Model::Open, Ok(schedule)) => {
+                let measured = schedule
+                    .enumerate()
+                    .filter(|&(_, t)| plan.is_measured(t))
+                    .take(rec.scheduled as usize);
+                for (j, _) in measured {
+                    input.record(tokens(j as u64));
+                }
+            }
+            // Closed workers send requests 0, 1, 2, ... in turn.
+            _ => {
+                for j in 0..rec.sent {
+                    input.record(tokens(j));
+                }
+            }
+        }
+        WorkloadReport {
+            endpoint: self.endpoint.clone(),
+            model: self.model.clone(),
+            model_source: self.model_source.to_string(),
+            prompts: self.source.clone(),
+            distinct_requests: self.input_tokens.len() as u64,
+            input_tokens: TokenDist::from_histogram(&input),
+            output_tokens: TokenDist::from_histogram(&rec.output_len),
+        }
+    }
+}
+
+/// Shard K of N starts its cycle through the prompts K/N of the way in, so
+/// shards do not send the same prompt at the same time.
+fn rotate_for_shard<T>(prompts: &mut [T], shard: &Shard) {
+    let n = prompts.len() as u64;
+    let start = u64::from(shard.index) * n / u64::from(shard.count.max(1));
+    prompts.rotate_left(start as usize);
+}
+
+/// The `--openai` requests, the resolved address and the workload.
+struct OpenAiRequests {
+    requests: Vec<Vec<u8>>,
+    addr: std::net::SocketAddr,
+    workload: Workload,
+}
+
+/// A JSON object given on the command line, to merge into every body.
+fn json_object(flag: &str, text: &str) -> Result<serde_json::Value, UsageError> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(UsageError(format!(
+            "{flag} with --openai must be a JSON object to merge into every request body, \
+             like '{{\"temperature\":0}}'"
+        ))),
+        Err(e) => Err(UsageError(format!("{flag} is not JSON ({e})"))),
+    }
+}
+
+/// Builds every `--openai` request before the run: the endpoint (and the
+/// URL completed to it), the prompts, the model (discovered when not
+/// given), the bodies.
+fn openai_requests(
+    args: &RunArgs,
+    target: &Target,
+    body: Option<&[u8]>,
+    shard: &Shard,
+) -> anyhow::Result<OpenAiRequests> {
+    let endpoint = match args.endpoint {
+        Some(EndpointArg::Chat) => Endpoint::Chat,
+        Some(EndpointArg::Completions) => Endpoint::Completions,
+        None => Endpoint::of_path(&target.path).unwrap_or(Endpoint::Chat),
+    };
+    let mut target = target.clone();
+    let completed_from =
+        complete_path(&target.path, endpoint).map(|path| std::mem::replace(&mut target.path, path));
+    let mut patches = Vec::new();
+    if let Some(b) = body {
+        let flag = if args.body.is_some() {
+            "--body"
+        } else {
+            "--body-file"
+        };
+        let text = std::str::from_utf8(b)
+            .map_err(|_| UsageError(format!("{flag} with --openai is not UTF-8 JSON")))?;
+        patches.push(json_object(flag, text)?);
+    }
+    if let Some(extra) = &args.extra_body {
+        patches.push(json_object("--extra-body", extra)?);
+    }
+    let (mut prompts, source): (Vec<Prompt>, String) = if let Some(path) = &args.dataset {
+        let d = workload::load_dataset(path)?;
+        if d.skipped > 0 {
+            eprintln!(
+                "metronome: --dataset {}: {} prompts, {} ShareGPT entries skipped as vLLM's \
+                 bench skips them",
+                path.display(),
+                d.prompts.len(),
+                d.skipped
+            );
+        }
+        let mut p = d.prompts;
+        rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut p);
+        rotate_for_shard(&mut p, shard);
+        (p, format!("dataset {}", path.display()))
+    } else if let Some(input_len) = args.input_len {
+        let expected = match args.closed {
+            Some(_) => 1024.0,
+            None => {
+                (args.rate / f64::from(shard.count)) * (args.warmup + args.duration).as_secs_f64()
+            }
+        };
+        let per_request = input_len as usize * 8 + 512;
+        let count = (expected.ceil().max(1.0) as usize)
+            .min(SYNTHETIC_MAX_PROMPTS)
+            .min((SYNTHETIC_MAX_BYTES / per_request).max(1));
+        if (count as f64) < expected {
+            eprintln!(
+                "metronome: notice: {count} synthetic prompts for about {expected:.0} requests: \
+                 they repeat (a server's prefix cache may serve repeats faster)"
+            );
+        }
+        let first = shard.index as usize * count;
+        let p = workload::synthetic(args.seed, first, count, input_len, None);
+        (p, format!("synthetic, {input_len} words each"))
+    } else {
+        let mut texts: Vec<&str> = args.prompts.iter().map(String::as_str).collect();
+        if texts.is_empty() {
+            texts.push(DEFAULT_PROMPT);
+        }
+        // Requests cycle through the prompts in a seeded order.
+        rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut texts);
+        rotate_for_shard(&mut texts, shard);
+        let p = texts.iter().map(|t| Prompt::text(t, None)).collect();
+        let source = if args.prompts.is_empty() {
+            "built-in prompt"
+        } else {
+            "--prompt"
+        };
+        (p, source.to_string())
+    };
+    if let Some(m) = args.output_len {
+        for p in &mut prompts {
+            p.output_len = Some(m);
+        }
+    }
+    let addr = target.resolve()?;
+    let mut headers = vec![
+        "Content-Type: application/json".to_string(),
+        "Accept: text/event-stream".to_string(),
+    ];
+    if let Some(k) = &args.api_key {
+        headers.push(format!("Authorization: Bearer {k}"));
+    }
+    headers.extend(args.headers.iter().cloned());
+    let patched_model = patches
+        .iter()
+        .rev()
+        .find_map(|p| p.get("model").and_then(serde_json::Value::as_str));
+    let (model, model_source) = match (&args.model, patched_model) {
+        (Some(m), _) => (m.clone(), "--model"),
+        (None, Some(m)) => (m.to_string(), "body"),
+        (None, None) => {
+            let path = models_path(&target.path);
+            let auth: Vec<String> = headers[2..].to_vec();
+            let m = super::discover::discover(addr, &target.authority(), &path, &auth)?;
+            eprintln!("metronome: model: {m} (from {path})");
+            (m, "/v1/models")
+        }
+    };
+    let spec = BodySpec {
+        model: model.clone(),
+        endpoint,
+        max_tokens_field: match args.max_tokens_field {
+            MaxTokensFieldArg::MaxCompletionTokens => MaxTokensField::MaxCompletionTokens,
+            MaxTokensFieldArg::MaxTokens => MaxTokensField::MaxTokens,
+        },
+        ignore_eos: args.ignore_eos,
+        patches,
+    };
+    let method = args.method.as_deref().unwrap_or("POST");
+    let mut requests = Vec::with_capacity(prompts.len());
+    for p in &prompts {
+        let b = openai_body(&spec, p, p.output_len.unwrap_or(args.max_tokens))?;
+        requests.push(encode(&target, method, &headers, Some(&b)));
+    }
+    if let Some(from) = completed_from {
+        eprintln!(
+            "metronome: posting to http://{}{} (the URL's path {from} completed)",
+            target.authority(),
+            target.path
+        );
+    }
+    Ok(OpenAiRequests {
+        requests,
+        addr,
+        workload: Workload {
+            model,
+            model_source,
+            endpoint: target.path.clone(),
+            source,
+            input_tokens: prompts.iter().map(|p| p.input_tokens).collect(),
+        },
     })
 }
 
@@ -226,5 +445,67 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         interval_ns: ns(args.interval),
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(tokens: &[u32]) -> Workload {
+        Workload {
+            model: "m".into(),
+            model_source: "--model",
+            endpoint: "/v1/chat/completions".into(),
+            source: "--prompt".into(),
+            input_tokens: tokens.to_vec(),
+        }
+    }
+
+    #[test]
+    fn input_tokens_cover_the_measured_schedule() {
+        // 10/s constant, 500 ms warmup, 1 s measured: requests 5..15 of the
+        // schedule are measured; request j sends prompt j mod 3.
+        let plan = Plan {
+            rate: 10.0,
+            ..metronome_core::plan::example_plan()
+        };
+        let mut rec = Box::new(metronome_core::measure::Recorder::new());
+        rec.scheduled = 10;
+        let r = workload(&[1, 2, 3]).report(&plan, &rec);
+        // j = 5..15 -> prompts 2,0,1,2,0,1,2,0,1,2 -> tokens 3,1,2,3,1,2,3,1,2,3.
+        let i = &r.input_tokens;
+        assert_eq!((i.count, i.total, i.min, i.max), (10, 21, 1, 3));
+        assert_eq!(i.buckets, [(1, 3), (2, 3), (3, 4)]);
+        assert_eq!(r.output_tokens.count, 0);
+        assert_eq!(r.distinct_requests, 3);
+        // Stopped early: only the first `scheduled` measured requests count.
+        rec.scheduled = 2;
+        let i = workload(&[1, 2, 3]).report(&plan, &rec).input_tokens;
+        assert_eq!((i.count, i.total), (2, 4));
+        // Shard 1 of 2 holds every other slot, counted from its own index 0.
+        let half = Plan {
+            shard: Shard { index: 1, count: 2 },
+            ..plan
+        };
+        rec.scheduled = 5;
+        let i = workload(&[1, 2, 3]).report(&half, &rec).input_tokens;
+        // Its slots 5, 7, ..., 13 are its requests 2..7 -> prompts 2,0,1,2,0.
+        assert_eq!((i.count, i.total), (5, 3 + 1 + 2 + 3 + 1));
+    }
+
+    #[test]
+    fn shards_start_their_prompt_cycle_apart() {
+        let rotated = |index, count| {
+            let mut p: Vec<u32> = (0..6).collect();
+            rotate_for_shard(&mut p, &Shard { index, count });
+            p
+        };
+        assert_eq!(rotated(0, 1), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(rotated(1, 2), [3, 4, 5, 0, 1, 2]);
+        assert_eq!(rotated(2, 3), [4, 5, 0, 1, 2, 3]);
+        let mut one = vec!["only"];
+        rotate_for_shard(&mut one, &Shard { index: 3, count: 4 });
+        assert_eq!(one, ["only"]);
     }
 }

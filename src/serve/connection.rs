@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::fifo::hits;
-use super::reply::{write_reply, Body, ConnectionHeader, Status, MODELS_JSON, RATE_LIMIT_JSON};
+use super::reply::{write_reply, Body, ConnectionHeader, Status, RATE_LIMIT_JSON};
 use super::request::{parse_chat_request, parse_head, Method, RequestHead, Route};
 use super::stream::{Job, Stream, StreamKind, StreamStep};
 use super::wait::{wait, Woken};
@@ -195,11 +195,11 @@ impl<'a> Connection<'a> {
             };
         }
         match (head.route, head.method) {
-            (Route::Chat, Method::Post) => {}
+            (Route::Chat | Route::Completions, Method::Post) => {}
             (Route::Models, Method::Get | Method::Head) => {
-                return reply(arrival, Status::Ok, Body::Json(MODELS_JSON), false)
+                return reply(arrival, Status::Ok, Body::Models, false)
             }
-            (Route::Chat | Route::Models, _) => {
+            (Route::Chat | Route::Completions | Route::Models, _) => {
                 return reply(
                     arrival,
                     Status::MethodNotAllowed,
@@ -265,6 +265,7 @@ impl<'a> Connection<'a> {
                     Body::Plain => ("text/plain", &self.shared.plain_body),
                     Body::Text(text) => ("text/plain", text.as_bytes()),
                     Body::Json(json) => ("application/json", json.as_bytes()),
+                    Body::Models => ("application/json", &self.shared.models_json),
                 };
                 write_reply(
                     &mut self.out,

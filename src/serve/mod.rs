@@ -14,10 +14,11 @@
 //!   so everything queued behind it waits too. One stall per server.
 //! - `--error-every K`: every K-th request (1-based, in arrival order) is
 //!   answered `429 Too Many Requests`, still at its FIFO completion time.
-//! - `--sse`: `POST /v1/chat/completions` answers an OpenAI-style
-//!   `text/event-stream`; streams run concurrently (see [`Fifo::admit_stream`]
-//!   for how the stall applies to them). `GET /v1/models` lists the one model;
-//!   any other path is `404`.
+//! - `--sse`: `POST /v1/chat/completions` (and `POST /v1/completions`)
+//!   answers an OpenAI-style `text/event-stream`; streams run concurrently
+//!   (see [`Fifo::admit_stream`] for how the stall applies to them).
+//!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape; any
+//!   other path is `404`.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
 //!   still stamped when it arrives); connections never hold each other up
 //!   beyond the FIFO model. `--service 0` answers at once.
@@ -62,11 +63,13 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
-use reply::plain_body;
+use reply::{models_json, plain_body};
 use wait::{wait, Woken};
 
 /// The path of the OpenAI-style chat endpoint served in SSE mode.
 pub const CHAT_PATH: &str = "/v1/chat/completions";
+/// The path of the OpenAI-style text completions endpoint served in SSE mode.
+pub const COMPLETIONS_PATH: &str = "/v1/completions";
 /// Stack of a connection thread; parsing needs little, serde_json is bounded.
 const CONNECTION_STACK_BYTES: usize = 256 * 1024;
 
@@ -100,6 +103,8 @@ pub struct ServeConfig {
     pub error_event_every: Option<u64>,
     /// Size of the plain `200` body (`ok` repeated and truncated).
     pub body_bytes: usize,
+    /// SSE: the model id `GET /v1/models` lists.
+    pub model: String,
 }
 
 impl Default for ServeConfig {
@@ -117,6 +122,7 @@ impl Default for ServeConfig {
             cut_every: None,
             error_event_every: None,
             body_bytes: 2,
+            model: "metronome".to_string(),
         }
     }
 }
@@ -136,6 +142,7 @@ impl From<ServeArgs> for ServeConfig {
             cut_every: args.cut_every,
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
+            model: args.model,
         }
     }
 }
@@ -301,6 +308,7 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
     let shared = Arc::new(Shared {
         fifo: Mutex::new(Fifo::from_config(&config)),
         plain_body: plain_body(config.body_bytes),
+        models_json: models_json(&config.model),
         config,
         epoch: Instant::now(),
         served: AtomicU64::new(0),
@@ -326,6 +334,8 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
 struct Shared {
     config: ServeConfig,
     plain_body: Vec<u8>,
+    /// The answer to `GET /v1/models`.
+    models_json: Vec<u8>,
     /// Time origin of the FIFO's virtual clock.
     epoch: Instant,
     fifo: Mutex<Fifo>,
@@ -478,6 +488,8 @@ mod tests {
             "9",
             "--body-bytes",
             "64",
+            "--model",
+            "org/Model-7B",
         ])
         .unwrap()
         .serve;
@@ -497,6 +509,7 @@ mod tests {
                 cut_every: Some(7),
                 error_event_every: Some(9),
                 body_bytes: 64,
+                model: "org/Model-7B".into(),
             }
         );
     }

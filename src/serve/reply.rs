@@ -70,10 +70,22 @@ pub(super) enum Body {
     Plain,
     Text(&'static str),
     Json(&'static str),
+    /// The model list (`GET /v1/models`).
+    Models,
 }
 
-pub(super) const MODELS_JSON: &str =
-    r#"{"object":"list","data":[{"id":"metronome","object":"model","owned_by":"metronome"}]}"#;
+/// The creation time `GET /v1/models` reports: a fixed instant, so answers
+/// are reproducible (2024-01-01T00:00:00Z).
+pub(super) const MODEL_CREATED: u64 = 1_704_067_200;
+
+/// OpenAI's model list with the one model `id`.
+pub(super) fn models_json(id: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "object": "list",
+        "data": [{"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "metronome"}],
+    }))
+    .unwrap_or_default()
+}
 pub(super) const RATE_LIMIT_JSON: &str = r#"{"error":{"message":"injected 429","type":"rate_limit_error","code":"rate_limit_exceeded"}}"#;
 
 /// `ok` repeated and truncated to `len` bytes.
@@ -117,6 +129,14 @@ pub(super) fn push_chunk(out: &mut Vec<u8>, event: &[u8], chunked: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn models_json_is_openai_shaped() {
+        assert_eq!(
+            String::from_utf8(models_json("org/m \"x\"")).unwrap(),
+            r#"{"data":[{"created":1704067200,"id":"org/m \"x\"","object":"model","owned_by":"metronome"}],"object":"list"}"#
+        );
+    }
 
     #[test]
     fn plain_body_repeats_ok() {

@@ -1,7 +1,7 @@
 //! Requests: the head the server needs, and what an SSE chat body asks for.
 
 use super::reply::Status;
-use super::CHAT_PATH;
+use super::{CHAT_PATH, COMPLETIONS_PATH};
 
 /// The largest request head accepted; a longer one is answered `431`.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -33,6 +33,8 @@ pub(super) enum Method {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
     Chat,
+    /// `/v1/completions`, served with the same streams as chat.
+    Completions,
     Models,
     Other,
 }
@@ -85,6 +87,7 @@ pub(super) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, Reject> {
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     let route = match path {
         CHAT_PATH => Route::Chat,
+        COMPLETIONS_PATH => Route::Completions,
         "/v1/models" => Route::Models,
         _ => Route::Other,
     };

@@ -118,6 +118,18 @@ pub fn assert_accounting(r: &Report) {
         "timeouts = by_kind.timeout; {ctx}"
     );
     assert!(q.good <= q.ok, "good <= ok; {ctx}");
+    let per_interval =
+        |f: fn(&metronome::report::IntervalReport) -> u64| r.intervals.iter().map(f).sum::<u64>();
+    assert_eq!(
+        q.dropped,
+        per_interval(|i| i.dropped),
+        "dropped = sum(intervals.dropped); {ctx}"
+    );
+    assert_eq!(
+        r.generator.waited_for_connection,
+        per_interval(|i| i.waited),
+        "waited_for_connection = sum(intervals.waited); {ctx}"
+    );
 }
 
 /// How many recorded values of `metric` are at least `at_least_ms`.

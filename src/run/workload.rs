@@ -1,0 +1,651 @@
+//! Prompt workloads for `--openai`: what each request asks, decided before
+//! the run.
+//!
+//! Three sources, all turned into a list of [`Prompt`]s that
+//! [`plan`](super::plan) encodes into request bytes before the clock starts
+//! (the engines only ever send pre-built bytes):
+//!
+//! - `--prompt TEXT` (repeatable), or the built-in prompt;
+//! - `--dataset FILE`: JSON Lines (`{"prompt": ...}` or `{"messages": [...]}`
+//!   with an optional output length), or ShareGPT's conversation format
+//!   ([`parse_dataset`]);
+//! - `--input-len N`: synthetic prompts of N words drawn from
+//!   [`VOCABULARY`] by the seeded generator ([`synthetic`]).
+//!
+//! Token counts are a proxy, not a model's tokenizer: [`count_tokens`]
+//! counts whitespace-separated words. docs/report.md says what that means
+//! for the report's input-token distribution.
+
+use std::fmt;
+use std::path::Path;
+
+use metronome_core::rng;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::UsageError;
+
+/// What one request asks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prompt {
+    /// The prompt text, or chat messages as written in the dataset.
+    pub input: Input,
+    /// Input tokens by the proxy ([`count_tokens`] over the text, or over
+    /// every message's text content).
+    pub input_tokens: u32,
+    /// The output length this prompt asks for (sent as the max-tokens
+    /// field), when the source gives one.
+    pub output_len: Option<u32>,
+}
+
+/// A prompt's input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// Plain text: one user message for chat, `prompt` for completions.
+    Text(String),
+    /// Chat messages, sent as they are (chat endpoint only).
+    Messages(Vec<Value>),
+}
+
+/// The tokenizer proxy: whitespace-separated words.
+///
+/// A word of common English is one token in the GPT-2, Llama and Qwen BPE
+/// vocabularies more often than not, but punctuation, numbers and rare
+/// words split into several, so real token counts of natural text run
+/// higher (about 1.3 tokens per word for English prose). The synthetic
+/// prompts use only [`VOCABULARY`], for which the proxy is close.
+///
+/// # Example
+/// ```
+/// use metronome::run::workload::count_tokens;
+/// assert_eq!(count_tokens("  Write a\thaiku\nabout time. "), 5);
+/// assert_eq!(count_tokens(""), 0);
+/// ```
+pub fn count_tokens(text: &str) -> u32 {
+    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
+}
+
+/// Proxy tokens of chat messages: the words of every message's `content`,
+/// a string or a list of `{"type":"text","text":...}` parts.
+fn message_tokens(messages: &[Value]) -> u32 {
+    let words = |v: &Value| -> u32 {
+        match v {
+            Value::String(s) => count_tokens(s),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .map(count_tokens)
+                .fold(0u32, u32::saturating_add),
+            _ => 0,
+        }
+    };
+    messages
+        .iter()
+        .filter_map(|m| m.get("content"))
+        .map(words)
+        .fold(0, u32::saturating_add)
+}
+
+impl Prompt {
+    /// A plain-text prompt, its tokens counted by the proxy.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome::run::workload::Prompt;
+    /// let p = Prompt::text("one two three", Some(8));
+    /// assert_eq!((p.input_tokens, p.output_len), (3, Some(8)));
+    /// ```
+    pub fn text(text: &str, output_len: Option<u32>) -> Prompt {
+        Prompt {
+            input_tokens: count_tokens(text),
+            input: Input::Text(text.to_string()),
+            output_len,
+        }
+    }
+}
+
+/// The words synthetic prompts are made of: 256 short, common English
+/// words, each a single token (with its leading space) in the common BPE
+/// vocabularies, so N words is close to N tokens.
+#[rustfmt::skip]
+pub const VOCABULARY: [&str; 256] = [
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "with", "as", "at", "be",
+    "by", "this", "had", "not", "but", "from", "or", "have", "an", "they", "which", "one", "you",
+    "were", "her", "all", "she", "there", "would", "their", "we", "him", "been", "has", "when",
+    "who", "will", "more", "no", "if", "out", "so", "said", "what", "up", "its", "about", "into",
+    "than", "them", "can", "only", "other", "new", "some", "could", "time", "these", "two", "may",
+    "then", "do", "first", "any", "my", "now", "such", "like", "our", "over", "man", "me", "even",
+    "most", "made", "after", "also", "did", "many", "before", "must", "through", "back", "years",
+    "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those",
+    "people", "how", "too", "little", "state", "good", "very", "make", "world", "still", "own",
+    "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under",
+    "never", "day", "same", "another", "know", "while", "last", "might", "us", "great", "old",
+    "year", "off", "come", "since", "against", "go", "came", "right", "used", "take", "three",
+    "house", "use", "during", "without", "again", "place", "around", "however", "home", "small",
+    "found", "thought", "went", "say", "part", "once", "high", "upon", "school", "every", "does",
+    "got", "left", "number", "course", "war", "until", "always", "away", "something", "fact",
+    "water", "though", "less", "public", "put", "think", "almost", "hand", "enough", "far", "took",
+    "head", "yet", "system", "better", "set", "told", "nothing", "night", "end", "why", "called",
+    "eyes", "find", "going", "look", "asked", "later", "knew", "point", "next", "city", "business",
+    "give", "group", "toward", "young", "days", "let", "room", "side", "given", "present",
+    "several", "order", "rather", "second", "face", "per", "among", "form", "often", "things",
+    "looked", "early", "white", "case", "become", "large", "big", "need", "four", "within", "felt",
+    "along", "children", "saw", "best", "ever", "least", "power", "light", "thing", "seemed",
+    "family", "want", "mind", "country", "area", "others", "done", "turned",
+];
+
+/// Synthetic prompts `first..first + count` of one endless sequence: each
+/// of exactly `input_len` words drawn uniformly from [`VOCABULARY`] by
+/// `stream(seed, PURPOSE_PROMPTS)` (`below(256)` per word, prompt after
+/// prompt), each asking for `output_len` tokens. The same seed gives the
+/// same prompts; shard K of N of a run takes its own slice (`first = K *
+/// count`), so shards never send the same prompts.
+///
+/// # Example
+/// ```
+/// use metronome::run::workload::{synthetic, Input};
+/// let a = synthetic(7, 0, 3, 5, Some(16));
+/// assert_eq!(a, synthetic(7, 0, 3, 5, Some(16)));
+/// assert_eq!((a[0].input_tokens, a[0].output_len), (5, Some(16)));
+/// assert_ne!(a, synthetic(8, 0, 3, 5, Some(16)));
+/// assert_eq!(synthetic(7, 1, 2, 5, Some(16)), a[1..]);
+/// ```
+pub fn synthetic(
+    seed: u64,
+    first: usize,
+    count: usize,
+    input_len: u32,
+    output_len: Option<u32>,
+) -> Vec<Prompt> {
+    let mut draw = rng::stream(seed, rng::PURPOSE_PROMPTS);
+    let words = VOCABULARY.len() as u64;
+    for _ in 0..first as u64 * u64::from(input_len) {
+        draw.below(words);
+    }
+    (0..count)
+        .map(|_| {
+            let mut text = String::with_capacity(input_len as usize * 6);
+            for i in 0..input_len {
+                if i > 0 {
+                    text.push(' ');
+                }
+                text.push_str(VOCABULARY[draw.below(words) as usize]);
+            }
+            Prompt {
+                input: Input::Text(text),
+                input_tokens: input_len,
+                output_len,
+            }
+        })
+        .collect()
+}
+
+/// What [`parse_dataset`] read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dataset {
+    /// The prompts, in file order.
+    pub prompts: Vec<Prompt>,
+    /// ShareGPT entries skipped as vLLM's bench skips them: fewer than two
+    /// turns, or lengths outside its limits (see [`parse_dataset`]).
+    pub skipped: usize,
+}
+
+/// vLLM bench's ShareGPT limits (`is_valid_sequence` in
+/// vllm/benchmarks/datasets.py), applied with the word proxy: a prompt of
+/// at least 4 and at most 1024 tokens, an output of at least 4, at most
+/// 2048 together.
+const SHAREGPT_MIN_LEN: u32 = 4;
+const SHAREGPT_MAX_PROMPT: u32 = 1024;
+const SHAREGPT_MAX_TOTAL: u32 = 2048;
+
+/// The output-length fields a dataset line may carry, first found wins.
+const OUTPUT_FIELDS: [&str; 4] = [
+    "output_len",
+    "max_tokens",
+    "max_completion_tokens",
+    "output_tokens",
+];
+
+/// Reads `--dataset FILE` ([`parse_dataset`]).
+///
+/// # Errors
+/// A [`UsageError`] naming the file: unreadable, not UTF-8, a bad line
+/// (with its number), or no usable prompt.
+pub fn load_dataset(path: &Path) -> Result<Dataset, UsageError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| UsageError(format!("cannot read --dataset {name}: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| UsageError(format!("--dataset {name} is not UTF-8 text")))?;
+    parse_dataset(&text, &name)
+}
+
+/// Parses a dataset: JSON Lines, or one JSON array.
+///
+/// - **JSON Lines**: one object per non-blank line, with `"prompt"` (a
+///   string) or `"messages"` (an array of chat messages, sent as they are),
+///   and optionally the output length as `"output_len"`, `"max_tokens"`,
+///   `"max_completion_tokens"` or `"output_tokens"` (a positive integer).
+/// - **ShareGPT**: a JSON array (or JSON Lines) of
+///   `{"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
+///   "value": ...}, ...]}`. As in vLLM's bench (`ShareGPTDataset`): entries
+///   with fewer than two turns are skipped; the first turn's value is the
+///   prompt and the second turn's length is the output length; entries whose
+///   prompt has fewer than 4 or more than 1024 tokens, whose output has
+///   fewer than 4, or whose sum is above 2048 are skipped (counted with the
+///   word proxy here, with the model's tokenizer there).
+/// - A JSON array may also hold prompt/messages objects.
+///
+/// # Errors
+/// One line naming `name`, the line (or array entry) number and what is
+/// wrong; an empty dataset is an error too.
+///
+/// # Example
+/// ```
+/// use metronome::run::workload::{parse_dataset, Input};
+/// let d = parse_dataset("{\"prompt\":\"a b c\",\"output_len\":5}\n\n{\"prompt\":\"d\"}\n", "f").unwrap();
+/// assert_eq!(d.prompts.len(), 2);
+/// assert_eq!((d.prompts[0].input_tokens, d.prompts[0].output_len), (3, Some(5)));
+/// let e = parse_dataset("{\"prompt\":\"a\"}\n{oops\n", "f").unwrap_err();
+/// assert!(e.0.starts_with("--dataset f line 2: not JSON"), "{e}");
+/// ```
+pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
+    let mut prompts = Vec::new();
+    let mut skipped = 0;
+    let mut take = |entry: Option<Prompt>| match entry {
+        Some(p) => prompts.push(p),
+        None => skipped += 1,
+    };
+    if text.trim_start().starts_with('[') {
+        let entries: Vec<Lean> = serde_json::from_str(text).map_err(|e| {
+            UsageError(format!(
+                "--dataset {name}: not a JSON array of entries ({e})"
+            ))
+        })?;
+        for (i, entry) in entries.iter().enumerate() {
+            let at = format!("--dataset {name} entry {}", i + 1);
+            take(entry_prompt(&entry.0, &at)?);
+        }
+    } else {
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = format!("--dataset {name} line {}", i + 1);
+            let entry: Value = serde_json::from_str(line)
+                .map_err(|e| UsageError(format!("{at}: not JSON ({e})")))?;
+            take(entry_prompt(&entry, &at)?);
+        }
+    }
+    if prompts.is_empty() {
+        return Err(UsageError(if skipped > 0 {
+            format!(
+                "--dataset {name} has no usable prompt: all {skipped} ShareGPT entries were \
+                 skipped (fewer than two turns, or lengths outside vLLM bench's limits)"
+            )
+        } else {
+            format!("--dataset {name} is empty: give at least one prompt")
+        }));
+    }
+    Ok(Dataset { prompts, skipped })
+}
+
+/// One entry: `Ok(None)` for a ShareGPT entry skipped as vLLM skips it.
+fn entry_prompt(entry: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
+    let Some(obj) = entry.as_object() else {
+        return Err(UsageError(format!(
+            "{at}: expected an object with \"prompt\", \"messages\" or \"conversations\""
+        )));
+    };
+    if let Some(conv) = obj.get("conversations") {
+        return sharegpt(conv, at);
+    }
+    let output_len = match OUTPUT_FIELDS
+        .iter()
+        .find_map(|k| obj.get(*k).map(|v| (k, v)))
+    {
+        None | Some((_, Value::Null)) => None,
+        Some((key, v)) => Some(
+            v.as_u64()
+                .filter(|&n| n >= 1)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| UsageError(format!("{at}: \"{key}\" must be a positive integer")))?,
+        ),
+    };
+    match (obj.get("prompt"), obj.get("messages")) {
+        (Some(Value::String(p)), None) => Ok(Some(Prompt::text(p, output_len))),
+        (None, Some(Value::Array(m))) if !m.is_empty() => {
+            if let Some(bad) = m
+                .iter()
+                .position(|m| !m.is_object() || !m.get("role").is_some_and(Value::is_string))
+            {
+                return Err(UsageError(format!(
+                    "{at}: message {} must be an object with a \"role\" string",
+                    bad + 1
+                )));
+            }
+            Ok(Some(Prompt {
+                input_tokens: message_tokens(m),
+                input: Input::Messages(m.clone()),
+                output_len,
+            }))
+        }
+        (Some(_), Some(_)) => Err(UsageError(format!(
+            "{at}: give \"prompt\" or \"messages\", not both"
+        ))),
+        (Some(_), None) => Err(UsageError(format!("{at}: \"prompt\" must be a string"))),
+        (None, Some(_)) => Err(UsageError(format!(
+            "{at}: \"messages\" must be a non-empty array"
+        ))),
+        (None, None) => Err(UsageError(format!(
+            "{at}: no \"prompt\", \"messages\" or \"conversations\""
+        ))),
+    }
+}
+
+/// One entry of a JSON-array dataset, read without keeping what is never
+/// used: of a ShareGPT `"conversations"` list only the first two turns (a
+/// ShareGPT file is mostly later turns).
+struct Lean(Value);
+
+impl<'de> Deserialize<'de> for Lean {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> Visitor<'de> for Entry {
+            type Value = Lean;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with \"prompt\", \"messages\" or \"conversations\"")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Lean, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let v = if key == "conversations" {
+                        map.next_value::<FirstTwo>()?.0
+                    } else {
+                        map.next_value::<Value>()?
+                    };
+                    out.insert(key, v);
+                }
+                Ok(Lean(Value::Object(out)))
+            }
+        }
+        d.deserialize_map(Entry)
+    }
+}
+
+/// The first two elements of a list; the rest is read and dropped.
+struct FirstTwo(Value);
+
+impl<'de> Deserialize<'de> for FirstTwo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Turns;
+        impl<'de> Visitor<'de> for Turns {
+            type Value = FirstTwo;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of conversation turns")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstTwo, A::Error> {
+                let mut kept = Vec::with_capacity(2);
+                while kept.len() < 2 {
+                    match seq.next_element::<Value>()? {
+                        Some(turn) => kept.push(turn),
+                        None => return Ok(FirstTwo(Value::Array(kept))),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstTwo(Value::Array(kept)))
+            }
+        }
+        d.deserialize_seq(Turns)
+    }
+}
+
+/// A ShareGPT entry, as vLLM's bench reads it.
+fn sharegpt(conv: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
+    let Some(turns) = conv.as_array() else {
+        return Err(UsageError(format!(
+            "{at}: \"conversations\" must be an array"
+        )));
+    };
+    if turns.len() < 2 {
+        return Ok(None);
+    }
+    let value = |i: usize| {
+        turns[i]
+            .get("value")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{at}: conversation turn {} has no \"value\" string",
+                    i + 1
+                ))
+            })
+    };
+    let prompt = Prompt::text(value(0)?, None);
+    let output = count_tokens(value(1)?);
+    let input = prompt.input_tokens;
+    if input < SHAREGPT_MIN_LEN
+        || output < SHAREGPT_MIN_LEN
+        || input > SHAREGPT_MAX_PROMPT
+        || input.saturating_add(output) > SHAREGPT_MAX_TOTAL
+    {
+        return Ok(None);
+    }
+    Ok(Some(Prompt {
+        output_len: Some(output),
+        ..prompt
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse_dataset(text, "d.jsonl").unwrap_err().0
+    }
+
+    #[test]
+    fn jsonl_prompts_messages_and_output_fields() {
+        let text = concat!(
+            "{\"prompt\":\"one two three\",\"max_tokens\":7}\n",
+            "\n",
+            "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},",
+            "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a b c\"}]}],",
+            "\"output_len\":3}\n",
+            "{\"prompt\":\"x\",\"max_completion_tokens\":2}\n",
+            "{\"prompt\":\"y\",\"output_tokens\":9,\"extra\":true}\n",
+            "{\"prompt\":\"z\",\"output_len\":null}\n",
+        );
+        let d = parse_dataset(text, "d.jsonl").unwrap();
+        assert_eq!(d.skipped, 0);
+        let got: Vec<(u32, Option<u32>)> = d
+            .prompts
+            .iter()
+            .map(|p| (p.input_tokens, p.output_len))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, Some(7)),
+                (5, Some(3)),
+                (1, Some(2)),
+                (1, Some(9)),
+                (1, None)
+            ]
+        );
+        assert_eq!(d.prompts[0].input, Input::Text("one two three".into()));
+        match &d.prompts[1].input {
+            Input::Messages(m) => assert_eq!(m.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn jsonl_errors_name_the_line() {
+        assert_eq!(
+            err("{\"prompt\":\"a\"}\n\n{\"prompt\": 3}\n"),
+            "--dataset d.jsonl line 3: \"prompt\" must be a string"
+        );
+        let e = err("{\"prompt\":\"a\"}\nnot json\n");
+        assert!(e.starts_with("--dataset d.jsonl line 2: not JSON ("), "{e}");
+        assert_eq!(
+            err("{\"text\":\"a\"}\n"),
+            "--dataset d.jsonl line 1: no \"prompt\", \"messages\" or \"conversations\""
+        );
+        assert_eq!(
+            err("{\"prompt\":\"a\",\"max_tokens\":0}\n"),
+            "--dataset d.jsonl line 1: \"max_tokens\" must be a positive integer"
+        );
+        assert_eq!(
+            err("{\"prompt\":\"a\",\"output_len\":\"5\"}\n"),
+            "--dataset d.jsonl line 1: \"output_len\" must be a positive integer"
+        );
+        assert_eq!(
+            err("{\"prompt\":\"a\",\"messages\":[]}\n"),
+            "--dataset d.jsonl line 1: give \"prompt\" or \"messages\", not both"
+        );
+        assert_eq!(
+            err("{\"messages\":[{\"content\":\"hi\"}]}\n"),
+            "--dataset d.jsonl line 1: message 1 must be an object with a \"role\" string"
+        );
+        assert_eq!(
+            err("[1, 2]\n"),
+            "--dataset d.jsonl: not a JSON array of entries (invalid type: integer `1`, \
+             expected an object with \"prompt\", \"messages\" or \"conversations\" at line 1 column 2)"
+        );
+        assert_eq!(
+            err("\n  \n"),
+            "--dataset d.jsonl is empty: give at least one prompt"
+        );
+        assert!(err("[{\"prompt\":\"a\"},").starts_with("--dataset d.jsonl: not a JSON array"));
+    }
+
+    #[test]
+    fn sharegpt_as_vllm_reads_it() {
+        let text = r#"[
+ {"id":"a","conversations":[{"from":"human","value":"tell me a story please now"},{"from":"gpt","value":"once upon a time there"},{"from":"human","value":"more"}]},
+ {"id":"b","conversations":[{"from":"human","value":"only one turn here"}]},
+ {"id":"c","conversations":[{"from":"human","value":"too short"},{"from":"gpt","value":"a b c d e"}]},
+ {"id":"d","conversations":[{"from":"human","value":"four words are enough"},{"from":"gpt","value":"no"}]},
+ {"id":"e","conversations":[{"from":"human","value":"four words are enough"},{"from":"gpt","value":"four words back again"}]},
+ {"id":"f"}
+]"#;
+        let err = parse_dataset(text, "s.json").unwrap_err().0;
+        assert_eq!(
+            err,
+            "--dataset s.json entry 6: no \"prompt\", \"messages\" or \"conversations\""
+        );
+        let text = text.replace(",\n {\"id\":\"f\"}", "");
+        let d = parse_dataset(&text, "s.json").unwrap();
+        // b: one turn; c: prompt of 2 words; d: output of 1 word.
+        assert_eq!(d.skipped, 3);
+        let got: Vec<(Input, u32, Option<u32>)> = d
+            .prompts
+            .into_iter()
+            .map(|p| (p.input, p.input_tokens, p.output_len))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Input::Text("tell me a story please now".into()), 6, Some(5)),
+                (Input::Text("four words are enough".into()), 4, Some(4)),
+            ]
+        );
+    }
+
+    #[test]
+    fn sharegpt_later_turns_are_skipped_unread() {
+        let text = r#"[{"conversations":[{"from":"human","value":"one two three four"},
+            {"from":"gpt","value":"five six seven eight"},{"from":"human","value":["any", {"x": 1}]},
+            7]},{"conversations":{"not":"a list"}}]"#;
+        let e = parse_dataset(text, "s").unwrap_err().0;
+        assert!(
+            e.starts_with("--dataset s: not a JSON array of entries (invalid type: map, expected a list of conversation turns at line 3"),
+            "{e}"
+        );
+        let text = text.replace(r#",{"conversations":{"not":"a list"}}"#, "");
+        let d = parse_dataset(&text, "s").unwrap();
+        assert_eq!(d.prompts.len(), 1);
+        assert_eq!(
+            (d.prompts[0].input_tokens, d.prompts[0].output_len),
+            (4, Some(4))
+        );
+    }
+
+    #[test]
+    fn sharegpt_length_limits() {
+        let words = |n: usize| vec!["w"; n].join(" ");
+        let entry = |p: usize, o: usize| {
+            serde_json::json!({"conversations": [
+                {"from": "human", "value": words(p)},
+                {"from": "gpt", "value": words(o)}]})
+            .to_string()
+        };
+        let kept = |p, o| {
+            parse_dataset(&format!("{}\n{}\n", entry(4, 4), entry(p, o)), "s")
+                .unwrap()
+                .prompts
+                .len()
+                == 2
+        };
+        assert!(kept(1024, 1024));
+        assert!(!kept(1025, 4));
+        assert!(!kept(1024, 1025));
+        assert!(!kept(3, 100));
+        assert!(!kept(100, 3));
+        assert_eq!(
+            parse_dataset(&format!("{}\n", entry(1, 1)), "s")
+                .unwrap_err()
+                .0,
+            "--dataset s has no usable prompt: all 1 ShareGPT entries were skipped (fewer \
+             than two turns, or lengths outside vLLM bench's limits)"
+        );
+        assert_eq!(
+            parse_dataset(
+                r#"[{"conversations":[{"from":"human"},{"value":"x"}]}]"#,
+                "s"
+            )
+            .unwrap_err()
+            .0,
+            "--dataset s entry 1: conversation turn 1 has no \"value\" string"
+        );
+    }
+
+    #[test]
+    fn synthetic_prompts_are_golden_for_a_seed() {
+        let p = synthetic(42, 0, 2, 6, Some(3));
+        let texts: Vec<&str> = p
+            .iter()
+            .map(|p| match &p.input {
+                Input::Text(t) => t.as_str(),
+                Input::Messages(_) => unreachable!(),
+            })
+            .collect();
+        // Checked against an independent Python PCG32 (pcg32_srandom_r seeding,
+        // SplitMix64 child seed, bounded draw) over the same vocabulary.
+        assert_eq!(
+            texts,
+            [
+                "put when found found area does",
+                "many much its even seemed family"
+            ]
+        );
+        for (p, t) in p.iter().zip(&texts) {
+            assert_eq!(count_tokens(t), 6);
+            assert_eq!((p.input_tokens, p.output_len), (6, Some(3)));
+        }
+        // The first word is VOCABULARY[below(256)] of the prompts stream.
+        let first = rng::stream(42, rng::PURPOSE_PROMPTS).below(256) as usize;
+        assert!(texts[0].starts_with(&format!("{} ", VOCABULARY[first])));
+    }
+
+    #[test]
+    fn vocabulary_words_are_distinct_single_words() {
+        let mut v = VOCABULARY.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        assert_eq!(v.len(), 256);
+        assert!(VOCABULARY.iter().all(|w| count_tokens(w) == 1));
+    }
+}

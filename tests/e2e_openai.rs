@@ -1,0 +1,477 @@
+//! `--openai` requests end to end: a bare URL against `metronome serve
+//! --sse` (model discovered, path completed), the bytes actually sent, the
+//! workload report, and the one-line errors of bad input. Every server is
+//! started here, on 127.0.0.1.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::{engines, metronome, plain, run_json, server};
+use metronome::serve::ServeConfig;
+use serde_json::{json, Value};
+
+/// `metronome serve ARGS --listen 127.0.0.1:0` as a child process; killed
+/// on drop.
+struct ServeProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl ServeProcess {
+    fn start(args: &[&str]) -> ServeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start metronome serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("metronome serve listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .unwrap();
+        ServeProcess { child, addr }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The line of the text report that counts requests, as numbers.
+fn request_counts(stdout: &str) -> Vec<(String, u64)> {
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("requests:"))
+        .unwrap_or_else(|| panic!("no requests line in {stdout}"));
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    words
+        .chunks(2)
+        .map(|kv| (kv[0].to_string(), kv[1].parse().unwrap()))
+        .collect()
+}
+
+/// What a new user types: `metronome run http://127.0.0.1:PORT --openai`
+/// and nothing else (but the engine), against `metronome serve --sse` with
+/// its defaults. The model is discovered, the path completed, and every
+/// request of the default run (100 req/s for 10 s) succeeds. Both engines
+/// run at once to keep the test at about ten seconds.
+#[test]
+fn a_bare_url_gives_a_valid_run_on_both_engines() {
+    let srv = ServeProcess::start(&["--sse"]);
+    let url = format!("http://{}", srv.addr);
+    let runs: Vec<_> = engines()
+        .into_iter()
+        .map(|engine| {
+            let url = url.clone();
+            thread::spawn(move || {
+                (
+                    engine,
+                    metronome(&["run", &url, "--openai", "--engine", engine]),
+                )
+            })
+        })
+        .collect();
+    for run in runs {
+        let (engine, out) = run.join().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {stderr}\n{stdout}");
+        assert!(
+            stderr.contains("metronome: model: metronome (from /v1/models)\n"),
+            "{engine}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "metronome: posting to {url}/v1/chat/completions (the URL's path / completed)\n"
+            )),
+            "{engine}: {stderr}"
+        );
+        let counts = request_counts(&stdout);
+        let get = |k: &str| counts.iter().find(|(n, _)| n == k).unwrap().1;
+        assert_eq!(get("scheduled"), 1000, "{engine}: {stdout}");
+        assert_eq!(get("ok"), 1000, "{engine}: {stdout}");
+        assert_eq!(get("errors"), 0, "{engine}: {stdout}");
+        assert!(
+            stdout.contains(
+                "  workload: metronome on /v1/chat/completions (model from /v1/models), \
+                 built-in prompt, 1 distinct requests\n"
+            ),
+            "{engine}: {stdout}"
+        );
+        // The built-in prompt has 6 words; serve sends 16 tokens per stream.
+        assert!(
+            stdout.contains(
+                "  input tokens per request: mean 6.0  p50 6  p90 6  p99 6  max 6  \
+                 (1000 requests, 6000 tokens)\n"
+            ),
+            "{engine}: {stdout}"
+        );
+        assert!(
+            stdout.contains(
+                "  output tokens per request: mean 16.0  p50 16  p90 16  p99 16  max 16  \
+                 (1000 requests, 16000 tokens)\n"
+            ),
+            "{engine}: {stdout}"
+        );
+    }
+}
+
+/// The model named with `serve --model` is discovered; synthetic prompts
+/// of a pinned length and `--output-len` show in the workload report, on
+/// both endpoints and both engines.
+#[test]
+fn workload_report_synthetic_prompts_and_served_model() {
+    let srv = ServeProcess::start(&[
+        "--sse",
+        "--model",
+        "org/Served-1B",
+        "--tokens",
+        "8",
+        "--ttft",
+        "5ms",
+        "--itl",
+        "1ms",
+    ]);
+    for engine in engines() {
+        for (path, endpoint, want_path) in [
+            ("/v1", "chat", "/v1/chat/completions"),
+            ("/v1/", "completions", "/v1/completions"),
+            ("/v1/completions", "", "/v1/completions"),
+        ] {
+            let mut args = vec![
+                "--openai",
+                "--input-len",
+                "12",
+                "--output-len",
+                "3",
+                "--ignore-eos",
+                "--rate",
+                "20",
+                "--duration",
+                "1s",
+            ];
+            if !endpoint.is_empty() {
+                args.extend(["--endpoint", endpoint]);
+            }
+            let r = run_json(srv.addr, path, engine, &args, 0);
+            let ctx = format!("{engine} {path} {endpoint}");
+            assert_eq!(r.requests.ok, 20, "{ctx}: {:?}", r.errors);
+            let w = r.workload.as_ref().expect("an --openai run has a workload");
+            assert_eq!(w.model, "org/Served-1B", "{ctx}");
+            assert_eq!(w.model_source, "/v1/models", "{ctx}");
+            assert_eq!(w.endpoint, want_path, "{ctx}");
+            assert_eq!(w.prompts, "synthetic, 12 words each", "{ctx}");
+            // 20 req/s for 1 s: one distinct prompt per request.
+            assert_eq!(w.distinct_requests, 20, "{ctx}");
+            let i = &w.input_tokens;
+            assert_eq!((i.count, i.total, i.min, i.max), (20, 240, 12, 12), "{ctx}");
+            // serve caps its 8 tokens at the request's max-tokens field.
+            let o = &w.output_tokens;
+            assert_eq!((o.count, o.total, o.min, o.max), (20, 60, 3, 3), "{ctx}");
+        }
+    }
+}
+
+/// One request as a raw server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    head: String,
+    body: Vec<u8>,
+}
+
+/// A raw HTTP/1.1 server that records every request: `GET /v1/models`
+/// lists `raw-model`, anything else gets a two-token SSE stream.
+fn recording_server() -> (SocketAddr, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    thread::spawn(move || {
+        for conn in listener.incoming().take(64) {
+            let Ok(conn) = conn else { return };
+            let log = Arc::clone(&log);
+            thread::spawn(move || serve_recording(conn, &log));
+        }
+    });
+    (addr, seen)
+}
+
+fn serve_recording(mut conn: TcpStream, log: &Mutex<Vec<Seen>>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut buf = Vec::new();
+    let mut scratch = [0u8; 8192];
+    loop {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            match conn.read(&mut scratch) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            }
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        while buf.len() < end + 4 + len {
+            match conn.read(&mut scratch) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            }
+        }
+        let body = buf[end + 4..end + 4 + len].to_vec();
+        buf.drain(..end + 4 + len);
+        let reply = if head.starts_with("GET /v1/models ") {
+            let list = r#"{"object":"list","data":[{"id":"raw-model","object":"model"}]}"#;
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{list}",
+                list.len()
+            )
+        } else {
+            let events = concat!(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n",
+                "data: [DONE]\n\n"
+            );
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{events}",
+                events.len()
+            )
+        };
+        log.lock().unwrap().push(Seen { head, body });
+        if conn.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The bytes on the wire: one model discovery, then bodies with
+/// `max_completion_tokens`, `ignore_eos`, `--body` and `--extra-body`
+/// merged (RFC 7396), a dataset line's own output length, and the key.
+#[test]
+fn the_requests_on_the_wire() {
+    let dir = std::env::temp_dir().join(format!("metronome-wire-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dataset = dir.join("d.jsonl");
+    std::fs::write(
+        &dataset,
+        "{\"prompt\":\"count to three\",\"output_len\":3}\n",
+    )
+    .unwrap();
+    for engine in engines() {
+        let (addr, seen) = recording_server();
+        let r = run_json(
+            addr,
+            "/v1",
+            engine,
+            &[
+                "--openai",
+                "--rate",
+                "5",
+                "--duration",
+                "1s",
+                "--dataset",
+                dataset.to_str().unwrap(),
+                "--ignore-eos",
+                "--api-key",
+                "sk-test",
+                "--body",
+                r#"{"temperature":0,"stream_options":{"include_usage":true,"x":1}}"#,
+                "--extra-body",
+                r#"{"min_tokens":3,"temperature":null,"stream_options":{"x":null}}"#,
+            ],
+            0,
+        );
+        assert_eq!(r.requests.ok, 5, "{engine}: {:?}", r.errors);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 6, "{engine}: one GET then five POSTs");
+        assert!(
+            seen[0].head.starts_with("GET /v1/models HTTP/1.1\r\n"),
+            "{engine}: {}",
+            seen[0].head
+        );
+        assert!(seen[0].head.contains("\r\nAuthorization: Bearer sk-test"));
+        for s in &seen[1..] {
+            assert!(
+                s.head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+                "{engine}: {}",
+                s.head
+            );
+            assert!(s.head.contains("\r\nAuthorization: Bearer sk-test"));
+            assert_eq!(
+                String::from_utf8_lossy(&s.body),
+                r#"{"ignore_eos":true,"max_completion_tokens":3,"messages":[{"content":"count to three","role":"user"}],"min_tokens":3,"model":"raw-model","stream":true,"stream_options":{"include_usage":true}}"#,
+                "{engine}"
+            );
+        }
+        // --max-tokens-field max_tokens, --model given: no discovery.
+        let (addr, seen) = recording_server();
+        run_json(
+            addr,
+            "/v1/chat/completions",
+            engine,
+            &[
+                "--openai",
+                "--rate",
+                "2",
+                "--duration",
+                "1s",
+                "--model",
+                "mine",
+                "--max-tokens-field",
+                "max_tokens",
+                "--max-tokens",
+                "7",
+            ],
+            0,
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{engine}: no GET /v1/models");
+        let body: Value = serde_json::from_slice(&seen[0].body).unwrap();
+        assert_eq!(
+            body,
+            json!({"max_tokens": 7, "model": "mine", "stream": true,
+                   "stream_options": {"include_usage": true},
+                   "messages": [{"role": "user", "content": "Write a haiku about a metronome."}]})
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Bad input: one line naming the problem, exit 2 (unreachable server:
+/// exit 1), before anything is sent.
+#[test]
+fn bad_input_is_one_line_and_an_exit_code() {
+    let dir = std::env::temp_dir().join(format!("metronome-ds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\":\"ok\"}\n\n{\"prompt\": 5}\n").unwrap();
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "\n").unwrap();
+    let missing = dir.join("missing.jsonl");
+    // A plain server answers "ok" to GET /v1/models: not a model list.
+    let plain_srv = server(plain(Duration::ZERO));
+    let url = format!("http://{}/", plain_srv.addr());
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let dead = format!("http://{closed}/");
+    let cases: Vec<(Vec<String>, i32, String)> = vec![
+        (
+            vec!["--dataset".into(), bad.display().to_string()],
+            2,
+            format!(
+                "metronome: --dataset {} line 3: \"prompt\" must be a string\n",
+                bad.display()
+            ),
+        ),
+        (
+            vec!["--dataset".into(), empty.display().to_string()],
+            2,
+            format!(
+                "metronome: --dataset {} is empty: give at least one prompt\n",
+                empty.display()
+            ),
+        ),
+        (
+            vec!["--dataset".into(), missing.display().to_string()],
+            2,
+            format!(
+                "metronome: cannot read --dataset {}: No such file or directory (os error 2)\n",
+                missing.display()
+            ),
+        ),
+        (
+            vec!["--extra-body".into(), "[1]".into()],
+            2,
+            "metronome: --extra-body with --openai must be a JSON object to merge into every \
+             request body, like '{\"temperature\":0}'\n"
+                .into(),
+        ),
+        (
+            vec!["--body".into(), "{oops".into()],
+            2,
+            "metronome: --body is not JSON (key must be a string at line 1 column 2)\n".into(),
+        ),
+        (
+            vec![],
+            2,
+            format!(
+                "metronome: cannot discover the model from GET {url}v1/models: its answer is not \
+                 JSON (expected value at line 1 column 1): ok; give it with --model\n"
+            ),
+        ),
+    ];
+    // Request flags without --openai would be ignored: refused instead.
+    for flag in [
+        &["--dataset", "d.jsonl"][..],
+        &["--ignore-eos"],
+        &["--extra-body", "{}"],
+        &["--model", "m"],
+        &["--input-len", "8"],
+    ] {
+        let mut args = vec!["run", url.as_str()];
+        args.extend_from_slice(flag);
+        let out = metronome(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "metronome: the following required arguments were not provided: --openai (see --help)\n",
+            "{args:?}"
+        );
+    }
+    for (extra, code, want) in cases {
+        let mut args = vec!["run", url.as_str(), "--openai", "--duration", "1s"];
+        args.extend(extra.iter().map(String::as_str));
+        let out = metronome(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(stderr, want, "{args:?}");
+    }
+    let out = metronome(&["run", &dead, "--openai"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "metronome: cannot discover the model: GET {dead}v1/models failed ("
+        )) && stderr.ends_with("); is the server up? or give --model\n"),
+        "{stderr}"
+    );
+    plain_srv.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    // The model ServeConfig names is the one discovered.
+    let srv = server(ServeConfig {
+        sse: true,
+        model: "x/y".into(),
+        ..ServeConfig::default()
+    });
+    let r = run_json(
+        srv.addr(),
+        "/",
+        "std",
+        &["--openai", "--rate", "5", "--duration", "1s"],
+        0,
+    );
+    assert_eq!(r.workload.unwrap().model, "x/y");
+}
