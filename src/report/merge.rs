@@ -253,12 +253,13 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
     Ok(m)
 }
 
+/// A report and the file it was read from.
+pub type Input<'a> = (&'a str, &'a Report);
+
 /// How far apart the shards began pacing, ns, and the first and last to
 /// begin (file, report); `None` for fewer than two reports or when one
 /// has no start (a report of an older version).
-pub fn start_skew<'a>(
-    inputs: &[(&'a str, &'a Report)],
-) -> Option<(u64, (&'a str, &'a Report), (&'a str, &'a Report))> {
+pub fn start_skew<'a>(inputs: &[Input<'a>]) -> Option<(u64, Input<'a>, Input<'a>)> {
     if inputs.len() < 2 || inputs.iter().any(|(_, r)| r.start_unix_ns == 0) {
         return None;
     }
