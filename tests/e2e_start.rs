@@ -72,7 +72,10 @@ fn shards_given_one_start_at_start_together() {
             );
             let r = read(&out);
             let want_ns = at_ms * 1_000_000;
-            assert_eq!(r.start_unix_ns, want_ns, "{engine}: the zero is the instant");
+            assert_eq!(
+                r.start_unix_ns, want_ns,
+                "{engine}: the zero is the instant"
+            );
             assert_eq!(r.start_at.as_deref(), Some(r.start_time.as_str()));
             assert_eq!(
                 r.start_time,
