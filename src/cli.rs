@@ -331,9 +331,16 @@ pub struct RunArgs {
     /// Width of one report interval.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
-    /// Send only shard K of N of the schedule, "K/N" (for several machines; merge the reports).
+    /// Send only shard K of N of the schedule, "K/N" with K counted from 0 (0/2 and 1/2 are
+    /// the two halves; for several machines, merge the reports).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Start the schedule's clock at this wall-clock instant: RFC 3339 (2026-12-01T10:00:00Z,
+    /// or with an offset like +01:00) or Unix milliseconds. Connections open before it; give
+    /// every shard the same instant (clocks synced, docs/distributed.md). An instant already
+    /// past is refused.
+    #[arg(long, value_name = "INSTANT", value_parser = crate::units::parse_instant)]
+    pub start_at: Option<std::time::SystemTime>,
     /// No progress line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -494,15 +501,17 @@ pub struct SimulateArgs {
 /// `metronome report FILE`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A JSON report written by `run --out`.
+    /// A JSON report written by `run --out` or `merge --out`, or a sweep's (`sweep --out`).
     pub file: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
-    /// Write the latency histogram as .hgrm to FILE.
+    /// Write the latency histogram as .hgrm to FILE, as the run's own --hgrm did (for a
+    /// sweep: one file per step, FILE-<RATE>rps.hgrm).
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
-    /// Write SVG plots (latency by percentile, latency per interval) to FILE.
+    /// Write SVG plots (latency by percentile, latency per interval) to FILE (for a sweep:
+    /// p50, p99 and p99.9 against offered rate, the knee marked).
     #[arg(long)]
     pub svg: Option<PathBuf>,
 }
@@ -523,6 +532,10 @@ pub struct MergeArgs {
     /// (without it, a missing shard is an error).
     #[arg(long)]
     pub partial: bool,
+    /// Warn when the shards began pacing more than this far apart (by their reports'
+    /// start_unix_ns + start_offset_ns, each by its own machine's clock).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub max_skew: Duration,
 }
 
 /// `metronome sweep URL --rates ...`: every `run` flag applies to each step.
@@ -536,7 +549,9 @@ pub struct SweepArgs {
     #[arg(long)]
     pub stop_at_knee: bool,
     /// The run arguments of each step (`--rate` is replaced by each of --rates; `--out`
-    /// receives the whole sweep as JSON).
+    /// receives the whole sweep as JSON; `--hgrm`, `--hlog` and `--svg` FILE are written per
+    /// step as FILE-<RATE>rps.EXT, and `--svg` FILE also gets the sweep's plot of latency
+    /// against offered rate; `--start-at` is refused).
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -42,6 +42,14 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
     if args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(UsageError("--rates must be positive numbers, e.g. 100,200,400".into()).into());
     }
+    if args.run.start_at.is_some() {
+        return Err(UsageError(
+            "sweep does not take --start-at: each step starts when the previous one ends \
+             (run the steps with `run --start-at` to start them together on several machines)"
+                .into(),
+        )
+        .into());
+    }
     if args.run.closed.is_some() {
         return Err(UsageError(
             "sweep varies the offered rate: it does not combine with --closed".into(),
@@ -58,9 +66,9 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         let mut step = args.run.clone();
         step.rate = rate;
         step.out = None;
-        step.hgrm = None;
-        step.hlog = None;
-        step.svg = None;
+        step.hgrm = args.run.hgrm.as_deref().map(|p| step_path(p, rate));
+        step.hlog = args.run.hlog.as_deref().map(|p| step_path(p, rate));
+        step.svg = args.run.svg.as_deref().map(|p| step_path(p, rate));
         let r = crate::run::run(&step)?;
         if r.exit_code != 0 {
             code = r.exit_code;
@@ -87,14 +95,39 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
     ))
 }
 
-/// `metronome sweep`: runs, prints the table (or JSON), writes `--out`.
+/// The file of one step for a sweep's `--hgrm`, `--hlog` or `--svg`
+/// PATH: the step's rate inserted before the extension.
+///
+/// # Example
+/// ```
+/// use std::path::Path;
+/// use metronome::sweep::step_path;
+/// assert_eq!(step_path(Path::new("out/lat.hgrm"), 250.0), Path::new("out/lat-250rps.hgrm"));
+/// assert_eq!(step_path(Path::new("lat"), 12.5), Path::new("lat-12.5rps"));
+/// ```
+pub fn step_path(path: &std::path::Path, rate: f64) -> std::path::PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{rate}rps.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{rate}rps"),
+    };
+    path.with_file_name(name)
+}
+
+/// `metronome sweep`: runs, prints the table (or JSON), writes `--out`,
+/// and with `--svg` the sweep's plot of latency against offered rate
+/// (each step's own outputs are written by its run, see [`step_path`]).
 ///
 /// # Errors
-/// As [`sweep`], or an unwritable `--out`.
+/// As [`sweep`], or an unwritable `--out` or `--svg`.
 pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let (s, code) = sweep(args)?;
     if let Some(path) = &args.run.out {
         std::fs::write(path, serde_json::to_string_pretty(&s)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.run.svg {
+        std::fs::write(path, crate::report::svg::render_sweep_svg(&s))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     match args.run.format {

@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{engines, metronome, plain, server};
-use metronome::report::Report;
 
 /// Ctrl-C and SIGTERM lose no data: scheduling stops at once, replies in
 /// flight get a bounded grace, and the partial report is printed, marked
@@ -31,8 +30,7 @@ fn signals_still_report_what_was_measured() {
                 "{ctx}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let r: Report = serde_json::from_slice(&out.stdout).unwrap();
-            common::assert_accounting(&r);
+            let r = common::decode_report(&String::from_utf8_lossy(&out.stdout), &ctx);
             assert!(r.interrupted && r.generator.stopped, "{ctx}");
             assert!(
                 r.requests.sent >= 50 && r.requests.sent <= 250,
@@ -80,8 +78,7 @@ fn a_stop_does_not_wait_out_the_timeout() {
             "{engine}: stopping took {took:?}"
         );
         assert_eq!(out.status.code(), Some(130), "{engine}");
-        let r: Report = serde_json::from_slice(&out.stdout).unwrap();
-        common::assert_accounting(&r);
+        let r = common::decode_report(&String::from_utf8_lossy(&out.stdout), engine);
         assert!(r.interrupted, "{engine}");
         assert_eq!(r.requests.ok, 0, "{engine}");
         assert!(r.requests.timeouts > 0, "{engine}: {:?}", r.requests);
@@ -167,8 +164,8 @@ fn out_report_hgrm_and_merge() {
         );
     }
     srv.stop();
-    let ra: Report = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let rb: Report = serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let ra = common::read_report(&a);
+    let rb = common::read_report(&b);
     // Constant schedule at 100/s for 1 s split in two shards: 50 each.
     assert_eq!((ra.requests.scheduled, rb.requests.scheduled), (50, 50));
     assert_eq!(ra.offered_rps, 50.0);
@@ -207,7 +204,7 @@ fn out_report_hgrm_and_merge() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let m: Report = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let m = common::read_report(&merged);
     assert_eq!(m.requests.scheduled, 100);
     assert_eq!(m.requests.ok, ra.requests.ok + rb.requests.ok);
     assert_eq!(m.metrics.latency.count, 100);
@@ -254,7 +251,9 @@ fn short_demo_shows_the_difference() {
 }
 
 /// `--hlog` writes an HdrHistogram interval log that the hdrhistogram
-/// crate reads back: per interval, the same counts and max as the report.
+/// crate reads back: per interval, the same counts and max as the report;
+/// service time over the whole run, tagged, with the report's count;
+/// StartTime and BaseTime the report's `start_unix_ns`.
 #[test]
 fn hlog_is_read_by_the_hdrhistogram_crate() {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -282,22 +281,36 @@ fn hlog_is_read_by_the_hdrhistogram_crate() {
     ]);
     srv.stop();
     assert_eq!(out.status.code(), Some(0));
-    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let report = common::decode_report(&String::from_utf8_lossy(&out.stdout), "the hlog run");
     let text = std::fs::read(&log_path).unwrap();
     let mut latency = Vec::new();
     let mut send_lag = Vec::new();
+    let mut service_time = Vec::new();
+    let mut times = Vec::new();
     for entry in IntervalLogIterator::new(&text) {
-        if let LogEntry::Interval(iv) = entry.expect("a valid log line") {
+        let entry = entry.expect("a valid log line");
+        if let LogEntry::StartTime(t) | LogEntry::BaseTime(t) = entry {
+            times.push(t);
+        }
+        if let LogEntry::Interval(iv) = entry {
             let bytes = base64_decode(iv.encoded_histogram());
             let h: hdrhistogram::Histogram<u64> =
                 Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
             match iv.tag().map(|t| t.as_str()) {
                 None => latency.push((h, iv.max())),
                 Some("send_lag") => send_lag.push(h),
+                Some("service_time") => service_time.push(h),
                 Some(other) => panic!("unexpected tag {other}"),
             }
         }
     }
+    assert_eq!(times.len(), 2, "StartTime and BaseTime");
+    for t in times {
+        let ns = t.as_nanos() as u64;
+        assert!(ns.abs_diff(report.start_unix_ns) < 1_000, "{ns}");
+    }
+    assert_eq!(service_time.len(), 1);
+    assert_eq!(service_time[0].len(), report.metrics.service_time.count);
     assert_eq!(latency.len(), report.intervals.len());
     assert_eq!(send_lag.len(), report.intervals.len());
     for ((h, max_ms), iv) in latency.iter().zip(&report.intervals) {
@@ -345,7 +358,9 @@ fn sweep_finds_the_knee() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s: metronome::sweep::Sweep = serde_json::from_slice(&out.stdout).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    common::assert_valid(&text, "the sweep");
+    let s: metronome::sweep::Sweep = serde_json::from_str(&text).unwrap();
     assert_eq!(s.steps.len(), 3);
     assert_eq!(
         s.steps

@@ -47,9 +47,7 @@ fn shard_at(url: &str, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
 }
 
 fn read(path: &Path) -> Report {
-    let r: Report = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    common::assert_accounting(&r);
-    r
+    common::read_report(path)
 }
 
 /// `metronome merge FILES... --out DIR/merged.json EXTRA`: the merged report.

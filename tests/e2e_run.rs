@@ -473,6 +473,7 @@ fn json_keys_match_docs() {
     let end = start + doc[start..].find("```").unwrap();
     let documented: serde_json::Value =
         serde_json::from_str(&doc[start..end]).expect("the example parses");
+    common::assert_valid(&doc[start..end], "the example in docs/report.md");
     for engine in engines() {
         let srv = server(plain(Duration::ZERO));
         let url = format!("http://{}/", srv.addr());
@@ -495,6 +496,7 @@ fn json_keys_match_docs() {
         ]);
         srv.stop();
         assert_eq!(out.status.code(), Some(0));
+        common::assert_valid(&String::from_utf8_lossy(&out.stdout), engine);
         let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let mut want = keys(&documented, "");
         // The example fell behind once; a run on time has no stretch to

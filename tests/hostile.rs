@@ -22,10 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{
-    assert_accounting, assert_exit_matches, engines, run_json_checked, run_tls_json_checked,
-    TestCert,
-};
+use common::{assert_exit_matches, engines, run_json_checked, run_tls_json_checked, TestCert};
 use metronome::report::Report;
 
 /// The longest any connection thread lives, whatever the client does.
@@ -1487,9 +1484,10 @@ fn run_measured(
         libc::WIFEXITED(status),
         "metronome exited with status {status:#x}; stderr: {stderr}"
     );
-    let report: Report = serde_json::from_slice(&stdout)
-        .unwrap_or_else(|e| panic!("report is not valid JSON ({e}); stderr: {stderr}"));
-    assert_accounting(&report);
+    let report = common::decode_report(
+        &String::from_utf8_lossy(&stdout),
+        &format!("the report (stderr: {stderr})"),
+    );
     assert_exit_matches(&report, Some(libc::WEXITSTATUS(status)), &stderr);
     (report, usage.ru_maxrss as u64, elapsed)
 }

@@ -12,6 +12,7 @@ use std::fmt;
 use std::format;
 use std::string::String;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use std::vec::Vec;
 
 use crate::exchange::GAP_CAP;
@@ -32,6 +33,92 @@ pub struct Control {
     pub stop: AtomicBool,
     /// Live counters for a progress line.
     pub progress: Progress,
+    /// Start the schedule's clock at this wall-clock instant (`--start-at`)
+    /// instead of as soon as the connections are open: the engine opens its
+    /// connections first, then waits. When the instant has passed by the
+    /// time the engine is ready, the clock still starts at it: the requests
+    /// already due leave at once and their lateness is send lag.
+    pub start_at: Option<SystemTime>,
+}
+
+/// The zero of a run's clock: a monotonic instant and the wall-clock time
+/// it stands for, in nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin {
+    /// The zero on the monotonic clock.
+    pub instant: Instant,
+    /// The same instant on the wall clock, ns since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+/// Nanoseconds since the Unix epoch of a wall-clock time (0 before it).
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
+}
+
+impl Origin {
+    /// The origin of a run started by `control`: its `start_at`, or now.
+    pub fn for_run(control: &Control) -> Origin {
+        match control.start_at {
+            Some(t) => Origin::at(t),
+            None => Origin::now(),
+        }
+    }
+
+    /// Now.
+    pub fn now() -> Origin {
+        let wall = SystemTime::now();
+        Origin {
+            instant: Instant::now(),
+            unix_ns: unix_ns(wall),
+        }
+    }
+
+    /// The monotonic instant that stands for the wall-clock time `at`
+    /// (in the future or the past), read against one pair of clock
+    /// readings taken back to back.
+    pub fn at(at: SystemTime) -> Origin {
+        let (wall, mono) = (SystemTime::now(), Instant::now());
+        let instant = match at.duration_since(wall) {
+            Ok(ahead) => mono + ahead,
+            Err(e) => mono.checked_sub(e.duration()).unwrap_or(mono),
+        };
+        Origin {
+            instant,
+            unix_ns: unix_ns(at),
+        }
+    }
+
+    /// Waits until the origin (sleeping, then busy-waiting the last 200 us
+    /// so the wake-up is on time), and returns how late the caller really
+    /// was there, ns: 0 to a few microseconds, or how long ago the origin
+    /// passed when it had passed already.
+    pub fn wait(&self) -> u64 {
+        self.wait_unless(&AtomicBool::new(false))
+    }
+
+    /// [`Origin::wait`], but returns early (within 20 ms) once `stop` is
+    /// set, e.g. by Ctrl-C before a far `--start-at`.
+    pub fn wait_unless(&self, stop: &AtomicBool) -> u64 {
+        const SPIN: Duration = Duration::from_micros(200);
+        const SLICE: Duration = Duration::from_millis(20);
+        loop {
+            let now = Instant::now();
+            if now >= self.instant || stop.load(Ordering::Relaxed) {
+                return now
+                    .saturating_duration_since(self.instant)
+                    .as_nanos()
+                    .min(u128::from(u64::MAX)) as u64;
+            }
+            let left = self.instant - now;
+            if left > SPIN {
+                std::thread::sleep((left - SPIN).min(SLICE));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 impl Control {
@@ -107,6 +194,14 @@ pub struct RunOutput {
     pub stopped: bool,
     /// Plain warnings found by the engine itself.
     pub warnings: Vec<String>,
+    /// The wall-clock time of the schedule's zero (the clock's origin), ns
+    /// since the Unix epoch: [`Control::start_at`] when given, else the
+    /// instant the engine started its clock, connections open.
+    pub start_unix_ns: u64,
+    /// How long after the origin the engine really began pacing, ns (the
+    /// latest of its pacing threads): microseconds when it waited for the
+    /// origin, longer when the origin had passed before it was ready.
+    pub start_late_ns: u64,
     /// Connection set-up: connect and TLS handshake times, resumptions,
     /// handshake failures.
     pub setup: Setup,
@@ -224,6 +319,8 @@ impl RunOutput {
             stopped: false,
             warnings: Vec::new(),
             setup: Setup::default(),
+            start_unix_ns: 0,
+            start_late_ns: 0,
         }
     }
 
@@ -256,6 +353,10 @@ impl RunOutput {
         self.stopped |= other.stopped;
         self.warnings.extend(other.warnings.iter().cloned());
         self.setup.merge(&other.setup);
+        if self.start_unix_ns == 0 {
+            self.start_unix_ns = other.start_unix_ns;
+        }
+        self.start_late_ns = self.start_late_ns.max(other.start_late_ns);
     }
 
     /// The last step of every engine: in a closed loop a request is
@@ -310,5 +411,52 @@ impl std::error::Error for EngineError {}
 impl From<PlanError> for EngineError {
     fn from(e: PlanError) -> Self {
         EngineError::Plan(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An origin ahead: its wall-clock time is kept exactly, and `wait`
+    /// returns at it (not before), late by a bound a loaded machine keeps.
+    #[test]
+    fn an_origin_ahead_is_waited_for() {
+        let at = SystemTime::now() + Duration::from_millis(30);
+        let o = Origin::at(at);
+        assert_eq!(o.unix_ns, unix_ns(at));
+        let late = o.wait();
+        let now = Instant::now();
+        assert!(now >= o.instant);
+        assert!(late < 500_000_000, "late by {late} ns");
+    }
+
+    /// An origin already past: `wait` returns at once with how long ago it
+    /// passed.
+    #[test]
+    fn an_origin_past_returns_how_late() {
+        let at = SystemTime::now() - Duration::from_millis(50);
+        let o = Origin::at(at);
+        let t = Instant::now();
+        let late = o.wait();
+        assert!(t.elapsed() < Duration::from_millis(500));
+        assert!((50_000_000..550_000_000).contains(&late), "{late}");
+        assert_eq!(unix_ns(UNIX_EPOCH + Duration::from_nanos(7)), 7);
+        assert_eq!(unix_ns(UNIX_EPOCH - Duration::from_secs(1)), 0);
+    }
+
+    /// A run without `start_at` starts now; with it, at it.
+    #[test]
+    fn for_run_follows_start_at() {
+        let c = Control::default();
+        let before = unix_ns(SystemTime::now());
+        let o = Origin::for_run(&c);
+        assert!(o.unix_ns >= before && o.unix_ns - before < 1_000_000_000);
+        let at = UNIX_EPOCH + Duration::from_nanos(1_796_119_200_000_000_123);
+        let c = Control {
+            start_at: Some(at),
+            ..Control::default()
+        };
+        assert_eq!(Origin::for_run(&c).unix_ns, 1_796_119_200_000_000_123);
     }
 }

@@ -18,6 +18,11 @@ impl Clock {
         }
     }
 
+    /// A clock whose zero is `start`.
+    pub fn at(start: Instant) -> Clock {
+        Clock { start }
+    }
+
     /// Nanoseconds elapsed since the zero.
     pub fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64

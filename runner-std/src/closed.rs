@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
+use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
 use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::Plan;
@@ -35,7 +35,10 @@ pub(crate) fn run(
         conns.push(conn);
     }
     let (tx, rx) = mpsc::channel::<Fact>();
-    let clock = Clock::start();
+    // The clock's zero: now, or `--start-at` (waited for here).
+    let zero = Origin::for_run(control);
+    let start_late_ns = zero.wait_unless(&control.stop);
+    let clock = Clock::at(zero.instant);
     let cpu_start = process_cpu_ns();
     let end_ns = plan.end_ns();
     let hard_end_ns = AtomicU64::new(plan.hard_end_ns());
@@ -186,6 +189,8 @@ pub(crate) fn run(
     out.setup.merge(&setup);
     out.connections_opened = u64::from(workers);
     out.peak_connections = u64::from(workers);
+    out.start_unix_ns = zero.unix_ns;
+    out.start_late_ns = start_late_ns;
     out.finalize(plan);
     Ok(out)
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
+use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
@@ -117,6 +117,7 @@ pub(crate) fn run(
     let origin = OnceLock::new();
     let cpu_start = process_cpu_ns();
 
+    let mut start = None::<(Origin, u64)>;
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
             let mut c = Collector::new(plan);
@@ -144,7 +145,11 @@ pub(crate) fn run(
         // neither charged the threads' start-up nor handed to a connection
         // opened because no thread was waiting yet.
         wait_idle(&shared, pre_count, control);
-        let clock = *origin.get_or_init(Clock::start);
+        // The clock's zero: now, or `--start-at` (waited for here).
+        let zero = Origin::for_run(control);
+        let late_ns = zero.wait_unless(&control.stop);
+        start = Some((zero, late_ns));
+        let clock = *origin.get_or_init(|| Clock::at(zero.instant));
         shared
             .hard_end_ns
             .store(plan.hard_end_ns(), Ordering::Relaxed);
@@ -288,6 +293,10 @@ pub(crate) fn run(
     out.dropped_gaps = shared.dropped_gaps.load(Ordering::Relaxed);
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
+    if let Some((zero, late_ns)) = start {
+        out.start_unix_ns = zero.unix_ns;
+        out.start_late_ns = late_ns;
+    }
     out.finalize(plan);
     Ok(out)
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
 
-use metronome_core::engine::{Control, EngineError, RunOutput, Setup};
+use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
 use metronome_core::plan::{Model, Plan};
 use metronome_core::schedule::Shard;
 
@@ -40,6 +40,12 @@ pub(crate) struct Share {
 pub(crate) struct ThreadOut {
     pub(crate) out: RunOutput,
     pub(crate) stopped_at: Option<u64>,
+}
+
+/// A thread's output and how late after the clock's origin it began pacing.
+struct Started {
+    out: io::Result<ThreadOut>,
+    late_ns: u64,
 }
 
 /// Splits `total` over `n` parts: part `i` gets `total / n` plus one of the remainder.
@@ -134,7 +140,7 @@ pub(crate) fn run(
     }
 
     let gate = Gate::default();
-    let results: Vec<io::Result<ThreadOut>> = std::thread::scope(|s| {
+    let results: Vec<Started> = std::thread::scope(|s| {
         let mut handles = Vec::with_capacity(threads);
         let mut spawn_error = None;
         for share in shares {
@@ -151,26 +157,36 @@ pub(crate) fn run(
                 }
             }
         }
-        // Every thread has allocated everything: the clock starts now (or never).
+        // Every thread has allocated everything: the clock starts now, or at
+        // `--start-at` (or never).
         let abort = spawn_error.is_some();
-        gate.open(handles.len(), abort);
-        let mut results: Vec<io::Result<ThreadOut>> = handles
+        gate.open(handles.len(), abort, || Origin::for_run(control));
+        let mut results: Vec<Started> = handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(io::Error::other("an engine thread panicked")))
+                h.join().unwrap_or_else(|_| Started {
+                    out: Err(io::Error::other("an engine thread panicked")),
+                    late_ns: 0,
+                })
             })
             .collect();
         if let Some(e) = spawn_error {
-            results.push(Err(e));
+            results.push(Started {
+                out: Err(e),
+                late_ns: 0,
+            });
         }
         results
     });
 
     let mut out = RunOutput::empty(plan);
     let mut stopped_at: Option<u64> = None;
+    out.start_unix_ns = gate.origin().map_or(0, |o| o.unix_ns);
     for r in results {
-        let t = r.map_err(|e| EngineError::Io("io_uring engine thread", e))?;
+        out.start_late_ns = out.start_late_ns.max(r.late_ns);
+        let t = r
+            .out
+            .map_err(|e| EngineError::Io("io_uring engine thread", e))?;
         out.merge(&t.out);
         if let Some(at) = t.stopped_at {
             stopped_at = Some(stopped_at.map_or(at, |s| s.min(at)));
@@ -224,13 +240,13 @@ struct GateState {
     arrived: usize,
     failed: bool,
     /// `Some(Some(origin))`: go; `Some(None)`: abort.
-    go: Option<Option<Instant>>,
+    go: Option<Option<Origin>>,
 }
 
 impl Gate {
     /// A thread is set up (`ok`) or failed; waits for the start. Returns
     /// the clock origin, or `None` when the run is aborted.
-    fn arrive(&self, ok: bool) -> Option<Instant> {
+    fn arrive(&self, ok: bool) -> Option<Origin> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.arrived += 1;
         st.failed |= !ok;
@@ -243,14 +259,22 @@ impl Gate {
         }
     }
 
-    /// Waits until `threads` have arrived, then starts the clock (or aborts).
-    fn open(&self, threads: usize, abort: bool) {
+    /// Waits until `threads` have arrived, then hands them the clock's
+    /// origin, taken then (now, or `--start-at`), or aborts; each thread
+    /// waits for the origin itself.
+    fn open(&self, threads: usize, abort: bool, origin: impl FnOnce() -> Origin) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while st.arrived < threads {
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.go = Some((!abort && !st.failed).then(Instant::now));
+        st.go = Some((!abort && !st.failed).then(origin));
         self.changed.notify_all();
+    }
+
+    /// The origin handed out, if the run started.
+    fn origin(&self) -> Option<Origin> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.go.flatten()
     }
 }
 
@@ -260,7 +284,7 @@ fn thread_main(
     opts: &UringOptions,
     share: Share,
     gate: &Gate,
-) -> io::Result<ThreadOut> {
+) -> Started {
     // Everything is allocated here, before the clock starts.
     let mut warning = None;
     if let Some(cpu) = share.cpu {
@@ -273,7 +297,25 @@ fn thread_main(
     }
     let setup = Worker::new(plan, control, opts, share, warning);
     let origin = gate.arrive(setup.is_ok());
-    let worker = setup?;
-    let origin = origin.ok_or_else(|| io::Error::other("another engine thread failed to start"))?;
-    worker.run(Clock::at(origin))
+    let worker = match setup {
+        Ok(w) => w,
+        Err(e) => {
+            return Started {
+                out: Err(e),
+                late_ns: 0,
+            }
+        }
+    };
+    let Some(origin) = origin else {
+        return Started {
+            out: Err(io::Error::other("another engine thread failed to start")),
+            late_ns: 0,
+        };
+    };
+    // Pacing begins at the origin (now, or `--start-at`), not before.
+    let late_ns = origin.wait_unless(&control.stop);
+    Started {
+        out: worker.run(Clock::at(origin.instant)),
+        late_ns,
+    }
 }

@@ -116,6 +116,13 @@ impl Report {
             duration_s: secs,
             planned_duration_s: plan.duration_ns as f64 / 1e9,
             warmup_s: plan.warmup_ns as f64 / 1e9,
+            start_unix_ns: out.start_unix_ns,
+            start_time: crate::units::rfc3339_ns(out.start_unix_ns),
+            start_at: args
+                .start_at
+                .map(|t| crate::units::rfc3339_ns(metronome_core::engine::unix_ns(t))),
+            start_offset_ns: out.start_late_ns,
+            shard_starts: Vec::new(),
             requests: Requests {
                 scheduled: rec.scheduled,
                 sent,

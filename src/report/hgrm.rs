@@ -20,6 +20,13 @@ use metronome_core::histogram::Histogram;
 /// assert!(text.contains("#[Max     =      100.000, Total count    =          100]"));
 /// ```
 pub fn render_hgrm(h: &Histogram) -> String {
+    render_hgrm_with_mean(h, h.mean() / 1e6)
+}
+
+/// [`render_hgrm`] with the mean given, in ms: a report's exact `mean` for
+/// a histogram rebuilt from it (whose sum is not kept), so `report --hgrm`
+/// prints what the run's own `--hgrm` did, byte for byte.
+pub fn render_hgrm_with_mean(h: &Histogram, mean_ms: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -27,7 +34,7 @@ pub fn render_hgrm(h: &Histogram) -> String {
         "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
     );
     let total = h.count();
-    let mean = h.mean();
+    let mean = mean_ms * 1e6;
     let mut sumsq = 0.0f64;
     if total > 0 {
         let mut cum = 0u64;
@@ -70,7 +77,7 @@ pub fn render_hgrm(h: &Histogram) -> String {
     let _ = writeln!(
         s,
         "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-        mean / 1e6,
+        mean_ms,
         sd / 1e6
     );
     let _ = writeln!(

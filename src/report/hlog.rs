@@ -6,13 +6,12 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
-use metronome_core::measure::Interval;
+use metronome_core::measure::{Interval, Recorder};
 use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
@@ -47,6 +46,52 @@ pub fn base64_v2(h: &Histogram) -> String {
     base64::engine::general_purpose::STANDARD.encode(compress_v2(h))
 }
 
+/// Reads the base64 text of HdrHistogram's compressed V2 encoding (as
+/// [`base64_v2`] writes it, and as Java's, Python's `hdrh` and the
+/// hdrhistogram crate's encoders do): base64, the cookie and length, zlib,
+/// then core's [`decode_v2`](metronome_core::histogram::decode_v2). Counts
+/// are exact; min and max are their buckets' bounds and the mean is
+/// approximate (the encoding holds counts only).
+///
+/// # Errors
+/// One line saying which layer is wrong.
+///
+/// # Example
+/// ```
+/// use metronome_core::histogram::Histogram;
+/// use metronome::report::hlog::{base64_v2, decode_base64_v2};
+/// let mut h = Histogram::new();
+/// h.record_n(1_500_000, 3);
+/// let d = decode_base64_v2(&base64_v2(&h)).unwrap();
+/// assert_eq!(d.buckets().collect::<Vec<_>>(), h.buckets().collect::<Vec<_>>());
+/// assert!(decode_base64_v2("not base64!").is_err());
+/// ```
+pub fn decode_base64_v2(text: &str) -> Result<Histogram, String> {
+    use std::io::Read as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    if bytes.len() < 8 {
+        return Err("shorter than the 8-byte compressed V2 header".into());
+    }
+    let cookie = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if cookie & !0xf0 != V2_COMPRESSED_COOKIE & !0xf0 {
+        return Err(format!(
+            "cookie {cookie:#010x} is not HdrHistogram's compressed V2 (0x1c849314)"
+        ));
+    }
+    let len = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    let zlib = bytes
+        .get(8..8 + len)
+        .ok_or("the zlib payload is shorter than its declared length")?;
+    let mut plain = Vec::new();
+    flate2::read::ZlibDecoder::new(zlib)
+        .take(V2_MAX_LEN as u64 + 1)
+        .read_to_end(&mut plain)
+        .map_err(|e| format!("bad zlib payload: {e}"))?;
+    metronome_core::histogram::decode_v2(&plain).map_err(|e| format!("bad V2 encoding: {e}"))
+}
+
 /// One series of interval histograms for [`render_hlog`].
 pub struct Series<'a> {
     /// `None` for the untagged (main) series.
@@ -55,9 +100,10 @@ pub struct Series<'a> {
     pub intervals: Vec<(f64, f64, &'a Histogram)>,
 }
 
-/// Renders an HdrHistogram interval log (format 1.3). Values are
-/// nanoseconds; the Interval_Max column is in milliseconds (the Java
-/// writer's default ratio of 1e6).
+/// Renders an HdrHistogram interval log (format 1.3) whose StartTime and
+/// BaseTime are `start_unix_s`; each interval's timestamp is seconds after
+/// it. Values are nanoseconds; the Interval_Max column is in milliseconds
+/// (the Java writer's default ratio of 1e6).
 ///
 /// # Example
 /// ```
@@ -67,12 +113,14 @@ pub struct Series<'a> {
 /// h.record(2_500_000);
 /// let log = render_hlog(1_700_000_000.0, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
 /// assert!(log.starts_with("#[Histogram log format version 1.3]\n"));
+/// assert!(log.contains("#[BaseTime: 1700000000.000000 (seconds since epoch)]\n"));
 /// assert!(log.lines().last().unwrap().starts_with("0.000,1.000,2.500,HISTF"));
 /// ```
 pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "#[Histogram log format version 1.3]");
-    let _ = writeln!(s, "#[StartTime: {start_unix_s:.3} (seconds since epoch)]");
+    let _ = writeln!(s, "#[StartTime: {start_unix_s:.6} (seconds since epoch)]");
+    let _ = writeln!(s, "#[BaseTime: {start_unix_s:.6} (seconds since epoch)]");
     let _ = writeln!(
         s,
         "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
@@ -100,29 +148,56 @@ pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
     s
 }
 
-/// The interval log of a run (`--hlog`): latency untagged and send lag
-/// tagged `send_lag`, one histogram per report interval, starting when the
-/// measurement did (`started` plus the warmup).
-pub fn render_run_hlog(started: SystemTime, plan: &Plan<'_>, intervals: &[Interval]) -> String {
-    let start = started
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
-        + plan.warmup_ns as f64 / 1e9;
+/// The interval log of a run (`--hlog`). StartTime and BaseTime are the
+/// schedule's zero (`start_unix_ns`, the report's `start_unix_ns`), so
+/// timestamps are seconds on the schedule's clock: the measured phase
+/// begins at the warmup. Latency (untagged) and send lag (`Tag=send_lag`)
+/// come one histogram per report interval; service_time, ttft, itl, tpot
+/// and latency_corrected (each tagged with its name, those with values
+/// only) come as one histogram over the whole measured phase, since the
+/// recorder keeps them per run, not per interval.
+pub fn render_run_hlog(
+    start_unix_ns: u64,
+    plan: &Plan<'_>,
+    intervals: &[Interval],
+    rec: &Recorder,
+    measured_ns: u64,
+    corrected: bool,
+) -> String {
+    let warmup = plan.warmup_ns as f64 / 1e9;
     let width = plan.interval_ns as f64 / 1e9;
     let series = |tag, pick: fn(&Interval) -> &Histogram| Series {
         tag,
         intervals: intervals
             .iter()
             .enumerate()
-            .map(|(i, iv)| (i as f64 * width, width, pick(iv)))
+            .map(|(i, iv)| (warmup + i as f64 * width, width, pick(iv)))
             .collect(),
     };
-    render_hlog(
-        start,
-        &[
-            series(None, |iv| &iv.latency),
-            series(Some("send_lag"), |iv| &iv.send_lag),
-        ],
-    )
+    let mut all = vec![
+        series(None, |iv| &iv.latency),
+        series(Some("send_lag"), |iv| &iv.send_lag),
+    ];
+    let whole = measured_ns as f64 / 1e9;
+    let mut run_wide: Vec<(&str, &Histogram)> = vec![
+        ("service_time", &rec.service_time),
+        ("ttft", &rec.ttft),
+        ("itl", &rec.itl),
+        ("tpot", &rec.tpot),
+        ("itl_chunk", &rec.itl_chunk),
+        ("ttfat", &rec.ttfat),
+        ("tail", &rec.tail),
+    ];
+    if corrected {
+        run_wide.push(("latency_corrected", &rec.corrected));
+    }
+    for (tag, h) in run_wide {
+        if h.count() > 0 {
+            all.push(Series {
+                tag: Some(tag),
+                intervals: vec![(warmup, whole, h)],
+            });
+        }
+    }
+    render_hlog(start_unix_ns as f64 / 1e9, &all)
 }

@@ -4,8 +4,42 @@
 use anyhow::Context;
 
 use crate::cli::{FormatArg, MergeArgs, ReportArgs};
-use crate::report::{Metric, Model, Report, SCHEMA};
+use crate::report::{Metric, Model, Report, ShardStart, SCHEMA};
 use crate::UsageError;
+
+/// A saved JSON document: a run's (or merge's) report, or a sweep.
+#[derive(Clone, Debug)]
+pub enum Saved {
+    /// `metronome.report/v1`.
+    Report(Box<Report>),
+    /// `metronome.sweep/v1`.
+    Sweep(crate::sweep::Sweep),
+}
+
+/// Reads a saved report or sweep, by its `schema`.
+///
+/// # Errors
+/// A [`UsageError`] when the file cannot be read or is neither.
+pub fn load_any(path: &std::path::Path) -> anyhow::Result<Saved> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema: Option<String>,
+    }
+    let head: Option<Head> = serde_json::from_str(&text).ok();
+    if head.and_then(|h| h.schema).as_deref() == Some(crate::sweep::SCHEMA) {
+        let s: crate::sweep::Sweep = serde_json::from_str(&text).map_err(|e| {
+            UsageError(format!(
+                "{} is not a {} sweep: {e}",
+                path.display(),
+                crate::sweep::SCHEMA
+            ))
+        })?;
+        return Ok(Saved::Sweep(s));
+    }
+    parse(path, &text).map(|r| Saved::Report(Box::new(r)))
+}
 
 /// Reads and checks a JSON report.
 ///
@@ -14,7 +48,11 @@ use crate::UsageError;
 pub fn load(path: &std::path::Path) -> anyhow::Result<Report> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    let r: Report = serde_json::from_str(&text)
+    parse(path, &text)
+}
+
+fn parse(path: &std::path::Path, text: &str) -> anyhow::Result<Report> {
+    let r: Report = serde_json::from_str(text)
         .map_err(|e| UsageError(format!("{} is not a {SCHEMA} report: {e}", path.display())))?;
     if r.schema != SCHEMA {
         return Err(UsageError(format!(
@@ -27,18 +65,66 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Report> {
     Ok(r)
 }
 
-/// `metronome report FILE`.
+/// The `.hgrm` of a report's latency, as the run's own `--hgrm` wrote it.
+fn write_hgrm(file: &std::path::Path, r: &Report, path: &std::path::Path) -> anyhow::Result<()> {
+    let m = &r.metrics.latency;
+    let h = m.try_histogram().map_err(|e| {
+        UsageError(format!(
+            "{}: metrics.latency.hdr is unreadable: {e}",
+            file.display()
+        ))
+    })?;
+    std::fs::write(path, crate::report::hgrm::render_hgrm_with_mean(&h, m.mean))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `metronome report FILE` for a sweep: the table (or the JSON), `--svg`
+/// of latency against offered rate, `--hgrm` per step.
+fn report_sweep(args: &ReportArgs, s: &crate::sweep::Sweep) -> anyhow::Result<i32> {
+    if let Some(path) = &args.hgrm {
+        for r in &s.steps {
+            write_hgrm(
+                &args.file,
+                r,
+                &crate::sweep::step_path(path, r.offered_rps * shard_count(r)),
+            )?;
+        }
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, crate::report::svg::render_sweep_svg(s))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match args.format {
+        FormatArg::Text => print!("{}", crate::sweep::render(s)),
+        FormatArg::Json => println!("{}", serde_json::to_string_pretty(s)?),
+    }
+    let passed = s
+        .steps
+        .iter()
+        .all(|r| r.thresholds.iter().all(|t| t.passed));
+    Ok(if passed { 0 } else { crate::EXIT_THRESHOLD })
+}
+
+/// N of a report's shard "K/N" (1 otherwise): its `offered_rps` times N is
+/// the run's `--rate`.
+fn shard_count(r: &Report) -> f64 {
+    r.shard
+        .split_once('/')
+        .and_then(|(_, n)| n.parse::<u32>().ok())
+        .map_or(1.0, f64::from)
+}
+
+/// `metronome report FILE`: a run's or merge's report, or a sweep.
 ///
 /// # Errors
 /// Bad input (exit 2) or an unwritable output.
 pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
-    let r = load(&args.file)?;
+    let r = match load_any(&args.file)? {
+        Saved::Report(r) => r,
+        Saved::Sweep(s) => return report_sweep(args, &s),
+    };
     if let Some(path) = &args.hgrm {
-        std::fs::write(
-            path,
-            crate::report::hgrm::render_hgrm(&r.metrics.latency.to_histogram()),
-        )
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        write_hgrm(&args.file, &r, path)?;
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, crate::report::svg::render_svg(&r))
@@ -64,7 +150,12 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
         .map(|f| load(f).map(|r| (f.display().to_string(), r)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let inputs: Vec<(&str, &Report)> = reports.iter().map(|(f, r)| (f.as_str(), r)).collect();
-    let merged = merge_shards(&inputs, args.partial)?;
+    let mut merged = merge_shards(&inputs, args.partial)?;
+    let max_skew_ns = u64::try_from(args.max_skew.as_nanos()).unwrap_or(u64::MAX);
+    if let Some(w) = skew_warning(&inputs, max_skew_ns) {
+        eprintln!("metronome: warning: {w}");
+        merged.generator.warnings.push(w);
+    }
     if let Some(path) = &args.out {
         std::fs::write(path, serde_json::to_string_pretty(&merged)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -178,6 +269,24 @@ pub fn check_shards(inputs: &[(&str, &Report)], partial: bool) -> Result<Coverag
     let mut owner: Vec<Option<&str>> = vec![None; count as usize];
     for &(file, r) in inputs {
         let (k, n) = shard_of(file, r)?;
+        for name in [
+            "latency",
+            "service_time",
+            "send_lag",
+            "ttft",
+            "itl",
+            "tpot",
+            "itl_chunk",
+            "ttfat",
+            "tail",
+            "latency_corrected",
+        ] {
+            if let Some(Err(e)) = r.metrics.get(name).map(Metric::try_histogram) {
+                return Err(UsageError(format!(
+                    "cannot merge {file}: metrics.{name}.hdr is unreadable: {e}"
+                )));
+            }
+        }
         if let Some((field, a, b)) = plan_difference(first, r, count, n) {
             return Err(UsageError(format!(
                 "cannot merge {first_file} and {file}: not shards of one run, different {field} \
@@ -223,6 +332,14 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
     let coverage = check_shards(inputs, partial)?;
     let reports: Vec<&Report> = inputs.iter().map(|&(_, r)| r).collect();
     let mut m = merge_reports(&reports)?;
+    m.shard_starts = reports
+        .iter()
+        .map(|r| ShardStart {
+            shard: r.shard.clone(),
+            start_unix_ns: r.start_unix_ns,
+            start_offset_ns: r.start_offset_ns,
+        })
+        .collect();
     if coverage.missing.is_empty() {
         m.shard = format!("merged {}", coverage.count);
     } else {
@@ -238,6 +355,57 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
         ));
     }
     Ok(m)
+}
+
+/// A report and the file it was read from.
+pub type Input<'a> = (&'a str, &'a Report);
+
+/// How far apart the shards began pacing, ns, and the first and last to
+/// begin (file, report); `None` for fewer than two reports or when one
+/// has no start (a report of an older version).
+pub fn start_skew<'a>(inputs: &[Input<'a>]) -> Option<(u64, Input<'a>, Input<'a>)> {
+    if inputs.len() < 2 || inputs.iter().any(|(_, r)| r.start_unix_ns == 0) {
+        return None;
+    }
+    let began = |r: &Report| r.start_unix_ns.saturating_add(r.start_offset_ns);
+    let first = *inputs.iter().min_by_key(|(_, r)| began(r))?;
+    let last = *inputs.iter().max_by_key(|(_, r)| began(r))?;
+    Some((began(last.1) - began(first.1), first, last))
+}
+
+/// The warning `merge` gives when the shards began pacing more than
+/// `max_skew_ns` apart: by how much, and which files began first and last.
+///
+/// # Example
+/// ```
+/// # let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+/// # let mut a: metronome::report::Report =
+/// #     serde_json::from_str(text.split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
+/// use metronome::report::merge::skew_warning;
+/// a.start_unix_ns = 1_796_119_200_000_000_000;
+/// a.start_offset_ns = 40_000;
+/// let mut b = a.clone();
+/// b.start_offset_ns = 2_540_000;
+/// let w = skew_warning(&[("a.json", &a), ("b.json", &b)], 1_000_000).unwrap();
+/// assert!(w.starts_with("shards began 2.500 ms apart"), "{w}");
+/// assert_eq!(skew_warning(&[("a.json", &a), ("b.json", &b)], 3_000_000), None);
+/// ```
+pub fn skew_warning(inputs: &[(&str, &Report)], max_skew_ns: u64) -> Option<String> {
+    let (skew, (first_file, first), (last_file, last)) = start_skew(inputs)?;
+    (skew > max_skew_ns).then(|| {
+        format!(
+            "shards began {:.3} ms apart, more than --max-skew {}: {last_file} (shard {}) began \
+             at {} and {first_file} (shard {}) at {}; the merged figures mix schedules shifted \
+             by that much (sync the clocks and give every shard one --start-at: \
+             docs/distributed.md)",
+            skew as f64 / 1e6,
+            crate::units::format_duration(std::time::Duration::from_nanos(max_skew_ns)),
+            last.shard,
+            crate::units::rfc3339_ns(last.start_unix_ns.saturating_add(last.start_offset_ns)),
+            first.shard,
+            crate::units::rfc3339_ns(first.start_unix_ns.saturating_add(first.start_offset_ns)),
+        )
+    })
 }
 
 /// The peers' metrics of shards, merged when every shard has them for the
@@ -316,6 +484,18 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.throughput_rps = reports.iter().map(|r| r.throughput_rps).sum();
     m.output_tokens_per_s = reports.iter().map(|r| r.output_tokens_per_s).sum();
     m.duration_s = reports.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+    // The earliest zero, and how long after it the last shard began.
+    m.start_unix_ns = reports.iter().map(|r| r.start_unix_ns).min().unwrap_or(0);
+    m.start_time = crate::units::rfc3339_ns(m.start_unix_ns);
+    m.start_offset_ns = reports
+        .iter()
+        .map(|r| {
+            r.start_unix_ns
+                .saturating_add(r.start_offset_ns)
+                .saturating_sub(m.start_unix_ns)
+        })
+        .max()
+        .unwrap_or(0);
     // Shards run side by side: the window is the longest, rates add up.
     let w = &mut m.window;
     w.window_s = reports

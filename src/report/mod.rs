@@ -69,6 +69,27 @@ pub struct Report {
     /// Warmup planned before the measured phase (`--warmup`), seconds.
     #[serde(default)]
     pub warmup_s: f64,
+    /// The wall-clock time of the schedule's zero (the start of the warmup,
+    /// or of the measured phase without one), ns since the Unix epoch, by
+    /// this machine's clock: `--start-at` when given, else the instant the
+    /// clock started, connections open. (0 in reports of older versions.)
+    #[serde(default)]
+    pub start_unix_ns: u64,
+    /// The same instant in RFC 3339, UTC, nine fractional digits.
+    #[serde(default)]
+    pub start_time: String,
+    /// The instant requested with `--start-at` (RFC 3339, UTC, nine
+    /// fractional digits), or null.
+    #[serde(default)]
+    pub start_at: Option<String>,
+    /// How long after the schedule's zero this run really began pacing, ns
+    /// (by this machine's clocks): microseconds when it waited for the zero,
+    /// more when its connections were not open by then.
+    #[serde(default)]
+    pub start_offset_ns: u64,
+    /// Merged reports only: each shard's start, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_starts: Vec<ShardStart>,
     /// Request counts.
     pub requests: Requests,
     /// Errors by kind and by HTTP status code.
@@ -177,6 +198,26 @@ pub struct Window {
     pub in_schedule_output_tokens_per_s: f64,
     /// Good requests (met every SLO) per second of the real window.
     pub goodput_rps: f64,
+}
+
+/// When one shard of a merged run started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardStart {
+    /// The shard, "K/N".
+    pub shard: String,
+    /// Its `start_unix_ns`.
+    pub start_unix_ns: u64,
+    /// Its `start_offset_ns`.
+    pub start_offset_ns: u64,
+}
+
+impl ShardStart {
+    /// When the shard really began pacing: its zero plus its offset, ns
+    /// since the Unix epoch.
+    pub fn began_unix_ns(&self) -> u64 {
+        self.start_unix_ns.saturating_add(self.start_offset_ns)
+    }
 }
 
 /// The load model of a run, written `"open"` or `"closed"`.
@@ -341,6 +382,11 @@ pub struct Metric {
     pub max: f64,
     /// Non-empty buckets: [upper bound ms, count], ascending.
     pub buckets: Vec<(f64, u64)>,
+    /// The histogram itself, values in ns, as HdrHistogram's compressed V2
+    /// encoding in base64 (as in `--hlog`); read first when present.
+    /// (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<String>,
 }
 
 /// One report interval.
@@ -481,6 +527,7 @@ impl Metric {
             p999: ms(h.quantile(0.999)),
             max: ms(h.max()),
             buckets: h.buckets().map(|b| (ms(b.upper), b.count)).collect(),
+            hdr: Some(hlog::base64_v2(h)),
         }
     }
 
@@ -489,17 +536,60 @@ impl Metric {
         Metric::from_histogram(&Histogram::new())
     }
 
-    /// Rebuilds the histogram from the buckets (exact counts per bucket;
-    /// each bucket's values are taken at its upper bound, clamped to `max`).
-    pub fn to_histogram(&self) -> Histogram {
-        let mut h = Histogram::new();
+    /// Rebuilds the histogram: from `hdr` when present (else from the
+    /// buckets), exact counts per bucket, with `min` and `max` exact (one
+    /// value at each) and the other values at their bucket's upper bound
+    /// clamped into [min, max]. The sum is not kept: use [`Metric::mean`].
+    ///
+    /// # Errors
+    /// A `hdr` that does not decode, or disagrees with `count`.
+    pub fn try_histogram(&self) -> Result<Histogram, String> {
         let max_ns = (self.max * 1e6).round() as u64;
         let min_ns = (self.min * 1e6).round() as u64;
-        for &(upper_ms, count) in &self.buckets {
-            let upper = (upper_ms * 1e6).round() as u64;
+        let counts: Vec<(u64, u64)> = match &self.hdr {
+            Some(text) => {
+                let d = hlog::decode_base64_v2(text)?;
+                if d.count() != self.count {
+                    return Err(format!(
+                        "hdr holds {} values, count says {}",
+                        d.count(),
+                        self.count
+                    ));
+                }
+                d.buckets().map(|b| (b.upper, b.count)).collect()
+            }
+            None => self
+                .buckets
+                .iter()
+                .map(|&(upper_ms, count)| ((upper_ms * 1e6).round() as u64, count))
+                .collect(),
+        };
+        let mut h = Histogram::new();
+        let last = counts.len().saturating_sub(1);
+        for (i, &(upper, mut count)) in counts.iter().enumerate() {
+            if i == 0 && count > 0 {
+                h.record(min_ns);
+                count -= 1;
+            }
+            if i == last && count > 0 {
+                h.record(max_ns);
+                count -= 1;
+            }
             h.record_n(upper.min(max_ns).max(min_ns), count);
         }
-        h
+        Ok(h)
+    }
+
+    /// [`Metric::try_histogram`], or the buckets when `hdr` is unreadable.
+    pub fn to_histogram(&self) -> Histogram {
+        self.try_histogram().unwrap_or_else(|_| {
+            Metric {
+                hdr: None,
+                ..self.clone()
+            }
+            .try_histogram()
+            .unwrap_or_default()
+        })
     }
 
     /// How many recorded values are at least `ms`, counted by bucket lower

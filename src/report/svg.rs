@@ -5,42 +5,56 @@
 use std::fmt::Write as _;
 
 use crate::report::{Metric, Report};
+use crate::sweep::Sweep;
 
 const W: f64 = 900.0;
-const H: f64 = 320.0;
-const LEFT: f64 = 70.0;
+const H: f64 = 340.0;
+const LEFT: f64 = 78.0;
 const RIGHT: f64 = 45.0;
-const TOP: f64 = 40.0;
-const BOTTOM: f64 = 50.0;
-/// The percentile axis ends at 99.9999% (1/(1-p) = 1e6).
+/// Room above a plot: the title, then the legend on its own row below it.
+const TOP: f64 = 58.0;
+/// Room below a plot: the tick labels, then the axis title.
+const BOTTOM: f64 = 56.0;
+/// The percentile axis ends at 99.9999% (1/(1-p) = 1e6) at most.
 const MAX_DECADES: f64 = 6.0;
+const PERCENT_LABELS: [&str; 7] = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"];
 
 /// A named, coloured curve of (x, y) points.
 type Curve<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
 
 /// The percentile curve of a metric: (log10(1/(1-p)), value ms) per bucket.
+/// It stops at the highest percentile the count supports, 1 - 1/count
+/// (x = log10(count)): the last bucket is drawn there, not at 100%.
 pub fn percentile_curve(m: &Metric) -> Vec<(f64, f64)> {
     let total: u64 = m.buckets.iter().map(|b| b.1).sum();
     if total == 0 {
         return Vec::new();
     }
+    let end = (total as f64).log10().min(MAX_DECADES);
     let mut out = vec![(0.0, m.min)];
     let mut cum = 0u64;
     for &(upper, count) in &m.buckets {
         cum += count;
         let p = cum as f64 / total as f64;
         let x = if cum == total {
-            MAX_DECADES
+            end
         } else {
-            (1.0 / (1.0 - p)).log10().min(MAX_DECADES)
+            (1.0 / (1.0 - p)).log10().min(end)
         };
         out.push((x, upper.min(m.max)));
     }
     out
 }
 
+/// Decades of the percentile axis for these sample counts: enough for the
+/// largest (log10 of it, rounded up), 1 to 6.
+fn decades_for(counts: impl Iterator<Item = u64>) -> usize {
+    let most = counts.max().unwrap_or(0).max(1) as f64;
+    (most.log10().ceil() as usize).clamp(1, MAX_DECADES as usize)
+}
+
 fn nice_max(v: f64) -> f64 {
-    if v <= 0.0 {
+    if v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
     let mag = 10f64.powf(v.log10().floor());
@@ -52,47 +66,98 @@ fn nice_max(v: f64) -> f64 {
     10.0 * mag
 }
 
-fn polyline(s: &mut String, pts: &[(f64, f64)], x_max: f64, y_max: f64, y0: f64, color: &str) {
+/// Maps (x, y) in data units, with `x` in [x0, x1] and `y` already in
+/// [0, 1], to the plot area of the panel at `y0`.
+fn to_px(x: f64, x0: f64, x1: f64, y_frac: f64, y0: f64) -> (f64, f64) {
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
-    let mut d = String::new();
-    for &(x, y) in pts {
-        let px = LEFT + pw * (x / x_max).clamp(0.0, 1.0);
-        let py = y0 + TOP + ph * (1.0 - (y / y_max).clamp(0.0, 1.0));
-        let _ = write!(d, "{px:.1},{py:.1} ");
-    }
-    let _ = writeln!(
-        s,
-        r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-        d.trim_end()
-    );
+    let span = if x1 > x0 { x1 - x0 } else { 1.0 };
+    (
+        LEFT + pw * ((x - x0) / span).clamp(0.0, 1.0),
+        y0 + TOP + ph * (1.0 - y_frac.clamp(0.0, 1.0)),
+    )
 }
 
-fn frame(s: &mut String, y0: f64, title: &str, y_max: f64, x_labels: &[(f64, String)]) {
-    let pw = W - LEFT - RIGHT;
-    let ph = H - TOP - BOTTOM;
+fn polyline(s: &mut String, pts: &[(f64, f64)], x_max: f64, y_max: f64, y0: f64, color: &str) {
+    let px: Vec<(f64, f64)> = pts
+        .iter()
+        .map(|&(x, y)| to_px(x, 0.0, x_max, y / y_max, y0))
+        .collect();
+    draw(s, &px, color, false, false);
+}
+
+/// A curve through pixel points; `dashed`, and with a marker on each point
+/// when `markers` (so a curve of one point still shows).
+fn draw(s: &mut String, px: &[(f64, f64)], color: &str, dashed: bool, markers: bool) {
+    let d: Vec<String> = px.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+    let dash = if dashed {
+        r#" stroke-dasharray="7 5""#
+    } else {
+        ""
+    };
     let _ = writeln!(
         s,
-        r#"<text x="{LEFT}" y="{:.1}" font-size="15" font-weight="bold">{title}</text>"#,
-        y0 + 24.0
+        r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
+        d.join(" ")
+    );
+    if markers {
+        for (x, y) in px {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
+            );
+        }
+    }
+}
+
+/// A tick value without trailing zeros: 25, 18.75, 0.125.
+fn tick(v: f64) -> String {
+    let t = format!("{v:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    if t.is_empty() || t == "-0" {
+        "0".into()
+    } else {
+        t.to_string()
+    }
+}
+
+/// Axis ticks: (fraction of the axis, label).
+type Ticks = [(f64, String)];
+
+/// A panel's title, frame, grid, tick labels and axis titles.
+fn frame(
+    s: &mut String,
+    y0: f64,
+    title: &str,
+    y_ticks: &Ticks,
+    x_ticks: &Ticks,
+    axes: (&str, &str),
+) {
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let (x_title, y_title) = axes;
+    let _ = writeln!(
+        s,
+        r#"<text x="{LEFT}" y="{:.1}" font-size="15" font-weight="bold">{}</text>"#,
+        y0 + 22.0,
+        escape(title)
     );
     let _ = writeln!(
         s,
         r##"<rect x="{LEFT}" y="{:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##,
         y0 + TOP
     );
-    for i in 0..=4 {
-        let v = y_max * f64::from(i) / 4.0;
-        let py = y0 + TOP + ph * (1.0 - f64::from(i) / 4.0);
+    for (frac, label) in y_ticks {
+        let py = y0 + TOP + ph * (1.0 - frac);
         let _ = writeln!(
             s,
-            r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{v:.3}</text>"##,
+            r##"<line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{label}</text>"##,
             LEFT + pw,
             LEFT - 6.0,
             py + 4.0
         );
     }
-    for (frac, label) in x_labels {
+    for (frac, label) in x_ticks {
         let px = LEFT + pw * frac;
         let _ = writeln!(
             s,
@@ -102,25 +167,49 @@ fn frame(s: &mut String, y0: f64, title: &str, y_max: f64, x_labels: &[(f64, Str
     }
     let _ = writeln!(
         s,
-        r#"<text x="16" y="{:.1}" font-size="11" transform="rotate(-90 16 {:.1})">ms</text>"#,
-        y0 + TOP + ph / 2.0,
-        y0 + TOP + ph / 2.0
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        y0 + TOP + ph + 38.0,
+        escape(x_title)
+    );
+    let cy = y0 + TOP + ph / 2.0;
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="{cy:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 20 {cy:.1})">{}</text>"#,
+        escape(y_title)
     );
 }
 
+/// Linear y ticks: 0, 1/4, .. of `y_max`.
+fn linear_ticks(y_max: f64) -> Vec<(f64, String)> {
+    (0..=4)
+        .map(|i| {
+            let f = f64::from(i) / 4.0;
+            (f, tick(y_max * f))
+        })
+        .collect()
+}
+
+/// The legend, on its own row under the title, from the left.
 fn legend(s: &mut String, y0: f64, items: &[(&str, &str)]) {
-    let item_width = |name: &str| 14.0 + 7.5 * name.len() as f64 + 14.0;
-    let mut x = W - RIGHT - items.iter().map(|(n, _)| item_width(n)).sum::<f64>();
+    let mut x = LEFT;
     for (name, color) in items {
         let _ = writeln!(
             s,
-            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="12">{name}</text>"#,
-            y0 + 14.0,
+            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
+            y0 + 33.0,
             x + 14.0,
-            y0 + 23.0
+            y0 + 42.0,
+            escape(name)
         );
-        x += item_width(name);
+        x += 14.0 + 7.0 * name.len() as f64 + 18.0;
     }
+}
+
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Renders the two plots of a report as one SVG document.
@@ -144,37 +233,42 @@ pub fn render_svg(r: &Report) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     // 1. Latency by percentile.
     // Service time first, so latency (from the intended time) is drawn on top.
-    let mut series: Vec<Curve<'_>> = vec![
-        (
-            "service time",
-            "#1f77b4",
-            percentile_curve(&r.metrics.service_time),
-        ),
-        ("latency", "#d62728", percentile_curve(&r.metrics.latency)),
+    let mut metrics: Vec<(&str, &str, &Metric)> = vec![
+        ("service time", "#1f77b4", &r.metrics.service_time),
+        ("latency", "#d62728", &r.metrics.latency),
     ];
     if let Some(c) = &r.metrics.latency_corrected {
-        series.push(("corrected", "#2ca02c", percentile_curve(c)));
+        metrics.push(("corrected", "#2ca02c", c));
     }
+    let decades = decades_for(metrics.iter().map(|m| m.2.count));
+    let series: Vec<Curve<'_>> = metrics
+        .iter()
+        .map(|&(n, c, m)| (n, c, percentile_curve(m)))
+        .collect();
     let y_max = nice_max(
         series
             .iter()
             .flat_map(|(_, _, p)| p.iter().map(|q| q.1))
             .fold(0.0, f64::max),
     );
-    let labels: Vec<(f64, String)> = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]
+    let labels: Vec<(f64, String)> = PERCENT_LABELS[..=decades]
         .iter()
         .enumerate()
-        .map(|(i, l)| (i as f64 / MAX_DECADES, (*l).to_string()))
+        .map(|(i, l)| (i as f64 / decades as f64, (*l).to_string()))
         .collect();
     frame(
         &mut s,
         0.0,
         &format!("Latency by percentile — {} ({} model)", r.target, r.model),
-        y_max,
+        &linear_ticks(y_max),
         &labels,
+        (
+            "percentile (log scale of 1/(1-p); each curve ends at 1 - 1/count)",
+            "latency (ms)",
+        ),
     );
     for (_, color, pts) in &series {
-        polyline(&mut s, pts, MAX_DECADES, y_max, 0.0, color);
+        polyline(&mut s, pts, decades as f64, y_max, 0.0, color);
     }
     let items: Vec<(&str, &str)> = series.iter().map(|(n, c, _)| (*n, *c)).collect();
     legend(&mut s, 0.0, &items);
@@ -190,7 +284,7 @@ pub fn render_svg(r: &Report) -> String {
         .map(|i| {
             (
                 f64::from(i) / 4.0,
-                format!("{:.1}s", x_max * f64::from(i) / 4.0),
+                format!("{}s", tick(x_max * f64::from(i) / 4.0)),
             )
         })
         .collect();
@@ -198,31 +292,150 @@ pub fn render_svg(r: &Report) -> String {
         &mut s,
         H,
         "Latency per interval (by completion time)",
-        y_max,
+        &linear_ticks(y_max),
         &labels,
+        ("seconds since the measured phase began", "latency (ms)"),
     );
-    for (name, color, pick) in [
-        (
-            "p50",
-            "#1f77b4",
-            (|i: &crate::report::IntervalReport| i.p50) as fn(&_) -> f64,
-        ),
-        ("p99", "#ff7f0e", |i| i.p99),
-        ("max", "#d62728", |i| i.max),
-    ] {
-        let pts: Vec<(f64, f64)> = r
+    // p99 only where the interval's successes support it (100 or more).
+    type Pick = fn(&crate::report::IntervalReport) -> Option<f64>;
+    let picks: [(&str, &str, Pick); 3] = [
+        ("p50", "#1f77b4", |i| Some(i.p50)),
+        ("p99 (intervals of 100+ samples)", "#ff7f0e", |i| {
+            (i.ok >= 100).then_some(i.p99)
+        }),
+        ("max", "#d62728", |i| Some(i.max)),
+    ];
+    // A marker per interval when there are few (a single interval is a point).
+    let markers = r.intervals.len() <= 60;
+    for (_, color, pick) in picks {
+        let px: Vec<(f64, f64)> = r
             .intervals
             .iter()
-            .map(|i| (i.start_s + width / 2.0, pick(i)))
+            .filter_map(|i| {
+                let v = pick(i)?;
+                Some(to_px(i.start_s + width / 2.0, 0.0, x_max, v / y_max, H))
+            })
             .collect();
-        polyline(&mut s, &pts, x_max, y_max, H, color);
-        let _ = name;
+        draw(&mut s, &px, color, false, markers);
     }
-    legend(
-        &mut s,
-        H,
-        &[("p50", "#1f77b4"), ("p99", "#ff7f0e"), ("max", "#d62728")],
+    let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _)| (*n, *c)).collect();
+    legend(&mut s, H, &items);
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+/// Renders a sweep: latency p50, p99 and p99.9 against offered rate (y on
+/// a log scale: latency past the knee is orders of magnitude higher), one
+/// marker per step, the knee marked by a dashed line.
+///
+/// # Example
+/// ```
+/// # let report: metronome::report::Report = serde_json::from_str(
+/// #     &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
+/// #         .unwrap().split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
+/// use metronome::sweep::{Sweep, SCHEMA};
+/// let mut fast = report.clone();
+/// fast.offered_rps = 100.0;
+/// let s = Sweep { schema: SCHEMA.into(), steps: vec![fast, report], knee: Some(1) };
+/// let svg = metronome::report::svg::render_sweep_svg(&s);
+/// assert_eq!(svg.matches("<polyline").count(), 3);
+/// assert!(svg.contains(">knee: "));
+/// ```
+pub fn render_sweep_svg(sw: &Sweep) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H:.0}" font-family="sans-serif">"#
     );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    // Each quantile only where the step's count supports it: p99 from 100
+    // samples, p99.9 from 1000 (HdrHistogram's 1 - 1/count rule).
+    // (name, colour, quantile, its value)
+    type Pick = (&'static str, &'static str, f64, fn(&Metric) -> f64);
+    let picks: [Pick; 3] = [
+        ("p50", "#1f77b4", 0.5, |m| m.p50),
+        ("p99 (steps of 100+ samples)", "#ff7f0e", 0.99, |m| m.p99),
+        ("p99.9 (1000+ samples)", "#d62728", 0.999, |m| m.p999),
+    ];
+    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
+    let values: Vec<f64> = sw
+        .steps
+        .iter()
+        .flat_map(|r| {
+            picks
+                .iter()
+                .filter(|p| supported(&r.metrics.latency, p.2))
+                .map(move |p| (p.3)(&r.metrics.latency))
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
+    let hi = values
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .log10()
+        .ceil()
+        .max(lo + 1.0);
+    let (lo, hi) = if values.is_empty() {
+        (-1.0, 0.0)
+    } else {
+        (lo, hi)
+    };
+    let y_frac = |v: f64| (v.max(10f64.powf(lo)).log10() - lo) / (hi - lo);
+    let x_max = nice_max(sw.steps.iter().map(|r| r.offered_rps).fold(0.0, f64::max));
+    let decades = (hi - lo) as i32;
+    let y_ticks: Vec<(f64, String)> = (0..=decades)
+        .map(|i| {
+            let v = 10f64.powi(lo as i32 + i);
+            (f64::from(i) / f64::from(decades), tick(v))
+        })
+        .collect();
+    let x_ticks: Vec<(f64, String)> = (0..=4)
+        .map(|i| {
+            let f = f64::from(i) / 4.0;
+            (f, tick(x_max * f))
+        })
+        .collect();
+    frame(
+        &mut s,
+        0.0,
+        "Latency against offered rate (sweep)",
+        &y_ticks,
+        &x_ticks,
+        ("offered rate (requests/s)", "latency (ms, log scale)"),
+    );
+    for (i, &(_, color, q, pick)) in picks.iter().enumerate() {
+        let px: Vec<(f64, f64)> = sw
+            .steps
+            .iter()
+            .filter(|r| supported(&r.metrics.latency, q))
+            .map(|r| {
+                let y = y_frac(pick(&r.metrics.latency));
+                to_px(r.offered_rps, 0.0, x_max, y, 0.0)
+            })
+            .collect();
+        // p99.9 dashed: where it equals p99 (few samples), both show.
+        draw(&mut s, &px, color, i == 2, true);
+    }
+    if let Some(r) = sw.knee.and_then(|k| sw.steps.get(k)) {
+        let (x, top) = to_px(r.offered_rps, 0.0, x_max, 1.0, 0.0);
+        let (_, bottom) = to_px(r.offered_rps, 0.0, x_max, 0.0, 0.0);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">knee: {} req/s</text>"##,
+            x - 4.0,
+            top + 14.0,
+            r.offered_rps
+        );
+    }
+    let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _, _)| (*n, *c)).collect();
+    legend(&mut s, 0.0, &items);
     let _ = writeln!(s, "</svg>");
     s
 }

@@ -52,7 +52,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
     let plan = plan::build(args, &p, &request_refs);
     plan.validate().map_err(|e| plan::usage(e, args))?;
-    let control = Control::default();
+    let control = Control {
+        start_at: args.start_at,
+        ..Control::default()
+    };
+    if let Some(at) = args.start_at {
+        check_start_at(at)?;
+    }
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let started = SystemTime::now();
@@ -91,7 +97,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
     if let Some(path) = &args.hlog {
-        let log = report::hlog::render_run_hlog(started, &plan, &output.intervals);
+        let log = report::hlog::render_run_hlog(
+            output.start_unix_ns,
+            &plan,
+            &output.intervals,
+            &output.recorder,
+            output.measured_ns,
+            report.metrics.latency_corrected.is_some(),
+        );
         std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.svg {
@@ -113,6 +126,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         failure,
         report,
     })
+}
+
+/// Refuses a `--start-at` already past (exit 2): the schedule's zero would
+/// be behind the clock before a connection is open.
+fn check_start_at(at: SystemTime) -> Result<(), crate::UsageError> {
+    let now = SystemTime::now();
+    match at.duration_since(now) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(crate::UsageError(format!(
+            "--start-at {} is {:.3} s in the past (now is {}): give an instant in the future, leaving time to open the connections",
+            crate::units::rfc3339_ns(metronome_core::engine::unix_ns(at)),
+            e.duration().as_secs_f64(),
+            crate::units::rfc3339_ns(metronome_core::engine::unix_ns(now)),
+        ))),
+    }
 }
 
 /// Prints the report on stdout in the chosen format.

@@ -116,13 +116,10 @@ pub fn run_url_json(url: &str, engine: &str, args: &[&str], code: i32) -> Report
         "metronome {all:?} exited {:?}; stderr: {stderr}",
         out.status.code()
     );
-    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "report is not valid JSON ({e}): {}\nstderr: {stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    assert_accounting(&report);
+    let report = decode_report(
+        &String::from_utf8_lossy(&out.stdout),
+        &format!("the report of metronome {all:?} (stderr: {stderr})"),
+    );
     if code == 1 {
         assert_exit_matches(&report, out.status.code(), &stderr);
     }
@@ -160,13 +157,10 @@ pub fn run_url_json_checked(url: &str, engine: &str, args: &[&str]) -> Report {
     all.extend_from_slice(args);
     let out = metronome(&all);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "report is not valid JSON ({e}): {}\nstderr: {stderr}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    assert_accounting(&report);
+    let report = decode_report(
+        &String::from_utf8_lossy(&out.stdout),
+        &format!("the report of metronome {all:?} (stderr: {stderr})"),
+    );
     assert_exit_matches(&report, out.status.code(), &stderr);
     report
 }
@@ -264,4 +258,62 @@ pub fn assert_accounting(r: &Report) {
 /// How many recorded values of `metric` are at least `at_least_ms`.
 pub fn count_at_least(m: &metronome::report::Metric, at_least_ms: f64) -> u64 {
     m.count_at_least(at_least_ms)
+}
+
+/// Reads a JSON report written by the binary (`--out`), validates it
+/// against docs/report.schema.json, checks its accounting, and decodes it.
+pub fn read_report(path: &std::path::Path) -> Report {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    decode_report(&text, &path.display().to_string())
+}
+
+/// Validates `text` (a report, `what` names it in a failure) against the
+/// schema, decodes it, checks that it re-renders byte for byte (what
+/// `metronome report FILE --format json` prints), and checks its accounting.
+pub fn decode_report(text: &str, what: &str) -> Report {
+    assert_valid(text, what);
+    let r: Report =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not a report ({e})"));
+    let again = serde_json::to_string_pretty(&r).unwrap();
+    assert!(
+        again.trim_end() == text.trim_end(),
+        "{what} does not re-render byte for byte"
+    );
+    assert_accounting(&r);
+    r
+}
+
+/// Every violation of docs/report.schema.json in `value`, each with its
+/// JSON pointer (empty when it validates).
+pub fn schema_errors(value: &serde_json::Value) -> Vec<String> {
+    schema()
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// docs/report.schema.json, compiled once.
+fn schema() -> &'static jsonschema::Validator {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::draft202012::new(&schema).expect("docs/report.schema.json is a valid schema")
+    })
+}
+
+/// Asserts that `text` (JSON written by metronome: a report, a merged
+/// report or a sweep) validates against docs/report.schema.json; a failure
+/// lists every violation with its JSON pointer.
+pub fn assert_valid(text: &str, what: &str) {
+    let value: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON ({e})"));
+    let errors = schema_errors(&value);
+    assert!(
+        errors.is_empty(),
+        "{what} does not validate against docs/report.schema.json:\n{}",
+        errors.join("\n")
+    );
 }
