@@ -352,7 +352,8 @@ fn openai_requests(
     }
     if let Some(from) = completed_from {
         eprintln!(
-            "metronome: posting to http://{}{} (the URL's path {from} completed)",
+            "metronome: posting to {}://{}{} (the URL's path {from} completed)",
+            if target.tls { "https" } else { "http" },
             target.authority(),
             target.path
         );
