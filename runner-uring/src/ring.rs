@@ -100,9 +100,6 @@ pub(crate) struct Ring {
     family: libc::c_int,
     timespec: Box<types::Timespec>,
     timer_pending: bool,
-    /// The kernel takes a wait timeout in `io_uring_enter` itself
-    /// (`IORING_FEAT_EXT_ARG`, 5.11): [`Ring::wait`] then needs no timer sqe.
-    enter_timeout: bool,
     in_flight: usize,
 }
 
@@ -138,7 +135,6 @@ impl Ring {
             .setup_single_issuer()
             .build(entries)
             .or_else(|_| IoUring::new(entries))?;
-        let enter_timeout = uring.params().is_feature_ext_arg();
         let slab = vec![0u8; slots.max(1) * buf_len].into_boxed_slice();
         let bufs = NonNull::new(Box::into_raw(slab).cast::<u8>()).expect("Box is non-null");
         let tx_slab = vec![0u8; slots.max(1) * tx_len].into_boxed_slice();
@@ -161,7 +157,6 @@ impl Ring {
             },
             timespec: Box::new(types::Timespec::new()),
             timer_pending: false,
-            enter_timeout,
             in_flight: 0,
         })
     }
@@ -444,35 +439,6 @@ impl Ring {
         match self.uring.submit_and_wait(1) {
             Ok(_) => Ok(()),
             Err(e) if retryable(&e) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Submits and sleeps until a completion is ready or `after_ns` has
-    /// passed, in one `io_uring_enter` that carries its own timeout: no
-    /// timer sqe and no timer completion to reap. Kernels without
-    /// `IORING_FEAT_EXT_ARG` arm the pacing timer instead and wait for any
-    /// completion. Returns true when it armed that timer (its
-    /// [`Completion::Timer`] follows).
-    pub(crate) fn wait(&mut self, after_ns: u64) -> io::Result<bool> {
-        if !self.enter_timeout {
-            let armed = self.timer(after_ns)?;
-            self.submit_and_wait()?;
-            return Ok(armed);
-        }
-        if !self.uring.completion().is_empty() {
-            self.submit()?;
-            return Ok(false);
-        }
-        let ts = types::Timespec::new()
-            .sec(after_ns / 1_000_000_000)
-            .nsec((after_ns % 1_000_000_000) as u32);
-        let args = types::SubmitArgs::new().timespec(&ts);
-        // The kernel copies the timespec during the call; `ETIME` (the
-        // timeout passed) and interruptions are a normal end of the wait.
-        match self.uring.submitter().submit_with_args(1, &args) {
-            Ok(_) => Ok(false),
-            Err(e) if retryable(&e) => Ok(false),
             Err(e) => Err(e),
         }
     }

@@ -7,9 +7,9 @@
 //! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
 //! in one batch and submit, busy-wait the last slice (leaving it as soon as
 //! a completion is ready, core's [`spin_step`], so a response that arrives
-//! during the spin is stamped when it arrives), or sleep in one
-//! `io_uring_enter` that submits, carries its own timeout and returns at the
-//! first completion (`Ring::wait`; no timer sqe). Sleeps end at the next send's spin slice, the earliest deadline,
+//! during the spin is stamped when it arrives), or arm the ring's
+//! timer and sleep in `submit_and_wait` until it fires or a completion
+//! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
 //! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
 //!
 //! Protocol is core's: each connection's [`Exchange`] turns bytes and times
@@ -444,17 +444,11 @@ impl<'p> Worker<'p> {
                 wake = wake.min(end_ns);
             }
             let after = wake.saturating_sub(now).max(1);
-            let due = now + after;
-            let armed = self.ring.wait(after)?;
-            let woke = self.clock.now_ns();
-            if armed {
-                // Old kernels: the timer's completion reports the lateness.
-                self.timer_due_ns = Some(due);
-                self.woke_ns = Some(woke);
-            } else if woke >= due {
-                // The wait ran to its timeout: how late the sleep woke.
-                self.tuner.observe(woke - due);
+            if self.ring.timer(after)? {
+                self.timer_due_ns = Some(now + after);
             }
+            self.ring.submit_and_wait()?;
+            self.woke_ns = Some(self.clock.now_ns());
         }
         Ok(stopped_at)
     }
