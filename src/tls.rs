@@ -46,6 +46,14 @@ pub struct ClientTls {
 }
 
 impl ClientTls {
+    /// What both engines take: the configuration and the server name.
+    pub fn engine(&self) -> metronome_core::tls::Tls {
+        metronome_core::tls::Tls {
+            config: Arc::clone(&self.config),
+            server_name: self.server_name.clone(),
+        }
+    }
+
     /// The client side for `host`: the system trust store plus `cacert`,
     /// or no verification with `insecure`.
     ///

@@ -43,3 +43,5 @@ pub mod response;
 pub mod rng;
 pub mod schedule;
 pub mod sse;
+#[cfg(feature = "tls")]
+pub mod tls;

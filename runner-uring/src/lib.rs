@@ -89,16 +89,7 @@ pub struct UringOptions {
     pub tls: Option<Tls>,
 }
 
-/// The TLS side of a target: the client configuration (trust, ALPN, the
-/// session cache every connection shares) and the server name (SNI, and
-/// the name the certificate must carry).
-#[derive(Clone, Debug)]
-pub struct Tls {
-    /// The client configuration, shared by every connection of the run.
-    pub config: std::sync::Arc<rustls::ClientConfig>,
-    /// The server name.
-    pub server_name: rustls::pki_types::ServerName<'static>,
-}
+pub use metronome_core::tls::Tls;
 
 impl UringOptions {
     /// Checks the options.

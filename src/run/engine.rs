@@ -42,10 +42,7 @@ pub fn run(
         if threads.is_some() || cpus.is_some() {
             eprintln!("metronome: notice: --threads and --cpus apply to the io_uring engine only");
         }
-        let tls = tls.map(|t| metronome_std::Tls {
-            config: t.config.clone(),
-            server_name: t.server_name.clone(),
-        });
+        let tls = tls.map(ClientTls::engine);
         return Ok((
             "std".into(),
             metronome_std::run_with(plan, control, tls.as_ref())?,
@@ -80,10 +77,7 @@ fn run_uring(
         threads,
         cpus,
         phase_hook: None,
-        tls: tls.map(|t| metronome_uring::Tls {
-            config: t.config.clone(),
-            server_name: t.server_name.clone(),
-        }),
+        tls: tls.map(ClientTls::engine),
     };
     opts.validate().map_err(|e| {
         UsageError(match e {
