@@ -19,6 +19,9 @@
 //! - `engine` (feature `std`, off by default): the engine contract both
 //!   engines share (control, output, errors). With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
+//! - `tls` (feature `tls`, implies `std`, brings rustls): the TLS both engines
+//!   share: the target's client side, the handshake of a connection before
+//!   it is used, and the kind of a failed handshake.
 //!
 //! ```
 //! use metronome_core::rng::Pcg32;
