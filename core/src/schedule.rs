@@ -10,7 +10,7 @@
 //! | [`Arrival::Constant`] | slot `i` at `round(i * 1e9 / rate)`, the first at 0 | slots `k, k + n, k + 2n, ...` |
 //! | [`Arrival::Poisson`] | windows of `4 / rate` s, each with a Poisson(4) count of uniform arrivals | arrivals `k, k + n, k + 2n, ...` of the whole sequence |
 //! | [`Arrival::Burst`] | `size` copies of `round(j * size * 1e9 / rate)`, the first at 0 | request `m` of each burst goes to shard `m % n` |
-//! | [`Arrival::Gamma`] | running sum of gamma gaps, mean `1 / rate` s | arrivals `k, k + n, k + 2n, ...` of the whole sequence |
+//! | [`Arrival::Gamma`] | running sum of gamma gaps, mean `1 / rate` s, drawn in blocks of 16 arrivals | blocks `k, k + n, k + 2n, ...` (16 consecutive arrivals each) |
 //!
 //! The schedule is a function of the arrival process, the rate, the seed and
 //! the end only: for every process the shards are disjoint and their union
@@ -22,8 +22,10 @@
 //! What deciding the next offset costs per offset a shard keeps: constant and
 //! burst O(1); Poisson O(1) plus one cheap count draw per 4 arrivals of the
 //! whole run (a shard of `n` skips about `n / 4` windows per offset, never
-//! placing their arrivals); gamma O(`n`) gamma draws (every shard draws the
-//! whole sequence). `benches/shards.rs` measures it.
+//! placing their arrivals); gamma O(1) plus one gamma draw per 16 arrivals of
+//! the whole run (a shard of `n` draws the length of each of the others'
+//! blocks, about `n` draws per 16 offsets it keeps). `benches/shards.rs`
+//! measures it.
 //!
 //! ```
 //! use metronome_core::schedule::{Arrival, Schedule, Shard};
@@ -43,6 +45,11 @@ use core::fmt;
 use core::iter::FusedIterator;
 
 use crate::rng::{child_seed, stream, Pcg32, PURPOSE_ARRIVALS};
+
+mod gamma;
+mod ziggurat_tables;
+
+use gamma::GammaDist;
 
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,13 +145,21 @@ impl core::error::Error for ScheduleError {}
 ///   over the whole run and shard `index` of `count` keeps numbers
 ///   `index, index + count, ...`; the counts alone number the arrivals, so a
 ///   shard draws the positions of only the windows that hold one of its own.
-/// - **Gamma** `{ burstiness: k }`: gaps `g / k / rate` s with `g ~ Gamma(k, 1)`
-///   drawn by Marsaglia-Tsang from the same arrivals stream (normals from
-///   [`Pcg32::normal`], then one `next_f64` per attempt; for `k < 1` a
-///   `Gamma(k + 1)` draw times `u^(1/k)` with one more `next_f64` draw `u`);
-///   offsets are the running sum as for Poisson, the first one gap after 0.
-///   Every shard generates the whole sequence and keeps arrivals
-///   `index, index + count, ...`.
+/// - **Gamma** `{ burstiness: k }`: gaps `g / k / rate` s with `g ~ Gamma(k, 1)`,
+///   the first arrival one gap after 0, drawn in blocks of 16 arrivals so
+///   that a shard need not place the others' arrivals. Block `b` lasts
+///   `S_b ~ Gamma(16 k, 1)` units (the `b`-th draw of `stream(seed,
+///   PURPOSE_ARRIVALS)`) from `T_b = S_0 + ... + S_(b-1)`; its arrivals are
+///   at `T_b + S_b * c_j / c_15`, `c_j` the running sums of 16 `Gamma(k, 1)`
+///   draws from `stream(child_seed(seed, PURPOSE_ARRIVALS), b)`, in units of
+///   `1 / (k * rate)` s, each offset rounded to the nearest ns. Since the
+///   proportions of 16 gamma draws to their sum are independent of the sum
+///   (itself `Gamma(16 k)`), the gaps are independent `Gamma(k)` draws, as
+///   a plain running sum would give. Gamma variates are Marsaglia-Tsang on
+///   256-layer ziggurat normals (shapes below 1 boosted by `exp(-E / k)`,
+///   `E` from an exponential ziggurat). Shard `index` of `count` keeps the
+///   blocks `index, index + count, ...`: runs of 16 consecutive arrivals,
+///   the others' blocks costing it one draw each.
 ///
 /// Absurdly high rates (where whole runs of slots round to the same
 /// nanosecond) give correspondingly many offsets; validating a sensible rate
@@ -239,13 +254,7 @@ impl Schedule {
                 Kind::Grid(Grid::new(rate, 0, u128::from(size), copies))
             }
             Arrival::Poisson => Kind::Poisson(Poisson::new(seed, rate, end_ns, k, n)),
-            Arrival::Gamma { burstiness } => Kind::Gamma(Gamma::new(
-                stream(seed, PURPOSE_ARRIVALS),
-                burstiness,
-                rate,
-                k,
-                n,
-            )),
+            Arrival::Gamma { burstiness } => Kind::Gamma(Gamma::new(seed, burstiness, rate, k, n)),
         };
         let done = matches!(&kind, Kind::Grid(g) if g.copies == 0);
         Ok(Schedule { end_ns, done, kind })
@@ -485,7 +494,7 @@ fn round_ns(ns: f64) -> u64 {
 
 /// Seconds to nanoseconds, rounded half away from zero; `None` at or after
 /// `end_ns`.
-#[inline]
+#[cfg(test)]
 fn offset_ns(t_s: f64, end_ns: u64) -> Option<u64> {
     offset_ns_of(t_s * 1e9, end_ns)
 }
@@ -732,83 +741,112 @@ impl Poisson {
     }
 }
 
+/// Arrivals per gamma block: a shard keeps whole blocks, so the others'
+/// blocks cost it one draw each (their length), and a block of its own costs
+/// 16 gap draws for 16 offsets.
+const BLOCK: usize = 16;
+
+/// The gamma schedule, cut into blocks of [`BLOCK`] consecutive arrivals.
+///
+/// Block `b` lasts `S_b ~ Gamma(16 k)` units (the `b`-th draw of the sums
+/// stream) and starts where the previous one ends, `T_b = S_0 + ... +
+/// S_(b-1)`; its 16 arrivals are at `T_b + S_b * c_j / c_15` for the running
+/// sums `c_j = g_0 + ... + g_j` of 16 `Gamma(k)` draws from the block's own
+/// stream. For independent `g_j ~ Gamma(k)`, the proportions `g_j / c_15`
+/// (Dirichlet) are independent of their total `c_15 ~ Gamma(16 k)`, so
+/// replacing the total by an independent `S_b` of the same law leaves the
+/// gaps `S_b * g_j / c_15` independent `Gamma(k)` draws: the same renewal
+/// process as a running sum of gamma gaps, with block lengths that a shard
+/// can draw without placing the block's arrivals. A unit is `1 / (k * rate)`
+/// seconds, so gaps have mean `1 / rate`.
 #[derive(Clone, Debug)]
 struct Gamma {
-    rng: Pcg32,
-    /// The shape k.
-    k: f64,
-    rate: f64,
-    /// Marsaglia-Tsang constants for the shape drawn (k, or k + 1 when k < 1).
-    d: f64,
-    c: f64,
-    boost: bool,
-    t_s: f64,
-    /// Index, modulo `count`, of the next arrival of the whole sequence.
-    phase: u32,
-    index: u32,
-    count: u32,
+    /// One block length per block, in order: `stream(seed, PURPOSE_ARRIVALS)`.
+    sums: Pcg32,
+    /// Block `b`'s gaps come from `stream(blocks, b)`.
+    blocks: u64,
+    gap: GammaDist,
+    sum: GammaDist,
+    /// Nanoseconds per unit: `1e9 / (k * rate)`.
+    ns_per_unit: f64,
+    /// The current block (one of this shard's: `block % count == index`).
+    block: u64,
+    /// Its start `T_b` and length `S_b`, in units.
+    start: f64,
+    len: f64,
+    count: u64,
+    /// The next arrival's position in the block; `BLOCK` when all are sent.
+    pos: usize,
+    /// `c_j / c_15` for the current block: non-decreasing, the last exactly 1.
+    frac: [f64; BLOCK],
 }
 
 impl Gamma {
-    fn new(rng: Pcg32, k: f64, rate: f64, index: u32, count: u32) -> Gamma {
-        let boost = k < 1.0;
-        let shape = if boost { k + 1.0 } else { k };
-        let d = shape - 1.0 / 3.0;
-        let c = 1.0 / libm::sqrt(9.0 * d);
-        Gamma {
-            rng,
-            k,
-            rate,
-            d,
-            c,
-            boost,
-            t_s: 0.0,
-            phase: 0,
-            index,
-            count,
-        }
-    }
-
-    /// One Gamma(k, 1) variate.
-    fn draw(&mut self) -> f64 {
-        let g = loop {
-            let x = self.rng.normal();
-            let v = 1.0 + self.c * x;
-            if v <= 0.0 {
-                continue;
-            }
-            let v = v * v * v;
-            let u = self.rng.next_f64();
-            let x2 = x * x;
-            if u < 1.0 - 0.0331 * x2 * x2
-                || libm::log(u) < 0.5 * x2 + self.d * (1.0 - v + libm::log(v))
-            {
-                break self.d * v;
-            }
+    fn new(seed: u64, k: f64, rate: f64, index: u32, count: u32) -> Gamma {
+        let mut g = Gamma {
+            sums: stream(seed, PURPOSE_ARRIVALS),
+            blocks: child_seed(seed, PURPOSE_ARRIVALS),
+            gap: GammaDist::new(k),
+            sum: GammaDist::new(BLOCK as f64 * k),
+            ns_per_unit: 1e9 / (k * rate),
+            block: 0,
+            start: 0.0,
+            len: 0.0,
+            count: u64::from(count),
+            pos: 0,
+            frac: [0.0; BLOCK],
         };
-        if self.boost {
-            // pow(u, 1/k) is in [0, 1] (0 when 1/k overflows): never NaN.
-            g * libm::pow(self.rng.next_f64(), 1.0 / self.k)
-        } else {
-            g
+        g.len = g.sum.sample(&mut g.sums);
+        for _ in 0..index {
+            g.step();
         }
+        g.fill();
+        g
     }
 
-    fn next(&mut self, end_ns: u64) -> Option<u64> {
-        loop {
-            let g = self.draw();
-            // g is finite and >= 0, k and rate finite and > 0: never NaN.
-            self.t_s += g / self.k / self.rate;
-            let offset = offset_ns(self.t_s, end_ns)?;
-            let mine = self.phase == self.index;
-            self.phase += 1;
-            if self.phase == self.count {
-                self.phase = 0;
-            }
-            if mine {
-                return Some(offset);
-            }
+    /// Moves to the next block, drawing its length.
+    #[inline]
+    fn step(&mut self) {
+        self.start += self.len;
+        self.block += 1;
+        self.len = self.sum.sample(&mut self.sums);
+    }
+
+    /// Draws the current block's positions.
+    fn fill(&mut self) {
+        let mut rng = stream(self.blocks, self.block);
+        let mut c = 0.0;
+        for f in &mut self.frac {
+            c += self.gap.sample(&mut rng);
+            *f = c;
         }
+        if c > 0.0 && c.is_finite() {
+            // x / c is monotone in x and c / c is exactly 1: the block's
+            // last arrival is at T_b + S_b, the next block's start.
+            for f in &mut self.frac {
+                *f /= c;
+            }
+        } else {
+            // Every gap underflowed to 0 (or their sum overflowed): the
+            // arrivals gather at the block's end.
+            self.frac = [1.0; BLOCK];
+        }
+        self.pos = 0;
+    }
+
+    #[inline]
+    fn next(&mut self, end_ns: u64) -> Option<u64> {
+        if self.pos == BLOCK {
+            // The others' blocks in between cost one length draw each.
+            for _ in 0..self.count {
+                self.step();
+            }
+            self.fill();
+        }
+        let at = (self.start + self.len * self.frac[self.pos]) * self.ns_per_unit;
+        self.pos += 1;
+        // NaN (0 units times an infinite unit) ends the schedule too.
+        offset_ns_of(at, end_ns)
     }
 }
 
