@@ -15,8 +15,13 @@
 #   - the server-side arrival gap error p99 (|gap - 1/rate|) < $GAP_US us,
 #   - the tool's own send-lag p99 < 1 ms and nothing dropped (where the tool
 #     reports them: metronome and the floors; oha and wrk2 do not).
-# Per tool a bisection of $STEPS probes between 0 and $HI req/s, starting at
-# $START, gives the highest passing rate. Then at each of $RATES, $REPEATS
+# Per tool a bisection of $STEPS rates between 0 and $HI req/s, starting at
+# $START, gives the highest passing rate; each rate is probed $PROBES times
+# and passes when most of its probes pass (the median run, as issue 12 asks:
+# on this VM a single probe fails at any rate when the host steals the
+# generator's core for 10 ms). Every probe records the time the hypervisor
+# stole from each CPU during it (/proc/stat `steal`, 10 ms ticks), so a
+# failure can be told apart: host or tool. Then at each of $RATES, $REPEATS
 # runs of metronome-uring and the two paced floors give work per request
 # (CPU minus busy-wait) and send-lag p99, medians and every run. The
 # closed-loop floor's maximum (benches/floor.rs without --rate) is measured
@@ -31,6 +36,7 @@ set -euo pipefail
 
 DURATION=${DURATION:-5}
 STEPS=${STEPS:-6}
+PROBES=${PROBES:-3}
 START=${START:-40000}
 HI=${HI:-120000}
 RATES=${RATES:-"30000 60000"}
@@ -71,9 +77,16 @@ available() {
     esac
 }
 
+# steal: the hypervisor's steal ticks of the generator and server CPUs.
+steal() {
+    awk -v g="cpu$GEN_CPU" -v s="cpu$SERVER_CPU" '$1 == g || $1 == s { t += $9 } END { print t + 0 }' /proc/stat
+}
+
 # probe TOOL RATE KIND: one run judged at the server; prints the row (JSON).
 probe() {
     local tool=$1 rate=$2 kind=$3
+    local steal0
+    steal0=$(steal)
     local window=$((DURATION - 1))
     taskset -c "$SERVER_CPU" "$JUDGE" --listen "127.0.0.1:$PORT" --rate "$rate" \
         --window "$window" --linger 3 >"$WORK/judge.json" 2>"$WORK/judge.err" &
@@ -102,11 +115,12 @@ probe() {
     # The judge ends by itself after its window and linger.
     wait "$JUDGE_PID" 2>/dev/null || true
     JUDGE_PID=""
-    python3 - "$tool" "$rate" "$kind" "$WORK/judge.json" "$WORK/tool.out" "$GAP_US" <<'EOF'
+    local stolen_ms=$((($(steal) - steal0) * 1000 / $(getconf CLK_TCK)))
+    python3 - "$tool" "$rate" "$kind" "$WORK/judge.json" "$WORK/tool.out" "$GAP_US" "$stolen_ms" <<'EOF'
 import json, sys
-tool, rate, kind, judge_f, tool_f, gap_us = sys.argv[1:7]
+tool, rate, kind, judge_f, tool_f, gap_us, stolen_ms = sys.argv[1:8]
 rate, gap_us = float(rate), float(gap_us)
-row = {"tool": tool, "offered": rate, "kind": kind}
+row = {"tool": tool, "offered": rate, "kind": kind, "stolen_ms": int(stolen_ms)}
 try:
     j = json.loads(open(judge_f).read().strip().splitlines()[-1])
 except Exception as e:
@@ -158,7 +172,8 @@ import json, sys
 r = json.loads(sys.argv[1])
 g = lambda k: r.get(k) or 0
 print(f"  {r['tool']:16} {r['offered']:>8,.0f}  pass={r['pass']!s:5} server {g('server_rps'):>9,.0f}/s "
-      f"gap p99 {g('gap_err_p99_us'):>8.1f} us lag p99 {g('send_lag_p99_us'):>9.1f} us work {g('work_us'):>6.2f} us {r['why']}")
+      f"gap p99 {g('gap_err_p99_us'):>8.1f} us lag p99 {g('send_lag_p99_us'):>9.1f} us work {g('work_us'):>6.2f} us "
+      f"stolen {g('stolen_ms')} ms {r['why']}")
 EOF2
 }
 
@@ -169,8 +184,14 @@ for tool in $TOOLS; do
     available "$tool" || { say "$tool not installed; left out"; continue; }
     lo=0; hi=$HI; r=$START
     for _ in $(seq "$STEPS"); do
-        row=$(probe "$tool" "$r" search); record "$row"
-        if python3 -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["pass"] else 1)' "$row"; then
+        passed=0
+        for _ in $(seq "$PROBES"); do
+            row=$(probe "$tool" "$r" search); record "$row"
+            if python3 -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["pass"] else 1)' "$row"; then
+                passed=$((passed + 1))
+            fi
+        done
+        if ((2 * passed > PROBES)); then
             lo=$r
         else
             hi=$r
@@ -199,12 +220,12 @@ closed = [r for r in rows if r.get("kind") == "closed"]
 if closed:
     L.append(f"Closed-loop floor (benches/floor.rs, no pacing): {closed[0].get('server_rps') or 0:,.0f} req/s at the server.")
     L.append("")
-L += ["| tool | max sustained req/s | first failing rate | why it failed there |", "|---|---:|---:|---|"]
+L += [f"A rate passes when most of its probes pass; the last column lists every probe at the first failing rate, with the time the hypervisor stole from the two CPUs during it.", "", "| tool | max sustained req/s | first failing rate | its probes there |", "|---|---:|---:|---|"]
 for s in [r for r in rows if r.get("kind") == "sustained"]:
     fail = [r for r in rows if r.get("tool") == s["tool"] and r.get("kind") == "search" and r["offered"] == s["first_fail"]]
-    why = fail[-1]["why"] if fail else "(not probed)"
+    why = "; ".join(f"{r['why'] or 'passed'} (stolen {r.get('stolen_ms', 0)} ms)" for r in fail) if fail else "(not probed)"
     L.append(f"| {s['tool']} | {s['max_sustained']:,} | {s['first_fail']:,} | {why} |")
-L += ["", "| tool | rate | runs | work us/req (median) | CPU us/req | send-lag p99 us (every run) | gap err p99 us (median) | passed |", "|---|---:|---:|---:|---:|---|---:|---:|"]
+L += ["", "| tool | rate | runs | work us/req (median) | CPU us/req | send-lag p99 us (every run) | stolen ms (every run) | gap err p99 us (median) | passed |", "|---|---:|---:|---:|---:|---|---|---:|---:|"]
 fixed = {}
 for r in rows:
     if r.get("kind") == "fixed":
@@ -215,7 +236,8 @@ for (rate, tool), rs in sorted(fixed.items()):
     c = [r["cpu_us"] for r in rs if r.get("cpu_us") is not None]
     lags = ", ".join(f"{r['send_lag_p99_us']:.1f}" for r in rs if r.get("send_lag_p99_us") is not None)
     g = [r["gap_err_p99_us"] for r in rs if r.get("gap_err_p99_us") is not None]
-    L.append(f"| {tool} | {rate:,.0f} | {len(rs)} | {med(w):.2f} | {med(c):.2f} | {lags} | {med(g):.1f} | {sum(r['pass'] for r in rs)}/{len(rs)} |")
+    stolen = ", ".join(str(r.get("stolen_ms", 0)) for r in rs)
+    L.append(f"| {tool} | {rate:,.0f} | {len(rs)} | {med(w):.2f} | {med(c):.2f} | {lags} | {stolen} | {med(g):.1f} | {sum(r['pass'] for r in rs)}/{len(rs)} |")
 text = "\n".join(L) + "\n"
 open(out, "w").write(text)
 print(text)
