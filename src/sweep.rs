@@ -21,16 +21,49 @@ pub struct Sweep {
     pub schema: String,
     /// The reports, one per offered rate.
     pub steps: Vec<Report>,
-    /// Index of the first step that did not keep up (achieved below 99% of
-    /// offered, dropped requests, or a breached threshold), if any.
+    /// Index of the first step that did not keep up (see [`fell_behind`]),
+    /// if any.
     pub knee: Option<usize>,
 }
 
-/// True when a step kept up with its schedule and met its thresholds.
+/// Why a step did not keep up with its schedule, or `None` when it did:
+/// achieved below 99% of offered, dropped requests, a stretch where
+/// requests waited for a connection (`pool_exhausted`: the target is
+/// slower than the connections allow) or the generator's CPU was saturated
+/// (`cpu_saturated`), or a breached threshold. A `descheduled` stretch (the
+/// host took the generator's CPU) is not the target's doing and does not
+/// make a knee; [`render`] names it apart.
+pub fn fell_behind(r: &Report) -> Option<String> {
+    if r.achieved_rps < 0.99 * r.offered_rps {
+        return Some(format!(
+            "achieved {:.1} req/s, below 99% of offered",
+            r.achieved_rps
+        ));
+    }
+    if r.requests.dropped > 0 {
+        return Some(format!("{} requests dropped", r.requests.dropped));
+    }
+    if let Some(b) = r
+        .generator
+        .behind
+        .iter()
+        .find(|b| b.cause == "pool_exhausted" || b.cause == "cpu_saturated")
+    {
+        return Some(format!(
+            "behind its schedule from {:.0} s ({}): {}",
+            b.from_s, b.cause, b.detail
+        ));
+    }
+    r.thresholds
+        .iter()
+        .find(|t| !t.passed)
+        .map(|t| format!("threshold {} breached", t.expr))
+}
+
+/// True when a step kept up with its schedule and met its thresholds
+/// ([`fell_behind`] found nothing).
 pub fn kept_up(r: &Report) -> bool {
-    r.achieved_rps >= 0.99 * r.offered_rps
-        && r.requests.dropped == 0
-        && r.thresholds.iter().all(|t| t.passed)
+    fell_behind(r).is_none()
 }
 
 /// Runs the sweep; returns it and the exit code (3 when any step breached
@@ -172,15 +205,29 @@ pub fn render(s: &Sweep) -> String {
     }
     match s.knee {
         Some(i) => {
+            let why = fell_behind(&s.steps[i]).unwrap_or_default();
             let _ = writeln!(
                 t,
-                "\nAt {:.1} req/s the run stopped keeping up (achieved below 99% of offered, drops, or a breached threshold).",
+                "\nAt {:.1} req/s the run stopped keeping up: {why}.",
                 s.steps[i].offered_rps
             );
         }
         None => {
             let _ = writeln!(t, "\nEvery step kept up with its schedule.");
         }
+    }
+    let host: Vec<String> = s
+        .steps
+        .iter()
+        .filter(|r| r.generator.behind.iter().any(|b| b.cause == "descheduled"))
+        .map(|r| format!("{:.1}", r.offered_rps))
+        .collect();
+    if !host.is_empty() {
+        let _ = writeln!(
+            t,
+            "The host took the generator's CPU (descheduled) at {} req/s: sends there were late by the host, not the target.",
+            host.join(", ")
+        );
     }
     t
 }

@@ -327,6 +327,62 @@ fn base64_decode(s: &str) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
 
+/// Without a threshold, the knee is where the target stops keeping up even
+/// though every request was sent: a FIFO server with a 5 ms service time
+/// serves 200 req/s, so at 400 req/s requests wait for a free connection
+/// (`pool_exhausted`) while achieved stays at offered. The 50 req/s step
+/// keeps up.
+#[test]
+fn sweep_knee_where_requests_wait_for_connections() {
+    let srv = server(plain(Duration::from_millis(5)));
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "sweep",
+        &url,
+        "--rates",
+        "50,400",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--engine",
+        "std",
+        "--format",
+        "json",
+        "--connections",
+        "8",
+        "--max-connections",
+        "8",
+        "--timeout",
+        "10s",
+    ]);
+    srv.stop();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let s: metronome::sweep::Sweep = serde_json::from_str(&text).unwrap();
+    let fast = &s.steps[1];
+    assert_eq!(fast.requests.dropped, 0);
+    assert!(
+        fast.generator
+            .behind
+            .iter()
+            .any(|b| b.cause == "pool_exhausted"),
+        "{:?}",
+        fast.generator.behind
+    );
+    assert_eq!(s.knee, Some(1), "{:?}", s.steps[0].generator.behind);
+    let text = metronome::sweep::render(&s);
+    assert!(text.contains("<- knee"), "{text}");
+    assert!(
+        text.contains("At 400.0 req/s the run stopped keeping up: behind its schedule from 0 s (pool_exhausted)"),
+        "{text}"
+    );
+}
+
 /// `sweep` runs one step per rate and marks the knee: the first step that
 /// breached its threshold (a FIFO server with a 5 ms service time serves at
 /// most 200 req/s, so at 400 req/s the queue and p99 grow without bound).
