@@ -81,7 +81,8 @@ def main():
     for name, (r, v, x, fx) in [("NORMAL", normal()), ("EXP", exponential())]:
         parts.append(f"/// Where the {name.lower()} tail starts: `{name}_X[1]`.")
         parts.append(f"pub(super) const {name}_R: f64 = {float(r)!r};")
-        parts.append(f"/// The area of every {name.lower()} layer.")
+        parts.append(f"/// The area of every {name.lower()} layer (the tests check the tables by it).")
+        parts.append("#[cfg_attr(not(test), allow(dead_code))]")
         parts.append(f"pub(super) const {name}_V: f64 = {float(v)!r};")
         parts.append(table(f"{name}_X", f"Layer widths: layer `i` spans `[0, {name}_X[i])`.", x))
         parts.append(table(f"{name}_F", f"The density at each width: `f({name}_X[i])`.", fx))

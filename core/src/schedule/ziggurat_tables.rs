@@ -7,7 +7,8 @@
 
 /// Where the normal tail starts: `NORMAL_X[1]`.
 pub(super) const NORMAL_R: f64 = 3.654152885361009;
-/// The area of every normal layer.
+/// The area of every normal layer (the tests check the tables by it).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(super) const NORMAL_V: f64 = 0.004928673233974655;
 /// Layer widths: layer `i` spans `[0, NORMAL_X[i])`.
 pub(super) const NORMAL_X: [f64; 257] = [
@@ -532,7 +533,8 @@ pub(super) const NORMAL_F: [f64; 257] = [
 
 /// Where the exp tail starts: `EXP_X[1]`.
 pub(super) const EXP_R: f64 = 7.69711747013105;
-/// The area of every exp layer.
+/// The area of every exp layer (the tests check the tables by it).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(super) const EXP_V: f64 = 0.003949659822581557;
 /// Layer widths: layer `i` spans `[0, EXP_X[i])`.
 pub(super) const EXP_X: [f64; 257] = [
