@@ -327,20 +327,17 @@ fn base64_decode(s: &str) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
 
-/// Without a threshold, the knee is where the target stops keeping up even
-/// though every request was sent: a FIFO server with a 5 ms service time
-/// serves 200 req/s, so at 400 req/s requests wait for a free connection
-/// (`pool_exhausted`) while achieved stays at offered. The 50 req/s step
-/// keeps up.
-#[test]
-fn sweep_knee_where_requests_wait_for_connections() {
+/// A sweep (std engine, 1 s steps, JSON) against a FIFO server with a 5 ms
+/// service time, which serves at most 200 req/s: the exit code and the
+/// sweep, checked against the schema.
+fn sweep_slow_server(rates: &str, extra: &[&str]) -> (Option<i32>, metronome::sweep::Sweep) {
     let srv = server(plain(Duration::from_millis(5)));
     let url = format!("http://{}/", srv.addr());
-    let out = metronome(&[
+    let mut args = vec![
         "sweep",
         &url,
         "--rates",
-        "50,400",
+        rates,
         "--duration",
         "1s",
         "--quiet",
@@ -348,22 +345,34 @@ fn sweep_knee_where_requests_wait_for_connections() {
         "std",
         "--format",
         "json",
-        "--connections",
-        "8",
-        "--max-connections",
-        "8",
-        "--timeout",
-        "10s",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = metronome(&args);
     srv.stop();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = String::from_utf8_lossy(&out.stdout);
-    let s: metronome::sweep::Sweep = serde_json::from_str(&text).unwrap();
+    assert!(!text.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    common::assert_valid(&text, "the sweep");
+    (out.status.code(), serde_json::from_str(&text).unwrap())
+}
+
+/// Without a threshold, the knee is where the target stops keeping up even
+/// though every request was sent: at 400 req/s requests wait for a free
+/// connection (`pool_exhausted`) while achieved stays at offered. The
+/// 50 req/s step keeps up.
+#[test]
+fn sweep_knee_where_requests_wait_for_connections() {
+    let (code, s) = sweep_slow_server(
+        "50,400",
+        &[
+            "--connections",
+            "8",
+            "--max-connections",
+            "8",
+            "--timeout",
+            "10s",
+        ],
+    );
+    assert_eq!(code, Some(0));
     let fast = &s.steps[1];
     assert_eq!(fast.requests.dropped, 0);
     assert!(
@@ -384,39 +393,15 @@ fn sweep_knee_where_requests_wait_for_connections() {
 }
 
 /// `sweep` runs one step per rate and marks the knee: the first step that
-/// breached its threshold (a FIFO server with a 5 ms service time serves at
-/// most 200 req/s, so at 400 req/s the queue and p99 grow without bound).
+/// breached its threshold (at 400 req/s the queue and p99 grow without
+/// bound).
 #[test]
 fn sweep_finds_the_knee() {
-    let srv = server(plain(Duration::from_millis(5)));
-    let url = format!("http://{}/", srv.addr());
-    let out = metronome(&[
-        "sweep",
-        &url,
-        "--rates",
+    let (code, s) = sweep_slow_server(
         "50,100,400",
-        "--duration",
-        "1s",
-        "--quiet",
-        "--engine",
-        "std",
-        "--format",
-        "json",
-        "--threshold",
-        "latency.p99<100ms",
-        "--timeout",
-        "5s",
-    ]);
-    srv.stop();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--threshold", "latency.p99<100ms", "--timeout", "5s"],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    common::assert_valid(&text, "the sweep");
-    let s: metronome::sweep::Sweep = serde_json::from_str(&text).unwrap();
+    assert_eq!(code, Some(3));
     assert_eq!(s.steps.len(), 3);
     assert_eq!(
         s.steps
