@@ -49,7 +49,10 @@ use crate::rng::{child_seed, stream, Pcg32, PURPOSE_ARRIVALS};
 mod gamma;
 mod ziggurat_tables;
 
-use gamma::GammaDist;
+use gamma::Gamma;
+
+/// 2^-53: a 53-bit integer times this is a uniform in `[0, 1)`.
+const UNIT: f64 = 1.0 / 9_007_199_254_740_992.0;
 
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -736,116 +739,7 @@ impl Poisson {
         self.until += self.count;
         // v < 2^53: exact, and w + v / 2^53 <= w + 1 after rounding, so the
         // offsets never decrease from one window to the next.
-        let at = (self.window as f64 + v as f64 * (1.0 / 9_007_199_254_740_992.0)) * self.window_ns;
-        offset_ns_of(at, end_ns)
-    }
-}
-
-/// Arrivals per gamma block: a shard keeps whole blocks, so the others'
-/// blocks cost it one draw each (their length), and a block of its own costs
-/// 16 gap draws for 16 offsets.
-const BLOCK: usize = 16;
-
-/// The gamma schedule, cut into blocks of [`BLOCK`] consecutive arrivals.
-///
-/// Block `b` lasts `S_b ~ Gamma(16 k)` units (the `b`-th draw of the sums
-/// stream) and starts where the previous one ends, `T_b = S_0 + ... +
-/// S_(b-1)`; its 16 arrivals are at `T_b + S_b * c_j / c_15` for the running
-/// sums `c_j = g_0 + ... + g_j` of 16 `Gamma(k)` draws from the block's own
-/// stream. For independent `g_j ~ Gamma(k)`, the proportions `g_j / c_15`
-/// (Dirichlet) are independent of their total `c_15 ~ Gamma(16 k)`, so
-/// replacing the total by an independent `S_b` of the same law leaves the
-/// gaps `S_b * g_j / c_15` independent `Gamma(k)` draws: the same renewal
-/// process as a running sum of gamma gaps, with block lengths that a shard
-/// can draw without placing the block's arrivals. A unit is `1 / (k * rate)`
-/// seconds, so gaps have mean `1 / rate`.
-#[derive(Clone, Debug)]
-struct Gamma {
-    /// One block length per block, in order: `stream(seed, PURPOSE_ARRIVALS)`.
-    sums: Pcg32,
-    /// Block `b`'s gaps come from `stream(blocks, b)`.
-    blocks: u64,
-    gap: GammaDist,
-    sum: GammaDist,
-    /// Nanoseconds per unit: `1e9 / (k * rate)`.
-    ns_per_unit: f64,
-    /// The current block (one of this shard's: `block % count == index`).
-    block: u64,
-    /// Its start `T_b` and length `S_b`, in units.
-    start: f64,
-    len: f64,
-    count: u64,
-    /// The next arrival's position in the block; `BLOCK` when all are sent.
-    pos: usize,
-    /// `c_j / c_15` for the current block: non-decreasing, the last exactly 1.
-    frac: [f64; BLOCK],
-}
-
-impl Gamma {
-    fn new(seed: u64, k: f64, rate: f64, index: u32, count: u32) -> Gamma {
-        let mut g = Gamma {
-            sums: stream(seed, PURPOSE_ARRIVALS),
-            blocks: child_seed(seed, PURPOSE_ARRIVALS),
-            gap: GammaDist::new(k),
-            sum: GammaDist::new(BLOCK as f64 * k),
-            ns_per_unit: 1e9 / (k * rate),
-            block: 0,
-            start: 0.0,
-            len: 0.0,
-            count: u64::from(count),
-            pos: 0,
-            frac: [0.0; BLOCK],
-        };
-        g.len = g.sum.sample(&mut g.sums);
-        for _ in 0..index {
-            g.step();
-        }
-        g.fill();
-        g
-    }
-
-    /// Moves to the next block, drawing its length.
-    #[inline]
-    fn step(&mut self) {
-        self.start += self.len;
-        self.block += 1;
-        self.len = self.sum.sample(&mut self.sums);
-    }
-
-    /// Draws the current block's positions.
-    fn fill(&mut self) {
-        let mut rng = stream(self.blocks, self.block);
-        let mut c = 0.0;
-        for f in &mut self.frac {
-            c += self.gap.sample(&mut rng);
-            *f = c;
-        }
-        if c > 0.0 && c.is_finite() {
-            // x / c is monotone in x and c / c is exactly 1: the block's
-            // last arrival is at T_b + S_b, the next block's start.
-            for f in &mut self.frac {
-                *f /= c;
-            }
-        } else {
-            // Every gap underflowed to 0 (or their sum overflowed): the
-            // arrivals gather at the block's end.
-            self.frac = [1.0; BLOCK];
-        }
-        self.pos = 0;
-    }
-
-    #[inline]
-    fn next(&mut self, end_ns: u64) -> Option<u64> {
-        if self.pos == BLOCK {
-            // The others' blocks in between cost one length draw each.
-            for _ in 0..self.count {
-                self.step();
-            }
-            self.fill();
-        }
-        let at = (self.start + self.len * self.frac[self.pos]) * self.ns_per_unit;
-        self.pos += 1;
-        // NaN (0 units times an infinite unit) ends the schedule too.
+        let at = (self.window as f64 + v as f64 * UNIT) * self.window_ns;
         offset_ns_of(at, end_ns)
     }
 }

@@ -728,8 +728,10 @@ fn gamma_offsets_follow_the_block_construction() {
     }
 }
 
-fn gamma_gap_stats(k: f64, rate: f64, seed: u64, count: usize) -> (f64, f64) {
-    let offsets: Vec<u64> = Schedule::new(
+/// Gaps (ns) of the first `count` arrivals of the whole gamma schedule.
+fn gamma_gaps(k: f64, rate: f64, seed: u64, count: usize) -> Vec<f64> {
+    let mut prev = 0u64;
+    Schedule::new(
         Arrival::Gamma { burstiness: k },
         rate,
         seed,
@@ -738,18 +740,19 @@ fn gamma_gap_stats(k: f64, rate: f64, seed: u64, count: usize) -> (f64, f64) {
     )
     .unwrap()
     .take(count)
-    .collect();
-    let mut prev = 0u64;
-    let (mut sum, mut sum2) = (0.0f64, 0.0f64);
-    for &o in &offsets {
+    .map(|o| {
         let g = (o - prev) as f64;
         prev = o;
-        sum += g;
-        sum2 += g * g;
-    }
-    let n = offsets.len() as f64;
-    let mean = sum / n;
-    let var = sum2 / n - mean * mean;
+        g
+    })
+    .collect()
+}
+
+fn gamma_gap_stats(k: f64, rate: f64, seed: u64, count: usize) -> (f64, f64) {
+    let gaps = gamma_gaps(k, rate, seed, count);
+    let n = gaps.len() as f64;
+    let mean = gaps.iter().sum::<f64>() / n;
+    let var = gaps.iter().map(|g| g * g).sum::<f64>() / n - mean * mean;
     (mean, var.sqrt() / mean)
 }
 
@@ -874,26 +877,6 @@ fn gamma_cdf_matches_closed_forms() {
     }
     assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-13);
     assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-13);
-}
-
-/// Gaps (ns) of the first `count` arrivals of the whole gamma schedule.
-fn gamma_gaps(k: f64, rate: f64, seed: u64, count: usize) -> Vec<f64> {
-    let mut prev = 0u64;
-    Schedule::new(
-        Arrival::Gamma { burstiness: k },
-        rate,
-        seed,
-        u64::MAX,
-        Shard::WHOLE,
-    )
-    .unwrap()
-    .take(count)
-    .map(|o| {
-        let g = (o - prev) as f64;
-        prev = o;
-        g
-    })
-    .collect()
 }
 
 /// The Kolmogorov-Smirnov distance between `gaps` (ns) and Gamma(k) gaps of

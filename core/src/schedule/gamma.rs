@@ -1,5 +1,6 @@
-//! Gamma variates for [`Arrival::Gamma`](super::Arrival::Gamma): Marsaglia and
-//! Tsang's method ("A Simple Method for Generating Gamma Variables", 2000) on
+//! The gamma schedule ([`Arrival::Gamma`](super::Arrival::Gamma)), in blocks
+//! of 16 arrivals, and the gamma variates it draws: Marsaglia and Tsang's
+//! method ("A Simple Method for Generating Gamma Variables", 2000) on
 //! standard normals from a 256-layer ziggurat, and for shapes below 1 the
 //! boost `Gamma(a) = Gamma(a + 1) * exp(-E / a)` with `E` a standard
 //! exponential from a second ziggurat (the same as `U^(1/a)` for a uniform
@@ -15,11 +16,10 @@
 //! [`Pcg32::next_f64`] height `F[i] + (F[i + 1] - F[i]) * u` against the
 //! density `f(x)`, retrying with a fresh word when it lies above.
 
+use super::offset_ns_of;
 use super::ziggurat_tables::{EXP_F, EXP_R, EXP_X, NORMAL_F, NORMAL_R, NORMAL_X};
-use crate::rng::Pcg32;
-
-/// 2^-53: a 53-bit integer times this is a uniform in `[0, 1)`.
-const UNIT: f64 = 1.0 / 9_007_199_254_740_992.0;
+use super::UNIT;
+use crate::rng::{child_seed, stream, Pcg32, PURPOSE_ARRIVALS};
 
 /// One ziggurat word: two 32-bit draws, the first in the high half.
 #[inline]
@@ -30,7 +30,7 @@ fn word(rng: &mut Pcg32) -> u64 {
 
 /// A standard normal deviate by the ziggurat (see the module docs).
 #[inline]
-pub(super) fn normal(rng: &mut Pcg32) -> f64 {
+fn normal(rng: &mut Pcg32) -> f64 {
     loop {
         let w = word(rng);
         let i = (w & 0xff) as usize;
@@ -65,7 +65,7 @@ fn normal_tail(rng: &mut Pcg32) -> f64 {
 
 /// A standard exponential deviate by the ziggurat (see the module docs).
 #[inline]
-pub(super) fn exponential(rng: &mut Pcg32) -> f64 {
+fn exponential(rng: &mut Pcg32) -> f64 {
     loop {
         let w = word(rng);
         let i = (w & 0xff) as usize;
@@ -85,7 +85,7 @@ pub(super) fn exponential(rng: &mut Pcg32) -> f64 {
 
 /// `Gamma(shape, 1)`, shape finite and above 0.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct GammaDist {
+struct GammaDist {
     shape: f64,
     /// Marsaglia-Tsang's constants for the shape drawn (`shape`, or
     /// `shape + 1` when boosted).
@@ -95,7 +95,7 @@ pub(super) struct GammaDist {
 }
 
 impl GammaDist {
-    pub(super) fn new(shape: f64) -> GammaDist {
+    fn new(shape: f64) -> GammaDist {
         let boost = shape < 1.0;
         let drawn = if boost { shape + 1.0 } else { shape };
         let d = drawn - 1.0 / 3.0;
@@ -109,7 +109,7 @@ impl GammaDist {
 
     /// One variate: finite and at least 0 (0 only when a boost underflows).
     #[inline]
-    pub(super) fn sample(&self, rng: &mut Pcg32) -> f64 {
+    fn sample(&self, rng: &mut Pcg32) -> f64 {
         let g = loop {
             let x = normal(rng);
             let v = 1.0 + self.c * x;
@@ -132,6 +132,115 @@ impl GammaDist {
         } else {
             g
         }
+    }
+}
+
+/// Arrivals per gamma block: a shard keeps whole blocks, so the others'
+/// blocks cost it one draw each (their length), and a block of its own costs
+/// 16 gap draws for 16 offsets.
+const BLOCK: usize = 16;
+
+/// The gamma schedule, cut into blocks of [`BLOCK`] consecutive arrivals.
+///
+/// Block `b` lasts `S_b ~ Gamma(16 k)` units (the `b`-th draw of the sums
+/// stream) and starts where the previous one ends, `T_b = S_0 + ... +
+/// S_(b-1)`; its 16 arrivals are at `T_b + S_b * c_j / c_15` for the running
+/// sums `c_j = g_0 + ... + g_j` of 16 `Gamma(k)` draws from the block's own
+/// stream. For independent `g_j ~ Gamma(k)`, the proportions `g_j / c_15`
+/// (Dirichlet) are independent of their total `c_15 ~ Gamma(16 k)`, so
+/// replacing the total by an independent `S_b` of the same law leaves the
+/// gaps `S_b * g_j / c_15` independent `Gamma(k)` draws: the same renewal
+/// process as a running sum of gamma gaps, with block lengths that a shard
+/// can draw without placing the block's arrivals. A unit is `1 / (k * rate)`
+/// seconds, so gaps have mean `1 / rate`.
+#[derive(Clone, Debug)]
+pub(super) struct Gamma {
+    /// One block length per block, in order: `stream(seed, PURPOSE_ARRIVALS)`.
+    sums: Pcg32,
+    /// Block `b`'s gaps come from `stream(blocks, b)`.
+    blocks: u64,
+    gap: GammaDist,
+    sum: GammaDist,
+    /// Nanoseconds per unit: `1e9 / (k * rate)`.
+    ns_per_unit: f64,
+    /// The current block (one of this shard's: `block % count == index`).
+    block: u64,
+    /// Its start `T_b` and length `S_b`, in units.
+    start: f64,
+    len: f64,
+    count: u64,
+    /// The next arrival's position in the block; `BLOCK` when all are sent.
+    pos: usize,
+    /// `c_j / c_15` for the current block: non-decreasing, the last exactly 1.
+    frac: [f64; BLOCK],
+}
+
+impl Gamma {
+    pub(super) fn new(seed: u64, k: f64, rate: f64, index: u32, count: u32) -> Gamma {
+        let mut g = Gamma {
+            sums: stream(seed, PURPOSE_ARRIVALS),
+            blocks: child_seed(seed, PURPOSE_ARRIVALS),
+            gap: GammaDist::new(k),
+            sum: GammaDist::new(BLOCK as f64 * k),
+            ns_per_unit: 1e9 / (k * rate),
+            block: 0,
+            start: 0.0,
+            len: 0.0,
+            count: u64::from(count),
+            pos: 0,
+            frac: [0.0; BLOCK],
+        };
+        g.len = g.sum.sample(&mut g.sums);
+        for _ in 0..index {
+            g.step();
+        }
+        g.fill();
+        g
+    }
+
+    /// Moves to the next block, drawing its length.
+    #[inline]
+    fn step(&mut self) {
+        self.start += self.len;
+        self.block += 1;
+        self.len = self.sum.sample(&mut self.sums);
+    }
+
+    /// Draws the current block's positions.
+    fn fill(&mut self) {
+        let mut rng = stream(self.blocks, self.block);
+        let mut c = 0.0;
+        for f in &mut self.frac {
+            c += self.gap.sample(&mut rng);
+            *f = c;
+        }
+        if c > 0.0 && c.is_finite() {
+            // x / c is monotone in x and c / c is exactly 1: the block's
+            // last arrival is at T_b + S_b, the next block's start.
+            for f in &mut self.frac {
+                *f /= c;
+            }
+        } else {
+            // Every gap underflowed to 0 (or their sum overflowed): the
+            // arrivals gather at the block's end.
+            self.frac = [1.0; BLOCK];
+        }
+        self.pos = 0;
+    }
+
+    #[inline]
+    pub(super) fn next(&mut self, end_ns: u64) -> Option<u64> {
+        if self.pos == BLOCK {
+            // The others' blocks in between cost one length draw each.
+            for _ in 0..self.count {
+                self.step();
+            }
+            self.fill();
+        }
+        let at = (self.start + self.len * self.frac[self.pos]) * self.ns_per_unit;
+        self.pos += 1;
+        // NaN (0 units times an infinite unit) ends the schedule too.
+        offset_ns_of(at, end_ns)
     }
 }
 
