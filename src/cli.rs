@@ -179,10 +179,13 @@ pub struct RunArgs {
     /// Seed for every random choice (arrivals, prompt choice).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Connections opened before the clock starts.
-    #[arg(short, long, default_value_t = 16)]
-    pub connections: u32,
-    /// Connections may grow to this many when all are busy.
+    /// Connections opened (and warmed) before the clock starts [default:
+    /// one per 1500 req/s of this machine's rate, 16 to 256, at most
+    /// --max-connections].
+    #[arg(short, long)]
+    pub connections: Option<u32>,
+    /// Connections may grow to this many, toward what the measured service
+    /// time needs (1.5 x rate x service time), a few at a time.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: u32,
     /// Requests in flight (sent or waiting for a connection) above which a due request is dropped.

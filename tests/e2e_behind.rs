@@ -60,7 +60,7 @@ fn a_stall_on_few_connections_is_reported_as_pool_exhausted_in_its_second() {
                 .iter()
                 .any(|w| w.starts_with("behind schedule from")
                     && w.contains("(pool_exhausted)")
-                    && w.contains("--max-connections, now 4")),
+                    && w.contains("with the pool at its limit (4 connections)")),
             "{engine}: {:?}",
             r.generator.warnings
         );

@@ -44,7 +44,7 @@
 //! assert_eq!(intervals[0].ok, 1);
 //! ```
 
-use crate::measure::{ErrorKind, FramingCause, Interval, Recorder, StreamTiming, Unsent};
+use crate::measure::{ErrorKind, FramingCause, Interval, Recorder, StreamTiming, Unsent, LATE_NS};
 use crate::plan::Plan;
 
 /// How one request ended, borrowed: what a [`Ledger`] needs to record it.
@@ -143,6 +143,9 @@ impl<'p> Ledger<'p> {
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_scheduled();
+            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+                iv.scheduled += 1;
+            }
         }
         measured
     }
@@ -161,14 +164,16 @@ impl<'p> Ledger<'p> {
     }
 
     /// A due request intended at `intended_ns` found no idle connection and
-    /// waits for one (the pool is exhausted). Returns whether it was
+    /// waits for one; `full`: the pool was at its limit and could not grow
+    /// for it ([`crate::pool::Admit::Wait`]). Returns whether it was
     /// recorded (not warmup); the run's total is the engine's
     /// `waited_for_connection`.
-    pub fn waited(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+    pub fn waited(&self, tally: &mut Tally<'_>, intended_ns: u64, full: bool) -> bool {
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.waited += 1;
+                iv.pool_full += u64::from(full);
             }
         }
         measured
@@ -195,9 +200,15 @@ impl<'p> Ledger<'p> {
             return false;
         }
         tally.recorder.record_sent(intended_ns, sent_ns);
+        let lag = sent_ns.saturating_sub(intended_ns);
         if let Some(iv) = tally.interval(self.plan, sent_ns) {
             iv.sent += 1;
-            iv.send_lag.record(sent_ns.saturating_sub(intended_ns));
+            iv.send_lag.record(lag);
+        }
+        if lag > LATE_NS {
+            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+                iv.late += 1;
+            }
         }
         true
     }

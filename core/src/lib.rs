@@ -16,6 +16,7 @@
 //! - [`measure`]: the per-thread [`measure::Recorder`].
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
 //! - [`plan`]: what an engine needs to run, its validation, and the pacing decision.
+//! - [`pool`]: [`pool::Pool`], admission of a due request and growth of the connection pool.
 //! - `engine` (feature `std`, off by default): the engine contract both
 //!   engines share (control, output, errors). With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
@@ -42,6 +43,7 @@ pub mod http;
 pub mod ledger;
 pub mod measure;
 pub mod plan;
+pub mod pool;
 pub mod response;
 pub mod rng;
 pub mod schedule;

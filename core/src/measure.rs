@@ -1193,6 +1193,10 @@ impl Recorder {
     }
 }
 
+/// A send this much after its intended time is late (1 ms): counted in
+/// [`Interval::late`], the measure of whether an interval kept its schedule.
+pub const LATE_NS: u64 = 1_000_000;
+
 /// One report interval (`--interval`) of one engine thread: counters and the
 /// two histograms the interval rows need. Engines keep one per interval
 /// (a `Vec<Interval>` per thread, sized before the clock starts) and merge
@@ -1210,8 +1214,16 @@ pub struct Interval {
     /// Due requests dropped above the in-flight limit, by intended time.
     pub dropped: u64,
     /// Due requests that found no idle connection and waited for one, by
-    /// intended time (the pool was exhausted).
+    /// intended time.
     pub waited: u64,
+    /// Of `waited`, those that found the pool at its limit
+    /// (`max_connections` open or opening): it could not grow for them.
+    pub pool_full: u64,
+    /// Due requests (scheduled), by intended time.
+    pub scheduled: u64,
+    /// Requests sent more than [`LATE_NS`] after their intended time, by
+    /// intended time (a wait for a connection included).
+    pub late: u64,
     /// CPU time the engine's pacing threads used in the interval (ns),
     /// spin included; sampled about every 50 ms, so a sample straddling a
     /// boundary counts in the interval it was taken in.
@@ -1240,6 +1252,9 @@ impl Interval {
             unsent: 0,
             dropped: 0,
             waited: 0,
+            pool_full: 0,
+            scheduled: 0,
+            late: 0,
             cpu_ns: 0,
             spin_ns: 0,
             latency: Histogram::new(),
@@ -1268,6 +1283,9 @@ impl Interval {
         self.unsent = self.unsent.saturating_add(other.unsent);
         self.dropped = self.dropped.saturating_add(other.dropped);
         self.waited = self.waited.saturating_add(other.waited);
+        self.pool_full = self.pool_full.saturating_add(other.pool_full);
+        self.scheduled = self.scheduled.saturating_add(other.scheduled);
+        self.late = self.late.saturating_add(other.late);
         self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
         self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.latency.merge(&other.latency);

@@ -386,12 +386,21 @@ fn drops_waits_and_cpu_per_interval() {
     let mut b = Books::new(&plan);
     let t = &mut b.tally();
     assert!(!ledger.dropped(t, 499 * MS));
-    assert!(!ledger.waited(t, 499 * MS));
+    assert!(!ledger.waited(t, 499 * MS, true));
     assert!(ledger.dropped(t, 500 * MS));
     assert!(ledger.dropped(t, 1_499 * MS));
-    assert!(ledger.waited(t, 760 * MS));
-    assert!(ledger.waited(t, 999 * MS));
-    assert!(ledger.waited(t, 1_000 * MS));
+    assert!(ledger.waited(t, 760 * MS, false));
+    assert!(ledger.waited(t, 999 * MS, true));
+    assert!(ledger.waited(t, 1_000 * MS, true));
+    // Sends later than 1 ms count as late, in the interval of their
+    // intended time; due requests count there too.
+    assert!(ledger.sent(t, 600 * MS, 600 * MS + 1_000_000));
+    assert!(ledger.sent(t, 600 * MS, 600 * MS + 1_000_001));
+    assert!(ledger.sent(t, 1_200 * MS, 1_300 * MS));
+    assert!(ledger.sent(t, 740 * MS, 800 * MS));
+    assert!(ledger.scheduled(t, 740 * MS));
+    assert!(ledger.scheduled(t, 1_499 * MS));
+    assert!(!ledger.scheduled(t, 499 * MS));
     ledger.busy(t, 400 * MS, 7 * MS, MS); // warmup: not counted
     ledger.busy(t, 600 * MS, 50 * MS, 20 * MS);
     ledger.busy(t, 700 * MS, 40 * MS, 30 * MS);
@@ -399,6 +408,9 @@ fn drops_waits_and_cpu_per_interval() {
     ledger.busy(t, 1_600 * MS, 9 * MS, 9 * MS); // after the end: not counted
     assert_eq!(b.column(|i| i.dropped), [1, 0, 0, 1]);
     assert_eq!(b.column(|i| i.waited), [0, 2, 1, 0]);
+    assert_eq!(b.column(|i| i.pool_full), [0, 1, 1, 0]);
+    assert_eq!(b.column(|i| i.late), [2, 0, 1, 0]);
+    assert_eq!(b.column(|i| i.scheduled), [1, 0, 0, 1]);
     assert_eq!(b.column(|i| i.cpu_ns), [90 * MS, 0, 0, 10 * MS]);
     assert_eq!(b.column(|i| i.spin_ns), [50 * MS, 0, 0, 0]);
     assert_eq!(b.recorder.dropped, 2);
@@ -408,7 +420,8 @@ fn drops_waits_and_cpu_per_interval() {
         sum.merge(iv);
     }
     assert_eq!(
-        (sum.dropped, sum.waited, sum.cpu_ns, sum.spin_ns),
-        (2, 3, 100 * MS, 50 * MS)
+        (sum.dropped, sum.waited, sum.pool_full, sum.late, sum.scheduled),
+        (2, 3, 2, 3, 2)
     );
+    assert_eq!((sum.cpu_ns, sum.spin_ns), (100 * MS, 50 * MS));
 }

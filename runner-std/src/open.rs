@@ -11,6 +11,7 @@ use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
 use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
+use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
@@ -24,9 +25,11 @@ struct Job {
     intended_ns: u64,
 }
 
-#[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
+    /// Core's admission and growth rules, with the service-time estimate
+    /// the connection threads feed.
+    pool: Pool,
     /// Connection threads waiting for a job.
     idle: usize,
     /// Connection threads started but not yet connected.
@@ -67,6 +70,7 @@ pub(crate) fn run(
 
     // 1. Pre-open the connections before the clock starts.
     let mut pre = Vec::with_capacity(plan.connections as usize);
+    let warm_service_ns: Option<u64> = None;
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
     for _ in 0..plan.connections {
@@ -92,8 +96,25 @@ pub(crate) fn run(
         }
     }
 
+    // The pacer's share of the offered rate: its shard's.
+    let rate = plan.rate / f64::from(plan.shard.count.max(1));
+    let mut pool = Pool::new(
+        rate,
+        pre.len() as u32,
+        plan.max_connections,
+        plan.max_in_flight,
+    );
+    if let Some(service) = warm_service_ns {
+        pool.seed(service);
+    }
     let shared = Shared {
-        queue: Mutex::new(Queue::default()),
+        queue: Mutex::new(Queue {
+            jobs: VecDeque::new(),
+            pool,
+            idle: 0,
+            connecting: 0,
+            closing: false,
+        }),
         ready: Condvar::new(),
         in_flight: AtomicU64::new(0),
         open_connections: AtomicU64::new(pre.len() as u64),
@@ -210,40 +231,58 @@ pub(crate) fn run(
                             break;
                         }
                         let measured = ledger.scheduled(tally, t);
-                        if shared.in_flight.load(Ordering::Relaxed) >= u64::from(plan.max_in_flight)
-                        {
-                            ledger.dropped(tally, t);
-                        } else {
-                            shared.in_flight.fetch_add(1, Ordering::Relaxed);
-                            let grow = {
-                                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                                q.jobs.push_back(Job {
-                                    index,
-                                    intended_ns: t,
-                                });
-                                if q.jobs.len() > q.idle && measured {
-                                    waited += 1;
-                                    ledger.waited(tally, t);
-                                }
-                                let open = shared.open_connections.load(Ordering::Relaxed)
-                                    + q.connecting as u64;
-                                let grow = q.jobs.len() > q.idle + q.connecting
-                                    && open < u64::from(plan.max_connections);
-                                if grow {
-                                    q.connecting += 1;
-                                }
-                                grow
+                        let in_flight = shared.in_flight.load(Ordering::Relaxed);
+                        let (admit, grow) = {
+                            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                            let state = PoolState {
+                                idle: q.idle.saturating_sub(q.jobs.len()) as u32,
+                                open: shared.open_connections.load(Ordering::Relaxed) as u32,
+                                connecting: q.connecting as u32,
+                                waiting: q.jobs.len().saturating_sub(q.idle) as u32,
+                                in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
                             };
-                            shared.ready.notify_one();
-                            if grow {
-                                let tx = tx.clone();
-                                let shared = &shared;
-                                let origin = &origin;
-                                let stats = &worker_stats;
-                                shared.threads.fetch_add(1, Ordering::Relaxed);
-                                s.spawn(move || worker(plan, tls, origin, shared, tx, None, stats));
+                            let admit = q.pool.admit(state);
+                            let grow = match admit {
+                                Admit::Drop => 0,
+                                Admit::Send | Admit::Wait { .. } => {
+                                    q.jobs.push_back(Job {
+                                        index,
+                                        intended_ns: t,
+                                    });
+                                    match admit {
+                                        Admit::Wait { open, .. } => open,
+                                        _ => 0,
+                                    }
+                                }
+                            };
+                            q.connecting += grow as usize;
+                            (admit, grow)
+                        };
+                        match admit {
+                            Admit::Drop => {
+                                ledger.dropped(tally, t);
                             }
-                            stats.sent += 1;
+                            Admit::Send | Admit::Wait { .. } => {
+                                shared.in_flight.fetch_add(1, Ordering::Relaxed);
+                                if let Admit::Wait { full, .. } = admit {
+                                    if measured {
+                                        waited += 1;
+                                        ledger.waited(tally, t, full);
+                                    }
+                                }
+                                shared.ready.notify_one();
+                                for _ in 0..grow {
+                                    let tx = tx.clone();
+                                    let shared = &shared;
+                                    let origin = &origin;
+                                    let stats = &worker_stats;
+                                    shared.threads.fetch_add(1, Ordering::Relaxed);
+                                    s.spawn(move || {
+                                        worker(plan, tls, origin, shared, tx, None, stats)
+                                    });
+                                }
+                                stats.sent += 1;
+                            }
                         }
                         index += 1;
                         next = schedule.next();
@@ -330,9 +369,14 @@ fn worker(
             c
         }
     };
+    // The last request's (done, service) times, for the pool's estimate.
+    let mut sample: Option<(u64, u64)> = None;
     loop {
         let job = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((done_ns, service_ns)) = sample.take() {
+                q.pool.observe(done_ns, service_ns);
+            }
             loop {
                 if let Some(j) = q.jobs.pop_front() {
                     break Some(j);
@@ -416,6 +460,7 @@ fn worker(
                         done_ns,
                         outcome,
                     });
+                    sample = Some((done_ns, done_ns.saturating_sub(sent_ns)));
                     break;
                 }
             }

@@ -34,6 +34,8 @@ pub(crate) struct Share {
     pub(crate) max_in_flight: usize,
     /// Closed model: the first global worker index of this thread.
     pub(crate) worker_base: u64,
+    /// The median service time of the warm-up requests, ns, if any were sent.
+    pub(crate) warm_service_ns: Option<u64>,
 }
 
 /// What a thread returns: its output, and when it saw the stop (if it did).
@@ -123,6 +125,7 @@ pub(crate) fn run(
             slots: 0,
             max_in_flight: split(u64::from(plan.max_in_flight), threads, t).max(1) as usize,
             worker_base: 0,
+            warm_service_ns: None,
         })
         .collect();
     for (i, s) in streams.into_iter().enumerate() {

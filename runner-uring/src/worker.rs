@@ -29,6 +29,7 @@ use metronome_core::plan::{
     pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, READ_BUF_BYTES,
     REAP_GUARD_NS,
 };
+use metronome_core::pool::{Admit, Pool, PoolState};
 use metronome_core::schedule::Schedule;
 use rustls::ClientConnection;
 
@@ -161,7 +162,8 @@ pub(crate) struct Worker<'p> {
     /// Open loop, or closed with its workers and expected interval.
     model: Model,
     workers_total: u64,
-    max_in_flight: usize,
+    /// Core's admission and growth rules, with the service-time estimate.
+    pool: Pool,
     in_flight: usize,
     open: u64,
     connecting: u64,
@@ -241,6 +243,12 @@ impl<'p> Worker<'p> {
         out.warnings.extend(warning);
         out.connections_opened = pre;
         out.peak_connections = pre;
+        // This thread's share of the offered rate: its sub-shard's.
+        let rate = plan.rate / f64::from(share.shard.count.max(1));
+        let mut pool = Pool::new(rate, pre as u32, slots as u32, share.max_in_flight as u32);
+        if let Some(service) = share.warm_service_ns {
+            pool.seed(service);
+        }
         let workers_total = match plan.model {
             Model::Closed { workers, .. } => u64::from(workers),
             Model::Open => 0,
@@ -262,7 +270,7 @@ impl<'p> Worker<'p> {
             threads: share.threads as u64,
             model: plan.model,
             workers_total,
-            max_in_flight: share.max_in_flight,
+            pool,
             in_flight: 0,
             open: pre,
             connecting: 0,
@@ -470,41 +478,63 @@ impl<'p> Worker<'p> {
         self.cpu_mark = (cpu, self.stats.spin_ns);
     }
 
-    /// A due request: on an idle connection now, else waiting (opening one
-    /// more connection when allowed), or dropped above `max_in_flight`.
+    /// The pool as core's [`Pool`] rules see it.
+    fn pool_state(&self) -> PoolState {
+        PoolState {
+            idle: self.idle.len() as u32,
+            open: self.open as u32,
+            connecting: self.connecting as u32,
+            waiting: self.waiting.len() as u32,
+            in_flight: self.in_flight as u32,
+        }
+    }
+
+    /// A due request: on an idle connection now, else waiting (opening
+    /// connections as core's growth rule allows), or dropped above
+    /// `max_in_flight` ([`Pool::admit`]).
     fn dispatch(&mut self, job: Job) -> io::Result<()> {
         let measured = self
             .ledger
             .scheduled(&mut self.out.tally(), job.intended_ns);
-        if self.in_flight >= self.max_in_flight {
-            self.ledger.dropped(&mut self.out.tally(), job.intended_ns);
-            return Ok(());
-        }
-        self.in_flight += 1;
-        self.stats.sent += 1;
-        match self.idle.pop() {
-            Some(slot) => self.start(slot, job),
-            None => {
+        match self.pool.admit(self.pool_state()) {
+            Admit::Drop => {
+                self.ledger.dropped(&mut self.out.tally(), job.intended_ns);
+                Ok(())
+            }
+            Admit::Send => {
+                self.in_flight += 1;
+                self.stats.sent += 1;
+                let slot = self.idle.pop().expect("admitted on an idle connection");
+                self.start(slot, job)
+            }
+            Admit::Wait { open, full } => {
+                self.in_flight += 1;
+                self.stats.sent += 1;
                 self.waiting.push_back(job);
                 if measured {
                     self.out.waited_for_connection += 1;
-                    self.ledger.waited(&mut self.out.tally(), job.intended_ns);
+                    self.ledger
+                        .waited(&mut self.out.tally(), job.intended_ns, full);
                 }
-                self.grow()
+                self.open_more(open)
             }
         }
     }
 
-    /// Opens one more connection when requests wait and the limit allows.
+    /// Starts core's count of connects when requests still wait
+    /// ([`Pool::to_open`]): after a connect failed or a connection closed.
     fn grow(&mut self) -> io::Result<()> {
-        if self.waiting.len() as u64 <= self.connecting {
-            return Ok(());
-        }
-        if self.open + self.connecting >= self.conns.len() as u64 {
-            return Ok(());
-        }
-        if let Some(slot) = self.conns.iter().position(|c| c.state == State::Free) {
-            self.connect(slot)?;
+        let n = self.pool.to_open(self.pool_state());
+        self.open_more(n)
+    }
+
+    /// Starts `n` connects on free slots (fewer when none is free).
+    fn open_more(&mut self, n: u32) -> io::Result<()> {
+        for _ in 0..n {
+            match self.conns.iter().position(|c| c.state == State::Free) {
+                Some(slot) => self.connect(slot)?,
+                None => break,
+            }
         }
         Ok(())
     }
@@ -675,6 +705,7 @@ impl<'p> Worker<'p> {
     /// replace the connection.
     fn complete(&mut self, slot: usize, now: u64, keep_alive: bool) -> io::Result<()> {
         let c = &self.conns[slot];
+        self.pool.observe(now, now.saturating_sub(c.sent_ns));
         let finish = c
             .exchange
             .finish(&self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP]);
@@ -800,6 +831,7 @@ impl<'p> Worker<'p> {
         if self.conns[slot].state == State::Busy {
             let now = self.clock.now_ns();
             let c = &self.conns[slot];
+            self.pool.observe(now, now.saturating_sub(c.sent_ns));
             let ok = record(
                 self.ledger,
                 &mut self.out.tally(),

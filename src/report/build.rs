@@ -77,6 +77,9 @@ impl Report {
             .map(|(i, iv)| IntervalReport {
                 dropped: iv.dropped,
                 waited: iv.waited,
+                pool_full: iv.pool_full,
+                scheduled: iv.scheduled,
+                late: iv.late,
                 work_cpu: work_share(iv, plan.interval_ns, pacers),
                 start_s: i as f64 * plan.interval_ns as f64 / 1e9,
                 sent: iv.sent,
@@ -213,53 +216,84 @@ fn work_share(iv: &metronome_core::measure::Interval, interval_ns: u64, pacers: 
     (iv.cpu_ns.saturating_sub(iv.spin_ns) as f64 / span).min(1.0)
 }
 
-/// Send-lag p99 above which an interval is behind its schedule, ms.
-const BEHIND_LAG_MS: f64 = 1.0;
 /// Work share from which the pacing threads count as saturated.
 const SATURATED: f64 = 0.9;
 
+/// The share of an interval's due requests (by intended time) that must
+/// have been delayed (dropped, sent more than 1 ms late, or never sent) for
+/// the interval to
+/// count as behind its schedule: 1%. Fewer moved none of its percentiles
+/// up to p99.
+const MATERIAL: f64 = 0.01;
+
 /// The stretches of the run in which the open loop could not keep its
-/// schedule, and why, from the interval series: consecutive intervals of
-/// the same cause form one stretch. `plan` (absent in a merge) puts the
-/// limits in the sentences.
+/// schedule, and why, from the interval series: an interval is behind when
+/// more than 1% of its due requests were dropped, sent more than 1 ms late
+/// (core's `LATE_NS`; a wait for a connection included) or never sent;
+/// consecutive intervals of the same cause form one stretch, and its
+/// sentence carries the stretch's totals. `plan` (absent in a merge) puts
+/// the limits in the sentences.
 pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behind> {
-    let mut out: Vec<Behind> = Vec::new();
     let width = match intervals {
         [a, b, ..] => b.start_s - a.start_s,
         _ => 0.0,
     };
-    let mut last_cause = None;
+    // Runs of consecutive intervals with one cause: (cause, first, last).
+    let mut runs: Vec<(&'static str, usize, usize)> = Vec::new();
     for (i, iv) in intervals.iter().enumerate() {
-        let Some(cause) = cause(iv) else {
-            last_cause = None;
-            continue;
-        };
-        let until_s = intervals
-            .get(i + 1)
-            .map_or(iv.start_s + width, |next| next.start_s);
-        if last_cause == Some(cause) {
-            if let Some(b) = out.last_mut() {
-                b.until_s = until_s;
-                b.intervals += 1;
-                continue;
-            }
+        let Some(cause) = cause(iv) else { continue };
+        match runs.last_mut() {
+            Some((c, _, last)) if *c == cause && *last + 1 == i => *last = i,
+            _ => runs.push((cause, i, i)),
         }
-        last_cause = Some(cause);
-        out.push(Behind {
-            from_s: iv.start_s,
-            until_s,
-            intervals: 1,
-            cause: cause.to_string(),
-            detail: detail(cause, iv, plan),
-        });
     }
-    out
+    runs.into_iter()
+        .map(|(cause, first, last)| {
+            let stretch = &intervals[first..=last];
+            let until_s = intervals
+                .get(last + 1)
+                .map_or(intervals[last].start_s + width, |next| next.start_s);
+            Behind {
+                from_s: intervals[first].start_s,
+                until_s,
+                intervals: stretch.len() as u64,
+                cause: cause.to_string(),
+                detail: detail(cause, &total(stretch), plan),
+            }
+        })
+        .collect()
 }
 
-/// Why an interval is behind its schedule, or `None` when it kept it.
+/// The intervals of a stretch as one: counts added, percentiles and the
+/// work share their largest.
+fn total(stretch: &[IntervalReport]) -> IntervalReport {
+    let mut t = stretch[0].clone();
+    for x in &stretch[1..] {
+        t.sent += x.sent;
+        t.ok += x.ok;
+        t.errors += x.errors;
+        t.unsent += x.unsent;
+        t.dropped += x.dropped;
+        t.waited += x.waited;
+        t.pool_full += x.pool_full;
+        t.late += x.late;
+        t.scheduled += x.scheduled;
+        t.p50 = t.p50.max(x.p50);
+        t.p99 = t.p99.max(x.p99);
+        t.max = t.max.max(x.max);
+        t.send_lag_p99 = t.send_lag_p99.max(x.send_lag_p99);
+        t.work_cpu = t.work_cpu.max(x.work_cpu);
+    }
+    t
+}
+
+/// Why an interval is behind its schedule, or `None` when it kept it (see
+/// [`behind`] for the materiality rule).
 fn cause(iv: &IntervalReport) -> Option<&'static str> {
-    let late = iv.dropped > 0 || iv.waited > 0 || iv.send_lag_p99 > BEHIND_LAG_MS;
-    if !late {
+    // Reports from before `scheduled` was kept: the sends stand in.
+    let due = iv.scheduled.max(iv.sent + iv.dropped) as f64;
+    let delayed = (iv.dropped + iv.late + iv.unsent) as f64;
+    if due == 0.0 || delayed <= MATERIAL * due {
         None
     } else if iv.work_cpu >= SATURATED {
         // A generator that cannot keep up also reaps late, which fills the
@@ -267,46 +301,58 @@ fn cause(iv: &IntervalReport) -> Option<&'static str> {
         Some("cpu_saturated")
     } else if iv.dropped > 0 {
         Some("in_flight_limit")
-    } else if iv.waited > 0 {
+    } else if iv.pool_full > 0 {
         Some("pool_exhausted")
+    } else if iv.waited > 0 {
+        Some("server_slower")
     } else {
         Some("descheduled")
     }
 }
 
-/// The sentence of a stretch, with the figures of its first interval.
-fn detail(cause: &str, iv: &IntervalReport, plan: Option<&Plan<'_>>) -> String {
+/// The sentence of a stretch, with its totals (`t`, see [`total`]).
+fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>) -> String {
     match cause {
         "in_flight_limit" => format!(
-            "{} due requests were dropped above --max-in-flight{} (latency p50 {:.3} ms): the \
-             server answers slower than requests arrive, or the limit is too low",
-            iv.dropped,
+            "{} due requests were dropped above --max-in-flight{} (latency p50 up to {:.3} ms): \
+             the server answers slower than requests arrive, or the limit is too low",
+            t.dropped,
             plan.map(|p| format!(" ({})", p.max_in_flight))
                 .unwrap_or_default(),
-            iv.p50
+            t.p50
         ),
         "pool_exhausted" => format!(
-            "{} requests found every connection busy and waited for one, while {} responses \
-             arrived: the server is slower than the connections allow (raise \
-             --max-connections{})",
-            iv.waited,
-            iv.ok + iv.errors,
-            plan.map(|p| format!(", now {}", p.max_connections))
-                .unwrap_or_default()
+            "{} requests found every connection busy with the pool at its limit{} and waited \
+             for one, while {} responses arrived: the server is slower than the connections \
+             allow (raise --max-connections)",
+            t.pool_full,
+            plan.map(|p| format!(" ({} connections)", p.max_connections))
+                .unwrap_or_default(),
+            t.ok + t.errors
+        ),
+        "server_slower" => format!(
+            "{} requests found every connection busy and waited while the pool grew toward \
+             what the service time needs (latency p50 up to {:.3} ms, send-lag p99 up to \
+             {:.3} ms): the server answered slower than before",
+            t.waited, t.p50, t.send_lag_p99
         ),
         "cpu_saturated" => format!(
             "the pacing threads worked {:.0}% of the time (busy-wait excluded; send-lag p99 \
-             {:.3} ms): the generator is CPU-bound at this rate (add --threads, or shards on \
-             more machines)",
-            100.0 * iv.work_cpu,
-            iv.send_lag_p99
+             {:.3} ms, {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
+             this rate (add --threads, or shards on more machines)",
+            100.0 * t.work_cpu,
+            t.send_lag_p99,
+            t.late,
+            t.scheduled.max(t.sent)
         ),
         _ => format!(
-            "the pacing threads worked only {:.0}% of the time yet sent late (send-lag p99 \
-             {:.3} ms): the host took their CPU (other processes, a VM's steal, interrupts; \
-             pin with --cpus to an idle core)",
-            100.0 * iv.work_cpu,
-            iv.send_lag_p99
+            "the pacing threads worked only {:.0}% of the time yet sent {} of {} requests over \
+             1 ms late (send-lag p99 {:.3} ms): the host took their CPU (other processes, a \
+             VM's steal, interrupts; pin with --cpus to an idle core)",
+            100.0 * t.work_cpu,
+            t.late,
+            t.scheduled.max(t.sent),
+            t.send_lag_p99
         ),
     }
 }
@@ -343,14 +389,26 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         ));
     }
     let lag_p99 = r.metrics.send_lag.p99;
-    let exhausted = plan.model == PlanModel::Open
-        && r.generator.waited_for_connection > 0
-        && r.generator.peak_connections >= u64::from(plan.max_connections);
-    if exhausted {
+    // Waits with the pool at its limit, in the stretches they made late.
+    let at_limit: u64 = r
+        .generator
+        .behind
+        .iter()
+        .filter(|b| b.cause == "pool_exhausted")
+        .map(|b| {
+            r.intervals
+                .iter()
+                .filter(|iv| iv.start_s >= b.from_s && iv.start_s < b.until_s)
+                .map(|iv| iv.pool_full)
+                .sum::<u64>()
+        })
+        .sum();
+    if plan.model == PlanModel::Open && at_limit > 0 {
         w.push(format!(
-            "the connection pool was exhausted ({} connections): {} requests waited for a free \
-             connection; their latency includes the wait (raise --max-connections to send on time)",
-            plan.max_connections, r.generator.waited_for_connection
+            "the connection pool was exhausted ({} connections): {at_limit} requests waited for \
+             a free connection with the pool at its limit; their latency includes the wait \
+             (raise --max-connections to send on time)",
+            plan.max_connections
         ));
     } else if r.model == Model::Open && lag_p99 > 1.0 {
         w.push(format!(
@@ -575,37 +633,53 @@ mod tests {
         assert_eq!(no_success_line(&r), None, "nothing was due");
     }
 
-    fn iv(start_s: f64, lag_ms: f64, dropped: u64, waited: u64, work: f64) -> IntervalReport {
+    /// An interval of 100 sends; `late` of them over 1 ms late; `full` of
+    /// the `waited` with the pool at its limit.
+    fn iv(
+        start_s: f64,
+        late: u64,
+        dropped: u64,
+        waited: u64,
+        full: u64,
+        work: f64,
+    ) -> IntervalReport {
         IntervalReport {
             start_s,
-            sent: 10,
-            ok: 7,
-            errors: 1,
+            sent: 100,
+            ok: 70,
+            errors: 10,
             unsent: 0,
             p50: 1.0,
             p99: 2.0,
             max: 3.0,
-            send_lag_p99: lag_ms,
+            send_lag_p99: if late > 1 { 1.5 } else { 0.2 },
             dropped,
             waited,
+            pool_full: full,
+            scheduled: 100 + dropped,
+            late,
             work_cpu: work,
         }
     }
 
-    /// Each late interval gets one cause (a saturated generator first, then
-    /// drops, waits, and send lag of a thread that was not working), and
-    /// consecutive intervals of one cause are one stretch.
+    /// An interval is behind when more than 1% of its due requests were
+    /// delayed; it gets one cause (a saturated generator first, then
+    /// drops, waits at the pool's limit, other waits, and lateness of a
+    /// thread that was not working), and consecutive intervals of one cause
+    /// are one stretch whose sentence carries the stretch's totals.
     #[test]
     fn stretches_and_causes_from_the_interval_series() {
         let series = [
-            iv(0.0, 0.2, 0, 0, 0.95),  // on time, however busy
-            iv(1.0, 1.5, 0, 0, 0.95),  // late and saturated
-            iv(2.0, 30.0, 0, 0, 0.92), // still saturated: same stretch
-            iv(3.0, 2.0, 0, 0, 0.10),  // late, not working: descheduled
-            iv(4.0, 0.5, 0, 3, 0.10),  // waits: pool exhausted
-            iv(5.0, 0.1, 2, 9, 0.10),  // drops win over waits
-            iv(6.0, 1.0, 0, 0, 0.99),  // exactly 1 ms: on time
-            iv(7.0, 0.2, 0, 4, 0.93),  // waits of a saturated generator
+            iv(0.0, 1, 0, 0, 0, 0.95),  // 1 of 100 late: not material
+            iv(1.0, 2, 0, 0, 0, 0.95),  // late and saturated
+            iv(2.0, 30, 0, 0, 0, 0.92), // still saturated: same stretch
+            iv(3.0, 5, 0, 0, 0, 0.10),  // late, not working: descheduled
+            iv(4.0, 3, 0, 3, 3, 0.10),  // waits at the limit: pool exhausted
+            iv(5.0, 0, 2, 9, 9, 0.10),  // drops win over waits
+            iv(6.0, 0, 1, 0, 0, 0.99),  // 1 drop of 101: not material
+            iv(7.0, 4, 0, 4, 0, 0.93),  // waits of a saturated generator
+            iv(8.0, 6, 0, 40, 0, 0.10), // waits below the limit
+            iv(9.0, 3, 0, 7, 0, 0.10),  // still: one stretch
         ];
         let got: Vec<_> = behind(&series, None)
             .into_iter()
@@ -617,6 +691,7 @@ mod tests {
             (4.0, 5.0, 1, "pool_exhausted"),
             (5.0, 6.0, 1, "in_flight_limit"),
             (7.0, 8.0, 1, "cpu_saturated"),
+            (8.0, 10.0, 2, "server_slower"),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for (g, w) in got.iter().zip(want) {
@@ -626,17 +701,38 @@ mod tests {
         assert_eq!(
             all[0].detail,
             "the pacing threads worked 95% of the time (busy-wait excluded; send-lag p99 1.500 \
-             ms): the generator is CPU-bound at this rate (add --threads, or shards on more \
-             machines)"
+             ms, 32 of 200 requests sent over 1 ms late): the generator is CPU-bound at this \
+             rate (add --threads, or shards on more machines)"
         );
         assert_eq!(
             all[2].detail,
-            "3 requests found every connection busy and waited for one, while 8 responses \
-             arrived: the server is slower than the connections allow (raise --max-connections)"
+            "3 requests found every connection busy with the pool at its limit and waited for \
+             one, while 80 responses arrived: the server is slower than the connections allow \
+             (raise --max-connections)"
+        );
+        assert_eq!(
+            all[5].detail,
+            "47 requests found every connection busy and waited while the pool grew toward \
+             what the service time needs (latency p50 up to 1.000 ms, send-lag p99 up to 1.500 \
+             ms): the server answered slower than before"
         );
         // The last interval of a run ends one interval width after its start.
-        let tail = behind(&[iv(0.0, 0.1, 0, 0, 0.0), iv(0.5, 5.0, 0, 0, 0.0)], None);
+        let tail = behind(&[iv(0.0, 0, 0, 0, 0, 0.0), iv(0.5, 5, 0, 0, 0, 0.0)], None);
         assert_eq!((tail[0].from_s, tail[0].until_s), (0.5, 1.0));
-        assert!(behind(&[iv(0.0, 0.1, 0, 0, 0.0)], None).is_empty());
+        assert!(behind(&[iv(0.0, 1, 0, 0, 0, 0.0)], None).is_empty());
+    }
+
+    /// A stretch's sentence counts every interval of it: two intervals
+    /// that dropped 347 and 350 say 697.
+    #[test]
+    fn a_stretch_sentence_carries_its_totals() {
+        let series = [iv(0.0, 0, 347, 0, 0, 0.1), iv(1.0, 0, 350, 0, 0, 0.1)];
+        let b = behind(&series, None);
+        assert_eq!(b.len(), 1);
+        assert!(
+            b[0].detail.starts_with("697 due requests were dropped"),
+            "{}",
+            b[0].detail
+        );
     }
 }

@@ -593,6 +593,9 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
                         a.send_lag_p99 = a.send_lag_p99.max(x.send_lag_p99);
                         a.dropped += x.dropped;
                         a.waited += x.waited;
+                        a.pool_full += x.pool_full;
+                        a.late += x.late;
+                        a.scheduled += x.scheduled;
                         a.work_cpu = a.work_cpu.max(x.work_cpu);
                     }
                 }

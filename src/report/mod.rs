@@ -417,6 +417,16 @@ pub struct IntervalReport {
     /// Due requests that found every connection busy and waited for one.
     #[serde(default)]
     pub waited: u64,
+    /// Of `waited`, those that found the pool at `--max-connections`.
+    #[serde(default)]
+    pub pool_full: u64,
+    /// Due requests, by intended time.
+    #[serde(default)]
+    pub scheduled: u64,
+    /// Requests sent more than 1 ms after their intended time (a wait for
+    /// a connection included), by intended time.
+    #[serde(default)]
+    pub late: u64,
     /// Share of the pacing threads' time spent working (CPU minus
     /// busy-wait, over the interval's length times the pacing threads),
     /// 0..1. Near 1: the generator was CPU-bound. In a merge, the busiest
@@ -426,9 +436,9 @@ pub struct IntervalReport {
 }
 
 /// A stretch of the run in which the open loop could not keep its
-/// schedule, and why, read from the interval series: intervals with a
-/// drop, a wait for a connection, or send-lag p99 above 1 ms; consecutive
-/// intervals of one cause form one stretch.
+/// schedule, and why, read from the interval series: intervals where more
+/// than 1% of the due requests were dropped, sent over 1 ms late or never
+/// sent; consecutive intervals of one cause form one stretch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Behind {
@@ -439,12 +449,15 @@ pub struct Behind {
     /// Intervals in the stretch.
     pub intervals: u64,
     /// `in_flight_limit` (requests dropped above `--max-in-flight`),
-    /// `pool_exhausted` (every connection busy: the server is slower than
-    /// the connections allow), `cpu_saturated` (the pacing threads worked
-    /// at least 90% of the time, busy-wait excluded) or `descheduled` (they
-    /// did not, yet sent late: the host took the CPU).
+    /// `pool_exhausted` (every connection busy with the pool at
+    /// `--max-connections`: the server is slower than the connections
+    /// allow), `server_slower` (requests waited while the pool was below
+    /// its limit and grew toward what the service time needs),
+    /// `cpu_saturated` (the pacing threads worked at least 90% of the time,
+    /// busy-wait excluded) or `descheduled` (they did not, yet sent late:
+    /// the host took the CPU).
     pub cause: String,
-    /// One sentence with the figures of its first interval and what to change.
+    /// One sentence with the stretch's totals and what to change.
     pub detail: String,
 }
 

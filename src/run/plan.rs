@@ -389,7 +389,8 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::NoConnections => "--connections must be at least 1".into(),
         PlanError::MaxConnectionsBelowConnections => format!(
             "--max-connections {} is below --connections {}",
-            args.max_connections, args.connections
+            args.max_connections,
+            args.connections.unwrap_or(0)
         ),
         PlanError::MaxInFlightZero => "--max-in-flight must be at least 1".into(),
         PlanError::ZeroDuration => "--duration must be positive".into(),
@@ -419,6 +420,17 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
     })
 }
 
+/// The connections to pre-open: `--connections`, or core's default for
+/// this machine's share of the rate
+/// ([`metronome_core::pool::default_connections`]), at most
+/// `--max-connections`; closed model: one per worker (set by the engine).
+fn connections(args: &RunArgs, shard: Shard) -> u32 {
+    args.connections.unwrap_or_else(|| {
+        let rate = args.rate / f64::from(shard.count.max(1));
+        metronome_core::pool::default_connections(rate).min(args.max_connections.max(1))
+    })
+}
+
 fn ns(d: Duration) -> u64 {
     d.as_nanos().min(u128::from(u64::MAX)) as u64
 }
@@ -442,7 +454,7 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         shard: p.shard,
         duration_ns: ns(args.duration),
         warmup_ns: ns(args.warmup),
-        connections: args.connections,
+        connections: connections(args, p.shard),
         max_connections: args.max_connections,
         max_in_flight: args.max_in_flight,
         timeout_ns: ns(args.timeout),
