@@ -63,6 +63,19 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
 }
 
+/// What `--warm-up` does with each pre-opened connection before the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WarmUpArg {
+    /// `request` for safe methods (GET, HEAD, OPTIONS), else `check`.
+    Auto,
+    /// One unmeasured request per connection (after `check`).
+    Request,
+    /// Close connections that receive bytes before any request.
+    Check,
+    /// Use the connections as opened.
+    Off,
+}
+
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalArg {
@@ -194,6 +207,13 @@ pub struct RunArgs {
     /// A request unanswered this long after its send is a timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Before the clock: `request` sends the run's first request once on
+    /// each pre-opened connection (unmeasured, reported apart), after
+    /// `check` (connections that receive bytes before any request are
+    /// closed and opened again); `auto` is `request` for GET, HEAD and
+    /// OPTIONS and `check` otherwise (never a POST unless asked).
+    #[arg(long, value_enum, default_value_t = WarmUpArg::Auto)]
+    pub warm_up: WarmUpArg,
     /// Warmup before the measured duration: sent, not recorded.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub warmup: Duration,

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use std::vec::Vec;
 
-use crate::exchange::GAP_CAP;
+use crate::exchange::{Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
 use crate::measure::{Interval, Recorder, ThreadStats};
@@ -205,6 +205,125 @@ pub struct RunOutput {
     /// Connection set-up: connect and TLS handshake times, resumptions,
     /// handshake failures.
     pub setup: Setup,
+    /// The warm-up before the clock ([`crate::plan::WarmUp`]).
+    pub warm: Warm,
+}
+
+/// What the warm-up of the pre-opened connections found, before the clock
+/// started: never counted as load, reported apart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Warm {
+    /// Warm-up requests sent (one per pre-opened connection).
+    pub requests: u64,
+    /// Of them, answered with a complete response the connection survived
+    /// (any status: the connection is usable).
+    pub answered: u64,
+    /// Of them, failed (a fault, a timeout, a close): the connection was
+    /// opened again, or dropped from the pool.
+    pub failed: u64,
+    /// Connections on which bytes arrived before any request (or after the
+    /// warm-up response): closed, counted here, never matched to a request.
+    pub unsolicited: u64,
+    /// Service time of each answered warm-up request, ns.
+    pub service_ns: Vec<u64>,
+}
+
+impl Warm {
+    /// Adds another engine thread's warm-up.
+    pub fn merge(&mut self, other: &Warm) {
+        self.requests += other.requests;
+        self.answered += other.answered;
+        self.failed += other.failed;
+        self.unsolicited += other.unsolicited;
+        self.service_ns.extend_from_slice(&other.service_ns);
+    }
+
+    /// The median service time of the answered warm-up requests, ns (the
+    /// lower median; `None` when none was answered).
+    ///
+    /// ```
+    /// use metronome_core::engine::Warm;
+    /// let w = Warm { service_ns: vec![30, 10, 20, 90], ..Warm::default() };
+    /// assert_eq!(w.median_service_ns(), Some(20));
+    /// assert_eq!(Warm::default().median_service_ns(), None);
+    /// ```
+    pub fn median_service_ns(&self) -> Option<u64> {
+        let mut v = self.service_ns.clone();
+        v.sort_unstable();
+        v.get(v.len().saturating_sub(1) / 2).copied()
+    }
+}
+
+/// How one warm-up request ended ([`warm_up`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarmReply {
+    /// A complete response after `service_ns`; `keep_alive` false when the
+    /// server closes the connection after it (open another).
+    Answered {
+        /// Send to the end of the response, ns.
+        service_ns: u64,
+        /// The connection stays open for the run.
+        keep_alive: bool,
+    },
+    /// No usable response: a fault, a close, a timeout, bad framing, or
+    /// bytes after the response (unsolicited). The connection is not used.
+    Failed,
+}
+
+/// Sends `request` once on a connection before the clock starts and reads
+/// its response with core's [`Exchange`] (blocking I/O through `io`, which
+/// is the socket or a TLS stream over it, with read and write timeouts
+/// set). Any status counts as answered: it proves the connection usable.
+pub fn warm_up<S: std::io::Read + std::io::Write>(
+    io: &mut S,
+    exchange: &mut Exchange,
+    request: &[u8],
+) -> WarmReply {
+    let started = Instant::now();
+    let ns = || started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+    exchange.reset_connection();
+    exchange.begin(0, 0, request);
+    if io.write_all(request).and_then(|()| io.flush()).is_err() {
+        return WarmReply::Failed;
+    }
+    let mut buf = std::vec![0u8; crate::plan::READ_BUF_BYTES];
+    let mut gaps = std::vec![0u64; GAP_CAP];
+    let (mut start, mut end) = (0usize, 0usize);
+    let reply = loop {
+        let n = match io.read(&mut buf[end..]) {
+            Ok(0) | Err(_) => break WarmReply::Failed,
+            Ok(n) => n,
+        };
+        end += n;
+        match exchange.handle_read(ns(), &buf[start..end], &mut gaps) {
+            Err(_) => break WarmReply::Failed,
+            Ok(Feed::Complete {
+                keep_alive,
+                unsolicited,
+                ..
+            }) => {
+                break if unsolicited {
+                    WarmReply::Failed
+                } else {
+                    WarmReply::Answered {
+                        service_ns: ns(),
+                        keep_alive,
+                    }
+                }
+            }
+            Ok(Feed::NeedMore { consumed }) => {
+                start += consumed;
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+                if end == buf.len() {
+                    break WarmReply::Failed;
+                }
+            }
+        }
+    };
+    exchange.reset_connection();
+    reply
 }
 
 /// Why a TLS handshake failed.
@@ -321,6 +440,7 @@ impl RunOutput {
             setup: Setup::default(),
             start_unix_ns: 0,
             start_late_ns: 0,
+            warm: Warm::default(),
         }
     }
 
@@ -353,6 +473,7 @@ impl RunOutput {
         self.stopped |= other.stopped;
         self.warnings.extend(other.warnings.iter().cloned());
         self.setup.merge(&other.setup);
+        self.warm.merge(&other.warm);
         if self.start_unix_ns == 0 {
             self.start_unix_ns = other.start_unix_ns;
         }

@@ -113,7 +113,32 @@ pub struct Plan<'a> {
     /// Retry non-idempotent requests (POST) too when their reused
     /// connection was found closed before any response byte.
     pub retry_non_idempotent: bool,
+    /// What the engine does with each pre-opened connection before the
+    /// clock starts.
+    pub warm_up: WarmUp,
 }
+
+/// What an engine does with each pre-opened connection before the clock
+/// starts, so the first second is not a transient (the server accepting,
+/// forking or warming its connections while the schedule runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarmUp {
+    /// Nothing: the connections are used as opened.
+    Off,
+    /// Wait [`SETTLE_NS`] after the connects, then close (and open once
+    /// more) every connection on which bytes arrived before any request:
+    /// they are counted as unsolicited, never matched to a request.
+    Check,
+    /// [`WarmUp::Check`], then send the run's first request once on each
+    /// connection and read its response: not measured, counted apart, its
+    /// service time the pool's first estimate. The CLI chooses it for safe
+    /// methods (GET, HEAD, OPTIONS) and never for a POST unless asked.
+    Request,
+}
+
+/// How long a fresh connection is watched for bytes before its first
+/// request (5 ms): a server that writes on accept is caught here.
+pub const SETTLE_NS: u64 = 5_000_000;
 
 /// The highest rate a plan may offer, requests per second. No engine
 /// thread sends faster than about one request per microsecond (measured
@@ -452,6 +477,7 @@ pub fn example_plan() -> Plan<'static> {
         interval_ns: 1_000_000_000,
         max_head_bytes: crate::http::DEFAULT_MAX_HEAD,
         retry_non_idempotent: false,
+        warm_up: WarmUp::Off,
     }
 }
 

@@ -420,7 +420,13 @@ fn drops_waits_and_cpu_per_interval() {
         sum.merge(iv);
     }
     assert_eq!(
-        (sum.dropped, sum.waited, sum.pool_full, sum.late, sum.scheduled),
+        (
+            sum.dropped,
+            sum.waited,
+            sum.pool_full,
+            sum.late,
+            sum.scheduled
+        ),
         (2, 3, 2, 3, 2)
     );
     assert_eq!((sum.cpu_ns, sum.spin_ns), (100 * MS, 50 * MS));

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
+use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup, Warm};
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
-use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner};
+use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner, WarmUp, SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -70,7 +70,7 @@ pub(crate) fn run(
 
     // 1. Pre-open the connections before the clock starts.
     let mut pre = Vec::with_capacity(plan.connections as usize);
-    let warm_service_ns: Option<u64> = None;
+
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
     for _ in 0..plan.connections {
@@ -96,6 +96,11 @@ pub(crate) fn run(
         }
     }
 
+    let mut warm = Warm::default();
+    if plan.warm_up != WarmUp::Off && !pre.is_empty() {
+        pre = warm_up_all(plan, connect_timeout, &mut setup, pre, &mut warm);
+    }
+    let warm_service_ns = warm.median_service_ns();
     // The pacer's share of the offered rate: its shard's.
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut pool = Pool::new(
@@ -332,6 +337,7 @@ pub(crate) fn run(
     out.dropped_gaps = shared.dropped_gaps.load(Ordering::Relaxed);
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
+    out.warm = warm;
     if let Some((zero, late_ns)) = start {
         out.start_unix_ns = zero.unix_ns;
         out.start_late_ns = late_ns;
@@ -524,4 +530,87 @@ fn count_open(shared: &Shared) {
     shared.opened.fetch_add(1, Ordering::Relaxed);
     let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.peak_connections.fetch_max(now, Ordering::Relaxed);
+}
+
+/// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
+/// with bytes before any request is closed and opened once more (counted
+/// as unsolicited); with [`WarmUp::Request`] each connection then answers
+/// the run's first request once, unmeasured, through the engine's own
+/// exchange. A connection that fails either twice is left out of the pool.
+/// Returns the connections kept.
+fn warm_up_all(
+    plan: &Plan<'_>,
+    timeout: Duration,
+    setup: &mut Setup,
+    pre: Vec<Conn>,
+    warm: &mut Warm,
+) -> Vec<Conn> {
+    let settle = Duration::from_nanos(SETTLE_NS);
+    std::thread::sleep(settle);
+    let clock = Clock::start();
+    let no_end = AtomicU64::new(u64::MAX);
+    let mut kept = Vec::with_capacity(pre.len());
+    for mut conn in pre {
+        let mut second = false;
+        let usable = loop {
+            let early = !matches!(conn.health(), Health::Alive);
+            warm.unsolicited += u64::from(early);
+            let mut answered = !early;
+            if !early && plan.warm_up == WarmUp::Request {
+                warm.requests += 1;
+                let sent_ns = clock.now_ns();
+                let ended = conn.exchange(
+                    &clock,
+                    plan.requests[0],
+                    sent_ns,
+                    sent_ns,
+                    timeout.as_nanos() as u64,
+                    &no_end,
+                    (true, false),
+                );
+                answered = match ended {
+                    Exchanged::Done {
+                        done_ns,
+                        outcome: Outcome::Ok | Outcome::Status(_) | Outcome::Stream { .. },
+                        unsolicited: false,
+                    } => {
+                        warm.answered += 1;
+                        warm.service_ns.push(done_ns.saturating_sub(sent_ns));
+                        true
+                    }
+                    _ => {
+                        warm.failed += 1;
+                        false
+                    }
+                };
+            }
+            if answered && conn.is_open() {
+                break true;
+            }
+            if second {
+                break false;
+            }
+            second = true;
+            conn.close();
+            match conn.reopen(plan.addr, timeout) {
+                Ok(()) => {
+                    if let Some(o) = conn.opened.take() {
+                        setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+                    }
+                    std::thread::sleep(settle);
+                }
+                Err(_) => break false,
+            }
+        };
+        if usable {
+            kept.push(conn);
+        }
+    }
+    // Bytes that came after a warm-up response: not the run's either.
+    kept.retain_mut(|c| {
+        let early = !matches!(c.health(), Health::Alive);
+        warm.unsolicited += u64::from(early);
+        !early
+    });
+    kept
 }

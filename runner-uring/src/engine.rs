@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
 
-use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
-use metronome_core::plan::{Model, Plan};
+use metronome_core::engine::{
+    warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmReply,
+};
+use metronome_core::plan::{Model, Plan, WarmUp, SETTLE_NS};
 use metronome_core::schedule::Shard;
 
 use crate::clock::Clock;
@@ -105,6 +107,10 @@ pub(crate) fn run(
             }
         }
     }
+    let mut warm = Warm::default();
+    if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() {
+        streams = warm_up_all(plan, opts, connect_timeout, &mut setup, streams, &mut warm);
+    }
     threads = threads.min(streams.len()).max(1);
     if workers.is_none() {
         threads = threads.min(plan.max_in_flight as usize);
@@ -132,7 +138,9 @@ pub(crate) fn run(
         shares[i % threads].streams.push(s);
     }
     let mut base = 0u64;
+    let warm_service_ns = warm.median_service_ns();
     for (t, share) in shares.iter_mut().enumerate() {
+        share.warm_service_ns = warm_service_ns;
         let pre = share.streams.len();
         share.slots = match workers {
             Some(_) => pre,
@@ -199,8 +207,111 @@ pub(crate) fn run(
     out.measured_ns = plan.measured_ns(stopped_at);
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
+    out.warm = warm;
     out.finalize(plan);
     Ok(out)
+}
+
+type Stream = (TcpStream, Option<Box<ClientConnection>>);
+
+/// True when bytes (or a close) already wait on a connection no request
+/// was sent on. Over TLS only plaintext counts (a session ticket is not a
+/// response), so the check is left to the warm-up request and the run.
+fn early_bytes(s: &Stream) -> bool {
+    if s.1.is_some() {
+        return false;
+    }
+    let mut b = [0u8; 1];
+    if s.0.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let seen = !matches!(s.0.peek(&mut b), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock);
+    let _ = s.0.set_nonblocking(false);
+    seen
+}
+
+/// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
+/// with bytes before any request is closed and opened once more (counted
+/// as unsolicited); with [`WarmUp::Request`] each connection then answers
+/// the run's first request once, unmeasured. A connection that fails
+/// either twice is left out of the pool. Returns the connections kept.
+fn warm_up_all(
+    plan: &Plan<'_>,
+    opts: &UringOptions,
+    timeout: Duration,
+    setup: &mut Setup,
+    streams: Vec<Stream>,
+    warm: &mut Warm,
+) -> Vec<Stream> {
+    let settle = Duration::from_nanos(SETTLE_NS);
+    std::thread::sleep(settle);
+    let mut exchange = plan.exchange();
+    let mut kept = Vec::with_capacity(streams.len());
+    for mut s in streams {
+        let mut second = false;
+        let usable = loop {
+            let early = early_bytes(&s);
+            warm.unsolicited += u64::from(early);
+            let reply = match (early, plan.warm_up) {
+                (true, _) => WarmReply::Failed,
+                (false, WarmUp::Request) => {
+                    warm.requests += 1;
+                    let _ = s.0.set_read_timeout(Some(timeout));
+                    let _ = s.0.set_write_timeout(Some(timeout));
+                    let request = plan.requests[0];
+                    let reply = match s.1.as_deref_mut() {
+                        None => warm_up(&mut &s.0, &mut exchange, request),
+                        Some(tls) => {
+                            let mut sock = &s.0;
+                            let mut io = rustls::Stream::new(tls, &mut sock);
+                            warm_up(&mut io, &mut exchange, request)
+                        }
+                    };
+                    let _ = s.0.set_read_timeout(None);
+                    let _ = s.0.set_write_timeout(None);
+                    match reply {
+                        WarmReply::Answered { service_ns, .. } => {
+                            warm.answered += 1;
+                            warm.service_ns.push(service_ns);
+                        }
+                        WarmReply::Failed => warm.failed += 1,
+                    }
+                    reply
+                }
+                (false, _) => WarmReply::Answered {
+                    service_ns: 0,
+                    keep_alive: true,
+                },
+            };
+            if let WarmReply::Answered {
+                keep_alive: true, ..
+            } = reply
+            {
+                break true;
+            }
+            if second {
+                break false;
+            }
+            second = true;
+            match pre_open(plan, opts, timeout, setup) {
+                Ok(fresh) => {
+                    s = fresh;
+                    std::thread::sleep(settle);
+                }
+                Err(_) => break false,
+            }
+        };
+        if usable {
+            kept.push(s);
+        }
+    }
+    // Bytes that came after a warm-up response: not the run's either.
+    kept.retain(|s| {
+        let early = early_bytes(s);
+        warm.unsolicited += u64::from(early);
+        !early
+    });
+    kept
 }
 
 /// Opens one connection before the clock starts, with its TLS handshake

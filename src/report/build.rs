@@ -10,7 +10,7 @@ use metronome_core::rng;
 
 use super::{
     ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metrics,
-    Model, Report, Requests, SloReport, Window, SCHEMA,
+    Model, Report, Requests, SloReport, WarmUpReport, Window, SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
 
@@ -201,6 +201,8 @@ impl Report {
                 args.insecure && url.starts_with("https://"),
             ),
         };
+        report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
+            .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {
             report.generator.behind = behind(&report.intervals, Some(plan));
         }

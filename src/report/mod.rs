@@ -25,6 +25,7 @@ use std::fmt;
 
 use metronome_core::histogram::Histogram;
 use metronome_core::measure::{ErrorKind, FramingCause, Recorder, Unsent};
+use metronome_core::plan::WarmUp;
 use serde::{Deserialize, Serialize};
 
 /// The schema name written in every report.
@@ -154,6 +155,49 @@ pub struct ConnectionsReport {
     /// TLS handshakes that failed, by kind (every kind listed on https):
     /// certificate, protocol, timeout.
     pub handshake_failures: BTreeMap<String, u64>,
+    /// The warm start of the pre-opened connections (`--warm-up`), before
+    /// the clock: never counted as load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<WarmUpReport>,
+}
+
+/// What the warm start before the clock did (`--warm-up`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmUpReport {
+    /// `request` or `check`.
+    pub mode: String,
+    /// Warm-up requests sent, one per pre-opened connection (and one per
+    /// connection opened again).
+    pub requests: u64,
+    /// Of them, answered with a complete response (any status).
+    pub answered: u64,
+    /// Of them, failed: the connection was opened again or left out.
+    pub failed: u64,
+    /// Connections that received bytes before any request: closed.
+    pub unsolicited: u64,
+    /// Median service time of the answered warm-up requests, ms: the
+    /// pool's first estimate.
+    pub service_p50_ms: Option<f64>,
+}
+
+impl WarmUpReport {
+    /// The warm-up an engine reported, for a plan's mode; `None` when off.
+    pub fn from_warm(warm: &metronome_core::engine::Warm, mode: WarmUp) -> Option<Self> {
+        let mode = match mode {
+            WarmUp::Off => return None,
+            WarmUp::Check => "check",
+            WarmUp::Request => "request",
+        };
+        Some(WarmUpReport {
+            mode: mode.to_string(),
+            requests: warm.requests,
+            answered: warm.answered,
+            failed: warm.failed,
+            unsolicited: warm.unsolicited,
+            service_p50_ms: warm.median_service_ns().map(|ns| ns as f64 / 1e6),
+        })
+    }
 }
 
 impl ConnectionsReport {
@@ -161,6 +205,7 @@ impl ConnectionsReport {
     pub fn from_setup(setup: &metronome_core::engine::Setup, tls: bool, insecure: bool) -> Self {
         let metric = |h: &Histogram| (h.count() > 0).then(|| Metric::from_histogram(h));
         ConnectionsReport {
+            warm_up: None,
             tls,
             insecure,
             connect: metric(&setup.connect),

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use metronome_core::plan::{Model, Plan, PlanError, Protocol, Slo, Spin, MAX_RATE, READ_BUF_BYTES};
+use metronome_core::plan::{
+    Model, Plan, PlanError, Protocol, Slo, Spin, WarmUp, MAX_RATE, READ_BUF_BYTES,
+};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 
@@ -12,7 +14,9 @@ use super::request::{
     MaxTokensField, Target,
 };
 use super::workload::{self, Prompt};
-use crate::cli::{ArrivalArg, EndpointArg, MaxTokensFieldArg, RunArgs, SpinArg, SPIN_AUTO_INITIAL};
+use crate::cli::{
+    ArrivalArg, EndpointArg, MaxTokensFieldArg, RunArgs, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL,
+};
 use crate::report::threshold::Threshold;
 use crate::report::workload::{TokenDist, Workload as WorkloadReport};
 use crate::UsageError;
@@ -420,6 +424,26 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
     })
 }
 
+/// What the engine does before the clock: `--warm-up`, with `auto` a
+/// warm-up request only when the run's first request is a safe method.
+fn warm_up(arg: WarmUpArg, first: &[u8]) -> WarmUp {
+    match arg {
+        WarmUpArg::Off => WarmUp::Off,
+        WarmUpArg::Check => WarmUp::Check,
+        WarmUpArg::Request => WarmUp::Request,
+        WarmUpArg::Auto => {
+            let safe = [&b"GET "[..], b"HEAD ", b"OPTIONS "]
+                .iter()
+                .any(|m| first.starts_with(m));
+            if safe {
+                WarmUp::Request
+            } else {
+                WarmUp::Check
+            }
+        }
+    }
+}
+
 /// The connections to pre-open: `--connections`, or core's default for
 /// this machine's share of the rate
 /// ([`metronome_core::pool::default_connections`]), at most
@@ -474,6 +498,7 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         interval_ns: ns(args.interval),
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
+        warm_up: warm_up(args.warm_up, requests[0]),
     }
 }
 
