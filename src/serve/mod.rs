@@ -174,7 +174,8 @@ impl From<ServeArgs> for ServeConfig {
 
 /// Runs `metronome serve`: binds, prints `metronome serve listening on
 /// http://ADDR` on stdout (flushed), serves until SIGINT or SIGTERM, then
-/// prints `served N requests` and returns. A second Ctrl-C exits at once.
+/// prints `served N requests` and returns. A second Ctrl-C (later than
+/// 200 ms after the first) exits at once.
 ///
 /// # Errors
 /// The address cannot be bound, a signal handler cannot be installed, or
