@@ -678,6 +678,40 @@ pub enum SpinStep {
     Spin,
 }
 
+/// The longest an engine stays awake after its last send while responses
+/// are in flight ([`linger_ns`]): 500 us.
+pub const LINGER_MAX_NS: u64 = 500_000;
+
+/// The share of a core lingering may cost at most, at the offered rate.
+pub const LINGER_CPU_SHARE: f64 = 0.25;
+
+/// How long an engine stays awake (busy-waiting, leaving as soon as a
+/// completion is ready, counted as spin) after its last send while
+/// responses are in flight, instead of sleeping until the next send: a
+/// response that comes within it is stamped when it arrives, not when a
+/// sleeping thread has been woken (tens of microseconds), so the latency
+/// against a fast server does not depend on the rate. Twice the
+/// service-time estimate plus 50 us (200 us before any estimate), within a
+/// budget of [`LINGER_CPU_SHARE`] of a core at `rate` (requests per second
+/// of this pacer); 0 when the expected response comes later than
+/// [`LINGER_MAX_NS`] (lingering would not catch it).
+///
+/// ```
+/// use metronome_core::plan::linger_ns;
+/// assert_eq!(linger_ns(500.0, Some(30_000)), 110_000);
+/// assert_eq!(linger_ns(500.0, None), 200_000);
+/// assert_eq!(linger_ns(10_000.0, Some(30_000)), 25_000); // the CPU budget
+/// assert_eq!(linger_ns(500.0, Some(5_000_000)), 0); // a slow server
+/// ```
+pub fn linger_ns(rate: f64, service_ns: Option<u64>) -> u64 {
+    let by_service = service_ns.map_or(200_000, |s| s.saturating_mul(2).saturating_add(50_000));
+    if by_service > LINGER_MAX_NS {
+        return 0;
+    }
+    let by_budget = (LINGER_CPU_SHARE * 1e9 / rate.max(1.0)) as u64;
+    by_service.min(by_budget)
+}
+
 /// How close to an intended send a ready completion is left for after the
 /// send: handling it (and the ring entry that may come with it) takes a few
 /// microseconds that would otherwise make the send late.

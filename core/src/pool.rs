@@ -195,11 +195,12 @@ impl Pool {
     }
 
     /// The connections the measured concurrency needs:
-    /// `ceil(rate x service x 1.5) + 2`, within the pre-opened count and
-    /// `max_connections`. Before any sample: the pre-opened count.
+    /// `ceil(rate x service x 1.5) + 2`, within the pre-opened count (at
+    /// least one) and `max_connections`. Before any sample: the pre-opened
+    /// count (at least one).
     pub fn wanted(&self) -> u32 {
         let Some(service) = self.service_ns else {
-            return self.floor;
+            return self.floor.max(1).min(self.max);
         };
         let need = libm::ceil(self.rate * service * 1e-9 * f64::from(HEADROOM_PCT) / 100.0 - 1e-9);
         let need = if need >= f64::from(self.max) {
@@ -207,7 +208,7 @@ impl Pool {
         } else {
             (need.max(0.0) as u32).saturating_add(SPARE)
         };
-        need.clamp(self.floor, self.max)
+        need.clamp(self.floor.max(1), self.max)
     }
 
     /// True when the pool is at `max_connections` (open or opening).

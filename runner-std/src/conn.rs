@@ -124,6 +124,10 @@ pub(crate) struct Conn {
     /// The socket's current read and write timeouts (set only when they change).
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// How long after a send the response is polled without blocking
+    /// (core's `linger_ns`), and until when for the current request.
+    pub(crate) linger_ns: u64,
+    linger_until_ns: u64,
 }
 
 impl Conn {
@@ -141,6 +145,8 @@ impl Conn {
             gaps: vec![0u64; GAP_CAP].into_boxed_slice(),
             read_timeout: None,
             write_timeout: None,
+            linger_ns: 0,
+            linger_until_ns: 0,
         }
     }
 
@@ -346,6 +352,7 @@ impl Conn {
         retry: (bool, bool),
     ) -> Exchanged {
         self.exchange.begin(intended_ns, sent_ns, request);
+        self.linger_until_ns = sent_ns.saturating_add(self.linger_ns);
         let deadline = || {
             sent_ns
                 .saturating_add(timeout_ns)
@@ -461,7 +468,14 @@ impl Conn {
                 }
                 self.read_timeout = Some(wait);
             }
-            match self.fill(true) {
+            // Shortly after the send, poll instead of blocking: a fast
+            // response is stamped when it arrives, not when this thread
+            // has been woken.
+            let lingering = now < self.linger_until_ns;
+            match self.fill(!lingering) {
+                Err(e) if lingering && e.kind() == io::ErrorKind::WouldBlock => {
+                    std::hint::spin_loop();
+                }
                 Ok(0) => {
                     // EOF: a read-until-close body ends here; anything else was cut.
                     self.exchange

@@ -10,7 +10,7 @@ use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup, War
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
-use metronome_core::plan::{pace, Pace, Plan, Spin, SpinTuner, WarmUp, SETTLE_NS};
+use metronome_core::plan::{linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -324,6 +324,19 @@ pub(crate) fn run(
 
     // The pacer's own counts: scheduled and dropped.
     out.recorder.merge(&pacer_rec);
+    // Requests still queued when every connection thread has left (none
+    // could be opened, or all failed): never sent.
+    let left: Vec<Job> = shared
+        .queue
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .jobs
+        .drain(..)
+        .collect();
+    let ledger = Ledger::new(plan);
+    for job in left {
+        ledger.unsent(&mut out.tally(), job.intended_ns, stop_ns, Unsent::Timeout);
+    }
     out.threads.insert(0, pacer_stats);
     out.threads
         .extend(worker_stats.into_inner().unwrap_or_else(|e| e.into_inner()));
@@ -358,6 +371,7 @@ fn worker(
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
+    let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut stats = ThreadStats::default();
     let mut conn = match conn {
         Some(c) => c,
@@ -368,6 +382,7 @@ fn worker(
             let r = c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
             report_open(&mut c, &r, &tx);
             if r.is_ok() {
+                settle(plan);
                 count_open(shared);
             }
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -383,6 +398,7 @@ fn worker(
             if let Some((done_ns, service_ns)) = sample.take() {
                 q.pool.observe(done_ns, service_ns);
             }
+            conn.linger_ns = linger_ns(rate, q.pool.service_ns());
             loop {
                 if let Some(j) = q.jobs.pop_front() {
                     break Some(j);
@@ -427,6 +443,11 @@ fn worker(
                     break;
                 }
                 shared.opened.fetch_add(1, Ordering::Relaxed);
+                if plan.warm_up != WarmUp::Off {
+                    // Watched before its first request, then looked at again.
+                    settle(plan);
+                    continue;
+                }
             }
             let sent_ns = clock.now_ns();
             if !retried {
@@ -613,4 +634,13 @@ fn warm_up_all(
         !early
     });
     kept
+}
+
+/// A connection opened during the run waits [`SETTLE_NS`] before its first
+/// request (unless `--warm-up off`), so bytes a server writes on accept are
+/// seen by the health check as unsolicited, never taken for a response.
+fn settle(plan: &Plan<'_>) {
+    if plan.warm_up != WarmUp::Off {
+        std::thread::sleep(Duration::from_nanos(SETTLE_NS));
+    }
 }

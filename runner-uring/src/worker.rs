@@ -26,8 +26,8 @@ use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{
-    pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, READ_BUF_BYTES,
-    REAP_GUARD_NS,
+    linger_ns, pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, WarmUp,
+    READ_BUF_BYTES, REAP_GUARD_NS, SETTLE_NS,
 };
 use metronome_core::pool::{Admit, Pool, PoolState};
 use metronome_core::schedule::Schedule;
@@ -73,6 +73,10 @@ enum State {
     Connecting,
     /// Connected; the TLS handshake is in flight (https only).
     Handshaking,
+    /// Connected during the run and watched for [`SETTLE_NS`] before its
+    /// first request: bytes that arrive now were asked for by no request
+    /// (a server writing on accept); they close it, counted as unsolicited.
+    Fresh,
     /// Open, no request.
     Idle,
     /// A request is in flight.
@@ -184,6 +188,10 @@ pub(crate) struct Worker<'p> {
     woke_ns: Option<u64>,
     /// Thread CPU and spin time at the last [`Worker::sample_cpu`] (ns).
     cpu_mark: (u64, u64),
+    /// When the last batch of sends left (clock ns).
+    last_send_ns: u64,
+    /// This thread's share of the offered rate, requests per second.
+    rate: f64,
 }
 
 impl<'p> Worker<'p> {
@@ -285,6 +293,8 @@ impl<'p> Worker<'p> {
             timer_due_ns: None,
             woke_ns: None,
             cpu_mark: (0, 0),
+            last_send_ns: 0,
+            rate,
         })
     }
 
@@ -414,6 +424,7 @@ impl<'p> Worker<'p> {
                             }
                         }
                         self.ring.submit()?;
+                        self.last_send_ns = now;
                         continue;
                     }
                     Pace::Spin => {
@@ -453,6 +464,20 @@ impl<'p> Worker<'p> {
             if self.scheduling && self.is_closed() {
                 wake = wake.min(end_ns);
             }
+            // Stay awake a little after the last send while responses are
+            // in flight (core's `linger_ns`): a fast response is stamped
+            // when it arrives, not when the sleeping thread is woken.
+            let linger_end = self.last_send_ns.saturating_add(self.linger());
+            if self.in_flight > 0 && now < linger_end.min(wake) {
+                let target = linger_end.min(wake);
+                let mut meter = SpinMeter::start(now);
+                while meter.now_ns() < target && !self.ring.completion_ready()? {
+                    std::hint::spin_loop();
+                    meter.tick(self.clock.now_ns());
+                }
+                self.stats.spin_ns += meter.spun_ns();
+                continue;
+            }
             let after = wake.saturating_sub(now).max(1);
             if self.ring.timer(after)? {
                 self.timer_due_ns = Some(now + after);
@@ -476,6 +501,15 @@ impl<'p> Worker<'p> {
             self.stats.spin_ns.saturating_sub(spin_then),
         );
         self.cpu_mark = (cpu, self.stats.spin_ns);
+    }
+
+    /// How long to stay awake after the last send (core's [`linger_ns`]);
+    /// the open model only.
+    fn linger(&self) -> u64 {
+        match self.model {
+            Model::Open => linger_ns(self.rate, self.pool.service_ns()),
+            Model::Closed { .. } => 0,
+        }
     }
 
     /// The pool as core's [`Pool`] rules see it.
@@ -852,7 +886,7 @@ impl<'p> Worker<'p> {
         if matches!(c.state, State::Free | State::Closing | State::Connecting) {
             return Ok(());
         }
-        if c.state == State::Handshaking {
+        if matches!(c.state, State::Handshaking | State::Fresh) {
             self.connecting -= 1;
         }
         if matches!(c.state, State::Idle | State::Busy | State::Settling) {
@@ -940,12 +974,18 @@ impl<'p> Worker<'p> {
                     self.out.setup.connect.record(connect_ns);
                     return self.tls_start(slot, tls, now);
                 }
-                self.connecting -= 1;
                 self.out.setup.opened(connect_ns, None, false);
-                self.out.connections_opened += 1;
-                self.open += 1;
-                self.out.peak_connections = self.out.peak_connections.max(self.open);
-                self.ready(slot)
+                if self.model == Model::Open && self.plan.warm_up != WarmUp::Off {
+                    // Still "connecting" for the pool until it has settled.
+                    let c = &mut self.conns[slot];
+                    c.state = State::Fresh;
+                    c.deadline_ns = now + SETTLE_NS;
+                    c.start = 0;
+                    c.end = 0;
+                    self.next_deadline_ns = self.next_deadline_ns.min(now + SETTLE_NS);
+                    return self.arm_recv(slot, 0);
+                }
+                self.settled(slot)
             }
             Completion::Send { slot, res } => {
                 let len = self.plan.requests[self.conns[slot].job.request].len();
@@ -978,7 +1018,9 @@ impl<'p> Worker<'p> {
             Completion::Recv { slot, res } => {
                 match self.conns[slot].state {
                     State::Busy => {}
-                    State::Idle | State::Settling => return self.idle_event(slot, res),
+                    State::Idle | State::Settling | State::Fresh => {
+                        return self.idle_event(slot, res)
+                    }
                     _ => return Ok(()),
                 }
                 if res > 0 {
@@ -1004,6 +1046,15 @@ impl<'p> Worker<'p> {
         }
     }
 
+    /// A fresh connection is usable: counted open, then ready.
+    fn settled(&mut self, slot: usize) -> io::Result<()> {
+        self.connecting -= 1;
+        self.out.connections_opened += 1;
+        self.open += 1;
+        self.out.peak_connections = self.out.peak_connections.max(self.open);
+        self.ready(slot)
+    }
+
     /// Timeouts of requests past their deadline; settling sends past it;
     /// closed-model reconnects due. Recomputes the earliest deadline.
     fn scan(&mut self, now: u64) -> io::Result<()> {
@@ -1014,9 +1065,10 @@ impl<'p> Worker<'p> {
                 (State::Handshaking, _) if now >= c.deadline_ns => {
                     self.handshake_failed(slot, HandshakeFailure::Timeout)?
                 }
-                (State::Handshaking, _) => {
+                (State::Handshaking | State::Fresh, _) if now < c.deadline_ns => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
                 }
+                (State::Fresh, _) => self.settled(slot)?,
                 (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
                 (State::Busy, _) => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
