@@ -70,7 +70,17 @@ fn a_stop_does_not_wait_out_the_timeout() {
             &url,
             engine,
             "INT",
-            &["--timeout", "10s", "--connections", "4"],
+            // No warm-up request: this server answers none (it would
+            // take the warm-up's 2 s budget, and the stop would come
+            // before any request of the run was sent).
+            &[
+                "--timeout",
+                "10s",
+                "--connections",
+                "4",
+                "--warm-up",
+                "check",
+            ],
         );
         drop(listener);
         assert!(

@@ -270,29 +270,52 @@ pub enum WarmReply {
     Failed,
 }
 
+/// The longest the warm-up requests may take, all connections together
+/// (they run at once): the request timeout, at most 2 s. A connection not
+/// answered by then is opened again and used unwarmed.
+pub const WARM_BUDGET_NS: u64 = 2_000_000_000;
+
 /// Sends `request` once on a connection before the clock starts and reads
 /// its response with core's [`Exchange`] (blocking I/O through `io`, which
-/// is the socket or a TLS stream over it, with read and write timeouts
-/// set). Any status counts as answered: it proves the connection usable.
+/// is the socket or a TLS stream over it, with short read timeouts set:
+/// each timeout asks `give_up`, true once the warm-up's budget is spent or
+/// the run was stopped). Any status counts as answered: it proves the
+/// connection usable.
 pub fn warm_up<S: std::io::Read + std::io::Write>(
     io: &mut S,
     exchange: &mut Exchange,
     request: &[u8],
+    give_up: impl Fn() -> bool,
 ) -> WarmReply {
     let started = Instant::now();
     let ns = || started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
     exchange.reset_connection();
     exchange.begin(0, 0, request);
-    if io.write_all(request).and_then(|()| io.flush()).is_err() {
-        return WarmReply::Failed;
+    let mut written = 0;
+    while written < request.len() {
+        match io.write(&request[written..]) {
+            Ok(0) => return WarmReply::Failed,
+            Ok(n) => written += n,
+            Err(e) if slice_ended(&e) && !give_up() => {}
+            Err(_) => return WarmReply::Failed,
+        }
+    }
+    loop {
+        match io.flush() {
+            Ok(()) => break,
+            Err(e) if slice_ended(&e) && !give_up() => {}
+            Err(_) => return WarmReply::Failed,
+        }
     }
     let mut buf = std::vec![0u8; crate::plan::READ_BUF_BYTES];
     let mut gaps = std::vec![0u64; GAP_CAP];
     let (mut start, mut end) = (0usize, 0usize);
     let reply = loop {
         let n = match io.read(&mut buf[end..]) {
-            Ok(0) | Err(_) => break WarmReply::Failed,
+            Ok(0) => break WarmReply::Failed,
             Ok(n) => n,
+            Err(e) if slice_ended(&e) && !give_up() => continue,
+            Err(_) => break WarmReply::Failed,
         };
         end += n;
         match exchange.handle_read(ns(), &buf[start..end], &mut gaps) {
@@ -324,6 +347,16 @@ pub fn warm_up<S: std::io::Read + std::io::Write>(
     };
     exchange.reset_connection();
     reply
+}
+
+/// A read or write timed out (a slice of the warm-up's wait), or was interrupted.
+fn slice_ended(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }
 
 /// Why a TLS handshake failed.

@@ -136,9 +136,14 @@ pub enum WarmUp {
     Request,
 }
 
-/// How long a fresh connection is watched for bytes before its first
-/// request (5 ms): a server that writes on accept is caught here.
+/// How long the pre-opened connections are watched for bytes before their
+/// first request (5 ms, before the clock): a server that writes on accept
+/// is caught here.
 pub const SETTLE_NS: u64 = 5_000_000;
+
+/// How long a connection opened during the run is watched for bytes before
+/// its first request (1 ms; requests may be waiting for it).
+pub const FRESH_SETTLE_NS: u64 = 1_000_000;
 
 /// The highest rate a plan may offer, requests per second. No engine
 /// thread sends faster than about one request per microsecond (measured

@@ -15,8 +15,9 @@
 //!   waiting for them;
 //! - the service time is a time-weighted moving average
 //!   ([`SERVICE_TAU_NS`]) of the observed service times (completion minus
-//!   actual send), each sample clipped to [`SAMPLE_CLIP`] times the current
-//!   estimate: a transient (the server not yet accepting, the generator
+//!   actual send) and, when every connection is busy, of the age of the
+//!   oldest request in flight (a lower bound, [`IN_FLIGHT_TAU_NS`]), each
+//!   sample clipped to [`SAMPLE_CLIP`] times the current estimate: a transient (the server not yet accepting, the generator
 //!   descheduled for 100 ms) that makes every connection busy for a moment
 //!   moves it by a few percent, a server that really slowed down moves it
 //!   within a few hundred milliseconds.
@@ -56,6 +57,13 @@ pub const SPARE: u32 = 2;
 
 /// Time constant of the service-time average, ns: 100 ms.
 pub const SERVICE_TAU_NS: u64 = 100_000_000;
+
+/// Time constant for the age of the oldest request in flight when every
+/// connection is busy ([`Pool::observe_in_flight`]), ns: 20 ms. That age is
+/// a certain lower bound of a service time, not a noisy sample, so it is
+/// followed faster: a stalled server gets connections within tens of
+/// milliseconds.
+pub const IN_FLIGHT_TAU_NS: u64 = 20_000_000;
 
 /// The most one sample weighs, as time since the previous one, ns: after a
 /// quiet spell of the run a single sample counts as 10 ms of them.
@@ -176,17 +184,46 @@ impl Pool {
     /// assert_eq!(p.service_ns(), Some(2_600_000));
     /// ```
     pub fn observe(&mut self, now_ns: u64, service_ns: u64) {
+        self.sample(now_ns, service_ns, SERVICE_TAU_NS);
+    }
+
+    /// One sample of `service_ns` at `now_ns`, averaged with time constant `tau_ns`.
+    fn sample(&mut self, now_ns: u64, service_ns: u64, tau_ns: u64) {
         let sample = service_ns as f64;
         let est = match self.service_ns {
             None => sample,
             Some(est) => {
                 let dt = now_ns.saturating_sub(self.last_ns).min(SAMPLE_DT_CAP_NS);
-                let w = dt as f64 / SERVICE_TAU_NS as f64;
+                let w = (dt as f64 / tau_ns as f64).min(1.0);
                 est + (sample.min(est * SAMPLE_CLIP) - est) * w
             }
         };
         self.service_ns = Some(est);
         self.last_ns = self.last_ns.max(now_ns);
+    }
+
+    /// Every connection is busy and the oldest request in flight was sent
+    /// `age_ns` ago, at `now_ns`: its service time is at least that. It
+    /// counts as a sample (weighted and clipped like any other) when it is
+    /// longer than the estimate, so a server that stalls grows the pool
+    /// before its first late answer arrives; a 1 ms transient weighs
+    /// nothing.
+    ///
+    /// ```
+    /// use metronome_core::pool::Pool;
+    /// let mut p = Pool::new(200.0, 8, 1024, 10_000);
+    /// p.seed(1_000_000);
+    /// p.observe_in_flight(5_000_000, 500_000); // shorter: says nothing
+    /// assert_eq!(p.service_ns(), Some(1_000_000));
+    /// p.observe_in_flight(10_000_000, 50_000_000); // 4 ms clipped, 5 ms of 20
+    /// assert_eq!(p.service_ns(), Some(1_750_000));
+    /// ```
+    pub fn observe_in_flight(&mut self, now_ns: u64, age_ns: u64) {
+        if self.service_ns.is_none_or(|est| age_ns as f64 > est) {
+            self.sample(now_ns, age_ns, IN_FLIGHT_TAU_NS);
+        } else {
+            self.last_ns = self.last_ns.max(now_ns);
+        }
     }
 
     /// The service-time estimate, ns (`None` before any sample or seed).

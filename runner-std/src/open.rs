@@ -6,11 +6,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup, Warm};
+use metronome_core::engine::{
+    Control, EngineError, Origin, RunOutput, Setup, Warm, WARM_BUDGET_NS,
+};
 use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
-use metronome_core::plan::{linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, SETTLE_NS};
+use metronome_core::plan::{
+    linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, FRESH_SETTLE_NS, SETTLE_NS,
+};
 use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -50,6 +54,26 @@ struct Shared {
     threads: AtomicUsize,
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
     dropped_gaps: AtomicU64,
+    /// Each connection thread's request in flight: its send time + 1 (ns
+    /// on the run's clock), 0 when none; the first `slots_used` are taken.
+    busy_since: Box<[AtomicU64]>,
+    slots_used: AtomicUsize,
+}
+
+impl Shared {
+    /// The send time of the oldest request in flight, if any.
+    fn oldest_in_flight(&self) -> Option<u64> {
+        let used = self
+            .slots_used
+            .load(Ordering::Relaxed)
+            .min(self.busy_since.len());
+        self.busy_since[..used]
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .filter(|&b| b > 0)
+            .min()
+            .map(|b| b - 1)
+    }
 }
 
 /// The longest a single sleep of the pacer lasts, so a stop is noticed.
@@ -98,7 +122,7 @@ pub(crate) fn run(
 
     let mut warm = Warm::default();
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
-        pre = warm_up_all(plan, connect_timeout, &mut setup, pre, &mut warm);
+        pre = warm_up_all(plan, control, connect_timeout, &mut setup, pre, &mut warm);
     }
     let warm_service_ns = warm.median_service_ns();
     // The pacer's share of the offered rate: its shard's.
@@ -128,6 +152,10 @@ pub(crate) fn run(
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
+        busy_since: (0..plan.max_connections.max(pre.len() as u32))
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+        slots_used: AtomicUsize::new(0),
     };
     let (tx, rx) = mpsc::channel::<Fact>();
     // A thread sleep wakes late by tens of microseconds or more: spin at
@@ -239,6 +267,13 @@ pub(crate) fn run(
                         let in_flight = shared.in_flight.load(Ordering::Relaxed);
                         let (admit, grow) = {
                             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                            if q.idle <= q.jobs.len() {
+                                // Every connection is busy: the oldest request in
+                                // flight tells a lower bound of the service time.
+                                if let Some(sent) = shared.oldest_in_flight() {
+                                    q.pool.observe_in_flight(now, now.saturating_sub(sent));
+                                }
+                            }
                             let state = PoolState {
                                 idle: q.idle.saturating_sub(q.jobs.len()) as u32,
                                 open: shared.open_connections.load(Ordering::Relaxed) as u32,
@@ -372,6 +407,8 @@ fn worker(
 ) {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
+    let busy_slot = shared.slots_used.fetch_add(1, Ordering::Relaxed);
+    let busy_since = shared.busy_since.get(busy_slot);
     let mut stats = ThreadStats::default();
     let mut conn = match conn {
         Some(c) => c,
@@ -450,6 +487,9 @@ fn worker(
                 }
             }
             let sent_ns = clock.now_ns();
+            if let Some(b) = busy_since {
+                b.store(sent_ns + 1, Ordering::Relaxed);
+            }
             if !retried {
                 stats.sent += 1;
                 let _ = tx.send(Fact::Sent {
@@ -491,6 +531,9 @@ fn worker(
                     break;
                 }
             }
+        }
+        if let Some(b) = busy_since {
+            b.store(0, Ordering::Relaxed);
         }
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
@@ -555,12 +598,16 @@ fn count_open(shared: &Shared) {
 
 /// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
 /// with bytes before any request is closed and opened once more (counted
-/// as unsolicited); with [`WarmUp::Request`] each connection then answers
+/// as unsolicited); with [`WarmUp::Request`] every connection then answers
 /// the run's first request once, unmeasured, through the engine's own
-/// exchange. A connection that fails either twice is left out of the pool.
-/// Returns the connections kept.
+/// exchange, all at once (a thread each), within [`WARM_BUDGET_NS`] (or
+/// the timeout) and never past a stop. A connection whose warm-up failed is
+/// opened once more and used as it is; one that cannot be opened again, or
+/// has bytes before any request twice, is left out. Returns the
+/// connections kept.
 fn warm_up_all(
     plan: &Plan<'_>,
+    control: &Control,
     timeout: Duration,
     setup: &mut Setup,
     pre: Vec<Conn>,
@@ -568,79 +615,117 @@ fn warm_up_all(
 ) -> Vec<Conn> {
     let settle = Duration::from_nanos(SETTLE_NS);
     std::thread::sleep(settle);
-    let clock = Clock::start();
-    let no_end = AtomicU64::new(u64::MAX);
-    let mut kept = Vec::with_capacity(pre.len());
+    let reopen = |conn: &mut Conn, setup: &mut Setup| {
+        conn.close();
+        let r = conn.reopen(plan.addr, timeout);
+        if let Some(o) = conn.opened.take() {
+            setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+        }
+        r.is_ok()
+    };
+    // 1. Bytes before any request: open once more, then look again.
+    let mut checked = Vec::with_capacity(pre.len());
+    let mut again = false;
     for mut conn in pre {
-        let mut second = false;
-        let usable = loop {
-            let early = !matches!(conn.health(), Health::Alive);
-            warm.unsolicited += u64::from(early);
-            let mut answered = !early;
-            if !early && plan.warm_up == WarmUp::Request {
-                warm.requests += 1;
-                let sent_ns = clock.now_ns();
-                let ended = conn.exchange(
-                    &clock,
-                    plan.requests[0],
-                    sent_ns,
-                    sent_ns,
-                    timeout.as_nanos() as u64,
-                    &no_end,
-                    (true, false),
-                );
-                answered = match ended {
-                    Exchanged::Done {
-                        done_ns,
-                        outcome: Outcome::Ok | Outcome::Status(_) | Outcome::Stream { .. },
-                        unsolicited: false,
-                    } => {
-                        warm.answered += 1;
-                        warm.service_ns.push(done_ns.saturating_sub(sent_ns));
-                        true
-                    }
-                    _ => {
-                        warm.failed += 1;
-                        false
-                    }
-                };
+        if matches!(conn.health(), Health::Alive) {
+            checked.push((conn, false));
+        } else {
+            warm.unsolicited += 1;
+            if reopen(&mut conn, setup) {
+                checked.push((conn, true));
+                again = true;
             }
-            if answered && conn.is_open() {
-                break true;
-            }
-            if second {
-                break false;
-            }
-            second = true;
-            conn.close();
-            match conn.reopen(plan.addr, timeout) {
-                Ok(()) => {
-                    if let Some(o) = conn.opened.take() {
-                        setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
-                    }
-                    std::thread::sleep(settle);
-                }
-                Err(_) => break false,
-            }
-        };
-        if usable {
+        }
+    }
+    if again {
+        std::thread::sleep(settle);
+    }
+    let mut kept = Vec::with_capacity(checked.len());
+    for (mut conn, again) in checked {
+        if again && !matches!(conn.health(), Health::Alive) {
+            warm.unsolicited += 1;
+        } else {
             kept.push(conn);
         }
     }
+    if plan.warm_up != WarmUp::Request || kept.is_empty() {
+        return kept;
+    }
+    // 2. One request on each, all at once; a stop ends the wait.
+    let clock = Clock::start();
+    let budget = plan.timeout_ns.min(WARM_BUDGET_NS);
+    let end = AtomicU64::new(budget);
+    let done = AtomicUsize::new(0);
+    let replies: Vec<Option<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kept
+            .iter_mut()
+            .map(|conn| {
+                let (clock, end, done) = (&clock, &end, &done);
+                scope.spawn(move || {
+                    let sent_ns = clock.now_ns();
+                    let ended = conn.exchange(
+                        clock,
+                        plan.requests[0],
+                        sent_ns,
+                        sent_ns,
+                        budget,
+                        end,
+                        (true, false),
+                    );
+                    done.fetch_add(1, Ordering::Relaxed);
+                    match ended {
+                        Exchanged::Done {
+                            done_ns,
+                            outcome: Outcome::Ok | Outcome::Status(_) | Outcome::Stream { .. },
+                            unsolicited: false,
+                        } => Some(done_ns.saturating_sub(sent_ns)),
+                        _ => None,
+                    }
+                })
+            })
+            .collect();
+        let n = handles.len();
+        while done.load(Ordering::Relaxed) < n {
+            if control.stopped() {
+                end.store(0, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(None))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(kept.len());
+    for (mut conn, reply) in kept.into_iter().zip(replies) {
+        warm.requests += 1;
+        match reply {
+            Some(service_ns) => {
+                warm.answered += 1;
+                warm.service_ns.push(service_ns);
+            }
+            None => warm.failed += 1,
+        }
+        // Closed by the server after its answer, or no usable answer:
+        // open once more, unwarmed.
+        if (reply.is_some() && conn.is_open()) || reopen(&mut conn, setup) {
+            out.push(conn);
+        }
+    }
     // Bytes that came after a warm-up response: not the run's either.
-    kept.retain_mut(|c| {
+    out.retain_mut(|c| {
         let early = !matches!(c.health(), Health::Alive);
         warm.unsolicited += u64::from(early);
         !early
     });
-    kept
+    out
 }
 
-/// A connection opened during the run waits [`SETTLE_NS`] before its first
+/// A connection opened during the run waits [`FRESH_SETTLE_NS`] before its first
 /// request (unless `--warm-up off`), so bytes a server writes on accept are
 /// seen by the health check as unsolicited, never taken for a response.
 fn settle(plan: &Plan<'_>) {
     if plan.warm_up != WarmUp::Off {
-        std::thread::sleep(Duration::from_nanos(SETTLE_NS));
+        std::thread::sleep(Duration::from_nanos(FRESH_SETTLE_NS));
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConnection;
 
 use metronome_core::engine::{
-    warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmReply,
+    warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmReply, WARM_BUDGET_NS,
 };
 use metronome_core::plan::{Model, Plan, WarmUp, SETTLE_NS};
 use metronome_core::schedule::Shard;
@@ -109,7 +109,15 @@ pub(crate) fn run(
     }
     let mut warm = Warm::default();
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() {
-        streams = warm_up_all(plan, opts, connect_timeout, &mut setup, streams, &mut warm);
+        streams = warm_up_all(
+            plan,
+            control,
+            opts,
+            connect_timeout,
+            &mut setup,
+            streams,
+            &mut warm,
+        );
     }
     threads = threads.min(streams.len()).max(1);
     if workers.is_none() {
@@ -232,11 +240,15 @@ fn early_bytes(s: &Stream) -> bool {
 
 /// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
 /// with bytes before any request is closed and opened once more (counted
-/// as unsolicited); with [`WarmUp::Request`] each connection then answers
-/// the run's first request once, unmeasured. A connection that fails
-/// either twice is left out of the pool. Returns the connections kept.
+/// as unsolicited); with [`WarmUp::Request`] every connection then answers
+/// the run's first request once, unmeasured, all at once (a thread each),
+/// within [`WARM_BUDGET_NS`] (or the timeout) and never past a stop. A
+/// connection whose warm-up failed is opened once more and used as it is;
+/// one that cannot be opened again, or has bytes before any request twice,
+/// is left out. Returns the connections kept.
 fn warm_up_all(
     plan: &Plan<'_>,
+    control: &Control,
     opts: &UringOptions,
     timeout: Duration,
     setup: &mut Setup,
@@ -245,73 +257,98 @@ fn warm_up_all(
 ) -> Vec<Stream> {
     let settle = Duration::from_nanos(SETTLE_NS);
     std::thread::sleep(settle);
-    let mut exchange = plan.exchange();
-    let mut kept = Vec::with_capacity(streams.len());
-    for mut s in streams {
-        let mut second = false;
-        let usable = loop {
-            let early = early_bytes(&s);
-            warm.unsolicited += u64::from(early);
-            let reply = match (early, plan.warm_up) {
-                (true, _) => WarmReply::Failed,
-                (false, WarmUp::Request) => {
-                    warm.requests += 1;
-                    let _ = s.0.set_read_timeout(Some(timeout));
-                    let _ = s.0.set_write_timeout(Some(timeout));
+    // 1. Bytes before any request: open once more, then look again.
+    let mut checked = Vec::with_capacity(streams.len());
+    let mut reopened = false;
+    for s in streams {
+        if !early_bytes(&s) {
+            checked.push((s, false));
+            continue;
+        }
+        warm.unsolicited += 1;
+        if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
+            checked.push((fresh, true));
+            reopened = true;
+        }
+    }
+    if reopened {
+        std::thread::sleep(settle);
+    }
+    let mut kept: Vec<Stream> = Vec::with_capacity(checked.len());
+    for (s, again) in checked {
+        if again && early_bytes(&s) {
+            warm.unsolicited += 1;
+        } else {
+            kept.push(s);
+        }
+    }
+    if plan.warm_up != WarmUp::Request || kept.is_empty() {
+        return kept;
+    }
+    // 2. One request on each, all at once.
+    let started = Instant::now();
+    let budget = Duration::from_nanos(plan.timeout_ns.min(WARM_BUDGET_NS));
+    let give_up = || control.stopped() || started.elapsed() >= budget;
+    let slice = Duration::from_millis(20);
+    let replies: Vec<WarmReply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kept
+            .iter_mut()
+            .map(|s| {
+                scope.spawn(move || {
+                    let mut exchange = plan.exchange();
+                    let _ = s.0.set_read_timeout(Some(slice));
+                    let _ = s.0.set_write_timeout(Some(slice));
                     let request = plan.requests[0];
                     let reply = match s.1.as_deref_mut() {
-                        None => warm_up(&mut &s.0, &mut exchange, request),
+                        None => warm_up(&mut &s.0, &mut exchange, request, give_up),
                         Some(tls) => {
                             let mut sock = &s.0;
                             let mut io = rustls::Stream::new(tls, &mut sock);
-                            warm_up(&mut io, &mut exchange, request)
+                            warm_up(&mut io, &mut exchange, request, give_up)
                         }
                     };
                     let _ = s.0.set_read_timeout(None);
                     let _ = s.0.set_write_timeout(None);
-                    match reply {
-                        WarmReply::Answered { service_ns, .. } => {
-                            warm.answered += 1;
-                            warm.service_ns.push(service_ns);
-                        }
-                        WarmReply::Failed => warm.failed += 1,
-                    }
                     reply
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(WarmReply::Failed))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(kept.len());
+    for (s, reply) in kept.into_iter().zip(replies) {
+        warm.requests += 1;
+        match reply {
+            WarmReply::Answered {
+                service_ns,
+                keep_alive,
+            } => {
+                warm.answered += 1;
+                warm.service_ns.push(service_ns);
+                if keep_alive {
+                    out.push(s);
+                    continue;
                 }
-                (false, _) => WarmReply::Answered {
-                    service_ns: 0,
-                    keep_alive: true,
-                },
-            };
-            if let WarmReply::Answered {
-                keep_alive: true, ..
-            } = reply
-            {
-                break true;
             }
-            if second {
-                break false;
-            }
-            second = true;
-            match pre_open(plan, opts, timeout, setup) {
-                Ok(fresh) => {
-                    s = fresh;
-                    std::thread::sleep(settle);
-                }
-                Err(_) => break false,
-            }
-        };
-        if usable {
-            kept.push(s);
+            WarmReply::Failed => warm.failed += 1,
+        }
+        // Closed by the server after its answer, or no usable answer:
+        // open once more, unwarmed.
+        drop(s);
+        if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
+            out.push(fresh);
         }
     }
     // Bytes that came after a warm-up response: not the run's either.
-    kept.retain(|s| {
+    out.retain(|s| {
         let early = early_bytes(s);
         warm.unsolicited += u64::from(early);
         !early
     });
-    kept
+    out
 }
 
 /// Opens one connection before the clock starts, with its TLS handshake

@@ -27,7 +27,7 @@ use metronome_core::ledger::{Finish, Ledger, Tally};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{
     linger_ns, pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, WarmUp,
-    READ_BUF_BYTES, REAP_GUARD_NS, SETTLE_NS,
+    FRESH_SETTLE_NS, READ_BUF_BYTES, REAP_GUARD_NS,
 };
 use metronome_core::pool::{Admit, Pool, PoolState};
 use metronome_core::schedule::Schedule;
@@ -73,7 +73,7 @@ enum State {
     Connecting,
     /// Connected; the TLS handshake is in flight (https only).
     Handshaking,
-    /// Connected during the run and watched for [`SETTLE_NS`] before its
+    /// Connected during the run and watched for [`FRESH_SETTLE_NS`] before its
     /// first request: bytes that arrive now were asked for by no request
     /// (a server writing on accept); they close it, counted as unsolicited.
     Fresh,
@@ -530,6 +530,20 @@ impl<'p> Worker<'p> {
         let measured = self
             .ledger
             .scheduled(&mut self.out.tally(), job.intended_ns);
+        if self.idle.is_empty() {
+            // Every connection is busy: the oldest request in flight tells
+            // a lower bound of the service time (a stalled server).
+            let oldest = self
+                .conns
+                .iter()
+                .filter(|c| c.state == State::Busy)
+                .map(|c| c.sent_ns)
+                .min();
+            if let Some(sent) = oldest {
+                let now = self.clock.now_ns();
+                self.pool.observe_in_flight(now, now.saturating_sub(sent));
+            }
+        }
         match self.pool.admit(self.pool_state()) {
             Admit::Drop => {
                 self.ledger.dropped(&mut self.out.tally(), job.intended_ns);
@@ -979,10 +993,10 @@ impl<'p> Worker<'p> {
                     // Still "connecting" for the pool until it has settled.
                     let c = &mut self.conns[slot];
                     c.state = State::Fresh;
-                    c.deadline_ns = now + SETTLE_NS;
+                    c.deadline_ns = now + FRESH_SETTLE_NS;
                     c.start = 0;
                     c.end = 0;
-                    self.next_deadline_ns = self.next_deadline_ns.min(now + SETTLE_NS);
+                    self.next_deadline_ns = self.next_deadline_ns.min(now + FRESH_SETTLE_NS);
                     return self.arm_recv(slot, 0);
                 }
                 self.settled(slot)
