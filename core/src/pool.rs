@@ -219,7 +219,7 @@ impl Pool {
     /// assert_eq!(p.service_ns(), Some(1_750_000));
     /// ```
     pub fn observe_in_flight(&mut self, now_ns: u64, age_ns: u64) {
-        if self.service_ns.is_none_or(|est| age_ns as f64 > est) {
+        if self.service_ns.map_or(true, |est| age_ns as f64 > est) {
             self.sample(now_ns, age_ns, IN_FLIGHT_TAU_NS);
         } else {
             self.last_ns = self.last_ns.max(now_ns);
