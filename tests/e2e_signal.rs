@@ -145,6 +145,10 @@ fn two_signals_while_stopping(engine: &str, gap: Duration) -> (Output, Duration)
             "10s",
             "--connections",
             "4",
+            // This target answers nothing: no warm-up request (it would
+            // spend the warm-up's budget before any request of the run).
+            "--warm-up",
+            "check",
             "--format",
             "json",
             "--quiet",

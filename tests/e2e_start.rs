@@ -241,6 +241,7 @@ fn merge_warns_when_shards_began_apart() {
 fn a_signal_before_the_start_at_stops_the_wait() {
     let srv = server(plain(Duration::ZERO));
     let url = format!("http://{}/", srv.addr());
+    let mut warmed = 0;
     for engine in engines() {
         let at = (now_ms() + 60_000).to_string();
         let child = Command::new(env!("CARGO_BIN_EXE_metronome"))
@@ -266,6 +267,11 @@ fn a_signal_before_the_start_at_stops_the_wait() {
         assert!(r.interrupted, "{engine}");
         assert_eq!(r.requests.scheduled, 0, "{engine}");
         assert_eq!(r.start_unix_ns, at.parse::<u64>().unwrap() * 1_000_000);
+        // The connections were warmed before the wait (one request each).
+        let warm = r.connections.warm_up.as_ref().expect("a warm-up");
+        assert_eq!((warm.requests, warm.answered), (16, 16), "{engine}");
+        warmed += warm.requests;
     }
-    assert_eq!(srv.served(), 0);
+    // Only the warm-up requests reached the server: none of the run's.
+    assert_eq!(srv.served(), warmed);
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use std::vec::Vec;
 
-use crate::exchange::{Exchange, Feed, GAP_CAP};
+use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
 use crate::measure::{Interval, Recorder, ThreadStats};
@@ -336,10 +336,7 @@ pub fn warm_up<S: std::io::Read + std::io::Write>(
             }
             Ok(Feed::NeedMore { consumed }) => {
                 start += consumed;
-                buf.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-                if end == buf.len() {
+                if compact(&mut buf, &mut start, &mut end).is_err() {
                     break WarmReply::Failed;
                 }
             }

@@ -460,3 +460,34 @@ fn sniff(first: &[u8]) -> Option<FramingCause> {
         _ => None,
     }
 }
+
+/// The read-window rule both engines share, over the caller's read buffer:
+/// after a response needed more bytes, the unconsumed `start..end` moves to
+/// the front (`start` becomes 0) so the next read appends at `end`; a
+/// buffer that is full of one unfinished response head is
+/// [`ErrorKind::TooLarge`].
+///
+/// ```
+/// use metronome_core::exchange::compact;
+/// use metronome_core::measure::ErrorKind;
+/// let mut buf = *b"HTTP/1.1 200";
+/// let (mut start, mut end) = (9, 12);
+/// assert_eq!(compact(&mut buf, &mut start, &mut end), Ok(()));
+/// assert_eq!((&buf[..end], start), (&b"200"[..], 0));
+/// let (mut start, mut end) = (0, buf.len());
+/// assert_eq!(compact(&mut buf, &mut start, &mut end), Err(ErrorKind::TooLarge));
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::TooLarge`] when no byte of the buffer is free.
+pub fn compact(buf: &mut [u8], start: &mut usize, end: &mut usize) -> Result<(), ErrorKind> {
+    if *start > 0 {
+        buf.copy_within(*start..*end, 0);
+        *end -= *start;
+        *start = 0;
+    }
+    if *end >= buf.len() {
+        return Err(ErrorKind::TooLarge);
+    }
+    Ok(())
+}

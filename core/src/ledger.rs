@@ -45,7 +45,7 @@
 //! ```
 
 use crate::measure::{ErrorKind, FramingCause, Interval, Recorder, StreamTiming, Unsent, LATE_NS};
-use crate::plan::Plan;
+use crate::plan::{Model, Plan};
 
 /// How one request ended, borrowed: what a [`Ledger`] needs to record it.
 /// Engines with fixed buffers build it without allocating.
@@ -301,6 +301,56 @@ impl<'p> Ledger<'p> {
             }
         }
         Some(ok)
+    }
+
+    /// A request intended at `intended_ns`, sent at `sent_ns`, ended at
+    /// `done_ns`, recorded as the plan's model says: [`Ledger::done`] in the
+    /// open model; [`Ledger::closed_done`] in the closed one (the send is
+    /// the intended time; the plan's expected interval feeds the
+    /// correction). Returns `None` for a warmup request, else whether it
+    /// succeeded.
+    pub fn finished(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+    ) -> Option<bool> {
+        match self.plan.model {
+            Model::Open => self.done(tally, intended_ns, sent_ns, done_ns, finish),
+            Model::Closed {
+                expected_interval_ns,
+                ..
+            } => self.closed_done(tally, sent_ns, done_ns, finish, expected_interval_ns),
+        }
+    }
+
+    /// A due request that cannot go out at `at_ns`: never sent, for
+    /// `reason`; or, when it is a `retried` one (sent once already, its
+    /// connection found closed), failed as the [`ErrorKind::Reset`] that
+    /// made it retry (sent and ended at `at_ns`). Returns what
+    /// [`Ledger::finished`] returns for a failed retry, `None` otherwise.
+    pub fn not_sent(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        at_ns: u64,
+        reason: Unsent,
+        retried: bool,
+    ) -> Option<bool> {
+        if retried {
+            self.finished(
+                tally,
+                intended_ns,
+                at_ns,
+                at_ns,
+                Finish::Error(ErrorKind::Reset),
+            )
+        } else {
+            self.unsent(tally, intended_ns, at_ns, reason);
+            None
+        }
     }
 
     /// Records one finished request; returns true when it succeeded.

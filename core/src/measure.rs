@@ -58,6 +58,26 @@ impl ErrorKind {
     /// Number of kinds.
     pub const COUNT: usize = 9;
 
+    /// The kind of a socket error on an established connection, the same
+    /// on both engines: a read or write that timed out (or would block
+    /// past its deadline) is [`ErrorKind::Timeout`]; anything else (a
+    /// reset, a broken pipe, an abort) is [`ErrorKind::Reset`].
+    ///
+    /// ```
+    /// use metronome_core::measure::ErrorKind;
+    /// use std::io;
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from(io::ErrorKind::TimedOut)), ErrorKind::Timeout);
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from_raw_os_error(104)), ErrorKind::Reset); // ECONNRESET
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from_raw_os_error(11)), ErrorKind::Timeout); // EAGAIN
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn of_io(e: &std::io::Error) -> ErrorKind {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::Reset,
+        }
+    }
+
     /// Every kind, in [`ErrorKind::index`] order.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Reset,

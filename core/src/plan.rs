@@ -366,7 +366,24 @@ impl Plan<'_> {
     /// assert_eq!(p.request(7), p.requests[0]);
     /// ```
     pub fn request(&self, index: u64) -> &[u8] {
-        self.requests[(index % self.requests.len() as u64) as usize]
+        self.requests[self.request_index(index)]
+    }
+
+    /// Which of [`Plan::requests`] schedule index `index` sends:
+    /// `index % requests.len()`.
+    ///
+    /// # Panics
+    /// When [`Plan::requests`] is empty (rejected by [`Plan::validate`]).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let mut p = example_plan();
+    /// let two: [&[u8]; 2] = [b"a", b"b"];
+    /// p.requests = &two;
+    /// assert_eq!((p.request_index(6), p.request_index(7)), (0, 1));
+    /// ```
+    pub fn request_index(&self, index: u64) -> usize {
+        (index % self.requests.len() as u64) as usize
     }
 
     /// The exchange state machine for one connection of this plan.
@@ -682,6 +699,10 @@ pub enum SpinStep {
     /// Keep spinning.
     Spin,
 }
+
+/// While an engine sends a backlog of due requests in one batch (after a
+/// stall of its thread), it looks at the stop flag every this many sends.
+pub const BACKLOG_STOP_CHECK: u32 = 4096;
 
 /// The longest an engine stays awake after its last send while responses
 /// are in flight ([`linger_ns`]): 500 us.

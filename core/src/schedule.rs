@@ -85,6 +85,25 @@ pub struct Shard {
 impl Shard {
     /// The whole schedule: shard 0 of 1.
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Part `t` of this shard split over `threads` engine threads: the
+    /// shard `index + count * t` of `count * threads`. The parts of every
+    /// thread together are exactly this shard, for every arrival process
+    /// (`tests/sim_shards.rs`), so a seed reproduces across machines of
+    /// any core count.
+    ///
+    /// ```
+    /// use metronome_core::schedule::Shard;
+    /// let machine = Shard { index: 1, count: 3 };
+    /// assert_eq!(machine.split(2, 4), Shard { index: 7, count: 12 });
+    /// assert_eq!(Shard::WHOLE.split(0, 1), Shard::WHOLE);
+    /// ```
+    pub const fn split(self, t: u32, threads: u32) -> Shard {
+        Shard {
+            index: self.index + self.count * t,
+            count: self.count * threads,
+        }
+    }
 }
 
 /// Why a [`Schedule`] could not be built.

@@ -1,7 +1,7 @@
 //! One schedule, however the run is split: for every arrival process, every
 //! split into 1..=5 engine threads inside 1..=3 plan shards (the io_uring
-//! engine gives thread `t` of `T` inside shard `k` of `n` the shard
-//! `k + n*t` of `n*T`) sends exactly the whole schedule's offsets, compared
+//! engine gives thread `t` of `T` the part [`Shard::split`] of its shard,
+//! the rule tested here) sends exactly the whole schedule's offsets, compared
 //! as sorted multisets, offset for offset. Each machine's threads together
 //! send exactly that machine's shard. Constant and Poisson split the whole
 //! sequence by arrival index, so no thread gets more than one arrival more
@@ -56,11 +56,11 @@ fn check(arrival: Arrival, rate: f64, seed: u64, end_ns: u64) {
             for threads in 1..=5u32 {
                 let parts: Vec<Vec<u64>> = (0..threads)
                     .map(|t| {
-                        let shard = Shard {
-                            index: k + shards * t,
-                            count: shards * threads,
+                        let machine = Shard {
+                            index: k,
+                            count: shards,
                         };
-                        offsets(arrival, rate, seed, end_ns, shard)
+                        offsets(arrival, rate, seed, end_ns, machine.split(t, threads))
                     })
                     .collect();
                 if let Some(slack) = slack {

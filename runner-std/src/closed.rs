@@ -7,13 +7,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
-use metronome_core::ledger::Finish;
-use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
+use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
 
 use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
-use crate::conn::{Conn, Exchanged, Health, Outcome};
+use crate::conn::{Conn, Exchanged, Health};
 use crate::tls::Tls;
 
 pub(crate) fn run(
@@ -21,7 +20,6 @@ pub(crate) fn run(
     control: &Control,
     tls: Option<&Tls>,
     workers: u32,
-    expected_interval_ns: Option<u64>,
 ) -> Result<RunOutput, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let mut conns = Vec::with_capacity(workers as usize);
@@ -92,22 +90,15 @@ pub(crate) fn run(
                         };
                         if reopened.is_err() {
                             let at_ns = clock.now_ns();
-                            let _ = tx.send(if retried {
-                                // Sent once already: it failed as the reset
-                                // that made it retry.
+                            if retried {
+                                // Sent once already: its worker moves on.
                                 i += u64::from(workers);
-                                Fact::ClosedDone {
-                                    sent_ns: now,
-                                    done_ns: at_ns,
-                                    outcome: Outcome::Failed(Finish::Error(ErrorKind::Reset)),
-                                    expected_interval_ns,
-                                }
-                            } else {
-                                Fact::Unsent {
-                                    intended_ns: now,
-                                    at_ns,
-                                    reason: Unsent::Connect,
-                                }
+                            }
+                            let _ = tx.send(Fact::NotSent {
+                                intended_ns: now,
+                                at_ns,
+                                reason: Unsent::Connect,
+                                retried,
                             });
                             retried = false;
                             // A refusing server must not turn the loop into a spin.
@@ -149,11 +140,11 @@ pub(crate) fn run(
                                 if unsolicited {
                                     let _ = tx.send(Fact::Unsolicited { at_ns: done_ns });
                                 }
-                                let _ = tx.send(Fact::ClosedDone {
+                                let _ = tx.send(Fact::Done {
+                                    intended_ns: sent_ns,
                                     sent_ns,
                                     done_ns,
                                     outcome,
-                                    expected_interval_ns,
                                 });
                             }
                         }

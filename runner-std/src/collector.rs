@@ -15,18 +15,22 @@ use crate::conn::{Opened, Outcome};
 pub(crate) enum Fact {
     /// Request intended at `intended_ns` left at `sent_ns`.
     Sent { intended_ns: u64, sent_ns: u64 },
-    /// Request finished (or failed) at `done_ns`.
+    /// Request finished (or failed) at `done_ns`, recorded as the plan's
+    /// model says (closed: the send is the intended time).
     Done {
         intended_ns: u64,
         sent_ns: u64,
         done_ns: u64,
         outcome: Outcome,
     },
-    /// Request intended at `intended_ns` was never sent, for `reason`.
-    Unsent {
+    /// Request intended at `intended_ns` could not go out at `at_ns`:
+    /// never sent for `reason`, or, when `retried`, failed as the reset
+    /// that made it retry (core's `Ledger::not_sent`).
+    NotSent {
         intended_ns: u64,
         at_ns: u64,
         reason: Unsent,
+        retried: bool,
     },
     /// Request intended at `intended_ns` is sent again on a fresh connection.
     Retried { intended_ns: u64 },
@@ -38,13 +42,6 @@ pub(crate) enum Fact {
     Opened(Opened),
     /// A connection's TLS handshake failed during the run.
     HandshakeFailed(HandshakeFailure),
-    /// A closed-loop completion, also fed to the corrected histogram.
-    ClosedDone {
-        sent_ns: u64,
-        done_ns: u64,
-        outcome: Outcome,
-        expected_interval_ns: Option<u64>,
-    },
 }
 
 /// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
@@ -84,13 +81,14 @@ impl<'p> Collector<'p> {
                 let sent = ledger.sent(tally, intended_ns, sent_ns);
                 (sent.then_some(&progress.sent), None)
             }
-            Fact::Unsent {
+            Fact::NotSent {
                 intended_ns,
                 at_ns,
                 reason,
+                retried,
             } => {
-                ledger.unsent(tally, intended_ns, at_ns, reason);
-                (None, None)
+                let ok = ledger.not_sent(tally, intended_ns, at_ns, reason, retried);
+                (ok.map(|ok| counter(progress, ok)), Some(at_ns))
             }
             Fact::Retried { intended_ns } => {
                 ledger.retried(tally, intended_ns);
@@ -110,25 +108,10 @@ impl<'p> Collector<'p> {
                 done_ns,
                 outcome,
             } => {
-                let ok = ledger.done(tally, intended_ns, sent_ns, done_ns, outcome.as_finish());
+                let ok = ledger.finished(tally, intended_ns, sent_ns, done_ns, outcome.as_finish());
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
             Fact::Opened(_) | Fact::HandshakeFailed(_) => (None, None),
-            Fact::ClosedDone {
-                sent_ns,
-                done_ns,
-                outcome,
-                expected_interval_ns,
-            } => {
-                let ok = ledger.closed_done(
-                    tally,
-                    sent_ns,
-                    done_ns,
-                    outcome.as_finish(),
-                    expected_interval_ns,
-                );
-                (ok.map(|ok| counter(progress, ok)), Some(done_ns))
-            }
         };
         if let Some(c) = counter {
             c.fetch_add(1, Ordering::Relaxed);

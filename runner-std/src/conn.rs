@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
+use metronome_core::exchange::{compact, Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, StreamTiming};
 use metronome_core::plan::READ_BUF_BYTES;
@@ -511,14 +511,7 @@ impl Conn {
             }
             Feed::NeedMore { consumed } => self.start += consumed,
         }
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buf.len() {
-            return Err(Finish::Error(ErrorKind::TooLarge));
-        }
+        compact(&mut self.buf, &mut self.start, &mut self.end).map_err(Finish::Error)?;
         Ok(None)
     }
 
@@ -689,10 +682,7 @@ fn idle_health(idle: Idle) -> Health {
     }
 }
 
-/// Classifies an I/O error of an established connection.
+/// Classifies an I/O error of an established connection (core's rule).
 pub(crate) fn io_kind(e: &io::Error) -> ErrorKind {
-    match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ErrorKind::Timeout,
-        _ => ErrorKind::Reset,
-    }
+    ErrorKind::of_io(e)
 }

@@ -65,10 +65,7 @@ pub fn run_with(
     std::thread::scope(|s| {
         spawn_big(s, || match plan.model {
             Model::Open => open::run(plan, control, tls),
-            Model::Closed {
-                workers,
-                expected_interval_ns,
-            } => closed::run(plan, control, tls, workers, expected_interval_ns),
+            Model::Closed { workers, .. } => closed::run(plan, control, tls, workers),
         })?
         .join()
         .map_err(|_| {

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use metronome_core::engine::{
     Control, EngineError, Origin, RunOutput, Setup, Warm, WARM_BUDGET_NS,
 };
-use metronome_core::ledger::Finish;
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{ErrorKind, Interval, Recorder, ThreadStats, Unsent};
+use metronome_core::measure::{Interval, Recorder, ThreadStats, Unsent};
 use metronome_core::plan::{
-    linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, FRESH_SETTLE_NS, SETTLE_NS,
+    linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, BACKLOG_STOP_CHECK, FRESH_SETTLE_NS,
+    SETTLE_NS,
 };
 use metronome_core::pool::{Admit, Pool, PoolState};
 
@@ -260,7 +260,7 @@ pub(crate) fn run(
                     while let Some(t) = next.filter(|&t| t <= now) {
                         // A backlog is sent or dropped at once, but a stop is seen.
                         due += 1;
-                        if due % 4096 == 0 && control.stopped() {
+                        if due % BACKLOG_STOP_CHECK == 0 && control.stopped() {
                             break;
                         }
                         let measured = ledger.scheduled(tally, t);
@@ -559,23 +559,13 @@ fn wait_idle(shared: &Shared, n: usize, control: &Control) {
     }
 }
 
-/// A request that cannot go out at `at_ns`: never sent, for `reason`; or,
-/// when it is a retry (sent once already), failed as the reset that made
-/// it retry.
+/// A request that cannot go out at `at_ns` (core's `Ledger::not_sent`).
 fn never_sent_or_failed(job: Job, retried: bool, at_ns: u64, reason: Unsent) -> Fact {
-    if retried {
-        Fact::Done {
-            intended_ns: job.intended_ns,
-            sent_ns: at_ns,
-            done_ns: at_ns,
-            outcome: Outcome::Failed(Finish::Error(ErrorKind::Reset)),
-        }
-    } else {
-        Fact::Unsent {
-            intended_ns: job.intended_ns,
-            at_ns,
-            reason,
-        }
+    Fact::NotSent {
+        intended_ns: job.intended_ns,
+        at_ns,
+        reason,
+        retried,
     }
 }
 

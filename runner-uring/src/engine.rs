@@ -125,15 +125,11 @@ pub(crate) fn run(
     }
 
     // Each thread's share.
-    let (k, n) = (plan.shard.index, plan.shard.count);
     let mut shares: Vec<Share> = (0..threads)
         .map(|t| Share {
             thread: t,
             cpu: (!cpus.is_empty()).then(|| cpus[t % cpus.len()]),
-            shard: Shard {
-                index: k + n * t as u32,
-                count: n * threads as u32,
-            },
+            shard: plan.shard.split(t as u32, threads as u32),
             threads,
             streams: Vec::new(),
             slots: 0,

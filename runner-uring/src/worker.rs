@@ -22,12 +22,12 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use metronome_core::engine::{Control, HandshakeFailure, RunOutput};
-use metronome_core::exchange::{Exchange, Feed, Idle, GAP_CAP};
-use metronome_core::ledger::{Finish, Ledger, Tally};
+use metronome_core::exchange::{compact, Exchange, Feed, Idle, GAP_CAP};
+use metronome_core::ledger::{Finish, Ledger};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{
     linger_ns, pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner, WarmUp,
-    FRESH_SETTLE_NS, READ_BUF_BYTES, REAP_GUARD_NS,
+    BACKLOG_STOP_CHECK, FRESH_SETTLE_NS, READ_BUF_BYTES, REAP_GUARD_NS,
 };
 use metronome_core::pool::{Admit, Pool, PoolState};
 use metronome_core::schedule::Schedule;
@@ -407,10 +407,10 @@ impl<'p> Worker<'p> {
                     Pace::Send => {
                         let mut due = 0u32;
                         while let Some(t) = next.filter(|&t| t <= now) {
-                            let request = (self.thread + index * self.threads)
-                                % self.plan.requests.len() as u64;
+                            let request =
+                                self.plan.request_index(self.thread + index * self.threads);
                             self.dispatch(Job {
-                                request: request as usize,
+                                request,
                                 intended_ns: t,
                                 retried: false,
                             })?;
@@ -419,7 +419,7 @@ impl<'p> Worker<'p> {
                             // A backlog (after a stall of this thread) is
                             // sent or dropped at once, but a stop is seen.
                             due += 1;
-                            if due % 4096 == 0 && self.control.stopped() {
+                            if due % BACKLOG_STOP_CHECK == 0 && self.control.stopped() {
                                 break;
                             }
                         }
@@ -673,30 +673,24 @@ impl<'p> Worker<'p> {
         self.process(slot)
     }
 
-    /// A due request that cannot go out at `at_ns`: never sent, for
-    /// `reason`; or, when it is a retry (sent once already), failed as the
-    /// reset that made it retry.
+    /// A due request that cannot go out at `at_ns` (core's
+    /// [`Ledger::not_sent`]).
     fn never_sent(&mut self, job: Job, at_ns: u64, reason: Unsent) {
-        if job.retried {
-            let ok = self.ledger.done(
-                &mut self.out.tally(),
-                job.intended_ns,
-                at_ns,
-                at_ns,
-                Finish::Error(ErrorKind::Reset),
-            );
-            self.pending.count(ok);
-        } else {
-            self.ledger
-                .unsent(&mut self.out.tally(), job.intended_ns, at_ns, reason);
-        }
+        let ok = self.ledger.not_sent(
+            &mut self.out.tally(),
+            job.intended_ns,
+            at_ns,
+            reason,
+            job.retried,
+        );
+        self.pending.count(ok);
     }
 
     /// Closed model: the worker on `slot` sends its next request now.
     fn closed_send(&mut self, slot: usize) {
         let c = &self.conns[slot];
         let i = c.worker + c.sends * self.workers_total.max(1);
-        let request = (i % self.plan.requests.len() as u64) as usize;
+        let request = self.plan.request_index(i);
         let now = self.clock.now_ns();
         self.in_flight += 1;
         self.stats.sent += 1;
@@ -737,13 +731,8 @@ impl<'p> Worker<'p> {
             Ok(Feed::NeedMore { consumed }) => c.start += consumed,
         }
         // Keep what was not consumed at the front of the buffer.
-        if c.start > 0 {
-            buf.copy_within(c.start..c.end, 0);
-            c.end -= c.start;
-            c.start = 0;
-        }
-        if c.end == READ_BUF_BYTES {
-            return self.fault(slot, ErrorKind::TooLarge);
+        if let Err(kind) = compact(buf, &mut c.start, &mut c.end) {
+            return self.fault(slot, kind);
         }
         let end = c.end;
         self.arm_recv(slot, end)
@@ -757,11 +746,10 @@ impl<'p> Worker<'p> {
         let finish = c
             .exchange
             .finish(&self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP]);
-        let ok = record(
-            self.ledger,
+        let ok = self.ledger.finished(
             &mut self.out.tally(),
-            self.model,
-            c,
+            c.job.intended_ns,
+            c.sent_ns,
             now,
             finish,
         );
@@ -880,11 +868,10 @@ impl<'p> Worker<'p> {
             let now = self.clock.now_ns();
             let c = &self.conns[slot];
             self.pool.observe(now, now.saturating_sub(c.sent_ns));
-            let ok = record(
-                self.ledger,
+            let ok = self.ledger.finished(
                 &mut self.out.tally(),
-                self.model,
-                c,
+                c.job.intended_ns,
+                c.sent_ns,
                 now,
                 failure,
             );
@@ -1140,28 +1127,7 @@ impl<'p> Worker<'p> {
     }
 }
 
-/// Records the end of the request on connection `c` (open or closed model).
-fn record(
-    ledger: Ledger<'_>,
-    tally: &mut Tally<'_>,
-    model: Model,
-    c: &Conn,
-    now: u64,
-    finish: Finish<'_>,
-) -> Option<bool> {
-    match model {
-        Model::Closed {
-            expected_interval_ns,
-            ..
-        } => ledger.closed_done(tally, c.sent_ns, now, finish, expected_interval_ns),
-        Model::Open => ledger.done(tally, c.job.intended_ns, c.sent_ns, now, finish),
-    }
-}
-
-/// Classifies an errno of an established connection, as the std engine does.
+/// The kind of an errno of an established connection (core's rule).
 fn errno_kind(errno: i32) -> ErrorKind {
-    match errno {
-        libc::EAGAIN | libc::ETIMEDOUT => ErrorKind::Timeout,
-        _ => ErrorKind::Reset,
-    }
+    ErrorKind::of_io(&io::Error::from_raw_os_error(errno))
 }

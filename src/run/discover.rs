@@ -7,6 +7,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use metronome_core::http::{Event, ParseError, ResponseParser};
+
 use crate::UsageError;
 
 /// How long the discovery may take in all (connect, send, answer).
@@ -74,11 +76,15 @@ pub fn first_model(
     request.push_str("Connection: close\r\n\r\n");
     conn.write_all(request.as_bytes())
         .map_err(DiscoverError::Io)?;
-    let mut buf = Vec::with_capacity(4096);
+    // Core's response parser frames the answer (Content-Length, chunked or
+    // read-until-close), as it does every response of a run.
+    let mut parser = ResponseParser::new();
+    let mut pending: Vec<u8> = Vec::with_capacity(8192);
+    let mut answer = Answer::default();
     let mut scratch = [0u8; 8192];
     loop {
-        if let Some(answer) = parse_response(&buf, false)? {
-            return answer;
+        if drive(&mut parser, &mut pending, &mut answer)? {
+            return answer.finish();
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -92,112 +98,94 @@ pub fn first_model(
             .map_err(DiscoverError::Io)?;
         match conn.read(&mut scratch) {
             Ok(0) => {
-                return match parse_response(&buf, true)? {
-                    Some(answer) => answer,
-                    None => Err(DiscoverError::Io(std::io::Error::new(
+                // A body read until the close ends here; anything else was cut.
+                let event = parser.finish_eof().map_err(bad_answer)?;
+                return match answer.take(event)? {
+                    true => answer.finish(),
+                    false => Err(DiscoverError::Io(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
                         "the connection closed before a complete answer",
                     ))),
-                }
+                };
             }
-            Ok(n) if buf.len() + n > MAX_RESPONSE => {
-                return Err(DiscoverError::Answer(format!(
-                    "the answer is larger than {} MiB",
-                    MAX_RESPONSE >> 20
-                )))
-            }
-            Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            Ok(n) => pending.extend_from_slice(&scratch[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(DiscoverError::Io(e)),
         }
     }
 }
 
-type Answer = Result<String, DiscoverError>;
+/// Hands the parser every byte of `pending` it can take (dropping what it
+/// consumed); true once the response is complete.
+fn drive(
+    parser: &mut ResponseParser,
+    pending: &mut Vec<u8>,
+    answer: &mut Answer,
+) -> Result<bool, DiscoverError> {
+    loop {
+        let (used, event) = parser.feed(pending).map_err(bad_answer)?;
+        let done = answer.take(event)?;
+        pending.drain(..used);
+        if done {
+            return Ok(true);
+        }
+        if used == 0 {
+            return Ok(false);
+        }
+    }
+}
+
+/// A framing error of the answer, in words.
+fn bad_answer(e: ParseError) -> DiscoverError {
+    DiscoverError::Answer(format!("not a valid HTTP/1.1 response ({e})"))
+}
+
+/// What the answer to `GET /v1/models` carried so far.
+#[derive(Default)]
+struct Answer {
+    status: Option<u16>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// Takes one parser event; true once the response is complete.
+    fn take(&mut self, event: Option<Event<'_>>) -> Result<bool, DiscoverError> {
+        match event {
+            None => Ok(false),
+            Some(Event::Head { status, .. }) => {
+                self.status = Some(status);
+                Ok(false)
+            }
+            Some(Event::Body(bytes)) => {
+                if self.body.len() + bytes.len() > MAX_RESPONSE {
+                    return Err(DiscoverError::Answer(format!(
+                        "the answer is larger than {} MiB",
+                        MAX_RESPONSE >> 20
+                    )));
+                }
+                self.body.extend_from_slice(bytes);
+                Ok(false)
+            }
+            Some(Event::End) => Ok(true),
+        }
+    }
+
+    /// The first model of a complete 200 answer.
+    fn finish(&self) -> Result<String, DiscoverError> {
+        match self.status {
+            Some(200) => first_id(&self.body).map_err(DiscoverError::Answer),
+            status => Err(DiscoverError::Answer(format!(
+                "it answered {}",
+                status.map_or_else(|| "nothing".to_string(), |s| s.to_string())
+            ))),
+        }
+    }
+}
 
 /// A plain or TLS stream.
 trait ReadWrite: Read + Write {}
 
 impl<T: Read + Write> ReadWrite for T {}
-
-/// `Ok(None)` while the response is incomplete (`eof`: the peer closed,
-/// so a body without length ends here).
-fn parse_response(buf: &[u8], eof: bool) -> Result<Option<Answer>, DiscoverError> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut response = httparse::Response::new(&mut headers);
-    let head_len = match response.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => {
-            return Err(DiscoverError::Answer(format!(
-                "not an HTTP/1.1 response ({e})"
-            )))
-        }
-    };
-    let status = response.code.unwrap_or(0);
-    let header = |name: &str| {
-        response
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
-    };
-    let rest = &buf[head_len..];
-    let body: Vec<u8> = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        match dechunk(rest) {
-            Some(b) => b,
-            None if eof => {
-                return Err(DiscoverError::Answer(
-                    "a chunked body cut short".to_string(),
-                ))
-            }
-            None => return Ok(None),
-        }
-    } else if let Some(len) = header("content-length") {
-        let len: usize = len
-            .parse()
-            .map_err(|_| DiscoverError::Answer(format!("a bad Content-Length '{len}'")))?;
-        if rest.len() < len {
-            return if eof {
-                Err(DiscoverError::Answer("a body cut short".to_string()))
-            } else {
-                Ok(None)
-            };
-        }
-        rest[..len].to_vec()
-    } else if eof {
-        rest.to_vec()
-    } else {
-        return Ok(None);
-    };
-    if status != 200 {
-        return Ok(Some(Err(DiscoverError::Answer(format!(
-            "it answered {status} {}",
-            response.reason.unwrap_or("")
-        )))));
-    }
-    Ok(Some(first_id(&body).map_err(DiscoverError::Answer)))
-}
-
-/// Decodes a complete chunked body; `None` while incomplete.
-fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = rest.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&rest[..line_end]).ok()?;
-        let size_text = size_text.split(';').next()?.trim();
-        let size = usize::from_str_radix(size_text, 16).ok()?;
-        rest = &rest[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        if rest.len() < size + 2 {
-            return None;
-        }
-        out.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
-}
 
 /// The first `data[].id` of an OpenAI model list.
 ///
@@ -259,10 +247,27 @@ pub fn discover(
 mod tests {
     use super::*;
 
+    /// The model found in `bytes` (`eof`: the server closed after them),
+    /// `None` while the answer is incomplete.
     fn answer(bytes: &[u8], eof: bool) -> Option<Result<String, String>> {
-        match parse_response(bytes, eof) {
-            Ok(Some(Ok(id))) => Some(Ok(id)),
-            Ok(Some(Err(DiscoverError::Answer(w)))) | Err(DiscoverError::Answer(w)) => Some(Err(w)),
+        let mut parser = ResponseParser::new();
+        let mut pending = bytes.to_vec();
+        let mut a = Answer::default();
+        let found = (|| {
+            if drive(&mut parser, &mut pending, &mut a)? {
+                return a.finish().map(Some);
+            }
+            if eof {
+                let event = parser.finish_eof().map_err(bad_answer)?;
+                if a.take(event)? {
+                    return a.finish().map(Some);
+                }
+            }
+            Ok(None)
+        })();
+        match found {
+            Ok(Some(id)) => Some(Ok(id)),
+            Err(DiscoverError::Answer(w)) => Some(Err(w)),
             Ok(None) => None,
             other => panic!("{other:?}"),
         }
@@ -298,7 +303,7 @@ mod tests {
                 b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nnah",
                 false
             ),
-            Some(Err("it answered 404 Not Found".into()))
+            Some(Err("it answered 404".into()))
         );
         assert_eq!(
             answer(
@@ -314,6 +319,6 @@ mod tests {
         assert!(answer(b"SSH-2.0-OpenSSH\r\n\r\n", false)
             .unwrap()
             .unwrap_err()
-            .starts_with("not an HTTP/1.1 response"));
+            .starts_with("not a valid HTTP/1.1 response"));
     }
 }
