@@ -129,6 +129,11 @@ impl ClientTls {
     }
 }
 
+/// `SSLKEYLOGFILE` is set (and not empty): TLS session keys are logged.
+pub fn keylog_requested() -> bool {
+    std::env::var_os(SSLKEYLOGFILE).is_some_and(|p| !p.is_empty())
+}
+
 /// Whether `SSLKEYLOGFILE` names a file; it must open for appending (rustls
 /// would otherwise drop the keys silently).
 fn keylog_file() -> anyhow::Result<bool> {
@@ -174,12 +179,14 @@ fn client_key(
     let certified = CertifiedKey::new(certs, signer);
     match certified.keys_match() {
         Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
-        Err(_) => return Err(UsageError(format!(
+        Err(_) => {
+            return Err(UsageError(format!(
             "--key {} does not belong to the certificate of --cert {} (their public keys differ)",
             key.display(),
             cert.display()
         ))
-        .into()),
+            .into())
+        }
     }
     Ok(Some(Arc::new(certified)))
 }

@@ -2,12 +2,14 @@
 """A small HTTPS server on Python's ssl module (OpenSSL), for the end-to-end
 TLS tests of tests/e2e_tls_peer.rs: a TLS stack metronome did not write.
 
-    tls_server.py CERT KEY [--client-ca FILE] [--seconds N]
+    tls_server.py CERT KEY [--client-ca FILE] [--tls12-ciphers LIST]
+                  [--tls11] [--seconds N]
 
 Listens on 127.0.0.1 with an ephemeral port and prints `PORT` as its first
 line on stdout; answers every HTTP/1.1 request with `200 ok` (keep-alive).
 With --client-ca it requires a client certificate signed by (or equal to)
-one of FILE's certificates. It stops by itself after N seconds (default 30)
+one of FILE's certificates. --tls12-ciphers serves TLS 1.2 only, with the
+OpenSSL cipher list LIST; --tls11 serves TLS 1.1 only. It stops by itself after N seconds (default 30)
 or when its stdin closes, whichever comes first.
 """
 
@@ -17,6 +19,7 @@ import ssl
 import sys
 import threading
 import time
+import warnings
 
 
 def serve_connection(sock, context):
@@ -61,11 +64,21 @@ def main():
     parser.add_argument("cert")
     parser.add_argument("key")
     parser.add_argument("--client-ca")
+    parser.add_argument("--tls12-ciphers")
+    parser.add_argument("--tls11", action="store_true")
     parser.add_argument("--seconds", type=float, default=30.0)
     args = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(args.cert, args.key)
+    if args.tls12_ciphers:
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        context.set_ciphers(args.tls12_ciphers)
+    if args.tls11:
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        context.set_ciphers("DEFAULT:@SECLEVEL=0")
+        context.minimum_version = ssl.TLSVersion.TLSv1_1
+        context.maximum_version = ssl.TLSVersion.TLSv1_1
     if args.client_ca:
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(args.client_ca)

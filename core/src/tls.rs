@@ -252,7 +252,7 @@ fn refuses_certificate(a: AlertDescription) -> bool {
     )
 }
 
-/// The alert's name as RFC 8446 spells it, and its number.
+/// The alert's name as RFC 8446 spells it (its number when it has none).
 fn alert_name(a: AlertDescription) -> String {
     use AlertDescription as A;
     let name = match a {
@@ -285,11 +285,10 @@ fn alert_name(a: AlertDescription) -> String {
         A::NoApplicationProtocol => "no_application_protocol",
         _ => "",
     };
-    let n = u8::from(a);
     if name.is_empty() {
-        format!("number {n}")
+        format!("number {}", u8::from(a))
     } else {
-        format!("{name} ({n})")
+        name.to_string()
     }
 }
 
