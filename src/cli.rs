@@ -50,7 +50,7 @@ pub enum Command {
     /// Run a load test against URL (the main job).
     Run(Box<RunArgs>),
     /// Serve the embedded target: a FIFO server with stalls, errors and SSE.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// The embedded default: closed vs open loop against a stalling server, side by side.
     Demo(DemoArgs),
     /// The virtual-time experiment: exact, instant, deterministic.

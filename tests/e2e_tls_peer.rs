@@ -431,9 +431,17 @@ fn wrong_name_lists_the_certificate_names() {
     }
 }
 
+/// A client certificate to make: its name, the `openssl req -newkey`
+/// arguments, and the `openssl` command that re-encodes its key (if any).
+type Client = (
+    &'static str,
+    &'static [&'static str],
+    Option<&'static [&'static str]>,
+);
+
 /// Client certificates of the three key types, in the three PEM key
-/// encodings: (name, `openssl req -newkey` arguments, key conversion).
-const CLIENTS: [(&str, &[&str], Option<&[&str]>); 3] = [
+/// encodings.
+const CLIENTS: [Client; 3] = [
     ("rsa", &["rsa:2048"], Some(&["rsa", "-traditional"])),
     (
         "ecdsa",
