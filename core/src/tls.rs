@@ -565,3 +565,164 @@ pub fn client(tls: &Tls) -> io::Result<ClientConnection> {
     conn.set_buffer_limit(None);
     Ok(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::UnixTime;
+    use rustls::OtherError;
+
+    fn at(secs: u64) -> UnixTime {
+        UnixTime::since_unix_epoch(Duration::from_secs(secs))
+    }
+
+    fn line(e: rustls::Error) -> (HandshakeFailure, String) {
+        describe(&e, None)
+    }
+
+    #[test]
+    fn certificate_refusals_in_words() {
+        use HandshakeFailure::Certificate as C;
+        let unknown = "the server's certificate has an unknown issuer (no CA this machine trusts signed it): pass the server's certificate or its CA with --cacert FILE (PEM), or skip the check with --insecure";
+        assert_eq!(
+            line(CertificateError::UnknownIssuer.into()),
+            (C, unknown.into())
+        );
+        // webpki's "a root of that name did not sign it" is an unknown issuer too.
+        assert_eq!(
+            line(CertificateError::BadSignature.into()),
+            (C, unknown.into())
+        );
+        assert_eq!(
+            line(
+                CertificateError::ExpiredContext {
+                    time: at(1_800_000_000),
+                    not_after: at(1_609_545_600),
+                }
+                .into()
+            ),
+            (C, "the server's certificate expired on 2021-01-02 00:00:00 UTC: renew it on the server (or set this machine's clock right), or skip the check with --insecure".into())
+        );
+        assert_eq!(
+            line(
+                CertificateError::NotValidYetContext {
+                    time: at(0),
+                    not_before: at(4_070_908_800),
+                }
+                .into()
+            ),
+            (C, "the server's certificate is not valid before 2099-01-01 00:00:00 UTC: set this machine's clock right (or wait), or skip the check with --insecure".into())
+        );
+        let expected = ServerName::try_from("127.0.0.1").unwrap();
+        assert_eq!(
+            line(
+                CertificateError::NotValidForNameContext {
+                    expected: expected.clone(),
+                    presented: std::vec!["example.com".into(), "10.0.0.1".into()],
+                }
+                .into()
+            ),
+            (C, "the server's certificate is for example.com, 10.0.0.1, not for 127.0.0.1: use one of its names in the URL, or skip the check with --insecure".into())
+        );
+        assert_eq!(
+            line(
+                CertificateError::NotValidForNameContext {
+                    expected,
+                    presented: std::vec![],
+                }
+                .into()
+            ),
+            (C, "the server's certificate is for no host name (no subjectAltName), not for 127.0.0.1: use one of its names in the URL, or skip the check with --insecure".into())
+        );
+        let ca = CertificateError::Other(OtherError(Arc::new(webpki::Error::CaUsedAsEndEntity)));
+        assert!(is_ca_used_as_end_entity(&ca));
+        assert_eq!(line(ca.into()), (C, CA_AS_END_ENTITY.into()));
+        // Another webpki error: words, not its debug name.
+        let (kind, text) = line(
+            CertificateError::Other(OtherError(Arc::new(
+                webpki::Error::PathLenConstraintViolated,
+            )))
+            .into(),
+        );
+        assert_eq!(kind, C);
+        assert!(!text.contains("PathLen"), "{text}");
+    }
+
+    #[test]
+    fn protocol_refusals_in_words() {
+        use HandshakeFailure::Protocol as P;
+        assert_eq!(
+            line(rustls::Error::AlertReceived(
+                AlertDescription::ProtocolVersion
+            )),
+            (P, NO_VERSION.into())
+        );
+        assert_eq!(
+            line(PeerIncompatible::ServerDoesNotSupportTls12Or13.into()),
+            (P, NO_VERSION.into())
+        );
+        assert_eq!(
+            line(rustls::Error::AlertReceived(
+                AlertDescription::HandshakeFailure
+            )),
+            (P, NO_CIPHER.into())
+        );
+        assert_eq!(
+            line(PeerIncompatible::NoCipherSuitesInCommon.into()),
+            (P, NO_CIPHER.into())
+        );
+        assert_eq!(
+            line(rustls::Error::AlertReceived(
+                AlertDescription::InternalError
+            )),
+            (
+                P,
+                "the server ended the TLS handshake with alert internal_error".into()
+            )
+        );
+        assert_eq!(
+            line(rustls::Error::AlertReceived(AlertDescription::Unknown(200))),
+            (
+                P,
+                "the server ended the TLS handshake with alert number 200".into()
+            )
+        );
+    }
+
+    #[test]
+    fn client_certificate_refusals_in_words() {
+        use HandshakeFailure::Certificate as C;
+        let required = rustls::Error::AlertReceived(AlertDescription::CertificateRequired);
+        assert_eq!(describe(&required, None), (C, NO_CLIENT_CERT.into()));
+        // TLS 1.2 servers send handshake_failure: after they asked, it is
+        // about the client certificate.
+        let failure = rustls::Error::AlertReceived(AlertDescription::HandshakeFailure);
+        let none = ClientCert::new(None);
+        assert_eq!(
+            describe(&failure, Some(&none)).1,
+            NO_CIPHER,
+            "not asked: a cipher mismatch"
+        );
+        let _ = none.resolve(&[], &[]);
+        assert!(none.asked());
+        assert_eq!(describe(&failure, Some(&none)), (C, NO_CLIENT_CERT.into()));
+    }
+
+    #[test]
+    fn plain_http_is_named() {
+        let e = classify(&rustls::Error::DecryptError, b"HTTP/1.1 400");
+        assert_eq!(
+            e.to_string(),
+            "the server answered in plain HTTP, not TLS: use http:// for this port"
+        );
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_609_545_600), "2021-01-02 00:00:00 UTC");
+        assert_eq!(utc(4_070_908_799), "2098-12-31 23:59:59 UTC");
+        assert_eq!(utc(253_402_300_799), "9999-12-31 23:59:59 UTC");
+    }
+}
