@@ -158,6 +158,10 @@ pub enum ShapeArg {
 
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
+#[command(
+    after_help = "Environment: SSLKEYLOGFILE=FILE appends the TLS session keys of an https run to FILE \
+                  (NSS key log format, for Wireshark); the report says it was on."
+)]
 pub struct RunArgs {
     /// Target URL, http:// or https:// (HTTP/1.1; over TLS 1.2 or 1.3), e.g. http://127.0.0.1:8080/.
     pub url: String,
@@ -319,8 +323,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
     /// https: the private key of --cert (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC; RSA, ECDSA
-    /// P-256/P-384 or Ed25519). SSLKEYLOGFILE=FILE in the environment appends the session
-    /// keys to FILE (for Wireshark; the report says so).
+    /// P-256/P-384 or Ed25519).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
     /// Write the JSON report to FILE.
