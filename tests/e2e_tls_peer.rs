@@ -380,6 +380,53 @@ fn expired_and_not_yet_valid_name_their_dates() {
     }
 }
 
+/// A CA certificate (issued by another CA) as the server's own: through
+/// its CA it is refused in one line naming the fix; given itself with
+/// `--cacert`, it is trusted as it is.
+#[test]
+fn ca_certificate_as_the_servers_own() {
+    if !tools() {
+        return;
+    }
+    let dir = Dir::new("ca-leaf");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = params((2020, 1, 1), (2090, 1, 1));
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Root CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let (ca_file, _) = write_pair(&dir, "ca", &ca, &ca_key);
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let mut leaf_params = params((2020, 1, 1), (2090, 1, 1));
+    leaf_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    leaf_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Intermediate as server");
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
+    let (leaf_file, leaf_key_file) = write_pair(&dir, "leaf", &leaf, &leaf_key);
+    let peer = Peer::start(&leaf_file, &leaf_key_file, &[]);
+    for engine in engines() {
+        let out = run(
+            &peer.url("127.0.0.1"),
+            engine,
+            &["--cacert", s(&ca_file)],
+            None,
+        );
+        assert_eq!(
+            one_line(&out, 1, engine),
+            format!(
+                "{FAILED}the server presents a CA certificate (basicConstraints CA:TRUE) as its own: pass \
+                 that very certificate with --cacert FILE to trust it as it is, or give the server a \
+                 certificate with CA:FALSE"
+            ),
+            "{engine}"
+        );
+        run_ok(&peer.url("127.0.0.1"), engine, &["--cacert", s(&leaf_file)]);
+    }
+}
+
 /// A certificate for other names: the line lists the names it has, and
 /// the URL's host.
 #[test]
