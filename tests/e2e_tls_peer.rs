@@ -723,6 +723,26 @@ fn sslkeylogfile_is_honoured_and_reported() {
             "{engine}"
         );
     }
+    // A file that cannot be opened for appending: exit 2, one line.
+    let bad = dir.path("no-such-dir/keys.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_metronome"))
+        .args([
+            "run",
+            &peer.url("127.0.0.1"),
+            "--cacert",
+            s(&cert),
+            "--quiet",
+        ])
+        .env("SSLKEYLOGFILE", &bad)
+        .output()
+        .unwrap();
+    assert_eq!(
+        one_line(&out, 2, "std"),
+        format!(
+            "metronome: SSLKEYLOGFILE={}: cannot open it to append the TLS keys: No such file or directory (os error 2)",
+            s(&bad)
+        )
+    );
 }
 
 /// A server that speaks only TLS 1.1, or TLS 1.2 with ciphers metronome
