@@ -196,6 +196,12 @@ fn read_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
     std::fs::metadata(path).map_err(|e| UsageError(format!("--key {}: {e}", path.display())))?;
     PrivateKeyDer::from_pem_file(path).map_err(|e| {
         let why = match e {
+            rustls::pki_types::pem::Error::NoItemsFound
+                if std::fs::read_to_string(path)
+                    .is_ok_and(|t| t.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")) =>
+            {
+                "the key is encrypted (BEGIN ENCRYPTED PRIVATE KEY); metronome reads unencrypted keys: decrypt it with `openssl pkey -in KEY -out PLAIN.key`".to_string()
+            }
             rustls::pki_types::pem::Error::NoItemsFound => {
                 "no PEM private key (BEGIN PRIVATE KEY, BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY) in the file".to_string()
             }

@@ -639,7 +639,26 @@ fn bad_client_certificate_files_exit_2() {
     let (_, ec_key) = &clients[1];
     let missing = dir.path("missing.pem");
     let url = "https://127.0.0.1:9/";
-    let cases: [(&[&str], String); 4] = [
+    let encrypted = dir.path("encrypted.key");
+    openssl(&[
+        "pkcs8",
+        "-topk8",
+        "-in",
+        s(ec_key),
+        "-out",
+        s(&encrypted),
+        "-passout",
+        "pass:x",
+    ]);
+    let cases: [(&[&str], String); 5] = [
+        (
+            &["--cert", s(rsa), "--key", s(&encrypted)],
+            format!(
+                "metronome: --key {}: the key is encrypted (BEGIN ENCRYPTED PRIVATE KEY); metronome reads \
+                 unencrypted keys: decrypt it with `openssl pkey -in KEY -out PLAIN.key`",
+                s(&encrypted)
+            ),
+        ),
         (
             &["--cert", s(rsa), "--key", s(ec_key)],
             format!(
