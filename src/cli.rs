@@ -50,7 +50,7 @@ pub enum Command {
     /// Run a load test against URL (the main job).
     Run(Box<RunArgs>),
     /// Serve the embedded target: a FIFO server with stalls, errors and SSE.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// The embedded default: closed vs open loop against a stalling server, side by side.
     Demo(DemoArgs),
     /// The virtual-time experiment: exact, instant, deterministic.
@@ -171,8 +171,12 @@ pub enum ShapeArg {
 
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
+#[command(
+    after_help = "Environment: SSLKEYLOGFILE=FILE appends the TLS session keys of an https run to FILE \
+                  (NSS key log format, for Wireshark); the report says it was on."
+)]
 pub struct RunArgs {
-    /// Target URL, http:// only (e.g. http://127.0.0.1:8080/).
+    /// Target URL, http:// or https:// (HTTP/1.1; over TLS 1.2 or 1.3), e.g. http://127.0.0.1:8080/.
     pub url: String,
     /// Offered rate in requests per second (across all threads).
     #[arg(short, long, default_value_t = 100.0)]
@@ -328,13 +332,23 @@ pub struct RunArgs {
     /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).
     #[arg(long)]
     pub retry_non_idempotent: bool,
-    /// https: also trust the CA certificate(s) in this PEM file (beside the
-    /// system trust store), e.g. the one `metronome serve --tls --cert-out` wrote.
+    /// https: also trust the certificate(s) in this PEM file (beside the system trust
+    /// store): CA certificates, or the server's own self-signed one, e.g. the one
+    /// `metronome serve --tls --cert-out` wrote. A server whose certificate is one of them
+    /// byte for byte is accepted as it is (its name and dates are still checked), as curl does.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// https: do not verify the server's certificate (the report warns).
     #[arg(long)]
     pub insecure: bool,
+    /// https: the client certificate (PEM chain, the client's own first) for servers that
+    /// require one (mutual TLS); needs --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// https: the private key of --cert (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC; RSA, ECDSA
+    /// P-256/P-384 or Ed25519).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// Write the JSON report to FILE.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
@@ -458,6 +472,10 @@ pub struct ServeArgs {
     /// `metronome run --cacert FILE`.
     #[arg(long, value_name = "FILE", requires = "tls")]
     pub cert_out: Option<PathBuf>,
+    /// With --tls: require a client certificate signed by one of the CA
+    /// certificates of this PEM file (mutual TLS), e.g. for `run --cert --key`.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub client_ca: Option<PathBuf>,
 
     /// The stream shape of --sse: `default` (generated: role chunk, --tokens
     /// content chunks, usage, [DONE]) or a golden stream of tests/streams/

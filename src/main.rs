@@ -36,7 +36,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             }
             Ok(r.exit_code)
         }
-        Command::Serve(args) => metronome::serve::run(args).map(|()| EXIT_OK),
+        Command::Serve(args) => metronome::serve::run(*args).map(|()| EXIT_OK),
         Command::Demo(args) => metronome::demo::run(&args).map(|()| EXIT_OK),
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
         Command::Report(args) => metronome::report::merge::report(&args),

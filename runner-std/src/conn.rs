@@ -221,7 +221,8 @@ impl Conn {
         if let Some(target) = &self.target {
             let shaking = Instant::now();
             let mut conn = tls::client(target)?;
-            opened.resumed = tls::handshake(&mut conn, &s, Instant::now() + handshake_timeout)?;
+            opened.resumed =
+                tls::handshake(target, &mut conn, &s, Instant::now() + handshake_timeout)?;
             opened.handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
             self.tls = Some(Box::new(conn));
         }

@@ -365,7 +365,7 @@ fn pre_open(
     };
     let shaking = Instant::now();
     let mut conn = crate::tls::client(tls)?;
-    let resumed = crate::tls::handshake(&mut conn, &s, started + timeout)?;
+    let resumed = crate::tls::handshake(tls, &mut conn, &s, started + timeout)?;
     setup.opened(
         connect_ns,
         Some(shaking.elapsed().as_nanos() as u64),

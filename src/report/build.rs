@@ -195,11 +195,14 @@ impl Report {
             workload: None,
             interrupted: false,
             partial: false,
-            connections: ConnectionsReport::from_setup(
-                &out.setup,
-                url.starts_with("https://"),
-                args.insecure && url.starts_with("https://"),
-            ),
+            connections: ConnectionsReport {
+                keylog: url.starts_with("https://") && crate::tls::keylog_requested(),
+                ..ConnectionsReport::from_setup(
+                    &out.setup,
+                    url.starts_with("https://"),
+                    args.insecure && url.starts_with("https://"),
+                )
+            },
         };
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
@@ -366,6 +369,13 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         w.push(
             "--insecure: the server's certificate was not verified; anyone on the path could \
              have answered"
+                .to_string(),
+        );
+    }
+    if r.connections.keylog {
+        w.push(
+            "SSLKEYLOGFILE: the TLS session keys of this run were appended to the file it names; \
+             anyone with that file can decrypt a capture of the traffic"
                 .to_string(),
         );
     }

@@ -651,6 +651,7 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     c.tls_handshake = merged(|r| r.connections.tls_handshake.as_ref());
     c.tls_resumed = reports.iter().map(|r| r.connections.tls_resumed).sum();
     c.insecure = reports.iter().any(|r| r.connections.insecure);
+    c.keylog = reports.iter().any(|r| r.connections.keylog);
     c.handshake_failures.clear();
     for r in reports {
         for (k, v) in &r.connections.handshake_failures {

@@ -146,6 +146,10 @@ pub struct ConnectionsReport {
     pub tls: bool,
     /// `--insecure`: the server's certificate was not verified.
     pub insecure: bool,
+    /// `SSLKEYLOGFILE` was set: the TLS session keys were appended to the
+    /// file it names. (Absent in reports of older versions.)
+    #[serde(default)]
+    pub keylog: bool,
     /// TCP connect time (socket to established), ms.
     pub connect: Option<Metric>,
     /// TLS handshake time (established to handshake done), ms; https only.
@@ -208,6 +212,7 @@ impl ConnectionsReport {
             warm_up: None,
             tls,
             insecure,
+            keylog: false,
             connect: metric(&setup.connect),
             tls_handshake: metric(&setup.tls_handshake),
             tls_resumed: setup.resumed,

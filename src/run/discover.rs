@@ -233,6 +233,15 @@ pub fn discover(
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{host}{path}");
     first_model(addr, host, path, headers, tls).map_err(|e| match e {
+        // A refused TLS handshake, in words (as the engines say it).
+        DiscoverError::Io(e) if e.get_ref().is_some_and(|i| i.is::<rustls::Error>()) => {
+            let why = e
+                .get_ref()
+                .and_then(|i| i.downcast_ref::<rustls::Error>())
+                .map(|r| metronome_core::tls::describe(r, tls.map(|t| &*t.client_cert)).1)
+                .unwrap_or_default();
+            anyhow::anyhow!("cannot discover the model: GET {url} failed: {why}; or give --model")
+        }
         DiscoverError::Io(e) => anyhow::anyhow!(
             "cannot discover the model: GET {url} failed ({e}); is the server up? or give --model"
         ),

@@ -102,12 +102,18 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
     let tls = if target.tls {
         Some(crate::tls::ClientTls::new(
             &target.host,
-            args.cacert.as_deref(),
-            args.insecure,
+            &crate::tls::ClientOptions {
+                cacert: args.cacert.as_deref(),
+                insecure: args.insecure,
+                cert: args.cert.as_deref(),
+                key: args.key.as_deref(),
+            },
         )?)
     } else {
-        if args.cacert.is_some() || args.insecure {
-            eprintln!("metronome: notice: --cacert and --insecure apply to https:// URLs only");
+        if args.cacert.is_some() || args.insecure || args.cert.is_some() {
+            eprintln!(
+                "metronome: notice: --cacert, --insecure, --cert and --key apply to https:// URLs only"
+            );
         }
         None
     };

@@ -226,8 +226,10 @@ fn serve_tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> 
         return Ok(None);
     }
     let tls = match (&args.cert, &args.key) {
-        (Some(cert), Some(key)) => crate::tls::ServerTls::from_pem_files(cert, key)?,
-        _ => crate::tls::ServerTls::self_signed()?,
+        (Some(cert), Some(key)) => {
+            crate::tls::ServerTls::from_pem_files(cert, key, args.client_ca.as_deref())?
+        }
+        _ => crate::tls::ServerTls::self_signed_for(args.client_ca.as_deref())?,
     };
     if let Some(path) = &args.cert_out {
         std::fs::write(path, &tls.cert_pem)

@@ -215,10 +215,11 @@ impl TlsServer {
         });
         TlsServer {
             addr,
-            client: metronome_uring::Tls {
-                config: Arc::new(client),
-                server_name: ServerName::try_from("localhost").unwrap(),
-            },
+            client: metronome_uring::Tls::new(
+                Arc::new(client),
+                ServerName::try_from("localhost").unwrap(),
+                Arc::default(),
+            ),
             stop,
             handle: Some(handle),
         }
