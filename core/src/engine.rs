@@ -224,6 +224,10 @@ pub struct Warm {
     /// Connections on which bytes arrived before any request (or after the
     /// warm-up response): closed, counted here, never matched to a request.
     pub unsolicited: u64,
+    /// Connections opened again during the warm-up (after bytes before
+    /// any request, a failed warm-up, or a close after its answer); they
+    /// count in [`RunOutput::connections_opened`].
+    pub reopened: u64,
     /// Service time of each answered warm-up request, ns.
     pub service_ns: Vec<u64>,
 }
@@ -235,6 +239,7 @@ impl Warm {
         self.answered += other.answered;
         self.failed += other.failed;
         self.unsolicited += other.unsolicited;
+        self.reopened += other.reopened;
         self.service_ns.extend_from_slice(&other.service_ns);
     }
 

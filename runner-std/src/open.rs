@@ -121,6 +121,7 @@ pub(crate) fn run(
     }
 
     let mut warm = Warm::default();
+    let opened_first = pre.len() as u64;
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
         pre = warm_up_all(plan, control, connect_timeout, &mut setup, pre, &mut warm);
     }
@@ -148,7 +149,8 @@ pub(crate) fn run(
         in_flight: AtomicU64::new(0),
         open_connections: AtomicU64::new(pre.len() as u64),
         peak_connections: AtomicU64::new(pre.len() as u64),
-        opened: AtomicU64::new(pre.len() as u64),
+        // Every connect made so far: the first ones (kept or not) and the warm-up's.
+        opened: AtomicU64::new(opened_first + warm.reopened),
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
@@ -605,12 +607,13 @@ fn warm_up_all(
 ) -> Vec<Conn> {
     let settle = Duration::from_nanos(SETTLE_NS);
     std::thread::sleep(settle);
-    let reopen = |conn: &mut Conn, setup: &mut Setup| {
+    let reopen = |conn: &mut Conn, setup: &mut Setup, warm: &mut Warm| {
         conn.close();
         let r = conn.reopen(plan.addr, timeout);
         if let Some(o) = conn.opened.take() {
             setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
         }
+        warm.reopened += u64::from(r.is_ok());
         r.is_ok()
     };
     // 1. Bytes before any request: open once more, then look again.
@@ -621,7 +624,7 @@ fn warm_up_all(
             checked.push((conn, false));
         } else {
             warm.unsolicited += 1;
-            if reopen(&mut conn, setup) {
+            if reopen(&mut conn, setup, warm) {
                 checked.push((conn, true));
                 again = true;
             }
@@ -698,7 +701,7 @@ fn warm_up_all(
         }
         // Closed by the server after its answer, or no usable answer:
         // open once more, unwarmed.
-        if (reply.is_some() && conn.is_open()) || reopen(&mut conn, setup) {
+        if (reply.is_some() && conn.is_open()) || reopen(&mut conn, setup, warm) {
             out.push(conn);
         }
     }

@@ -108,6 +108,7 @@ pub(crate) fn run(
         }
     }
     let mut warm = Warm::default();
+    let opened_first = streams.len() as u64;
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() {
         streams = warm_up_all(
             plan,
@@ -119,6 +120,7 @@ pub(crate) fn run(
             &mut warm,
         );
     }
+    let kept = streams.len() as u64;
     threads = threads.min(streams.len()).max(1);
     if workers.is_none() {
         threads = threads.min(plan.max_in_flight as usize);
@@ -211,6 +213,9 @@ pub(crate) fn run(
     out.measured_ns = plan.measured_ns(stopped_at);
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
+    // Every connect made: the first ones (kept or not) and the warm-up's
+    // (the threads counted those they were handed, `kept`).
+    out.connections_opened += opened_first.saturating_sub(kept) + warm.reopened;
     out.warm = warm;
     out.finalize(plan);
     Ok(out)
@@ -263,6 +268,7 @@ fn warm_up_all(
         }
         warm.unsolicited += 1;
         if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
+            warm.reopened += 1;
             checked.push((fresh, true));
             reopened = true;
         }
@@ -335,6 +341,7 @@ fn warm_up_all(
         // open once more, unwarmed.
         drop(s);
         if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
+            warm.reopened += 1;
             out.push(fresh);
         }
     }
