@@ -28,7 +28,9 @@
 # against the same judge. Tables go to stdout and $OUT (markdown), raw rows
 # to ${OUT%.md}.jsonl.
 #
-# Tools: floor-naive floor-best metronome-uring metronome-std oha wrk2 (oha
+# Tools: floor-naive floor-best metronome-uring metronome-std (both with a
+# fixed pool of $CONNECTIONS), metronome-default and metronome-std-default
+# (only --rate, --duration and --cpus: the defaults a new user gets), oha wrk2 (oha
 # and wrk2 when installed: `cargo install oha`; wrk2 has no Debian package).
 # Traffic goes only to the judge on 127.0.0.1:$PORT; everything started is
 # stopped on exit.
@@ -46,7 +48,8 @@ GAP_US=${GAP_US:-100}
 PORT=${PORT:-18095}
 GEN_CPU=${GEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
-TOOLS=${TOOLS:-"floor-naive floor-best metronome-uring metronome-std oha wrk2"}
+TOOLS=${TOOLS:-"floor-naive floor-best metronome-uring metronome-default metronome-std oha wrk2"}
+FIXED_TOOLS=${FIXED_TOOLS:-"floor-naive floor-best metronome-uring metronome-default"}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -106,6 +109,13 @@ probe() {
             cmd=("$METRONOME" run "$url" --rate "$rate" --duration "${DURATION}s"
                 --connections "$CONNECTIONS" --max-connections "$CONNECTIONS" --threads 1
                 --cpus "$GEN_CPU" --engine "${tool#metronome-}" --format json --quiet) ;;
+        # A new user's command: the defaults (pool sized from the rate,
+        # growth by core's rule, the warm start), only the CPU pinned.
+        metronome-default | metronome-std-default)
+            local engine=uring
+            [[ $tool == metronome-std-default ]] && engine=std
+            cmd=("$METRONOME" run "$url" --rate "$rate" --duration "${DURATION}s"
+                --cpus "$GEN_CPU" --engine "$engine" --format json --quiet) ;;
         oha) cmd=(oha -z "${DURATION}s" -c "$CONNECTIONS" --worker-threads 1 --no-tui
                 --output-format json -q "$rate" "$url") ;;
         wrk2) cmd=(wrk2 -t1 "-c$CONNECTIONS" "-d${DURATION}s" "-R$rate" "$url") ;;
@@ -144,6 +154,8 @@ try:
         cpu = t["generator"]["cpu_us_per_request"]
         row["tool_rps"] = t["achieved_rps"]
         row["behind"] = [b["cause"] for b in t["generator"].get("behind", [])]
+        row["warnings"] = len(t["generator"].get("warnings", []))
+        row["peak_connections"] = t["generator"].get("peak_connections")
 except Exception as e:
     row["parse_error"] = str(e)
 row.update(send_lag_p99_us=lag, dropped=dropped, work_us=work, cpu_us=cpu)
@@ -173,7 +185,7 @@ r = json.loads(sys.argv[1])
 g = lambda k: r.get(k) or 0
 print(f"  {r['tool']:16} {r['offered']:>8,.0f}  pass={r['pass']!s:5} server {g('server_rps'):>9,.0f}/s "
       f"gap p99 {g('gap_err_p99_us'):>8.1f} us lag p99 {g('send_lag_p99_us'):>9.1f} us work {g('work_us'):>6.2f} us "
-      f"stolen {g('stolen_ms')} ms {r['why']}")
+      f"stolen {g('stolen_ms')} ms peak conns {g('peak_connections')} warnings {g('warnings')} {r['why']}")
 EOF2
 }
 
@@ -205,7 +217,7 @@ done
 
 for rate in $RATES; do
     for rep in $(seq "$REPEATS"); do
-        for tool in floor-naive floor-best metronome-uring; do
+        for tool in $FIXED_TOOLS; do
             row=$(probe "$tool" "$rate" "fixed"); record "$row"
         done
     done
@@ -225,7 +237,7 @@ for s in [r for r in rows if r.get("kind") == "sustained"]:
     fail = [r for r in rows if r.get("tool") == s["tool"] and r.get("kind") == "search" and r["offered"] == s["first_fail"]]
     why = "; ".join(f"{r['why'] or 'passed'} (stolen {r.get('stolen_ms', 0)} ms)" for r in fail) if fail else "(not probed)"
     L.append(f"| {s['tool']} | {s['max_sustained']:,} | {s['first_fail']:,} | {why} |")
-L += ["", "| tool | rate | runs | work us/req (median) | CPU us/req | send-lag p99 us (every run) | stolen ms (every run) | gap err p99 us (median) | passed |", "|---|---:|---:|---:|---:|---|---|---:|---:|"]
+L += ["", "| tool | rate | runs | work us/req (median) | CPU us/req | send-lag p99 us (every run) | stolen ms (every run) | gap err p99 us (median) | peak connections, warnings (every run) | passed |", "|---|---:|---:|---:|---:|---|---|---:|---|---:|"]
 fixed = {}
 for r in rows:
     if r.get("kind") == "fixed":
@@ -237,7 +249,8 @@ for (rate, tool), rs in sorted(fixed.items()):
     lags = ", ".join(f"{r['send_lag_p99_us']:.1f}" for r in rs if r.get("send_lag_p99_us") is not None)
     g = [r["gap_err_p99_us"] for r in rs if r.get("gap_err_p99_us") is not None]
     stolen = ", ".join(str(r.get("stolen_ms", 0)) for r in rs)
-    L.append(f"| {tool} | {rate:,.0f} | {len(rs)} | {med(w):.2f} | {med(c):.2f} | {lags} | {stolen} | {med(g):.1f} | {sum(r['pass'] for r in rs)}/{len(rs)} |")
+    pw = ", ".join(f"{r.get('peak_connections', '-')}/{r.get('warnings', '-')}" for r in rs)
+    L.append(f"| {tool} | {rate:,.0f} | {len(rs)} | {med(w):.2f} | {med(c):.2f} | {lags} | {stolen} | {med(g):.1f} | {pw} | {sum(r['pass'] for r in rs)}/{len(rs)} |")
 text = "\n".join(L) + "\n"
 open(out, "w").write(text)
 print(text)
