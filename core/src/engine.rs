@@ -41,6 +41,10 @@ pub struct Control {
     pub start_at: Option<SystemTime>,
 }
 
+/// How far ahead of "now" a run's clock starts when no `start_at` is
+/// given: 2 ms, more than a thread's wake-up on a loaded machine.
+pub const START_LEAD: Duration = Duration::from_millis(2);
+
 /// The zero of a run's clock: a monotonic instant and the wall-clock time
 /// it stands for, in nanoseconds since the Unix epoch.
 #[derive(Clone, Copy, Debug)]
@@ -58,11 +62,21 @@ pub fn unix_ns(t: SystemTime) -> u64 {
 }
 
 impl Origin {
-    /// The origin of a run started by `control`: its `start_at`, or now.
+    /// The origin of a run started by `control`: its `start_at`, or
+    /// [`START_LEAD`] from now, so every pacing thread is already awake and
+    /// busy-waiting (see [`Origin::wait_unless`]) when the first request is
+    /// due: the first request of a run leaves on time, not after a thread's
+    /// wake-up.
     pub fn for_run(control: &Control) -> Origin {
         match control.start_at {
             Some(t) => Origin::at(t),
-            None => Origin::now(),
+            None => {
+                let now = Origin::now();
+                Origin {
+                    instant: now.instant + START_LEAD,
+                    unix_ns: now.unix_ns + START_LEAD.as_nanos() as u64,
+                }
+            }
         }
     }
 
