@@ -27,7 +27,6 @@
     itl: 'ITL (per token)', itl_chunk: 'ITL (per chunk)', tpot: 'TPOT', ttfat: 'TTFAT (first answer token)',
     tail: 'tail (last token to end)', latency_corrected: 'latency (CO-corrected)'
   };
-  var uid = 0;
 
   // ---- small helpers -------------------------------------------------------
   function num(v) { return v === null || v === undefined ? '—' : String(v); }
@@ -156,12 +155,6 @@
     var c = this, s = c.spec, svg = c.svg;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     c.scaleY();
-    var clip = 'clip' + (++uid);
-    var defs = sv('defs');
-    var cp = sv('clipPath', { id: clip });
-    cp.appendChild(sv('rect', { x: ML, y: MT - 4, width: PW, height: PH + 8 }));
-    defs.appendChild(cp);
-    svg.appendChild(defs);
     // Grid and y ticks.
     var yt = [];
     if (c.yType === 'log') {
@@ -195,7 +188,8 @@
     svg.appendChild(sv('text', { x: ML + PW / 2, y: VH - 6, 'text-anchor': 'middle' }, s.xLabel));
     svg.appendChild(sv('text', { x: 14, y: MT + PH / 2, 'text-anchor': 'middle', transform: 'rotate(-90 14 ' + (MT + PH / 2) + ')' },
       s.yLabel + (c.yType === 'log' ? ' (log)' : '')));
-    var plot = sv('g', { 'clip-path': 'url(#' + clip + ')' });
+    // A nested viewport with the outer coordinates clips to the plot area.
+    var plot = sv('svg', { x: ML, y: MT - 4, width: PW, height: PH + 8, viewBox: ML + ' ' + (MT - 4) + ' ' + PW + ' ' + (PH + 8) });
     svg.appendChild(plot);
     (s.bands || []).forEach(function (b) {
       var x0 = c.xpx(b.from), x1 = c.xpx(b.to);
