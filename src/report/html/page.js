@@ -19,7 +19,7 @@
   };
 
   var SVGNS = 'http://www.w3.org/2000/svg';
-  var VW = 900, VH = 300, ML = 70, MR = 18, MT = 16, MB = 44;
+  var VW = 900, VH = 300, ML = 70, MR = 30, MT = 16, MB = 44;
   var PW = VW - ML - MR, PH = VH - MT - MB;
   var PCT = ['0%', '90%', '99%', '99.9%', '99.99%', '99.999%', '99.9999%'];
   var METRIC_NAMES = {
@@ -552,7 +552,7 @@
         if (!d.count) return el('p', { class: 'sub' }, title + ': none recorded.');
         return chart({
           id: id, title: title, desc: 'Requests per token-count bucket (upper bound of the bucket); count ' + d.count + ', total ' + d.total + '.',
-          xType: 'lin', xMin: 0, xMax: niceMax(d.max), xLabel: 'tokens', yLabel: 'requests', nearest: 'x',
+          xType: 'lin', xMin: 0, xMax: niceMax(1.1 * d.max), xLabel: 'tokens', yLabel: 'requests', nearest: 'x',
           series: [{ name: 'requests', color: COLORS[0], bars: true, pts: d.buckets.map(function (b) { return [Math.min(b[0], d.max), b[1]]; }) }],
           hover: function (si, pi) { var b = d.buckets[pi]; return 'tokens ≤ ' + b[0] + ': ' + b[1] + ' requests'; },
           table: { caption: title, head: ['bucket upper bound (tokens)', 'requests'], rows: d.buckets.map(function (b) { return [num(b[0]), num(b[1])]; }) }
