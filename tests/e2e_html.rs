@@ -874,3 +874,58 @@ fn bad_input_is_a_usage_error() {
     assert!(stderr.contains("cannot write"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The size budget in a browser: a 10-minute run at 1 s intervals, every
+/// histogram filled across 17 octaves (far more buckets than a real run
+/// fills), stays under 1 MiB and draws every point without an error.
+#[test]
+fn ten_minute_page_within_budget() {
+    use metronome_core::histogram::Histogram;
+    let md =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    let example = md
+        .split("```json")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut r: Report = serde_json::from_str(example).unwrap();
+    let mut h = Histogram::new();
+    let mut rng = metronome_core::rng::Pcg32::seeded(11);
+    for _ in 0..200_000 {
+        h.record((50_000.0 * 1e5f64.powf(rng.next_f64())) as u64);
+    }
+    let full = Metric::from_histogram(&h);
+    for m in [
+        &mut r.metrics.latency,
+        &mut r.metrics.service_time,
+        &mut r.metrics.send_lag,
+    ] {
+        *m = full.clone();
+    }
+    let one = r.intervals[0].clone();
+    r.intervals = (0..600)
+        .map(|i| metronome::report::IntervalReport {
+            start_s: f64::from(i),
+            p99: 10.0 + f64::from(i % 37),
+            ..one.clone()
+        })
+        .collect();
+    r.duration_s = 600.0;
+    let page = artifacts().join("ten-minutes.html");
+    let html = metronome::report::html::render_report(&r, None).unwrap();
+    std::fs::write(&page, &html).unwrap();
+    eprintln!("ten-minute page: {} bytes (budget {})", html.len(), 1 << 20);
+    assert!(html.len() < 1 << 20);
+    check_static(&page, &serde_json::to_string(&r).unwrap());
+    let Some(exe) = exe_or_skip("the ten-minute page") else {
+        return;
+    };
+    let (check, _) = load(&exe, &page);
+    check_clean(&check, &page);
+    assert_eq!(chart_list(&check), expected_report_charts(&r));
+    for (chart, si, i, text) in hovers(&check) {
+        check_report_hover(&r, &chart, si, i, &text);
+    }
+}

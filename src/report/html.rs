@@ -461,6 +461,63 @@ mod tests {
         assert!(c.contains(&format!("--seed {}", r.seed)), "{c}");
     }
 
+    /// The size budget (docs/html.md): a 10-minute stream run at 1 s
+    /// intervals, every histogram filled across 17 octaves (2000+ buckets
+    /// each, far more than a real run fills), with the compat view, stays
+    /// under 1 MiB.
+    #[test]
+    fn a_ten_minute_run_stays_under_one_mib() {
+        use metronome_core::histogram::Histogram;
+        let mut h = Histogram::new();
+        let mut rng = metronome_core::rng::Pcg32::seeded(7);
+        for _ in 0..200_000 {
+            // Log-uniform from 50 us to 5 s.
+            let v = (50_000.0 * 1e5f64.powf(rng.next_f64())) as u64;
+            h.record(v);
+        }
+        let full = crate::report::Metric::from_histogram(&h);
+        assert!(full.buckets.len() > 2000, "{}", full.buckets.len());
+        let mut r = sample();
+        for m in [
+            &mut r.metrics.latency,
+            &mut r.metrics.service_time,
+            &mut r.metrics.send_lag,
+            &mut r.metrics.ttft,
+            &mut r.metrics.itl,
+            &mut r.metrics.tpot,
+            &mut r.metrics.itl_chunk,
+            &mut r.metrics.ttfat,
+            &mut r.metrics.tail,
+        ] {
+            *m = full.clone();
+        }
+        let one = r.intervals[0].clone();
+        r.intervals = (0..600)
+            .map(|i| crate::report::IntervalReport {
+                start_s: f64::from(i),
+                p50: 1.234567 + f64::from(i) * 1e-6,
+                p99: 12.345678 + f64::from(i) * 1e-6,
+                max: 123.456789 + f64::from(i) * 1e-6,
+                work_cpu: 0.0123456789,
+                ..one.clone()
+            })
+            .collect();
+        r.compat = Some(crate::report::compat::Compat {
+            peer: "vllm".into(),
+            sources: vec![],
+            request_throughput_rps: 1.0,
+            output_throughput_tokens_per_s: 1.0,
+            metrics: ["ttft", "tpot", "itl", "e2el"]
+                .iter()
+                .map(|k| (k.to_string(), full.clone()))
+                .collect(),
+            notes: vec![],
+        });
+        let html = render_report(&r, Some("metronome run".into())).unwrap();
+        eprintln!("10-minute worst-case page: {} bytes", html.len());
+        assert!(html.len() < 1 << 20, "{} bytes", html.len());
+    }
+
     #[test]
     fn command_line_quotes_and_redacts() {
         let args = [
