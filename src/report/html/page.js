@@ -380,7 +380,9 @@
     var curves = metrics.map(function (m) { return curve(m[2]); });
     var most = metrics.reduce(function (a, m) { return Math.max(a, m[2].count); }, 1);
     var decades = Math.max(4, Math.min(6, Math.ceil(Math.log10(most))));
-    var series = metrics.map(function (m, i) { return { name: m[1], color: COLORS[i % COLORS.length], pts: curves[i].pts }; });
+    var series = metrics.map(function (m, i) {
+      return { name: m[1], color: COLORS[i % COLORS.length], pts: curves[i].pts, dashed: !!m[3] };
+    });
     var cols = ['count', 'min', 'mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max'];
     return chart({
       id: id, title: title, desc: desc, xType: 'pct', yType: 'log', yToggle: true, xMin: 0, xMax: decades,
@@ -436,7 +438,11 @@
         el('code', null, t.expr), ': measured ' + num(t.value)));
     });
     warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
-    behind.forEach(function (b) {
+    // A stretch is usually a warning already (build.rs words it so); list
+    // the others.
+    behind.filter(function (b) {
+      return !warnings.some(function (w) { return w.indexOf(b.detail) >= 0; });
+    }).forEach(function (b) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s) + ' s to ' + num(b.until_s) +
         ' s (' + b.cause + '): ' + b.detail));
     });
@@ -536,11 +542,11 @@
     var line = function (key, bound) { return bound === null ? null : { y: bound, label: key + ' SLO ' + num(bound) + ' ms' }; };
     out.push(pctChart('pct-stream-first', 'Time to first token, first answer token, and end to end, by percentile',
       'From the intended send time, ms; dashed: the SLO bounds.',
-      [['ttft', 'TTFT', m.ttft], ['ttfat', 'TTFAT', m.ttfat], ['latency', 'E2E latency', m.latency]],
+      [['ttft', 'TTFT', m.ttft], ['ttfat', 'TTFAT', m.ttfat, true], ['latency', 'E2E latency', m.latency]],
       [line('ttft', r.slo.ttft_ms), line('latency', r.slo.latency_ms)].filter(Boolean)));
     out.push(pctChart('pct-stream-tokens', 'Inter-token latency and time per output token, by percentile',
       'ITL per token (each chunk\'s gap spread over its tokens) and per chunk, TPOT (decode pace), and the tail after the last token, ms.',
-      [['itl', 'ITL (per token)', m.itl], ['itl_chunk', 'ITL (per chunk)', m.itl_chunk], ['tpot', 'TPOT', m.tpot], ['tail', 'tail', m.tail]],
+      [['itl', 'ITL (per token)', m.itl], ['itl_chunk', 'ITL (per chunk)', m.itl_chunk, true], ['tpot', 'TPOT', m.tpot], ['tail', 'tail', m.tail]],
       [line('itl', r.slo.itl_ms), line('tpot', r.slo.tpot_ms)].filter(Boolean)));
     out.push(pctTable('Stream metrics (ms), as in the JSON report',
       ['ttft', 'ttfat', 'itl', 'itl_chunk', 'tpot', 'tail', 'latency'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })));
@@ -635,10 +641,10 @@
         'Latency from the intended send time, service time from the actual send, and send lag (actual - intended), ms, from the report\'s histograms.',
         core, r.slo.latency_ms !== null ? [{ y: r.slo.latency_ms, label: 'latency SLO ' + num(r.slo.latency_ms) + ' ms' }] : []),
       pctTable('Percentiles (ms), as in the JSON report', core),
-      isStream(r) ? [el('h2', null, 'Streams'), streams(r)] : null,
-      el('h2', null, 'Over time'),
+      isStream(r) ? [el('h2', { id: 'streams' }, 'Streams'), streams(r)] : null,
+      el('h2', { id: 'over-time' }, 'Over time'),
       timeSeries(r),
-      el('h2', null, 'Configuration'),
+      el('h2', { id: 'configuration' }, 'Configuration'),
       config(r, rm, meta)
     ];
   }
