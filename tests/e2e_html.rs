@@ -699,7 +699,8 @@ fn sweep_page() {
     check_clean(&check, &page);
     assert_eq!(check["kind"], "sweep");
     let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
-    let picks: [(&str, f64, fn(&Metric) -> f64); 3] = [
+    type Pick = (&'static str, f64, fn(&Metric) -> f64);
+    let picks: [Pick; 3] = [
         ("p50", 0.5, |m| m.p50),
         ("p99", 0.99, |m| m.p99),
         ("p99.9", 0.999, |m| m.p999),
