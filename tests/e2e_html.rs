@@ -428,6 +428,51 @@ fn hovers(check: &Value) -> Vec<(String, usize, usize, String)> {
         .collect()
 }
 
+/// The self-check's drag across the middle third of the time series:
+/// every chart of the group zoomed to that third, drawing the intervals
+/// inside it and one neighbour each side; Reset draws them all again.
+fn check_zoom(r: &Report, check: &Value) {
+    let z = &check["zoom"];
+    let iv = &r.intervals;
+    let width = if iv.len() > 1 {
+        iv[1].start_s - iv[0].start_s
+    } else {
+        r.duration_s
+    };
+    let end = iv.last().unwrap().start_s + width;
+    let f = |v: &Value| v.as_f64().unwrap();
+    let (d0, d1) = (f(&z["domain"][0]), f(&z["domain"][1]));
+    assert_eq!(f(&z["full"][1]), end, "{z}");
+    // Mouse events carry whole CSS pixels: within a few of the thirds.
+    for (got, want) in [(d0, end / 3.0), (d1, 2.0 * end / 3.0)] {
+        assert!(
+            (got - want).abs() <= 0.005 * end,
+            "zoomed to {d0}..{d1} of {end}"
+        );
+    }
+    let xs: Vec<f64> = iv.iter().map(|i| i.start_s + width / 2.0).collect();
+    let visible = (0..xs.len())
+        .filter(|&i| {
+            let x = xs[i];
+            let inside = x >= d0 && x <= d1;
+            let before = i + 1 < xs.len() && xs[i + 1] >= d0 && x < d0;
+            let after = i > 0 && xs[i - 1] <= d1 && x > d1;
+            inside || before || after
+        })
+        .count();
+    let ts = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
+    for (key, want) in [("charts", visible), ("reset", iv.len())] {
+        let charts = z[key].as_array().unwrap();
+        let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ts);
+        for c in charts {
+            for n in c["points"].as_array().unwrap() {
+                assert_eq!(n.as_u64().unwrap() as usize, want, "{key}: {c}");
+            }
+        }
+    }
+}
+
 /// The verdict box names what the report says.
 fn check_verdict(r: &Report, verdict: &str) {
     let q = &r.requests;
@@ -500,6 +545,7 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
         check_report_hover(r, chart, *si, *i, text);
     }
     check_verdict(r, check["verdict"].as_str().unwrap());
+    check_zoom(r, &check);
     screenshot(exe, page, 3400);
     dom
 }
@@ -929,4 +975,10 @@ fn ten_minute_page_within_budget() {
     for (chart, si, i, text) in hovers(&check) {
         check_report_hover(&r, &chart, si, i, &text);
     }
+    check_zoom(&r, &check);
+    let z = &check["zoom"]["charts"][0]["points"][0];
+    assert!(
+        (198..=203).contains(&z.as_u64().unwrap()),
+        "a third of 600 intervals: {z}"
+    );
 }

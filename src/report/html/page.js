@@ -6,7 +6,7 @@
 // docs/html.md describes the page and its self-check (#selfcheck).
 (function () {
   'use strict';
-  var check = { ok: false, kind: '', errors: [], csp: [], resources: -1, charts: [], hovers: [], verdict: '' };
+  var check = { ok: false, kind: '', errors: [], csp: [], resources: -1, charts: [], hovers: [], zoom: null, verdict: '' };
   window.addEventListener('error', function (e) { check.errors.push('error: ' + e.message); });
   window.addEventListener('unhandledrejection', function (e) { check.errors.push('rejection: ' + e.reason); });
   document.addEventListener('securitypolicyviolation', function (e) {
@@ -740,6 +740,22 @@
       var got = c.cur || [-1, -1];
       check.hovers.push({ chart: c.spec.id, series: got[0], index: got[1], target: [si, pi], text: c.tip.textContent });
     });
+    // Zoom by dragging across the middle third of the first time series,
+    // record what every chart of its group drew, then reset.
+    var zc = charts.filter(function (c) { return c.spec.zoom; })[0];
+    if (zc) {
+      var z = zc.spec.zoom, box = zc.svg.getBoundingClientRect();
+      var at = function (vx) { return box.left + vx * box.width / VW; }, y = box.top + (MT + PH / 2) * box.height / VH;
+      zc.svg.dispatchEvent(new MouseEvent('mousedown', { clientX: at(ML + PW / 3), clientY: y, bubbles: true }));
+      zc.svg.dispatchEvent(new MouseEvent('mousemove', { clientX: at(ML + 2 * PW / 3), clientY: y, bubbles: true, buttons: 1 }));
+      window.dispatchEvent(new MouseEvent('mouseup', { clientX: at(ML + 2 * PW / 3), clientY: y }));
+      check.zoom = {
+        full: z.full.slice(), domain: zc.domain.slice(),
+        charts: z.charts.map(function (c) { return { id: c.spec.id, points: c.drawn.slice() }; })
+      };
+      z.set(z.full);
+      check.zoom.reset = z.charts.map(function (c) { return { id: c.spec.id, points: c.drawn.slice() }; });
+    }
     var v = document.getElementById('verdict');
     check.verdict = v ? v.textContent : '';
     check.resources = performance.getEntriesByType('resource').length;
