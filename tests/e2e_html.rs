@@ -709,7 +709,10 @@ fn openai_stream_page() {
 
 #[test]
 fn sweep_page() {
-    let srv = server(plain(Duration::from_millis(1)));
+    // A FIFO server of 5 ms serves 200 req/s at most: with 8 connections
+    // the 400 req/s step waits for connections (pool_exhausted), the knee
+    // (as in e2e_cli's sweep_knee_where_requests_wait_for_connections).
+    let srv = server(plain(Duration::from_millis(5)));
     let url = format!("http://{}/", srv.addr());
     let dir = artifacts();
     let page = dir.join("sweep.html");
@@ -719,9 +722,15 @@ fn sweep_page() {
             "sweep",
             &url,
             "--rates",
-            "100,300",
+            "50,400",
             "--duration",
             "1s",
+            "--connections",
+            "8",
+            "--max-connections",
+            "8",
+            "--timeout",
+            "10s",
             "--quiet",
             "--engine",
             "std",
@@ -741,9 +750,13 @@ fn sweep_page() {
     let Some(exe) = exe_or_skip("the sweep") else {
         return;
     };
-    let (check, _) = load(&exe, &page);
+    let (check, dom) = load(&exe, &page);
     check_clean(&check, &page);
     assert_eq!(check["kind"], "sweep");
+    if let Some(k) = sw.knee {
+        let label = format!("knee: {} req/s", js(sw.steps[k].offered_rps));
+        assert_eq!(dom.matches(&label).count(), 2, "marked on both charts");
+    }
     let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
     type Pick = (&'static str, f64, fn(&Metric) -> f64);
     let picks: [Pick; 3] = [
