@@ -143,7 +143,8 @@ fn unescape(t: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// The self-check the page wrote, and the whole dumped DOM.
+/// The self-check the page wrote, and the whole dumped DOM (as Chromium
+/// serialises it: text escaped).
 fn load(exe: &Path, page: &Path) -> (Value, String) {
     let dom = chromium(exe, page, &["--dump-dom".to_string()]);
     let open = "<pre id=\"selfcheck\" aria-hidden=\"true\">";
@@ -153,7 +154,7 @@ fn load(exe: &Path, page: &Path) -> (Value, String) {
         + open.len();
     let len = dom[from..].find("</pre>").unwrap();
     let check: Value = serde_json::from_str(&unescape(&dom[from..from + len])).unwrap();
-    (check, unescape(&dom))
+    (check, dom)
 }
 
 /// The JSON embedded in a page's `<script type="application/json" id=ID>`.
@@ -299,6 +300,8 @@ fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
     ));
     out.push(("ts-lag".into(), ts(&["send lag p99"])));
     out.push(("ts-cpu".into(), ts(&["work_cpu"])));
+    // A chart with nothing to draw is a sentence instead.
+    out.retain(|(_, series)| series.iter().any(|(_, n)| *n > 0));
     out
 }
 
@@ -476,12 +479,21 @@ fn check_zoom(r: &Report, check: &Value) {
 /// The verdict box names what the report says.
 fn check_verdict(r: &Report, verdict: &str) {
     let q = &r.requests;
-    for want in [
+    let rate = if r.model == "closed" {
+        format!(
+            "Closed loop, {} workers: achieved {} req/s",
+            r.closed_workers,
+            js(r.achieved_rps)
+        )
+    } else {
         format!(
             "Offered {} req/s, achieved {} req/s",
             js(r.offered_rps),
             js(r.achieved_rps)
-        ),
+        )
+    };
+    for want in [
+        rate,
         format!(
             "ok {}, errors {}, dropped {}, unsent {}",
             q.ok, q.errors, q.dropped, q.unsent
@@ -545,7 +557,11 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
         check_report_hover(r, chart, *si, *i, text);
     }
     check_verdict(r, check["verdict"].as_str().unwrap());
-    check_zoom(r, &check);
+    if r.intervals.is_empty() {
+        assert!(check["zoom"].is_null());
+    } else {
+        check_zoom(r, &check);
+    }
     screenshot(exe, page, 3400);
     dom
 }
@@ -994,4 +1010,78 @@ fn ten_minute_page_within_budget() {
         (198..=203).contains(&z.as_u64().unwrap()),
         "a third of 600 intervals: {z}"
     );
+}
+
+/// The docs' example report, decoded.
+fn example() -> Report {
+    let md =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    let json = md
+        .split("```json")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    serde_json::from_str(json).unwrap()
+}
+
+/// Pages of reports no run above produces: a closed run with the corrected
+/// histogram; a run where nothing was recorded (no interval, empty
+/// histograms); text that tries to end the script element or inject markup
+/// (shown as text, never run); a huge seed (beyond 2^53, shown exactly).
+#[test]
+fn edge_case_pages() {
+    let mut closed = example();
+    closed.model = metronome::report::Model::Closed;
+    closed.closed_workers = 4;
+    closed.offered_rps = 0.0;
+    closed.metrics.latency_corrected = Some(closed.metrics.latency.clone());
+    let mut empty = example();
+    empty.intervals.clear();
+    for m in [
+        &mut empty.metrics.latency,
+        &mut empty.metrics.service_time,
+        &mut empty.metrics.send_lag,
+    ] {
+        *m = Metric::empty();
+    }
+    let mut hostile = example();
+    hostile.target = "http://h/</script><script>window.pwned=1</script><!--".into();
+    hostile
+        .generator
+        .warnings
+        .push("<img src=x onerror=\"window.pwned=1\"> & \u{2028} done".into());
+    hostile.seed = u64::MAX;
+    let pages = [("closed", closed), ("empty", empty), ("hostile", hostile)];
+    let exe = exe_or_skip("the edge-case pages");
+    for (name, r) in &pages {
+        let page = artifacts().join(format!("edge-{name}.html"));
+        std::fs::write(
+            &page,
+            metronome::report::html::render_report(r, None).unwrap(),
+        )
+        .unwrap();
+        check_static(&page, &serde_json::to_string(r).unwrap());
+        let Some(exe) = &exe else { continue };
+        let (check, dom) = load(exe, &page);
+        check_clean(&check, &page);
+        assert_eq!(chart_list(&check), expected_report_charts(r), "{name}");
+        for (chart, si, i, text) in hovers(&check) {
+            check_report_hover(r, &chart, si, i, &text);
+        }
+        check_verdict(r, check["verdict"].as_str().unwrap());
+        if *name == "hostile" {
+            assert!(!dom.contains("<img src=x"), "markup injected");
+            assert!(dom.contains("&lt;img src=x onerror"), "shown as text");
+            assert!(dom.contains("&lt;/script&gt;&lt;script&gt;window.pwned=1"));
+            assert!(dom.contains(&u64::MAX.to_string()), "the seed exactly");
+        }
+        if *name == "closed" {
+            assert!(check["verdict"]
+                .as_str()
+                .unwrap()
+                .contains("Closed loop, 4 workers"));
+        }
+    }
 }
