@@ -204,7 +204,8 @@
     (s.hlines || []).forEach(function (h) {
       var y = c.ypx(h.y);
       plot.appendChild(sv('line', { class: 'hline', x1: ML, x2: ML + PW, y1: y, y2: y }));
-      plot.appendChild(sv('text', { x: ML + PW - 4, y: y - 4, 'text-anchor': 'end' }, h.label));
+      // The label above its line, or below when the line is at the top.
+      plot.appendChild(sv('text', { x: ML + PW - 4, y: y - MT < 14 ? y + 13 : y - 4, 'text-anchor': 'end' }, h.label));
     });
     (s.vlines || []).forEach(function (v) {
       var x = c.xpx(v.x);
@@ -469,14 +470,15 @@
     var bands = r.generator.behind.map(function (b) { return { from: b.from_s, to: b.until_s, label: 'behind: ' + b.cause }; });
     var when = function (i) { return 'interval ' + num(iv[i].start_s) + ' s (' + num(width) + ' s wide)'; };
     var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v)]; }); };
-    var ts = function (id, title, desc, yLabel, series, hover, head, row) {
+    var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
+      // A marker on each point when there are few (one interval is a point).
+      series.forEach(function (s) { s.markers = iv.length <= 60; });
       var c = new Chart({
         id: id, title: title, desc: desc, xType: 'lin', xMin: 0, xMax: end, xLabel: 'seconds since the measured phase began',
-        yLabel: yLabel, series: series, bands: bands, nearest: 'x', zoom: zoom, hover: function (si, pi) { return hover(pi); },
+        yLabel: yLabel, series: series, bands: bands, hlines: hlines || [], nearest: 'x', zoom: zoom,
+        hover: function (si, pi) { return hover(pi); },
         table: { caption: title, head: ['interval start (s)'].concat(head), rows: iv.map(function (v) { return [num(v.start_s)].concat(row(v)); }) }
       });
-      series.forEach(function (s) { s.markers = iv.length <= 60; });
-      c.draw();
       charts.push(c); zoom.charts.push(c);
       return c.fig;
     };
@@ -494,9 +496,8 @@
       [{ name: 'sent/s', color: COLORS[0], pts: mk(function (v) { return perS(v.sent); }) },
         { name: 'ok/s', color: COLORS[3], pts: mk(function (v) { return perS(v.ok); }) }],
       function (i) { var v = iv[i]; return when(i) + ' · sent ' + v.sent + ' · ok ' + v.ok + ' (sent/s ' + num(perS(v.sent)) + ', ok/s ' + num(perS(v.ok)) + ')'; },
-      ['sent', 'ok'], function (v) { return [num(v.sent), num(v.ok)]; }));
-    if (r.offered_rps > 0) charts[charts.length - 1].spec.hlines = [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps) + ' req/s' }];
-    charts[charts.length - 1].draw();
+      ['sent', 'ok'], function (v) { return [num(v.sent), num(v.ok)]; },
+      r.offered_rps > 0 ? [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps) + ' req/s' }] : []));
     out.push(ts('ts-errors', 'Errors, drops and waits per interval',
       'Failed requests (all kinds; by kind in the totals below), requests dropped above --max-in-flight, never sent, and that waited for a connection.', 'requests',
       [{ name: 'errors', color: COLORS[2], pts: mk(function (v) { return v.errors; }) },
