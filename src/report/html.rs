@@ -272,7 +272,7 @@ fn page(title: &str, fallback: &str, data: &str, meta: &str) -> String {
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"generator\" content=\"metronome {}\">\n\
          <title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n\
-         <main id=\"app\" aria-live=\"polite\">\n<noscript><p>This page draws its charts with \
+         <main id=\"app\">\n<noscript><p>This page draws its charts with \
          JavaScript, which is off: the text summary follows, and the full JSON report is \
          embedded in the page source (element <code>report-data</code>).</p>\
          <pre>{}</pre></noscript>\n</main>\n\
