@@ -476,6 +476,18 @@ fn check_zoom(r: &Report, check: &Value) {
     }
 }
 
+/// ArrowRight on the focused time series moves the read-out from the
+/// hovered interval to the next one (or stays on the last), with its exact
+/// values.
+fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, usize, String)]) {
+    let k = &check["keyboard"];
+    let chart = k["chart"].as_str().unwrap();
+    let (_, _, from, _) = hs.iter().find(|h| h.0 == chart).unwrap();
+    let i = k["index"].as_u64().unwrap() as usize;
+    assert_eq!(i, (from + 1).min(r.intervals.len() - 1), "{k}");
+    check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
+}
+
 /// The verdict box names what the report says.
 fn check_verdict(r: &Report, verdict: &str) {
     let q = &r.requests;
@@ -561,6 +573,7 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
         assert!(check["zoom"].is_null());
     } else {
         check_zoom(r, &check);
+        check_keyboard(r, &check, &hs);
     }
     screenshot(exe, page, 3400);
     dom
@@ -1005,6 +1018,7 @@ fn ten_minute_page_within_budget() {
         check_report_hover(&r, &chart, si, i, &text);
     }
     check_zoom(&r, &check);
+    check_keyboard(&r, &check, &hovers(&check));
     let z = &check["zoom"]["charts"][0]["points"][0];
     assert!(
         (198..=203).contains(&z.as_u64().unwrap()),

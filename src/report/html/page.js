@@ -6,7 +6,7 @@
 // docs/html.md describes the page and its self-check (#selfcheck).
 (function () {
   'use strict';
-  var check = { ok: false, kind: '', errors: [], csp: [], resources: -1, charts: [], hovers: [], zoom: null, verdict: '' };
+  var check = { ok: false, kind: '', errors: [], csp: [], resources: -1, charts: [], hovers: [], keyboard: null, zoom: null, verdict: '' };
   window.addEventListener('error', function (e) { check.errors.push('error: ' + e.message); });
   window.addEventListener('unhandledrejection', function (e) { check.errors.push('rejection: ' + e.reason); });
   document.addEventListener('securitypolicyviolation', function (e) {
@@ -741,6 +741,13 @@
       var got = c.cur || [-1, -1];
       check.hovers.push({ chart: c.spec.id, series: got[0], index: got[1], target: [si, pi], text: c.tip.textContent });
     });
+    // The keyboard: ArrowRight on the first time series moves the read-out
+    // to the next point.
+    var kc = charts.filter(function (c) { return c.spec.zoom; })[0];
+    if (kc && kc.cur) {
+      kc.svg.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+      check.keyboard = { chart: kc.spec.id, series: kc.cur[0], index: kc.cur[1], text: kc.tip.textContent };
+    }
     // Zoom by dragging across the middle third of the first time series,
     // record what every chart of its group drew, then reset.
     var zc = charts.filter(function (c) { return c.spec.zoom; })[0];
