@@ -556,9 +556,9 @@ pub struct SweepArgs {
     #[arg(long)]
     pub stop_at_knee: bool,
     /// The run arguments of each step (`--rate` is replaced by each of --rates; `--out`
-    /// receives the whole sweep as JSON, and `--html` its page; `--hgrm`, `--hlog` and `--svg`
-    /// FILE are written per step as FILE-<RATE>rps.EXT, and `--svg` FILE also gets the sweep's
-    /// plot of latency against offered rate; `--start-at` is refused).
+    /// receives the whole sweep as JSON; `--hgrm`, `--hlog` and `--svg` FILE are written per
+    /// step as FILE-<RATE>rps.EXT, and `--svg` FILE also gets the sweep's plot of latency
+    /// against offered rate; `--html` FILE gets the sweep's page; `--start-at` is refused).
     #[command(flatten)]
     pub run: RunArgs,
 }
