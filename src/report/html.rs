@@ -1,6 +1,6 @@
 //! The HTML report (`--html FILE`): one self-contained page that opens
 //! offline. The report (or sweep) JSON is embedded verbatim in a
-//! `<script type="application/json">` element, and a few hundred lines of
+//! `<script type="application/json">` element, and about 800 lines of
 //! plain JavaScript (`html/page.js`, no charting library) draw hand-made SVG
 //! charts from it; the stylesheet is `html/page.css`. A Content-Security-Policy
 //! of `default-src 'none'` forbids the page every network request. Without
@@ -42,7 +42,7 @@ pub struct PageMeta {
     /// The page's reports (one, or a sweep's steps in order), each with the
     /// figures JavaScript cannot hold exactly.
     pub runs: Vec<RunMeta>,
-    /// A sweep's knee: the step and why it did not keep up.
+    /// Why a sweep's knee step did not keep up ([`crate::sweep::fell_behind`]).
     pub knee_reason: Option<String>,
     /// A sweep: the steps where the host took the generator's CPU.
     pub descheduled_steps: Vec<usize>,
