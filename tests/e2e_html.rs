@@ -488,6 +488,24 @@ fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, usize, String
     check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
 }
 
+/// Every stretch where the generator fell behind is listed under "Over
+/// time", with its detail.
+fn check_behind_listed(r: &Report, dom: &str) {
+    let dom = unescape(dom);
+    let from = dom.find("id=\"behind-list\"").map_or(dom.len(), |i| i);
+    for b in &r.generator.behind {
+        let line = format!(
+            "{} s to {} s, {} intervals, {}: {}",
+            js(b.from_s),
+            js(b.until_s),
+            b.intervals,
+            b.cause,
+            b.detail
+        );
+        assert!(dom[from..].contains(&line), "'{line}' not listed");
+    }
+}
+
 /// The verdict box names what the report says.
 fn check_verdict(r: &Report, verdict: &str) {
     let q = &r.requests;
@@ -539,12 +557,24 @@ fn check_verdict(r: &Report, verdict: &str) {
             "warning '{w}' not in '{verdict}'"
         );
     }
-    for b in &r.generator.behind {
+    // Each stretch is named in the verdict, by a warning or on its own, up
+    // to three of the latter and a count of the rest.
+    let others: Vec<_> = r
+        .generator
+        .behind
+        .iter()
+        .filter(|b| !r.generator.warnings.iter().any(|w| w.contains(&b.detail)))
+        .collect();
+    for b in others.iter().take(3) {
         assert!(
             verdict.contains(&b.detail),
             "'{}' not in '{verdict}'",
             b.detail
         );
+    }
+    if others.len() > 3 {
+        let more = format!("in {} more stretches", others.len() - 3);
+        assert!(verdict.contains(&more), "'{more}' not in '{verdict}'");
     }
     for (k, n) in r.errors.by_kind.iter().filter(|(_, n)| **n > 0) {
         assert!(verdict.contains(&format!("{k} {n}")), "{verdict}");
@@ -569,6 +599,7 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
         check_report_hover(r, chart, *si, *i, text);
     }
     check_verdict(r, check["verdict"].as_str().unwrap());
+    check_behind_listed(r, &dom);
     if r.intervals.is_empty() {
         assert!(check["zoom"].is_null());
     } else {
@@ -1002,6 +1033,18 @@ fn ten_minute_page_within_budget() {
         })
         .collect();
     r.duration_s = 600.0;
+    // 40 stretches where the generator fell behind, none a warning: the
+    // verdict names three and counts the rest; all are listed and shaded.
+    r.generator.warnings.clear();
+    r.generator.behind = (0..40)
+        .map(|k: u32| metronome::report::Behind {
+            from_s: f64::from(k * 15),
+            until_s: f64::from(k * 15 + 1 + k % 3),
+            intervals: u64::from(1 + k % 3),
+            cause: "descheduled".into(),
+            detail: format!("stretch {k}: the host took the CPU"),
+        })
+        .collect();
     let page = artifacts().join("ten-minutes.html");
     let html = metronome::report::html::render_report(&r, None).unwrap();
     std::fs::write(&page, &html).unwrap();
@@ -1011,9 +1054,15 @@ fn ten_minute_page_within_budget() {
     let Some(exe) = exe_or_skip("the ten-minute page") else {
         return;
     };
-    let (check, _) = load(&exe, &page);
+    let (check, dom) = load(&exe, &page);
     check_clean(&check, &page);
     assert_eq!(chart_list(&check), expected_report_charts(&r));
+    check_verdict(&r, check["verdict"].as_str().unwrap());
+    check_behind_listed(&r, &dom);
+    assert!(check["verdict"]
+        .as_str()
+        .unwrap()
+        .contains("in 37 more stretches (40 in all, listed under Over time)."));
     for (chart, si, i, text) in hovers(&check) {
         check_report_hover(&r, &chart, si, i, &text);
     }

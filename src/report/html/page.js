@@ -196,7 +196,8 @@
       var r = sv('rect', { class: 'band', x: x0, y: MT, width: Math.max(1, x1 - x0), height: PH });
       r.appendChild(sv('title', null, b.label));
       plot.appendChild(r);
-      plot.appendChild(sv('text', { class: 'band-label', x: x0 + 3, y: MT + 11 }, b.label));
+      // The name where it fits; the hover read-out names it everywhere.
+      if (x1 - x0 >= 6 * b.label.length) plot.appendChild(sv('text', { class: 'band-label', x: x0 + 3, y: MT + 11 }, b.label));
     });
     if (s.diagonal) {
       plot.appendChild(sv('line', { class: 'vline', x1: c.xpx(0), y1: c.ypx(0), x2: c.xpx(c.domain[1]), y2: c.ypx(c.domain[1]) }));
@@ -439,14 +440,19 @@
         el('code', null, t.expr), ': measured ' + num(t.value)));
     });
     warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
-    // A stretch is usually a warning already (build.rs words it so); list
-    // the others.
-    behind.filter(function (b) {
+    // A stretch is usually a warning already (build.rs words the first
+    // few so); list up to three others here, and all under "Over time".
+    var others = behind.filter(function (b) {
       return !warnings.some(function (w) { return w.indexOf(b.detail) >= 0; });
-    }).forEach(function (b) {
+    });
+    others.slice(0, 3).forEach(function (b) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s) + ' s to ' + num(b.until_s) +
         ' s (' + b.cause + '): ' + b.detail));
     });
+    if (others.length > 3) {
+      lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' in ' + (others.length - 3) +
+        ' more stretches (' + behind.length + ' in all, listed under Over time).'));
+    }
     if (r.interrupted) lines.push(el('li', null, 'Interrupted by a signal: the report covers what was measured until then.'));
     if (r.partial) lines.push(el('li', null, 'Partial merge (' + r.shard + '): the figures cover only these shards.'));
     var box = el('section', { class: cls, id: 'verdict', 'aria-label': 'Verdict' },
@@ -468,7 +474,10 @@
     var zoom = new ZoomGroup([0, end]);
     var xs = iv.map(function (i) { return i.start_s + width / 2; });
     var bands = r.generator.behind.map(function (b) { return { from: b.from_s, to: b.until_s, label: 'behind: ' + b.cause }; });
-    var when = function (i) { return 'interval ' + num(iv[i].start_s) + ' s (' + num(width) + ' s wide)'; };
+    var when = function (i) {
+      var b = r.generator.behind.filter(function (b) { return iv[i].start_s >= b.from_s && iv[i].start_s < b.until_s; })[0];
+      return 'interval ' + num(iv[i].start_s) + ' s (' + num(width) + ' s wide' + (b ? ', behind: ' + b.cause : '') + ')';
+    };
     var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v)]; }); };
     var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
       // A marker on each point when there are few (one interval is a point).
@@ -515,10 +524,13 @@
       function (i) { return when(i) + ' · work_cpu ' + num(iv[i].work_cpu) + ' (' + pct(iv[i].work_cpu) + ')'; },
       ['work_cpu'], function (v) { return [num(v.work_cpu)]; }));
     if (r.generator.behind.length) {
-      out.push(el('h3', null, 'Where the generator fell behind'));
-      out.push(el('ul', { class: 'lines' }, r.generator.behind.map(function (b) {
+      var list = el('ul', { class: 'lines', id: 'behind-list' }, r.generator.behind.map(function (b) {
         return el('li', null, num(b.from_s) + ' s to ' + num(b.until_s) + ' s, ' + b.intervals + ' intervals, ' + b.cause + ': ' + b.detail);
-      })));
+      }));
+      out.push(el('h3', null, 'Where the generator fell behind'));
+      out.push(r.generator.behind.length > 10
+        ? el('details', null, el('summary', null, r.generator.behind.length + ' stretches (shaded on the charts above)'), list)
+        : list);
     }
     return out;
   }
