@@ -362,6 +362,9 @@ pub struct RunArgs {
     /// HdrHistogram interval log (.hlog) to FILE.
     #[arg(long)]
     pub hlog: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page to FILE (opens offline; docs/html.md).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
@@ -555,6 +558,10 @@ pub struct ReportArgs {
     /// p50, p99 and p99.9 against offered rate, the knee marked).
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Write the report (run, merge or sweep) as one self-contained HTML page to FILE
+    /// (opens offline; docs/html.md).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `metronome merge FILE...`.
@@ -592,7 +599,7 @@ pub struct SweepArgs {
     /// The run arguments of each step (`--rate` is replaced by each of --rates; `--out`
     /// receives the whole sweep as JSON; `--hgrm`, `--hlog` and `--svg` FILE are written per
     /// step as FILE-<RATE>rps.EXT, and `--svg` FILE also gets the sweep's plot of latency
-    /// against offered rate; `--start-at` is refused).
+    /// against offered rate; `--html` FILE gets the sweep's page; `--start-at` is refused).
     #[command(flatten)]
     pub run: RunArgs,
 }

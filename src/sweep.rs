@@ -102,6 +102,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         step.hgrm = args.run.hgrm.as_deref().map(|p| step_path(p, rate));
         step.hlog = args.run.hlog.as_deref().map(|p| step_path(p, rate));
         step.svg = args.run.svg.as_deref().map(|p| step_path(p, rate));
+        step.html = None;
         let r = crate::run::run(&step)?;
         if r.exit_code != 0 {
             code = r.exit_code;
@@ -162,6 +163,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.run.svg {
         std::fs::write(path, crate::report::svg::render_sweep_svg(&s))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.run.html {
+        crate::report::html::write_sweep(path, &s, Some(crate::report::html::this_command()))?;
     }
     match args.run.format {
         FormatArg::Text => print!("{}", render(&s)),

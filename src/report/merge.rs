@@ -94,6 +94,9 @@ fn report_sweep(args: &ReportArgs, s: &crate::sweep::Sweep) -> anyhow::Result<i3
         std::fs::write(path, crate::report::svg::render_sweep_svg(s))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.html {
+        crate::report::html::write_sweep(path, s, None)?;
+    }
     match args.format {
         FormatArg::Text => print!("{}", crate::sweep::render(s)),
         FormatArg::Json => println!("{}", serde_json::to_string_pretty(s)?),
@@ -129,6 +132,9 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.svg {
         std::fs::write(path, crate::report::svg::render_svg(&r))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        crate::report::html::write_report(path, &r, None)?;
     }
     crate::run::print(&r, args.format)?;
     Ok(if r.thresholds.iter().all(|t| t.passed) {

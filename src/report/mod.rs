@@ -6,6 +6,7 @@
 //! - [`hgrm`]: HdrHistogram's percentile distribution (`--hgrm`).
 //! - [`hlog`]: HdrHistogram's compressed V2 encoding and interval log (`--hlog`).
 //! - [`svg`]: the plots (`--svg`).
+//! - [`html`]: the self-contained HTML page (`--html`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
 //! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
 //! - [`workload`]: what `--openai` requests asked; input and output tokens.
@@ -14,6 +15,7 @@ pub mod build;
 pub mod compat;
 pub mod hgrm;
 pub mod hlog;
+pub mod html;
 pub mod merge;
 pub mod svg;
 pub mod text;

@@ -212,7 +212,9 @@ fn escape(t: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Renders the two plots of a report as one SVG document.
+/// Renders the plots of a report as one SVG document: latency by
+/// percentile and latency per interval, and for a stream run (`--openai`,
+/// TTFT recorded) a third, TTFT, ITL and TPOT by percentile.
 ///
 /// # Example
 /// ```
@@ -222,13 +224,20 @@ fn escape(t: &str) -> String {
 /// let svg = metronome::report::svg::render_svg(&report);
 /// assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 /// assert_eq!(svg.matches("<polyline").count(), 2 + 3); // latency, service time; p50, p99, max
+/// let mut stream = report.clone();
+/// stream.metrics.ttft = stream.metrics.latency.clone();
+/// let svg = metronome::report::svg::render_svg(&stream);
+/// assert_eq!(svg.matches("<polyline").count(), 2 + 3 + 3); // and TTFT, ITL, TPOT
+/// assert!(svg.contains("time to first token"));
 /// ```
 pub fn render_svg(r: &Report) -> String {
     let mut s = String::new();
+    let stream = r.metrics.ttft.count > 0;
+    let panels = if stream { 3.0 } else { 2.0 };
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{:.0}" font-family="sans-serif">"#,
-        2.0 * H
+        panels * H
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     // 1. Latency by percentile.
@@ -320,8 +329,53 @@ pub fn render_svg(r: &Report) -> String {
     }
     let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _)| (*n, *c)).collect();
     legend(&mut s, H, &items);
+    if stream {
+        stream_panel(&mut s, r, 2.0 * H);
+    }
     let _ = writeln!(s, "</svg>");
     s
+}
+
+/// The stream panel at `y0`: TTFT, ITL (per token) and TPOT by percentile.
+fn stream_panel(s: &mut String, r: &Report, y0: f64) {
+    let m = &r.metrics;
+    let metrics: [(&str, &str, &Metric); 3] = [
+        ("TTFT", "#9467bd", &m.ttft),
+        ("ITL (per token)", "#ff7f0e", &m.itl),
+        ("TPOT", "#2ca02c", &m.tpot),
+    ];
+    let decades = decades_for(metrics.iter().map(|m| m.2.count));
+    let series: Vec<Curve<'_>> = metrics
+        .iter()
+        .map(|&(n, c, m)| (n, c, percentile_curve(m)))
+        .collect();
+    let y_max = nice_max(
+        series
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|q| q.1))
+            .fold(0.0, f64::max),
+    );
+    let labels: Vec<(f64, String)> = PERCENT_LABELS[..=decades]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as f64 / decades as f64, (*l).to_string()))
+        .collect();
+    frame(
+        s,
+        y0,
+        "Streams by percentile: time to first token, inter-token latency, time per output token",
+        &linear_ticks(y_max),
+        &labels,
+        (
+            "percentile (log scale of 1/(1-p); each curve ends at 1 - 1/count)",
+            "ms",
+        ),
+    );
+    for (_, color, pts) in &series {
+        polyline(s, pts, decades as f64, y_max, y0, color);
+    }
+    let items: Vec<(&str, &str)> = series.iter().map(|(n, c, _)| (*n, *c)).collect();
+    legend(s, y0, &items);
 }
 
 /// Renders a sweep: latency p50, p99 and p99.9 against offered rate (y on

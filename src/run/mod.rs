@@ -111,6 +111,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         std::fs::write(path, report::svg::render_svg(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if let Some(path) = &args.html {
+        report::html::write_report(path, &report, Some(report::html::this_command()))?;
+    }
     if let Some(path) = &args.hgrm {
         std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -1,0 +1,535 @@
+//! The HTML report (`--html FILE`): one self-contained page that opens
+//! offline. The report (or sweep) JSON is embedded verbatim in a
+//! `<script type="application/json">` element, and about 800 lines of
+//! plain JavaScript (`html/page.js`, no charting library) draw hand-made SVG
+//! charts from it; the stylesheet is `html/page.css`. A Content-Security-Policy
+//! of `default-src 'none'` forbids the page every network request. Without
+//! JavaScript the page shows the text summary. docs/html.md says why it is
+//! built this way.
+//!
+//! What only Rust knows goes beside the report in a second JSON element, the
+//! page's [`PageMeta`]: the version that drew the page, the command line
+//! that produced it (when `run` or `sweep` wrote it), integers too large for
+//! a JavaScript number written as strings, and a sweep's knee reasons.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::report::Report;
+use crate::sweep::Sweep;
+
+const CSS: &str = include_str!("html/page.css");
+const JS: &str = include_str!("html/page.js");
+
+/// The Content-Security-Policy of every page: inline script and style only,
+/// images from `data:` only, nothing fetched, framed, posted or based.
+pub const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+/// What the page shows beside the report, computed in Rust.
+#[derive(Clone, Debug, Serialize)]
+pub struct PageMeta {
+    /// `report` or `sweep`.
+    pub kind: &'static str,
+    /// The metronome version that drew the page.
+    pub version: &'static str,
+    /// The command line that produced the report, shell-quoted, secrets
+    /// redacted; null when the page was drawn from a saved file.
+    pub command: Option<String>,
+    /// The page's reports (one, or a sweep's steps in order), each with the
+    /// figures JavaScript cannot hold exactly.
+    pub runs: Vec<RunMeta>,
+    /// Why a sweep's knee step did not keep up ([`crate::sweep::fell_behind`]).
+    pub knee_reason: Option<String>,
+    /// A sweep: the steps where the host took the generator's CPU.
+    pub descheduled_steps: Vec<usize>,
+}
+
+/// Per-report figures of [`PageMeta`].
+#[derive(Clone, Debug, Serialize)]
+pub struct RunMeta {
+    /// The seed, as a decimal string (a u64 may exceed 2^53).
+    pub seed: String,
+    /// `start_unix_ns` as a decimal string.
+    pub start_unix_ns: String,
+    /// A command line that re-runs this test, rebuilt from the report
+    /// (flags the report does not record, such as headers, are missing).
+    pub equivalent: String,
+    /// Why this step did not keep up (sweeps; null when it did).
+    pub fell_behind: Option<String>,
+    /// Merged reports: each shard's start, in the order given.
+    pub shards: Vec<ShardRow>,
+}
+
+/// One shard of a merged report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShardRow {
+    /// "K/N".
+    pub shard: String,
+    /// The shard's schedule zero (RFC 3339, UTC, ns).
+    pub start_time: String,
+    /// Its `start_unix_ns`, decimal.
+    pub start_unix_ns: String,
+    /// Its `start_offset_ns`.
+    pub start_offset_ns: u64,
+    /// How long after the first shard this one began pacing (zero plus
+    /// offset), ns.
+    pub began_after_first_ns: u64,
+}
+
+/// The command line of this process, shell-quoted, with the values of
+/// `--api-key` and of credential headers (`-H 'Authorization: ...'`)
+/// replaced by `REDACTED`.
+///
+/// # Example
+/// ```
+/// use metronome::report::html::command_line;
+/// let args = ["metronome", "run", "http://h/", "--api-key", "sk-1", "-H", "Authorization: Bearer x"];
+/// assert_eq!(
+///     command_line(args.iter().map(|s| s.to_string())),
+///     "metronome run http://h/ --api-key REDACTED -H 'Authorization: REDACTED'"
+/// );
+/// ```
+pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut redact_next = false;
+    let mut header_next = false;
+    for a in args {
+        let shown = if redact_next {
+            "REDACTED".to_string()
+        } else if header_next {
+            redact_header(&a)
+        } else if a.starts_with("--api-key=") {
+            "--api-key=REDACTED".to_string()
+        } else if let Some(h) = a.strip_prefix("--header=") {
+            format!("--header={}", redact_header(h))
+        } else {
+            a.clone()
+        };
+        redact_next = a == "--api-key";
+        header_next = a == "-H" || a == "--header";
+        out.push(shell_quote(&shown));
+    }
+    out.join(" ")
+}
+
+/// A header with a credential's value replaced.
+fn redact_header(h: &str) -> String {
+    let Some((name, _)) = h.split_once(':') else {
+        return h.to_string();
+    };
+    let lower = name.trim().to_ascii_lowercase();
+    let secret = ["authorization", "proxy-authorization", "cookie"].contains(&lower.as_str())
+        || lower.contains("key")
+        || lower.contains("token")
+        || lower.contains("secret");
+    if secret {
+        format!("{name}: REDACTED")
+    } else {
+        h.to_string()
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_quote(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line that re-runs the test a report describes, from what the
+/// report records.
+pub fn equivalent_command(r: &Report) -> String {
+    let mut a: Vec<String> = vec!["metronome".into(), "run".into(), r.target.clone()];
+    fn push(a: &mut Vec<String>, k: &str, v: String) {
+        a.push(k.to_string());
+        a.push(v);
+    }
+    let shards = r
+        .shard
+        .split_once('/')
+        .and_then(|(_, n)| n.parse::<u32>().ok())
+        .unwrap_or(1);
+    if r.closed_workers > 0 {
+        push(&mut a, "--closed", r.closed_workers.to_string());
+    } else {
+        push(
+            &mut a,
+            "--rate",
+            (r.offered_rps * f64::from(shards)).to_string(),
+        );
+        push(&mut a, "--arrival", r.arrival.process.clone());
+        if let Some(b) = r.arrival.burst_size {
+            push(&mut a, "--burst-size", b.to_string());
+        }
+        if let Some(b) = r.arrival.burstiness {
+            push(&mut a, "--burstiness", b.to_string());
+        }
+    }
+    let dur = if r.planned_duration_s > 0.0 {
+        r.planned_duration_s
+    } else {
+        r.duration_s
+    };
+    push(&mut a, "--duration", format!("{dur}s"));
+    if r.warmup_s > 0.0 {
+        push(&mut a, "--warmup", format!("{}s", r.warmup_s));
+    }
+    push(&mut a, "--seed", r.seed.to_string());
+    push(&mut a, "--engine", r.engine.clone());
+    if r.shard != "0/1" && !r.shard.starts_with("merged") {
+        push(&mut a, "--shard", r.shard.clone());
+    }
+    if let Some(w) = &r.workload {
+        a.push("--openai".into());
+        push(&mut a, "--model", w.model.clone());
+    }
+    for (name, v) in [
+        ("latency", r.slo.latency_ms),
+        ("ttft", r.slo.ttft_ms),
+        ("itl", r.slo.itl_ms),
+        ("tpot", r.slo.tpot_ms),
+    ] {
+        if let Some(ms) = v {
+            push(&mut a, "--slo", format!("{name}={ms}ms"));
+        }
+    }
+    for t in &r.thresholds {
+        push(&mut a, "--threshold", t.expr.clone());
+    }
+    if let Some(c) = &r.compat {
+        push(&mut a, "--metrics-compat", c.peer.clone());
+    }
+    a.iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run_meta(r: &Report, fell_behind: Option<String>) -> RunMeta {
+    let began = |s: &crate::report::ShardStart| s.began_unix_ns();
+    let first = r.shard_starts.iter().map(began).min().unwrap_or(0);
+    RunMeta {
+        seed: r.seed.to_string(),
+        start_unix_ns: r.start_unix_ns.to_string(),
+        equivalent: equivalent_command(r),
+        fell_behind,
+        shards: r
+            .shard_starts
+            .iter()
+            .map(|s| ShardRow {
+                shard: s.shard.clone(),
+                start_time: crate::units::rfc3339_ns(s.start_unix_ns),
+                start_unix_ns: s.start_unix_ns.to_string(),
+                start_offset_ns: s.start_offset_ns,
+                began_after_first_ns: began(s) - first,
+            })
+            .collect(),
+    }
+}
+
+/// JSON for a `<script type="application/json">` element: every `<` is
+/// written `\u003c`, so no `</script>` (nor `<!--`) can end or bend the
+/// element; `JSON.parse` reads the same value.
+///
+/// # Example
+/// ```
+/// let t = metronome::report::html::script_json(&"</script><!--").unwrap();
+/// assert_eq!(t, r#""\u003c/script>\u003c!--""#);
+/// ```
+///
+/// # Errors
+/// The value does not serialise.
+pub fn script_json<T: Serialize>(v: &T) -> serde_json::Result<String> {
+    Ok(serde_json::to_string(v)?
+        .replace('<', "\\u003c")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029"))
+}
+
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(title: &str, fallback: &str, data: &str, meta: &str) -> String {
+    let mut s = String::with_capacity(CSS.len() + JS.len() + data.len() + meta.len() + 4096);
+    let _ = write!(
+        s,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <meta name=\"generator\" content=\"metronome {}\">\n\
+         <title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n\
+         <main id=\"app\">\n<noscript><p>This page draws its charts with \
+         JavaScript, which is off: the text summary follows, and the full JSON report is \
+         embedded in the page source (element <code>report-data</code>).</p>\
+         <pre>{}</pre></noscript>\n</main>\n\
+         <script type=\"application/json\" id=\"report-data\">{data}</script>\n\
+         <script type=\"application/json\" id=\"page-meta\">{meta}</script>\n\
+         <script>\n{JS}</script>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(title),
+        escape(fallback),
+    );
+    s
+}
+
+/// The page of one report (a run's or a merge's).
+///
+/// `command`: the command line that produced it ([`command_line`]), or
+/// `None` when drawn from a saved file.
+///
+/// # Errors
+/// The report does not serialise (a non-finite number).
+pub fn render_report(r: &Report, command: Option<String>) -> anyhow::Result<String> {
+    let meta = PageMeta {
+        kind: "report",
+        version: env!("CARGO_PKG_VERSION"),
+        command,
+        runs: vec![run_meta(r, None)],
+        knee_reason: None,
+        descheduled_steps: Vec::new(),
+    };
+    let title = format!(
+        "metronome report: {} req/s {} ({})",
+        r.offered_rps, r.arrival.process, r.run_id
+    );
+    Ok(page(
+        &title,
+        &crate::report::text::render_text(r),
+        &script_json(r).context("cannot serialise the report for the HTML page")?,
+        &script_json(&meta)?,
+    ))
+}
+
+/// The page of a sweep: latency and achieved rate against offered rate,
+/// the knee, and every step's own report view.
+///
+/// # Errors
+/// The sweep does not serialise (a non-finite number).
+pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<String> {
+    let meta = PageMeta {
+        kind: "sweep",
+        version: env!("CARGO_PKG_VERSION"),
+        command,
+        runs: sw
+            .steps
+            .iter()
+            .map(|r| run_meta(r, crate::sweep::fell_behind(r)))
+            .collect(),
+        knee_reason: sw
+            .knee
+            .and_then(|k| sw.steps.get(k))
+            .and_then(crate::sweep::fell_behind),
+        descheduled_steps: sw
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.generator.behind.iter().any(|b| b.cause == "descheduled"))
+            .map(|(i, _)| i)
+            .collect(),
+    };
+    let title = format!("metronome sweep: {} steps", sw.steps.len());
+    Ok(page(
+        &title,
+        &crate::sweep::render(sw),
+        &script_json(sw).context("cannot serialise the sweep for the HTML page")?,
+        &script_json(&meta)?,
+    ))
+}
+
+/// The command line of this process for a page ([`command_line`] of
+/// `std::env::args`).
+pub fn this_command() -> String {
+    command_line(std::env::args())
+}
+
+/// Writes a report's page to `path`.
+///
+/// # Errors
+/// [`render_report`] failed, or `path` is not writable.
+pub fn write_report(path: &Path, r: &Report, command: Option<String>) -> anyhow::Result<()> {
+    std::fs::write(path, render_report(r, command)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes a sweep's page to `path`.
+///
+/// # Errors
+/// [`render_sweep`] failed, or `path` is not writable.
+pub fn write_sweep(path: &Path, sw: &Sweep, command: Option<String>) -> anyhow::Result<()> {
+    std::fs::write(path, render_sweep(sw, command)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        let md = include_str!("../../docs/report.md");
+        let json = md
+            .split("```json")
+            .nth(1)
+            .unwrap()
+            .split("```")
+            .next()
+            .unwrap();
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// The JSON between `<script type="application/json" id="ID">` and its end.
+    fn embedded<'a>(html: &'a str, id: &str) -> &'a str {
+        let open = format!("<script type=\"application/json\" id=\"{id}\">");
+        let from = html.find(&open).unwrap() + open.len();
+        let len = html[from..].find("</script>").unwrap();
+        &html[from..from + len]
+    }
+
+    #[test]
+    fn embeds_the_report_exactly_and_safely() {
+        let mut r = sample();
+        r.target = "http://h/</script><script>alert(1)</script><!--".into();
+        r.generator.warnings.push("a \u{2028} b".into());
+        let html = render_report(&r, Some("metronome run x".into())).unwrap();
+        let data = embedded(&html, "report-data");
+        assert!(!data.contains('<'));
+        let back: Report = serde_json::from_str(data).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(html.matches("</script>").count(), 3);
+        let meta: serde_json::Value = serde_json::from_str(embedded(&html, "page-meta")).unwrap();
+        assert_eq!(meta["command"], "metronome run x");
+        assert_eq!(meta["runs"][0]["seed"], r.seed.to_string());
+        // The title and the fallback are escaped.
+        assert!(!html.contains("<script>alert"));
+    }
+
+    #[test]
+    fn references_nothing_outside_the_page() {
+        let html = render_report(&sample(), None).unwrap();
+        let mut outside = html.clone();
+        for id in ["report-data", "page-meta"] {
+            outside = outside.replace(embedded(&html, id), "");
+        }
+        let start = outside.find("<noscript>").unwrap();
+        let end = outside.find("</noscript>").unwrap();
+        outside.replace_range(start..end, "");
+        let urls: Vec<&str> = outside
+            .match_indices("://")
+            .map(|(i, _)| &outside[i.saturating_sub(8)..(i + 24).min(outside.len())])
+            .filter(|u| !u.contains("http://www.w3.org/2000/svg"))
+            .collect();
+        assert!(urls.is_empty(), "{urls:?}");
+        for attr in [
+            "src=",
+            "href=",
+            "url(",
+            "@import",
+            "fetch(",
+            "XMLHttpRequest",
+        ] {
+            assert!(!outside.contains(attr), "the page uses {attr}");
+        }
+    }
+
+    #[test]
+    fn equivalent_command_names_the_recorded_flags() {
+        let mut r = sample();
+        r.shard = "1/4".into();
+        r.offered_rps = 250.0;
+        r.thresholds.push(crate::report::ThresholdReport {
+            expr: "latency.p99<50ms".into(),
+            value: 1.0,
+            passed: true,
+        });
+        let c = equivalent_command(&r);
+        assert!(c.contains("--rate 1000 "), "{c}");
+        assert!(c.contains("--shard 1/4"), "{c}");
+        assert!(c.contains("--threshold 'latency.p99<50ms'"), "{c}");
+        assert!(c.contains(&format!("--seed {}", r.seed)), "{c}");
+    }
+
+    /// The size budget (docs/html.md): a 10-minute stream run at 1 s
+    /// intervals, every histogram filled across 17 octaves (2000+ buckets
+    /// each, far more than a real run fills), with the compat view, stays
+    /// under 1 MiB.
+    #[test]
+    fn a_ten_minute_run_stays_under_one_mib() {
+        use metronome_core::histogram::Histogram;
+        let mut h = Histogram::new();
+        let mut rng = metronome_core::rng::Pcg32::seeded(7);
+        for _ in 0..200_000 {
+            // Log-uniform from 50 us to 5 s.
+            let v = (50_000.0 * 1e5f64.powf(rng.next_f64())) as u64;
+            h.record(v);
+        }
+        let full = crate::report::Metric::from_histogram(&h);
+        assert!(full.buckets.len() > 2000, "{}", full.buckets.len());
+        let mut r = sample();
+        for m in [
+            &mut r.metrics.latency,
+            &mut r.metrics.service_time,
+            &mut r.metrics.send_lag,
+            &mut r.metrics.ttft,
+            &mut r.metrics.itl,
+            &mut r.metrics.tpot,
+            &mut r.metrics.itl_chunk,
+            &mut r.metrics.ttfat,
+            &mut r.metrics.tail,
+        ] {
+            *m = full.clone();
+        }
+        let one = r.intervals[0].clone();
+        r.intervals = (0..600)
+            .map(|i| crate::report::IntervalReport {
+                start_s: f64::from(i),
+                p50: 1.234567 + f64::from(i) * 1e-6,
+                p99: 12.345678 + f64::from(i) * 1e-6,
+                max: 123.456789 + f64::from(i) * 1e-6,
+                work_cpu: 0.0123456789,
+                ..one.clone()
+            })
+            .collect();
+        r.compat = Some(crate::report::compat::Compat {
+            peer: "vllm".into(),
+            sources: vec![],
+            request_throughput_rps: 1.0,
+            output_throughput_tokens_per_s: 1.0,
+            metrics: ["ttft", "tpot", "itl", "e2el"]
+                .iter()
+                .map(|k| (k.to_string(), full.clone()))
+                .collect(),
+            notes: vec![],
+        });
+        let html = render_report(&r, Some("metronome run".into())).unwrap();
+        eprintln!("10-minute worst-case page: {} bytes", html.len());
+        assert!(html.len() < 1 << 20, "{} bytes", html.len());
+    }
+
+    #[test]
+    fn command_line_quotes_and_redacts() {
+        let args = [
+            "metronome",
+            "run",
+            "--header=X-Api-Key: k",
+            "--api-key=s",
+            "it's",
+        ];
+        assert_eq!(
+            command_line(args.iter().map(|s| s.to_string())),
+            r"metronome run '--header=X-Api-Key: REDACTED' --api-key=REDACTED 'it'\''s'"
+        );
+    }
+}
