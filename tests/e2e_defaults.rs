@@ -419,17 +419,27 @@ const PRE_OPEN_AT_200: u64 = 16;
 
 /// A server that writes a complete `200` on accept, before any request,
 /// then answers each request after 30 ms. The early bytes are nobody's
-/// response: the connection that got them is closed and counted as
-/// unsolicited, so no request is counted ok faster than the server answers
-/// it (service time at least 25 ms: 30 ms less a loaded machine's timer
-/// slack), on pre-opened connections as on those opened during the run.
-/// Two servers: one that does it on every connection (the warm start meets
-/// it), and one that does it only on connections accepted after the
-/// pre-opened ones and closes every connection after its 5th response
-/// (`Connection: close`), so that the run has to open connections and
-/// each of them meets the early bytes. Neither is a pool at its limit: no
-/// `pool_exhausted` warning (issue 18: "the same happens when every
-/// connection is closed for unsolicited bytes").
+/// response: a connection that got them is closed and counted as
+/// unsolicited. Three servers:
+/// - early bytes on the pre-opened connections only (the first 16): the
+///   warm start closes each (counted in `connections.warm_up.unsolicited`)
+///   and opens it again, so no request is counted ok faster than the
+///   server answers it (service time at least 25 ms: 30 ms less a loaded
+///   machine's slack) — the pipeline shift of issue 18 is gone;
+/// - early bytes on every connection: the warm start closes every
+///   pre-opened connection twice and drops it; the run opens its own, each
+///   watched for 1 ms before its first request;
+/// - early bytes on connections opened during the run only (the server
+///   closes every connection after its 5th response, so the run opens
+///   some).
+///
+/// Of connections opened during the run, one whose early bytes arrive
+/// after its 1 ms watch, just as its first request leaves, cannot be told
+/// from a fast answer by any client (the server accepted it late): those
+/// cases are counted, not bounded. In every case accounting holds, the
+/// early bytes are counted as unsolicited, and no pool alarm is raised
+/// (issue 18: "the same happens when every connection is closed for
+/// unsolicited bytes").
 #[test]
 fn a_response_on_accept_is_no_requests_response() {
     assert_eq!(
@@ -438,16 +448,21 @@ fn a_response_on_accept_is_no_requests_response() {
     );
     let _serial = serial();
     let mut failed = Vec::new();
-    for every in [true, false] {
-        let which = if every {
-            "on every connection"
-        } else {
-            "on connections opened during the run"
-        };
+    for which in [
+        "on the pre-opened connections",
+        "on every connection",
+        "on connections opened during the run",
+    ] {
         let case = format!("early 200 {which}");
         failed.extend(on_each_engine(&case, |engine| {
             let srv = Server::start(move |p| {
-                let early = every || p.index >= PRE_OPEN_AT_200;
+                let pre = p.index < PRE_OPEN_AT_200;
+                let early = match which {
+                    "on the pre-opened connections" => pre,
+                    "on every connection" => true,
+                    _ => !pre,
+                };
+                let closing = which == "on connections opened during the run";
                 if early && !p.send(OK) {
                     return;
                 }
@@ -455,7 +470,7 @@ fn a_response_on_accept_is_no_requests_response() {
                     if !p.request() {
                         return;
                     }
-                    let last = !every && n == 5;
+                    let last = closing && n == 5;
                     if !p.sleep_until(p.born.elapsed() + Duration::from_millis(30))
                         || !p.send(if last { OK_CLOSE } else { OK })
                         || last
@@ -475,24 +490,29 @@ fn a_response_on_accept_is_no_requests_response() {
             assert_accounting(&r);
             let q = &r.requests;
             assert_eq!(q.scheduled, 400, "{ctx}");
-            if q.ok > 0 {
-                assert!(r.metrics.service_time.min >= 25.0, "{ctx}");
-            }
+            let fast = q.ok - common::count_at_least(&r.metrics.service_time, 25.0);
             let early = r.connections.warm_up.as_ref().map_or(0, |w| w.unsolicited);
-            if every {
-                assert!(early > 0, "early bytes counted as unsolicited; {ctx}");
-            } else {
-                // The pre-opened connections are clean; the ones opened
-                // after them are not.
-                assert_eq!(early, 0, "{ctx}");
-                assert!(seen.accepted > PRE_OPEN_AT_200, "{ctx}");
-                assert!(
-                    r.generator.connections_unsolicited > 0,
-                    "early bytes counted as unsolicited; {ctx}"
-                );
+            match which {
+                "on the pre-opened connections" => {
+                    assert_eq!(early, PRE_OPEN_AT_200, "{ctx}");
+                    assert_eq!(q.ok, 400, "{ctx}");
+                    assert_eq!(fast, 0, "every answer is its request's own; {ctx}");
+                }
+                "on every connection" => {
+                    // Each pre-opened connection, and its second try.
+                    assert_eq!(early, 2 * PRE_OPEN_AT_200, "{ctx}");
+                }
+                _ => {
+                    assert_eq!(early, 0, "{ctx}");
+                    assert!(seen.accepted > PRE_OPEN_AT_200, "{ctx}");
+                    assert!(
+                        r.generator.connections_unsolicited > 0,
+                        "early bytes counted as unsolicited; {ctx}"
+                    );
+                }
             }
             assert_no_pool_alarm(&r, &ctx);
-            eprintln!("ok: {ctx}");
+            eprintln!("ok ({fast} answers under 25 ms): {ctx}");
         }));
     }
     assert_none_failed(failed);
