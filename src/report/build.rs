@@ -744,7 +744,7 @@ mod tests {
             sent: 20,
             ..iv(0.0, 2, 0, 0, 0, 0.0)
         };
-        assert!(behind(&[small.clone()], None).is_empty());
+        assert!(behind(std::slice::from_ref(&small), None).is_empty());
         assert_eq!(
             behind(&[IntervalReport { late: 3, ..small }], None).len(),
             1
