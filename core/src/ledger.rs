@@ -179,6 +179,32 @@ impl<'p> Ledger<'p> {
         measured
     }
 
+    /// A request intended at `intended_ns` that waited for a connection
+    /// from `admitted_ns` (when the engine handled it) was sent at
+    /// `sent_ns`. When it left more than [`LATE_NS`] late and the wait for
+    /// the connection was the larger part of that (more than the engine's
+    /// own lateness, `admitted_ns - intended_ns`), it counts in the
+    /// interval's `late_waiting` (by intended time): the pool, not the
+    /// generator, made it late.
+    pub fn waited_for(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        admitted_ns: u64,
+        sent_ns: u64,
+    ) {
+        if !self.plan.is_measured(intended_ns) {
+            return;
+        }
+        let lag = sent_ns.saturating_sub(intended_ns);
+        let wait = sent_ns.saturating_sub(admitted_ns);
+        if lag > LATE_NS && 2 * wait > lag {
+            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+                iv.late_waiting += 1;
+            }
+        }
+    }
+
     /// A pacing thread used `cpu_ns` of CPU, `spin_ns` of it busy-waiting,
     /// in the sample ending at `at_ns`. Counted in the interval of `at_ns`
     /// while the measured phase lasts (not during the warmup or the drain

@@ -1244,6 +1244,10 @@ pub struct Interval {
     /// Requests sent more than [`LATE_NS`] after their intended time, by
     /// intended time (a wait for a connection included).
     pub late: u64,
+    /// Of `late`, those whose wait for a connection was the larger part of
+    /// their lateness (`Ledger::waited_for`); the rest were late because
+    /// the engine itself handled them late.
+    pub late_waiting: u64,
     /// CPU time the engine's pacing threads used in the interval (ns),
     /// spin included; sampled about every 50 ms, so a sample straddling a
     /// boundary counts in the interval it was taken in.
@@ -1275,6 +1279,7 @@ impl Interval {
             pool_full: 0,
             scheduled: 0,
             late: 0,
+            late_waiting: 0,
             cpu_ns: 0,
             spin_ns: 0,
             latency: Histogram::new(),
@@ -1306,6 +1311,7 @@ impl Interval {
         self.pool_full = self.pool_full.saturating_add(other.pool_full);
         self.scheduled = self.scheduled.saturating_add(other.scheduled);
         self.late = self.late.saturating_add(other.late);
+        self.late_waiting = self.late_waiting.saturating_add(other.late_waiting);
         self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
         self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.latency.merge(&other.latency);

@@ -411,6 +411,15 @@ fn drops_waits_and_cpu_per_interval() {
     assert_eq!(b.column(|i| i.pool_full), [0, 1, 1, 0]);
     assert_eq!(b.column(|i| i.late), [2, 0, 1, 0]);
     assert_eq!(b.column(|i| i.scheduled), [1, 0, 0, 1]);
+    // A late send counts as late because of its wait when the wait was the
+    // larger part: 3 ms late after waiting 2.5 ms yes, after 1 ms no; 0.9
+    // ms late: not late at all.
+    let t = &mut b.tally();
+    ledger.waited_for(t, 800 * MS, 800 * MS + 500_000, 803 * MS);
+    ledger.waited_for(t, 800 * MS, 802 * MS, 803 * MS);
+    ledger.waited_for(t, 800 * MS, 800 * MS, 800 * MS + 900_000);
+    ledger.waited_for(t, 400 * MS, 400 * MS, 500 * MS); // warmup
+    assert_eq!(b.column(|i| i.late_waiting), [0, 1, 0, 0]);
     assert_eq!(b.column(|i| i.cpu_ns), [90 * MS, 0, 0, 10 * MS]);
     assert_eq!(b.column(|i| i.spin_ns), [50 * MS, 0, 0, 0]);
     assert_eq!(b.recorder.dropped, 2);

@@ -112,6 +112,7 @@ pub(crate) fn run(
                             let _ = tx.send(Fact::Sent {
                                 intended_ns: sent_ns,
                                 sent_ns,
+                                waited_since: None,
                             });
                         }
                         let ended = conn.exchange(

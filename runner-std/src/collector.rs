@@ -13,8 +13,13 @@ use crate::conn::{Opened, Outcome};
 /// One fact about one request, sent by connection threads to the collector.
 #[derive(Debug)]
 pub(crate) enum Fact {
-    /// Request intended at `intended_ns` left at `sent_ns`.
-    Sent { intended_ns: u64, sent_ns: u64 },
+    /// Request intended at `intended_ns` left at `sent_ns`, after waiting
+    /// for a connection since `waited_since` if it did.
+    Sent {
+        intended_ns: u64,
+        sent_ns: u64,
+        waited_since: Option<u64>,
+    },
     /// Request finished (or failed) at `done_ns`, recorded as the plan's
     /// model says (closed: the send is the intended time).
     Done {
@@ -77,8 +82,12 @@ impl<'p> Collector<'p> {
             Fact::Sent {
                 intended_ns,
                 sent_ns,
+                waited_since,
             } => {
                 let sent = ledger.sent(tally, intended_ns, sent_ns);
+                if let Some(since) = waited_since {
+                    ledger.waited_for(tally, intended_ns, since, sent_ns);
+                }
                 (sent.then_some(&progress.sent), None)
             }
             Fact::NotSent {

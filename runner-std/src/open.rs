@@ -27,6 +27,8 @@ use crate::tls::Tls;
 struct Job {
     index: u64,
     intended_ns: u64,
+    /// When it began to wait for a connection (run clock ns), if it did.
+    waited_since: Option<u64>,
 }
 
 struct Queue {
@@ -290,6 +292,8 @@ pub(crate) fn run(
                                     q.jobs.push_back(Job {
                                         index,
                                         intended_ns: t,
+                                        waited_since: matches!(admit, Admit::Wait { .. })
+                                            .then_some(now),
                                     });
                                     match admit {
                                         Admit::Wait { open, .. } => open,
@@ -497,6 +501,7 @@ fn worker(
                 let _ = tx.send(Fact::Sent {
                     intended_ns: job.intended_ns,
                     sent_ns,
+                    waited_since: job.waited_since,
                 });
             }
             let ended = conn.exchange(

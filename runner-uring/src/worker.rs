@@ -63,6 +63,8 @@ struct Job {
     /// Sent once already, on a connection found closed before any response
     /// byte: this is its retry (never another).
     retried: bool,
+    /// When it began to wait for a connection (clock ns), if it did.
+    waited_since: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,6 +415,7 @@ impl<'p> Worker<'p> {
                                 request,
                                 intended_ns: t,
                                 retried: false,
+                                waited_since: None,
                             })?;
                             index += 1;
                             next = self.schedule.next();
@@ -558,6 +561,10 @@ impl<'p> Worker<'p> {
             Admit::Wait { open, full } => {
                 self.in_flight += 1;
                 self.stats.sent += 1;
+                let job = Job {
+                    waited_since: Some(self.clock.now_ns()),
+                    ..job
+                };
                 self.waiting.push_back(job);
                 if measured {
                     self.out.waited_for_connection += 1;
@@ -659,6 +666,10 @@ impl<'p> Worker<'p> {
                 .sent(&mut self.out.tally(), job.intended_ns, now)
         {
             self.pending.sent += 1;
+            if let Some(since) = job.waited_since {
+                self.ledger
+                    .waited_for(&mut self.out.tally(), job.intended_ns, since, now);
+            }
         }
         if self.conns[slot].tls.is_some() {
             self.tls_send(slot, job.request)?;
@@ -700,6 +711,7 @@ impl<'p> Worker<'p> {
                 request,
                 intended_ns: now,
                 retried: false,
+                waited_since: None,
             },
         );
     }

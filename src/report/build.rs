@@ -80,6 +80,7 @@ impl Report {
                 pool_full: iv.pool_full,
                 scheduled: iv.scheduled,
                 late: iv.late,
+                late_waiting: iv.late_waiting,
                 work_cpu: work_share(iv, plan.interval_ns, pacers),
                 start_s: i as f64 * plan.interval_ns as f64 / 1e9,
                 sent: iv.sent,
@@ -287,6 +288,7 @@ fn total(stretch: &[IntervalReport]) -> IntervalReport {
         t.waited += x.waited;
         t.pool_full += x.pool_full;
         t.late += x.late;
+        t.late_waiting += x.late_waiting;
         t.scheduled += x.scheduled;
         t.p50 = t.p50.max(x.p50);
         t.p99 = t.p99.max(x.p99);
@@ -311,12 +313,24 @@ fn cause(iv: &IntervalReport) -> Option<&'static str> {
         Some("cpu_saturated")
     } else if iv.dropped > 0 {
         Some("in_flight_limit")
-    } else if iv.pool_full > 0 {
+    } else if waits_dominate(iv) && iv.pool_full > 0 {
         Some("pool_exhausted")
-    } else if iv.waited > 0 {
+    } else if waits_dominate(iv) {
         Some("server_slower")
     } else {
         Some("descheduled")
+    }
+}
+
+/// Whether the interval's late sends were late mostly because they waited
+/// for a connection (rather than because the generator handled them late,
+/// as after its thread was descheduled). Reports from before `late` was
+/// kept: any wait.
+fn waits_dominate(iv: &IntervalReport) -> bool {
+    if iv.late > 0 {
+        2 * iv.late_waiting > iv.late
+    } else {
+        iv.waited > 0
     }
 }
 
@@ -676,6 +690,7 @@ mod tests {
             pool_full: full,
             scheduled: 100 + dropped,
             late,
+            late_waiting: if waited > 0 { late } else { 0 },
             work_cpu: work,
         }
     }
@@ -738,6 +753,13 @@ mod tests {
         let tail = behind(&[iv(0.0, 0, 0, 0, 0, 0.0), iv(0.5, 5, 0, 0, 0, 0.0)], None);
         assert_eq!((tail[0].from_s, tail[0].until_s), (0.5, 1.0));
         assert!(behind(&[iv(0.0, 1, 0, 0, 0, 0.0)], None).is_empty());
+        // Waits after the generator was descheduled: the sends were late
+        // before they waited, so the cause is the host, not the server.
+        let caught_up = IntervalReport {
+            late_waiting: 1,
+            ..iv(0.0, 40, 0, 30, 0, 0.1)
+        };
+        assert_eq!(behind(&[caught_up], None)[0].cause, "descheduled");
         // Two late sends of 20 are over 1% but under 3: a hiccup.
         let small = IntervalReport {
             scheduled: 20,

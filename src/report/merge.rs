@@ -601,6 +601,7 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
                         a.waited += x.waited;
                         a.pool_full += x.pool_full;
                         a.late += x.late;
+                        a.late_waiting += x.late_waiting;
                         a.scheduled += x.scheduled;
                         a.work_cpu = a.work_cpu.max(x.work_cpu);
                     }

@@ -479,6 +479,10 @@ pub struct IntervalReport {
     /// a connection included), by intended time.
     #[serde(default)]
     pub late: u64,
+    /// Of `late`, those whose wait for a connection was the larger part of
+    /// their lateness (the rest: the generator handled them late).
+    #[serde(default)]
+    pub late_waiting: u64,
     /// Share of the pacing threads' time spent working (CPU minus
     /// busy-wait, over the interval's length times the pacing threads),
     /// 0..1. Near 1: the generator was CPU-bound. In a merge, the busiest
