@@ -378,3 +378,49 @@ fn plan_profiles_schedule_and_attribute() {
     assert_eq!(replay.stage_count(), 0);
     assert_eq!(replay.offered_between(0, 3), 2.0);
 }
+
+/// The ledger counts each request in the stage of its intended time, not
+/// of its send or completion: a request intended just before a boundary
+/// and answered after it stays in the first stage; warmup requests in none.
+#[test]
+fn the_ledger_attributes_by_intended_time() {
+    use metronome_core::ledger::{Finish, Ledger, Tally};
+    use metronome_core::measure::{ErrorKind, Interval, Recorder, StageTally};
+    let st = [stage(S, 100.0), stage(S, 300.0)];
+    let plan = Plan {
+        profile: Profile::Stages(linear(0.0, &st)),
+        rate: 300.0,
+        warmup_ns: 100_000_000,
+        duration_ns: 1_900_000_000,
+        ..example_plan()
+    };
+    let ledger = Ledger::new(&plan);
+    let mut rec = Recorder::new();
+    let mut intervals = vec![Interval::new(); plan.interval_count()];
+    let mut stages = vec![StageTally::new(); plan.stage_count()];
+    let mut tally = Tally {
+        recorder: &mut rec,
+        intervals: &mut intervals,
+        stages: &mut stages,
+    };
+    // Warmup: nothing counted.
+    assert!(!ledger.scheduled(&mut tally, 50_000_000));
+    // Intended 999 ms, sent 1001 ms, answered 1005 ms: stage 0.
+    let t = S - 1_000_000;
+    assert!(ledger.scheduled(&mut tally, t));
+    assert!(ledger.sent(&mut tally, t, S + 1_000_000));
+    let done = ledger.done(&mut tally, t, S + 1_000_000, S + 5_000_000, Finish::Ok);
+    assert_eq!(done, Some(true));
+    // Intended at 1 s exactly: stage 1, failed.
+    assert!(ledger.scheduled(&mut tally, S));
+    assert!(ledger.sent(&mut tally, S, S));
+    let failed = ledger.done(&mut tally, S, S, S + 1, Finish::Error(ErrorKind::Reset));
+    assert_eq!(failed, Some(false));
+    // Intended at 1.5 s: dropped.
+    assert!(ledger.scheduled(&mut tally, 1_500_000_000));
+    assert!(ledger.dropped(&mut tally, 1_500_000_000));
+    let row = |s: &StageTally| (s.scheduled, s.sent, s.ok, s.errors, s.dropped);
+    assert_eq!(row(&stages[0]), (1, 1, 1, 0, 0));
+    assert_eq!(stages[0].latency.max(), 6_000_000);
+    assert_eq!(row(&stages[1]), (2, 1, 0, 1, 1));
+}
