@@ -115,10 +115,10 @@ fn linear_ramp_hand_example_is_exact() {
     );
 }
 
-/// vLLM's exponential ramp: 1 -> 4 req/s over 2 s is r = 2^t, L = (2^t -
-/// 1) / ln 2, arrival i at log2(1 + i ln 2) s (50-digit decimals:
-/// 0.7597073881389..., 1.2547720175235..., 1.6226687411473...,
-/// 1.9155548298785...; the 6th, 2.1588..., is past the end).
+/// vLLM's exponential ramp: 1 -> 4 req/s over 2 s is the rate 2^t, whose
+/// integral is (2^t - 1) / ln 2, so arrival i is at log2(1 + i ln 2) s.
+/// In 50-digit decimals: 0.7597073881389, 1.2547720175235, 1.6226687411473
+/// and 1.9155548298785 s; the 6th, at 2.1588 s, is past the end.
 #[test]
 fn exponential_ramp_hand_example_is_exact() {
     let st = [stage(2 * S, 4.0)];

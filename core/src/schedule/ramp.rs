@@ -90,7 +90,7 @@ impl Stages<'_> {
                 .checked_add(s.duration_ns)
                 .ok_or(ScheduleError::InvalidStages)?;
         }
-        if total == 0 || !(self.peak_rps() > 0.0) {
+        if total == 0 || self.peak_rps() <= 0.0 {
             return Err(ScheduleError::InvalidStages);
         }
         if self.ramp == Ramp::Exponential
