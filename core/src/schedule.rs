@@ -11,6 +11,8 @@
 //! | [`Arrival::Poisson`] | windows of `4 / rate` s, each with a Poisson(4) count of uniform arrivals | arrivals `k, k + n, k + 2n, ...` of the whole sequence |
 //! | [`Arrival::Burst`] | `size` copies of `round(j * size * 1e9 / rate)`, the first at 0 | request `m` of each burst goes to shard `m % n` |
 //! | [`Arrival::Gamma`] | running sum of gamma gaps, mean `1 / rate` s, drawn in blocks of 16 arrivals | blocks `k, k + n, k + 2n, ...` (16 consecutive arrivals each) |
+//! | any, through [`Stages`] ([`Schedule::staged`]) | the process at unit rate, time-changed: arrival at `L^-1(u)`, `L` the integral of the stages' rate | as the process at a steady rate |
+//! | a [`Trace`] ([`Schedule::trace`]) | the trace's offsets, scaled by its speed | offsets `k, k + n, k + 2n, ...` |
 //!
 //! The schedule is a function of the arrival process, the rate, the seed and
 //! the end only: for every process the shards are disjoint and their union

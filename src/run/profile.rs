@@ -159,6 +159,10 @@ fn stages_error(e: ScheduleError, text: &str, start: f64) -> UsageError {
     })
 }
 
+/// The most stages `--stages` takes: each request finds its stage by a
+/// walk over them (a few ns a stage), a handful of times.
+pub(super) const MAX_STAGES: usize = 256;
+
 /// Parses `DURATION:RATE[,DURATION:RATE...]`.
 ///
 /// # Errors
@@ -189,6 +193,12 @@ pub(super) fn parse_stages(text: &str) -> Result<Vec<Stage>, UsageError> {
             duration_ns: ns(duration),
             target_rps: target,
         });
+    }
+    if out.len() > MAX_STAGES {
+        return Err(UsageError(format!(
+            "--stages holds {} stages, more than {MAX_STAGES}: merge some",
+            out.len()
+        )));
     }
     Ok(out)
 }

@@ -7,7 +7,9 @@
 //! *operational times* `u_0 <= u_1 <= ...` at unit rate (constant:
 //! `u_i = i`; burst: `size` copies of `j * size`; Poisson and gamma: the
 //! steady schedule's own construction at 1 arrival per unit), and arrival
-//! `i` is at `t_i = L^-1(u_i)`. Sharding happens on the unit-rate
+//! `i` is at `t_i = L^-1(u_i)`, the first time after which `L` exceeds
+//! `u_i` (so a stretch at rate 0 holds no arrival: one due at its start
+//! waits for its end). Sharding happens on the unit-rate
 //! sequence, exactly as for a steady rate, so every split gives the same
 //! union. `L^-1` is computed in closed form on each stage (a quadratic
 //! root for a linear ramp, a logarithm for an exponential one) from the
