@@ -159,9 +159,10 @@ fn stages_error(e: ScheduleError, text: &str, start: f64) -> UsageError {
     })
 }
 
-/// The most stages `--stages` takes: each request finds its stage by a
-/// walk over them (a few ns a stage), a handful of times.
-pub(super) const MAX_STAGES: usize = 256;
+/// The most stages `--stages` takes: each stage keeps a latency histogram
+/// (58 KiB) per engine thread, and each request finds its stage by a walk
+/// over them (a few ns a stage), a handful of times.
+pub(super) const MAX_STAGES: usize = 64;
 
 /// Parses `DURATION:RATE[,DURATION:RATE...]`.
 ///
