@@ -89,6 +89,15 @@ pub enum ArrivalArg {
     Gamma,
 }
 
+/// `--ramp`: how the rate moves within a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RampArg {
+    /// Linearly between the stage's endpoints (k6).
+    Linear,
+    /// Geometrically between the stage's endpoints (vLLM bench's exponential ramp-up).
+    Exponential,
+}
+
 /// Which engine sends the requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
@@ -169,6 +178,23 @@ pub enum ShapeArg {
     Json,
 }
 
+/// `--rate` when not given.
+pub const DEFAULT_RATE: f64 = 100.0;
+/// `--duration` when not given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+impl RunArgs {
+    /// `--rate`, or its default.
+    pub fn rate(&self) -> f64 {
+        self.rate.unwrap_or(DEFAULT_RATE)
+    }
+
+    /// `--duration`, or its default.
+    pub fn duration(&self) -> Duration {
+        self.duration.unwrap_or(DEFAULT_DURATION)
+    }
+}
+
 /// `metronome run URL`.
 #[derive(Clone, Debug, Args)]
 #[command(
@@ -178,12 +204,34 @@ pub enum ShapeArg {
 pub struct RunArgs {
     /// Target URL, http:// or https:// (HTTP/1.1; over TLS 1.2 or 1.3), e.g. http://127.0.0.1:8080/.
     pub url: String,
-    /// Offered rate in requests per second (across all threads).
-    #[arg(short, long, default_value_t = 100.0)]
-    pub rate: f64,
-    /// Measured duration (after the warmup), like 30s or 2m.
-    #[arg(short, long, default_value = "10s", value_parser = parse_duration)]
-    pub duration: Duration,
+    /// Offered rate in requests per second (across all threads) [default: 100]. With
+    /// --stages: the rate the first stage starts from [default: 0].
+    #[arg(short, long)]
+    pub rate: Option<f64>,
+    /// Measured duration (after the warmup), like 30s or 2m [default: 10s]. With --trace:
+    /// cuts the replay (default: up to the last offset).
+    #[arg(short, long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// A ramp, DURATION:RATE,... as k6's ramping-arrival-rate: the rate moves from the
+    /// previous target (the first stage: from --rate, else 0) to each stage's target over
+    /// its duration, e.g. 30s:1000,1m:5000,30s:5000. The run lasts the sum of the stages
+    /// (--warmup is its first part); --arrival applies, time-changed. A 0s stage jumps.
+    #[arg(long, value_name = "STAGES", conflicts_with_all = ["duration", "closed"])]
+    pub stages: Option<String>,
+    /// How the rate moves within each stage of --stages: linear, or exponential
+    /// (geometric, as vLLM bench's --ramp-up-strategy exponential; every endpoint,
+    /// --rate included, must be above 0).
+    #[arg(long, value_enum, default_value_t = RampArg::Linear, requires = "stages")]
+    pub ramp: RampArg,
+    /// Replay the intended offsets of a trace: JSON Lines, each with `timestamp` (ms from
+    /// the run start, fractions allowed) or `offset_ns` (integer ns), sorted; other
+    /// fields are ignored. The run lasts to the last offset (--duration cuts it).
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["stages", "closed", "rate", "arrival"])]
+    pub trace: Option<PathBuf>,
+    /// With --trace: replay this many times faster (2: every offset halved).
+    #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
+    pub trace_speed: f64,
     /// Arrival process of the schedule.
     #[arg(long, value_enum, default_value_t = ArrivalArg::Constant)]
     pub arrival: ArrivalArg,

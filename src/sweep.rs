@@ -89,6 +89,14 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         )
         .into());
     }
+    if args.run.stages.is_some() || args.run.trace.is_some() {
+        return Err(UsageError(
+            "sweep varies a steady offered rate: it does not combine with --stages or --trace \
+             (a --stages run is itself a ramp)"
+                .into(),
+        )
+        .into());
+    }
     let mut steps = Vec::new();
     let mut knee = None;
     let mut code = 0;
@@ -97,7 +105,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             eprintln!("sweep step {}/{}: {rate} req/s", i + 1, args.rates.len());
         }
         let mut step = args.run.clone();
-        step.rate = rate;
+        step.rate = Some(rate);
         step.out = None;
         step.hgrm = args.run.hgrm.as_deref().map(|p| step_path(p, rate));
         step.hlog = args.run.hlog.as_deref().map(|p| step_path(p, rate));

@@ -366,8 +366,8 @@ fn manifests_build_the_documented_commands_and_the_cli_accepts_them() {
         assert_eq!(args.shard.as_deref(), Some(flag(cmd, "--shard")));
         assert_eq!(args.out.as_deref(), Some(Path::new(flag(cmd, "--out"))));
         assert_eq!(args.seed.to_string(), cm.1["seed"]);
-        assert_eq!(args.rate.to_string(), cm.1["rate"]);
-        assert_eq!(args.duration, Duration::from_secs(60));
+        assert_eq!(args.rate().to_string(), cm.1["rate"]);
+        assert_eq!(args.duration(), Duration::from_secs(60));
         assert!(args.quiet);
     }
     let cli = Cli::try_parse_from(&r.merge).unwrap_or_else(|e| panic!("{:?}:\n{e}", r.merge));

@@ -18,7 +18,7 @@ use std::vec::Vec;
 use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
-use crate::measure::{Interval, Recorder, ThreadStats};
+use crate::measure::{Interval, Recorder, StageTally, ThreadStats};
 use crate::plan::{Plan, PlanError};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
@@ -187,6 +187,8 @@ pub struct RunOutput {
     pub recorder: Box<Recorder>,
     /// One entry per report interval of the measured phase (merged).
     pub intervals: Vec<Interval>,
+    /// One entry per stage of a staged run (merged; empty otherwise).
+    pub stages: Vec<StageTally>,
     /// The engine's threads and their cost.
     pub threads: Vec<ThreadStats>,
     /// CPU time of the whole engine (all its threads), ns.
@@ -476,6 +478,7 @@ impl RunOutput {
             intervals: (0..plan.interval_count())
                 .map(|_| Interval::new())
                 .collect(),
+            stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -498,6 +501,7 @@ impl RunOutput {
         Tally {
             recorder: &mut self.recorder,
             intervals: &mut self.intervals,
+            stages: &mut self.stages,
         }
     }
 
@@ -509,6 +513,12 @@ impl RunOutput {
                 .resize_with(other.intervals.len(), Interval::new);
         }
         for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
+            a.merge(b);
+        }
+        if self.stages.len() < other.stages.len() {
+            self.stages.resize_with(other.stages.len(), StageTally::new);
+        }
+        for (a, b) in self.stages.iter_mut().zip(&other.stages) {
             a.merge(b);
         }
         self.threads.extend_from_slice(&other.threads);

@@ -35,7 +35,7 @@
 //! let ledger = Ledger::new(&plan);
 //! let mut recorder = Recorder::new();
 //! let mut intervals = [Interval::new()];
-//! let mut tally = Tally { recorder: &mut recorder, intervals: &mut intervals };
+//! let mut tally = Tally { recorder: &mut recorder, intervals: &mut intervals, stages: &mut [] };
 //! assert!(ledger.sent(&mut tally, 600_000_000, 600_001_000));
 //! assert_eq!(ledger.done(&mut tally, 600_000_000, 600_001_000, 602_000_000, Finish::Ok), Some(true));
 //! assert!(!ledger.sent(&mut tally, 100_000_000, 100_000_000)); // warmup
@@ -44,7 +44,9 @@
 //! assert_eq!(intervals[0].ok, 1);
 //! ```
 
-use crate::measure::{ErrorKind, FramingCause, Interval, Recorder, StreamTiming, Unsent, LATE_NS};
+use crate::measure::{
+    ErrorKind, FramingCause, Interval, Recorder, StageTally, StreamTiming, Unsent, LATE_NS,
+};
 use crate::plan::{Model, Plan};
 
 /// How one request ended, borrowed: what a [`Ledger`] needs to record it.
@@ -109,9 +111,16 @@ pub struct Tally<'a> {
     pub recorder: &'a mut Recorder,
     /// The per-interval series, [`Plan::interval_count`] long.
     pub intervals: &'a mut [Interval],
+    /// One row per stage of a staged run, [`Plan::stage_count`] long (empty
+    /// otherwise), each request in the stage of its intended time.
+    pub stages: &'a mut [StageTally],
 }
 
 impl Tally<'_> {
+    fn stage(&mut self, plan: &Plan<'_>, intended_ns: u64) -> Option<&mut StageTally> {
+        self.stages.get_mut(plan.stage_of(intended_ns)?)
+    }
+
     fn interval(&mut self, plan: &Plan<'_>, t_ns: u64) -> Option<&mut Interval> {
         let i = plan.interval_index(t_ns)?;
         // A completion after the end (in the grace period) counts in the last interval.
@@ -146,6 +155,9 @@ impl<'p> Ledger<'p> {
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.scheduled += 1;
             }
+            if let Some(st) = tally.stage(self.plan, intended_ns) {
+                st.scheduled += 1;
+            }
         }
         measured
     }
@@ -158,6 +170,9 @@ impl<'p> Ledger<'p> {
             tally.recorder.record_dropped();
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.dropped += 1;
+            }
+            if let Some(st) = tally.stage(self.plan, intended_ns) {
+                st.dropped += 1;
             }
         }
         measured
@@ -226,6 +241,9 @@ impl<'p> Ledger<'p> {
             return false;
         }
         tally.recorder.record_sent(intended_ns, sent_ns);
+        if let Some(st) = tally.stage(self.plan, intended_ns) {
+            st.sent += 1;
+        }
         let lag = sent_ns.saturating_sub(intended_ns);
         if let Some(iv) = tally.interval(self.plan, sent_ns) {
             iv.sent += 1;
@@ -254,6 +272,9 @@ impl<'p> Ledger<'p> {
         tally.recorder.record_unsent(reason);
         if let Some(iv) = tally.interval(self.plan, at_ns) {
             iv.unsent += 1;
+        }
+        if let Some(st) = tally.stage(self.plan, intended_ns) {
+            st.unsent += 1;
         }
         true
     }
@@ -421,6 +442,14 @@ impl<'p> Ledger<'p> {
                 iv.latency.record(done_ns.saturating_sub(intended_ns));
             } else {
                 iv.errors += 1;
+            }
+        }
+        if let Some(st) = tally.stage(self.plan, intended_ns) {
+            if ok {
+                st.ok += 1;
+                st.latency.record(done_ns.saturating_sub(intended_ns));
+            } else {
+                st.errors += 1;
             }
         }
         ok

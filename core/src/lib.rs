@@ -7,7 +7,8 @@
 //! here and tested with exact numbers.
 //!
 //! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
-//! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma), sharded exactly.
+//! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
+//!   stages and ramps, or replayed from a trace), sharded exactly.
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.

@@ -1318,3 +1318,70 @@ impl Interval {
         self.send_lag.merge(&other.send_lag);
     }
 }
+
+/// One stage of a staged run ([`crate::plan::Profile::Stages`]) of one
+/// engine thread: every request counted in the stage of its **intended**
+/// time (not its send or completion), so a stage's row holds exactly the
+/// requests its part of the schedule offered: `scheduled = sent + dropped +
+/// unsent` and `sent = ok + errors`, stage by stage. Merges exactly.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageTally {
+    /// Due requests intended in the stage (measured ones).
+    pub scheduled: u64,
+    /// Of them, sent.
+    pub sent: u64,
+    /// Of them, dropped above the in-flight limit.
+    pub dropped: u64,
+    /// Of them, never sent otherwise.
+    pub unsent: u64,
+    /// Sent and succeeded.
+    pub ok: u64,
+    /// Sent and failed.
+    pub errors: u64,
+    /// Latency (completion - intended) of the successes.
+    pub latency: Histogram,
+}
+
+impl StageTally {
+    /// An empty stage.
+    ///
+    /// # Example
+    /// ```
+    /// let s = metronome_core::measure::StageTally::new();
+    /// assert_eq!((s.scheduled, s.ok, s.latency.count()), (0, 0, 0));
+    /// ```
+    pub const fn new() -> Self {
+        Self {
+            scheduled: 0,
+            sent: 0,
+            dropped: 0,
+            unsent: 0,
+            ok: 0,
+            errors: 0,
+            latency: Histogram::new(),
+        }
+    }
+
+    /// Adds the other stage's counters and histogram, exactly.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::StageTally;
+    /// let (mut a, mut b) = (StageTally::new(), StageTally::new());
+    /// a.ok = 1;
+    /// a.latency.record(10);
+    /// b.ok = 2;
+    /// b.latency.record(30);
+    /// a.merge(&b);
+    /// assert_eq!((a.ok, a.latency.count(), a.latency.max()), (3, 2, 30));
+    /// ```
+    pub fn merge(&mut self, other: &StageTally) {
+        self.scheduled = self.scheduled.saturating_add(other.scheduled);
+        self.sent = self.sent.saturating_add(other.sent);
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        self.unsent = self.unsent.saturating_add(other.unsent);
+        self.ok = self.ok.saturating_add(other.ok);
+        self.errors = self.errors.saturating_add(other.errors);
+        self.latency.merge(&other.latency);
+    }
+}

@@ -7,7 +7,7 @@
 use core::fmt;
 use core::net::SocketAddr;
 
-use crate::schedule::{Arrival, Schedule, ScheduleError, Shard};
+use crate::schedule::{Arrival, Schedule, ScheduleError, Shard, Stages, Trace};
 
 /// The protocol spoken on each request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +63,44 @@ impl Slo {
     }
 }
 
+/// How the offered rate evolves over a run.
+///
+/// ```
+/// use metronome_core::plan::{example_plan, Profile};
+/// use metronome_core::schedule::{Ramp, Stage, Stages, Shard};
+/// let stages = [
+///     Stage { duration_ns: 1_000_000_000, target_rps: 100.0 },
+///     Stage { duration_ns: 1_000_000_000, target_rps: 300.0 },
+/// ];
+/// let plan = metronome_core::plan::Plan {
+///     profile: Profile::Stages(Stages { start_rps: 0.0, stages: &stages, ramp: Ramp::Linear }),
+///     rate: 300.0,
+///     warmup_ns: 0,
+///     duration_ns: 2_000_000_000,
+///     ..example_plan()
+/// };
+/// // 50 + 200 requests, whatever the split.
+/// assert_eq!(plan.schedule(Shard::WHOLE).unwrap().count(), 250);
+/// let split: usize = (0..3)
+///     .map(|index| plan.schedule(Shard { index, count: 3 }).unwrap().count())
+///     .sum();
+/// assert_eq!(split, 250);
+/// assert_eq!(plan.stage_of(999_999_999), Some(0));
+/// assert_eq!(plan.stage_of(1_000_000_000), Some(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Profile<'a> {
+    /// [`Plan::rate`] throughout.
+    Steady,
+    /// The rate follows stages ([`Schedule::staged`]); [`Plan::rate`] is
+    /// their peak (it sizes the connection pool). The stages span the
+    /// warmup and the measured duration.
+    Stages(Stages<'a>),
+    /// The offsets of a trace ([`Schedule::trace`]); the arrival process
+    /// is not used, and [`Plan::rate`] is the trace's mean rate.
+    Trace(Trace<'a>),
+}
+
 /// What an engine needs to run: borrowed data only.
 ///
 /// The schedule spans `warmup_ns + duration_ns`; requests intended before
@@ -77,8 +115,11 @@ pub struct Plan<'a> {
     pub requests: &'a [&'a [u8]],
     /// The arrival process.
     pub arrival: Arrival,
-    /// Offered rate in requests per second (across all shards).
+    /// Offered rate in requests per second (across all shards); with
+    /// stages, their peak; with a trace, its mean.
     pub rate: f64,
+    /// Steady, staged or a trace replay.
+    pub profile: Profile<'a>,
     /// Seed for every random choice of the run.
     pub seed: u64,
     /// The part of the schedule this engine (or machine) sends.
@@ -209,6 +250,73 @@ impl Plan<'_> {
     }
 }
 
+impl<'a> Plan<'a> {
+    /// The schedule of `shard` (the plan's own shard, or a part of it for
+    /// one engine thread) over the whole run, warmup included: steady,
+    /// staged or a trace, as [`Plan::profile`] says.
+    ///
+    /// # Errors
+    /// [`PlanError::Schedule`] when the arrival process, rate, stages,
+    /// trace or shard is invalid.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// # use metronome_core::schedule::Shard;
+    /// let p = example_plan(); // 100 req/s constant over 1.5 s
+    /// assert_eq!(p.schedule(Shard::WHOLE).unwrap().count(), 150);
+    /// assert_eq!(p.schedule(Shard { index: 1, count: 2 }).unwrap().count(), 75);
+    /// ```
+    pub fn schedule(&self, shard: Shard) -> Result<Schedule<'a>, PlanError> {
+        let end = self.end_ns();
+        Ok(match self.profile {
+            Profile::Steady => Schedule::new(self.arrival, self.rate, self.seed, end, shard)?,
+            Profile::Stages(stages) => {
+                Schedule::staged(self.arrival, stages, self.seed, end, shard)?
+            }
+            Profile::Trace(trace) => Schedule::trace(trace, end, shard)?,
+        })
+    }
+
+    /// How many stages the report has a row for (0 unless staged).
+    ///
+    /// ```
+    /// assert_eq!(metronome_core::plan::example_plan().stage_count(), 0);
+    /// ```
+    pub fn stage_count(&self) -> usize {
+        match self.profile {
+            Profile::Stages(s) => s.stages.len(),
+            _ => 0,
+        }
+    }
+
+    /// The stage a request intended at `intended_ns` belongs to (by its
+    /// intended time); `None` unless staged.
+    pub fn stage_of(&self, intended_ns: u64) -> Option<usize> {
+        match self.profile {
+            Profile::Stages(s) => s.stage_of(intended_ns),
+            _ => None,
+        }
+    }
+
+    /// The requests the schedule offers in `[from_ns, until_ns)` over all
+    /// shards, as expected (steady and staged: the integral of the rate) or
+    /// counted (a trace).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let p = example_plan(); // 100 req/s
+    /// assert_eq!(p.offered_between(500_000_000, 1_500_000_000), 100.0);
+    /// ```
+    pub fn offered_between(&self, from_ns: u64, until_ns: u64) -> f64 {
+        let until_ns = until_ns.max(from_ns);
+        match self.profile {
+            Profile::Steady => self.rate * (until_ns - from_ns) as f64 / 1e9,
+            Profile::Stages(s) => s.expected_before(until_ns) - s.expected_before(from_ns),
+            Profile::Trace(t) => t.count_between(from_ns, until_ns) as f64,
+        }
+    }
+}
+
 /// Why a [`Plan`] cannot be run: one variant per rule of
 /// [`Plan::validate`], each naming its cause and its fix. Engines return it
 /// inside their error; the CLI maps each variant to the flag to change.
@@ -329,29 +437,6 @@ impl Plan<'_> {
             return Err(PlanError::RateTooHigh);
         }
         self.schedule(self.shard).map(|_| ())
-    }
-
-    /// The schedule of `shard` (the plan's own shard, or a part of it for
-    /// one engine thread) over the whole run, warmup included.
-    ///
-    /// # Errors
-    /// [`PlanError::Schedule`] when the arrival process, rate or shard is invalid.
-    ///
-    /// ```
-    /// # use metronome_core::plan::*;
-    /// # use metronome_core::schedule::Shard;
-    /// let p = example_plan(); // 100 req/s constant over 1.5 s
-    /// assert_eq!(p.schedule(Shard::WHOLE).unwrap().count(), 150);
-    /// assert_eq!(p.schedule(Shard { index: 1, count: 2 }).unwrap().count(), 75);
-    /// ```
-    pub fn schedule(&self, shard: Shard) -> Result<Schedule, PlanError> {
-        Ok(Schedule::new(
-            self.arrival,
-            self.rate,
-            self.seed,
-            self.end_ns(),
-            shard,
-        )?)
     }
 
     /// The encoded request sent for schedule index `index`:
@@ -484,6 +569,7 @@ pub fn example_plan() -> Plan<'static> {
         requests: &[REQ],
         arrival: Arrival::Constant,
         rate: 100.0,
+        profile: Profile::Steady,
         seed: 42,
         shard: Shard::WHOLE,
         duration_ns: 1_000_000_000,

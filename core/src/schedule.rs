@@ -11,6 +11,8 @@
 //! | [`Arrival::Poisson`] | windows of `4 / rate` s, each with a Poisson(4) count of uniform arrivals | arrivals `k, k + n, k + 2n, ...` of the whole sequence |
 //! | [`Arrival::Burst`] | `size` copies of `round(j * size * 1e9 / rate)`, the first at 0 | request `m` of each burst goes to shard `m % n` |
 //! | [`Arrival::Gamma`] | running sum of gamma gaps, mean `1 / rate` s, drawn in blocks of 16 arrivals | blocks `k, k + n, k + 2n, ...` (16 consecutive arrivals each) |
+//! | any, through [`Stages`] ([`Schedule::staged`]) | the process at unit rate, time-changed: arrival at `L^-1(u)`, `L` the integral of the stages' rate | as the process at a steady rate |
+//! | a [`Trace`] ([`Schedule::trace`]) | the trace's offsets, scaled by its speed | offsets `k, k + n, k + 2n, ...` |
 //!
 //! The schedule is a function of the arrival process, the rate, the seed and
 //! the end only: for every process the shards are disjoint and their union
@@ -47,9 +49,12 @@ use core::iter::FusedIterator;
 use crate::rng::{child_seed, stream, Pcg32, PURPOSE_ARRIVALS};
 
 mod gamma;
+mod ramp;
 mod ziggurat_tables;
 
 use gamma::Gamma;
+use ramp::Curve;
+pub use ramp::{Ramp, Stage, Stages, Trace};
 
 /// 2^-53: a 53-bit integer times this is a uniform in `[0, 1)`.
 const UNIT: f64 = 1.0 / 9_007_199_254_740_992.0;
@@ -121,6 +126,19 @@ pub enum ScheduleError {
     /// The shard `count` was 0 or its `index` was not below `count`; shards
     /// are numbered `0..count`.
     InvalidShard,
+    /// [`Stages`] with no stage, a rate that is NaN, infinite or negative,
+    /// durations that sum to 0 (or overflow), or no rate above 0 anywhere;
+    /// give at least one stage of a positive duration reaching a positive rate.
+    InvalidStages,
+    /// An exponential [`Ramp`] with the start rate or a target at 0: a
+    /// geometric ramp never leaves 0. Start from a positive rate (e.g. 1
+    /// request per second) or use a linear ramp.
+    ZeroExponentialRate,
+    /// A [`Trace`] whose offsets go back; sort them.
+    UnsortedTrace,
+    /// A [`Trace`] speed that is NaN, infinite, zero or negative; give a
+    /// finite factor above 0 (2 replays twice as fast).
+    InvalidTraceSpeed,
 }
 
 impl fmt::Display for ScheduleError {
@@ -136,6 +154,15 @@ impl fmt::Display for ScheduleError {
             ScheduleError::InvalidShard => {
                 "the shard index must be below the shard count, and the count at least 1"
             }
+            ScheduleError::InvalidStages => {
+                "the stages must be at least one, with finite rates of 0 or more, a positive \
+                 total duration and a rate above 0 somewhere"
+            }
+            ScheduleError::ZeroExponentialRate => {
+                "an exponential ramp cannot start from or reach 0 requests per second"
+            }
+            ScheduleError::UnsortedTrace => "the trace's offsets must not go back",
+            ScheduleError::InvalidTraceSpeed => "the trace speed must be a finite number above 0",
         })
     }
 }
@@ -196,20 +223,98 @@ impl core::error::Error for ScheduleError {}
 /// # Ok::<(), metronome_core::schedule::ScheduleError>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct Schedule {
+pub struct Schedule<'a> {
     end_ns: u64,
     done: bool,
-    kind: Kind,
+    kind: Kind<'a>,
 }
 
 #[derive(Clone, Debug)]
-enum Kind {
+enum Kind<'a> {
     Grid(Grid),
+    Poisson(Poisson),
+    Gamma(Gamma),
+    /// A time change of a unit-rate sequence through the stages' curve.
+    Staged {
+        unit: Unit,
+        curve: Curve<'a>,
+    },
+    /// A trace's offsets `index, index + step, ...`.
+    Trace {
+        trace: Trace<'a>,
+        index: usize,
+        step: usize,
+    },
+}
+
+/// The operational times of a staged schedule: the steady constructions at
+/// one arrival per unit.
+#[derive(Clone, Debug)]
+enum Unit {
+    /// Constant and burst: multiplier `a` of the unit grid, `copies` each.
+    Grid {
+        a: u64,
+        step: u64,
+        copies: u32,
+        left: u32,
+    },
     Poisson(Poisson),
     Gamma(Gamma),
 }
 
-impl Schedule {
+impl Unit {
+    #[inline]
+    fn next(&mut self) -> Option<f64> {
+        match self {
+            Unit::Grid {
+                a,
+                step,
+                copies,
+                left,
+            } => {
+                if *copies == 0 {
+                    return None;
+                }
+                let u = *a as f64;
+                *left -= 1;
+                if *left == 0 {
+                    *left = *copies;
+                    *a = a.checked_add(*step)?;
+                }
+                Some(u)
+            }
+            Unit::Poisson(p) => p.next_at(),
+            Unit::Gamma(g) => Some(g.next_at()),
+        }
+    }
+}
+
+/// The checks every constructor makes on the arrival process and the shard.
+fn check_process(arrival: Arrival, shard: Shard) -> Result<(), ScheduleError> {
+    match arrival {
+        Arrival::Burst { size: 0 } => return Err(ScheduleError::EmptyBurst),
+        Arrival::Gamma { burstiness } if !(burstiness.is_finite() && burstiness > 0.0) => {
+            return Err(ScheduleError::InvalidBurstiness)
+        }
+        _ => {}
+    }
+    if shard.count == 0 || shard.index >= shard.count {
+        return Err(ScheduleError::InvalidShard);
+    }
+    Ok(())
+}
+
+/// Requests `m` in `0..size` with `m % count == index`: a shard's copies of
+/// each burst.
+fn burst_copies(size: u32, index: u32, count: u32) -> u32 {
+    if index < size {
+        (size - 1 - index) / count + 1
+    } else {
+        0
+    }
+}
+
+impl Schedule<'static> {
     /// The schedule of `shard` for `arrival` at `rate` requests per second
     /// (over all shards), seeded with `seed`, producing offsets below `end_ns`.
     ///
@@ -253,33 +358,152 @@ impl Schedule {
         seed: u64,
         end_ns: u64,
         shard: Shard,
-    ) -> Result<Schedule, ScheduleError> {
+    ) -> Result<Schedule<'static>, ScheduleError> {
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ScheduleError::InvalidRate);
         }
-        match arrival {
-            Arrival::Burst { size: 0 } => return Err(ScheduleError::EmptyBurst),
-            Arrival::Gamma { burstiness } if !(burstiness.is_finite() && burstiness > 0.0) => {
-                return Err(ScheduleError::InvalidBurstiness)
-            }
-            _ => {}
-        }
-        if shard.count == 0 || shard.index >= shard.count {
-            return Err(ScheduleError::InvalidShard);
-        }
+        check_process(arrival, shard)?;
         let (k, n) = (shard.index, shard.count);
         let kind = match arrival {
             Arrival::Constant => Kind::Grid(Grid::new(rate, u128::from(k), u128::from(n), 1)),
-            Arrival::Burst { size } => {
-                // Requests m in 0..size with m % n == k.
-                let copies = if k < size { (size - 1 - k) / n + 1 } else { 0 };
-                Kind::Grid(Grid::new(rate, 0, u128::from(size), copies))
-            }
-            Arrival::Poisson => Kind::Poisson(Poisson::new(seed, rate, end_ns, k, n)),
-            Arrival::Gamma { burstiness } => Kind::Gamma(Gamma::new(seed, burstiness, rate, k, n)),
+            Arrival::Burst { size } => Kind::Grid(Grid::new(
+                rate,
+                0,
+                u128::from(size),
+                burst_copies(size, k, n),
+            )),
+            Arrival::Poisson => Kind::Poisson(Poisson::steady(seed, rate, end_ns, k, n)),
+            Arrival::Gamma { burstiness } => Kind::Gamma(Gamma::new(
+                seed,
+                burstiness,
+                1e9 / (burstiness * rate),
+                k,
+                n,
+            )),
         };
         let done = matches!(&kind, Kind::Grid(g) if g.copies == 0);
         Ok(Schedule { end_ns, done, kind })
+    }
+}
+
+impl<'a> Schedule<'a> {
+    /// The schedule of `shard` for `arrival` with the rate following
+    /// `stages` (see the [`ramp` construction](Stages)), seeded with `seed`,
+    /// producing offsets below `end_ns`.
+    ///
+    /// Arrival `i` of the whole run is at `L^-1(u_i)`, `L` the expected
+    /// count (the integral of the rate) and `u_i` the steady construction's
+    /// arrival `i` at one arrival per second, read in arrivals: constant
+    /// `u_i = i` (so a stage at a steady `r` places them `1 / r` apart, the
+    /// first at the stage's start); burst `size` copies of `j * size`;
+    /// Poisson and gamma their windows and blocks at unit rate, each
+    /// operational time unrounded. Shards split the unit-rate sequence as
+    /// [`Schedule::new`] does. The offset of `u` in stage `j` is the
+    /// stage's start `T_j` (exact, ns) plus the time into the stage at
+    /// which `L - L(T_j) = u - L(T_j)`, in closed form, rounded to the ns
+    /// (halves away from zero): the root `2c / (a + sqrt(a^2 + 2 s c))` of
+    /// a linear ramp from `a` at slope `s`, `d ln(1 + c ln(b/a) / (a d)) /
+    /// ln(b/a)` of an exponential ramp from `a` to `b` over `d` seconds.
+    ///
+    /// # Errors
+    /// [`ScheduleError::InvalidStages`], [`ScheduleError::ZeroExponentialRate`]
+    /// ([`Stages::validate`]), and those of the process and the shard as
+    /// for [`Schedule::new`].
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::schedule::{Arrival, Ramp, Schedule, Shard, Stage, Stages};
+    /// // 0 -> 4 req/s over 1 s: L(t) = 2 t^2, arrival i at sqrt(i / 2) s.
+    /// let stages = [Stage { duration_ns: 1_000_000_000, target_rps: 4.0 }];
+    /// let ramp = Stages { start_rps: 0.0, stages: &stages, ramp: Ramp::Linear };
+    /// let s = Schedule::staged(Arrival::Constant, ramp, 0, 1_000_000_000, Shard::WHOLE)?;
+    /// assert!(s.eq([0, 707_106_781]));
+    /// # Ok::<(), metronome_core::schedule::ScheduleError>(())
+    /// ```
+    pub fn staged(
+        arrival: Arrival,
+        stages: Stages<'a>,
+        seed: u64,
+        end_ns: u64,
+        shard: Shard,
+    ) -> Result<Schedule<'a>, ScheduleError> {
+        stages.validate()?;
+        check_process(arrival, shard)?;
+        let (k, n) = (shard.index, shard.count);
+        let unit = match arrival {
+            Arrival::Constant => Unit::Grid {
+                a: u64::from(k),
+                step: u64::from(n),
+                copies: 1,
+                left: 1,
+            },
+            Arrival::Burst { size } => {
+                let copies = burst_copies(size, k, n);
+                Unit::Grid {
+                    a: 0,
+                    step: u64::from(size),
+                    copies,
+                    left: copies,
+                }
+            }
+            Arrival::Poisson => {
+                // Windows of 4 units; the first starting at or after the
+                // end of the stages holds nothing.
+                let windows = libm::ceil(Curve::total(&stages) / WINDOW_MEAN);
+                let end_window = if windows >= 1.8e19 {
+                    u64::MAX
+                } else {
+                    (windows as u64).max(1)
+                };
+                Unit::Poisson(Poisson::new(seed, WINDOW_MEAN, end_window, k, n))
+            }
+            Arrival::Gamma { burstiness } => {
+                Unit::Gamma(Gamma::new(seed, burstiness, 1.0 / burstiness, k, n))
+            }
+        };
+        let done = matches!(unit, Unit::Grid { copies: 0, .. });
+        Ok(Schedule {
+            end_ns,
+            done,
+            kind: Kind::Staged {
+                unit,
+                curve: Curve::new(stages),
+            },
+        })
+    }
+
+    /// The schedule of `shard` replaying `trace`: offset `i` of the trace
+    /// (scaled by its speed, [`Trace::offset`]) for `i = index, index +
+    /// count, ...`, those below `end_ns`.
+    ///
+    /// # Errors
+    /// [`ScheduleError::UnsortedTrace`], [`ScheduleError::InvalidTraceSpeed`]
+    /// ([`Trace::validate`]) and [`ScheduleError::InvalidShard`].
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::schedule::{Schedule, Shard, Trace};
+    /// let trace = Trace { offsets_ns: &[0, 5, 5, 9, 12], speed: 1.0 };
+    /// let odd = Schedule::trace(trace, 10, Shard { index: 1, count: 2 })?;
+    /// assert!(odd.eq([5, 9]));
+    /// # Ok::<(), metronome_core::schedule::ScheduleError>(())
+    /// ```
+    pub fn trace(
+        trace: Trace<'a>,
+        end_ns: u64,
+        shard: Shard,
+    ) -> Result<Schedule<'a>, ScheduleError> {
+        trace.validate()?;
+        check_process(Arrival::Constant, shard)?;
+        Ok(Schedule {
+            end_ns,
+            done: false,
+            kind: Kind::Trace {
+                trace,
+                index: shard.index as usize,
+                step: shard.count as usize,
+            },
+        })
     }
 
     /// The end of the schedule: every offset is below it.
@@ -297,7 +521,7 @@ impl Schedule {
     }
 }
 
-impl Iterator for Schedule {
+impl Iterator for Schedule<'_> {
     type Item = u64;
 
     #[inline]
@@ -309,6 +533,15 @@ impl Iterator for Schedule {
             Kind::Grid(g) => g.next(self.end_ns),
             Kind::Poisson(p) => p.next(self.end_ns),
             Kind::Gamma(g) => g.next(self.end_ns),
+            Kind::Staged { unit, curve } => unit
+                .next()
+                .and_then(|u| curve.offset(u))
+                .filter(|&t| t < self.end_ns),
+            Kind::Trace { trace, index, step } => {
+                let at = (*index < trace.offsets_ns.len()).then(|| trace.offset(*index));
+                *index = index.saturating_add(*step);
+                at.filter(|&t| t < self.end_ns)
+            }
         };
         self.done = next.is_none();
         next
@@ -326,7 +559,7 @@ impl Iterator for Schedule {
                 g.skip(n as u64);
                 self.next()
             }
-            Kind::Poisson(_) | Kind::Gamma(_) => {
+            Kind::Poisson(_) | Kind::Gamma(_) | Kind::Staged { .. } | Kind::Trace { .. } => {
                 for _ in 0..n {
                     self.next()?;
                 }
@@ -336,7 +569,7 @@ impl Iterator for Schedule {
     }
 }
 
-impl FusedIterator for Schedule {}
+impl FusedIterator for Schedule<'_> {}
 
 /// A cap on integer offsets: anything at or above it is past every `end_ns`.
 const CAP: u128 = 1 << 64;
@@ -662,7 +895,10 @@ struct Poisson {
 }
 
 impl Poisson {
-    fn new(seed: u64, rate: f64, end_ns: u64, index: u32, count: u32) -> Poisson {
+    /// The steady schedule at `rate`: windows of `4 / rate` s, in ns, up to
+    /// the first window that starts at or after `end_ns` (rounded as
+    /// offsets are).
+    fn steady(seed: u64, rate: f64, end_ns: u64, index: u32, count: u32) -> Poisson {
         let window_ns = WINDOW_MEAN * 1e9 / rate;
         // The first w >= 1 whose start rounds to end_ns or later (offsets of
         // window w are at least its start's); the start is monotone in w.
@@ -678,11 +914,17 @@ impl Poisson {
                 }
             }
         }
+        Poisson::new(seed, window_ns, hi, index, count)
+    }
+
+    /// Windows of `window` (in the caller's unit: ns, or arrivals), the
+    /// windows from `end_window` on left out.
+    fn new(seed: u64, window_ns: f64, end_window: u64, index: u32, count: u32) -> Poisson {
         let mut p = Poisson {
             counts: stream(seed, PURPOSE_ARRIVALS),
             windows: child_seed(seed, PURPOSE_ARRIVALS),
             window_ns,
-            end_window: hi,
+            end_window,
             window: 0,
             len: 0,
             until: u64::from(index),
@@ -738,6 +980,12 @@ impl Poisson {
 
     #[inline]
     fn next(&mut self, end_ns: u64) -> Option<u64> {
+        offset_ns_of(self.next_at()?, end_ns)
+    }
+
+    /// The next arrival's position, unrounded (in the window's unit).
+    #[inline]
+    fn next_at(&mut self) -> Option<f64> {
         if self.until >= u64::from(self.len) {
             // Skip windows by their counts alone.
             loop {
@@ -758,8 +1006,7 @@ impl Poisson {
         self.until += self.count;
         // v < 2^53: exact, and w + v / 2^53 <= w + 1 after rounding, so the
         // offsets never decrease from one window to the next.
-        let at = (self.window as f64 + v as f64 * UNIT) * self.window_ns;
-        offset_ns_of(at, end_ns)
+        Some((self.window as f64 + v as f64 * UNIT) * self.window_ns)
     }
 }
 
@@ -896,7 +1143,7 @@ mod tests {
             assert_eq!(usize::from(GUIDE[b as usize]), want, "bucket {b}");
         }
         // The inversion at every threshold and either side of it.
-        let mut p = Poisson::new(0, 1.0, u64::MAX, 0, 1);
+        let mut p = Poisson::steady(0, 1.0, u64::MAX, 0, 1);
         for (j, &c) in POISSON_CDF[..WINDOW_CAP].iter().enumerate() {
             for (u, want) in [(c - 1, j), (c, j + 1), (c + 1, j + 1)] {
                 if u >= 1 << 53 {

@@ -110,3 +110,63 @@ proptest! {
         prop_assert_eq!(union, whole);
     }
 }
+
+fn stages_strategy() -> impl Strategy<Value = (f64, Vec<(u64, f64)>)> {
+    (
+        0.0f64..3000.0,
+        proptest::collection::vec((0u64..1_500_000_000, 0.0f64..3000.0), 1..5),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any stages, any process, any shard count: offsets ordered, below the
+    /// end, each shard the unit-rate sequence's own part, and the union the
+    /// whole; a constant process's count is the integers below the
+    /// integral (up to one at a boundary rounded to the end).
+    #[test]
+    fn staged_schedules_shard_exactly(
+        (start, raw) in stages_strategy(),
+        exponential in any::<bool>(),
+        kind in 0u8..4,
+        k in 0.2f64..8.0,
+        seed in any::<u64>(),
+        n in 1u32..9,
+    ) {
+        use metronome_core::schedule::{Ramp, Stage, Stages};
+        let stages: Vec<Stage> = raw
+            .iter()
+            .map(|&(d, r)| Stage { duration_ns: d, target_rps: if exponential { r + 1.0 } else { r } })
+            .collect();
+        let s = Stages {
+            start_rps: if exponential { start + 1.0 } else { start },
+            stages: &stages,
+            ramp: if exponential { Ramp::Exponential } else { Ramp::Linear },
+        };
+        prop_assume!(s.validate().is_ok());
+        let arrival = match kind {
+            0 => Arrival::Constant,
+            1 => Arrival::Burst { size: 3 },
+            2 => Arrival::Poisson,
+            _ => Arrival::Gamma { burstiness: k },
+        };
+        let end = s.total_ns();
+        let whole: Vec<u64> = Schedule::staged(arrival, s, seed, end, Shard::WHOLE).unwrap().collect();
+        prop_assert!(whole.windows(2).all(|w| w[0] <= w[1]));
+        prop_assert!(whole.iter().all(|&o| o < end));
+        if arrival == Arrival::Constant {
+            let total = s.expected_before(end);
+            let below = total.ceil() as usize;
+            prop_assert!(whole.len() == below || whole.len() + 1 == below, "{} vs {total}", whole.len());
+        }
+        let mut union = Vec::new();
+        for index in 0..n {
+            let list: Vec<u64> = Schedule::staged(arrival, s, seed, end, Shard { index, count: n }).unwrap().collect();
+            prop_assert!(list.windows(2).all(|w| w[0] <= w[1]));
+            union.extend(list);
+        }
+        union.sort_unstable();
+        prop_assert_eq!(union, whole);
+    }
+}

@@ -39,6 +39,7 @@ impl Books {
         Tally {
             recorder: &mut self.recorder,
             intervals: &mut self.intervals,
+            stages: &mut [],
         }
     }
 

@@ -8,7 +8,7 @@
 //! than another; gamma splits it by blocks of 16 arrivals, so no thread gets
 //! more than one block (16 arrivals) more than another.
 
-use metronome_core::schedule::{Arrival, Schedule, Shard};
+use metronome_core::schedule::{Arrival, Ramp, Schedule, Shard, Stage, Stages, Trace};
 
 const S: u64 = 1_000_000_000;
 
@@ -145,5 +145,132 @@ fn thread_count_does_not_change_the_count() {
             })
             .sum();
         assert_eq!(many, one, "{threads} threads");
+    }
+}
+
+/// The staged schedule of `arrival` for `shard`, checked as [`offsets`] checks.
+fn staged_offsets(arrival: Arrival, stages: Stages<'_>, seed: u64, shard: Shard) -> Vec<u64> {
+    let end = stages.total_ns();
+    let list: Vec<u64> = Schedule::staged(arrival, stages, seed, end, shard)
+        .expect("valid stages")
+        .collect();
+    assert!(
+        list.windows(2).all(|w| w[0] <= w[1]),
+        "{arrival:?} {shard:?}: offsets go back"
+    );
+    assert!(list.iter().all(|&o| o < end), "{arrival:?} {shard:?}");
+    list
+}
+
+/// Every split into 1..=5 threads inside 1..=3 shards of a staged schedule
+/// gives exactly the whole one: the split is on the unit-rate sequence.
+fn check_staged(arrival: Arrival, stages: Stages<'_>, seed: u64) -> Vec<u64> {
+    let whole = staged_offsets(arrival, stages, seed, Shard::WHOLE);
+    for shards in 1..=3u32 {
+        for threads in 1..=5u32 {
+            let n = shards * threads;
+            let mut run: Vec<u64> = Vec::new();
+            for k in 0..shards {
+                let mut machine: Vec<u64> = (0..threads)
+                    .flat_map(|t| {
+                        let shard = Shard {
+                            index: k + shards * t,
+                            count: n,
+                        };
+                        staged_offsets(arrival, stages, seed, shard)
+                    })
+                    .collect();
+                machine.sort_unstable();
+                let alone = staged_offsets(
+                    arrival,
+                    stages,
+                    seed,
+                    Shard {
+                        index: k,
+                        count: shards,
+                    },
+                );
+                assert_eq!(machine, alone, "{arrival:?} shard {k}/{shards} x {threads}");
+                run.extend(machine);
+            }
+            assert_eq!(
+                sorted(run),
+                whole,
+                "{arrival:?}: {shards} shards x {threads} threads"
+            );
+        }
+    }
+    whole
+}
+
+/// The done-when: `--stages 1s:100,1s:300` schedules exactly 250
+/// requests (50 + 200) whatever the thread and shard split; and every
+/// process through linear and exponential ramps splits exactly.
+#[test]
+fn stages_split_exactly() {
+    let st = [
+        Stage {
+            duration_ns: S,
+            target_rps: 100.0,
+        },
+        Stage {
+            duration_ns: S,
+            target_rps: 300.0,
+        },
+    ];
+    let linear = Stages {
+        start_rps: 0.0,
+        stages: &st,
+        ramp: Ramp::Linear,
+    };
+    let whole = check_staged(Arrival::Constant, linear, 0);
+    assert_eq!(whole.len(), 250);
+    assert_eq!(whole.iter().filter(|&&o| o < S).count(), 50);
+    let exponential = Stages {
+        start_rps: 20.0,
+        ..linear
+    };
+    let exponential = Stages {
+        ramp: Ramp::Exponential,
+        ..exponential
+    };
+    for stages in [linear, exponential] {
+        for arrival in [
+            Arrival::Constant,
+            Arrival::Burst { size: 7 },
+            Arrival::Poisson,
+            Arrival::Gamma { burstiness: 0.5 },
+            Arrival::Gamma { burstiness: 3.0 },
+        ] {
+            for seed in [0, 42] {
+                let whole = check_staged(arrival, stages, seed);
+                assert!(whole.len() > 100, "{arrival:?}: {}", whole.len());
+            }
+        }
+    }
+}
+
+/// A trace splits by index: every split gives back the file's offsets.
+#[test]
+fn traces_split_exactly() {
+    let offsets: Vec<u64> = (0..1000u64)
+        .map(|i| i * i * 997 % 1_000_003 + i * 1000)
+        .collect();
+    let mut offsets = offsets;
+    offsets.sort_unstable();
+    let trace = Trace {
+        offsets_ns: &offsets,
+        speed: 1.0,
+    };
+    for n in 1..=15u32 {
+        let mut union: Vec<u64> = (0..n)
+            .flat_map(|index| {
+                Schedule::trace(trace, trace.end_ns(), Shard { index, count: n })
+                    .unwrap()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        union.sort_unstable();
+        assert_eq!(union, offsets, "{n} parts");
     }
 }

@@ -10,7 +10,7 @@ use metronome_core::engine::{
     Control, EngineError, Origin, RunOutput, Setup, Warm, WARM_BUDGET_NS,
 };
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{Interval, Recorder, ThreadStats, Unsent};
+use metronome_core::measure::{Interval, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::plan::{
     linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, BACKLOG_STOP_CHECK, FRESH_SETTLE_NS,
     SETTLE_NS,
@@ -219,9 +219,12 @@ pub(crate) fn run(
         let mut pacer_intervals: Vec<Interval> = (0..plan.interval_count())
             .map(|_| Interval::new())
             .collect();
+        let mut pacer_stages: Vec<StageTally> =
+            (0..plan.stage_count()).map(|_| StageTally::new()).collect();
         let tally = &mut Tally {
             recorder: &mut rec,
             intervals: &mut pacer_intervals,
+            stages: &mut pacer_stages,
         };
         let mut cpu_mark = (thread_cpu_ns(), 0u64);
         let mut next_sample = CPU_SAMPLE_NS;
@@ -359,6 +362,9 @@ pub(crate) fn run(
         let mut out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
         for (iv, pacer) in out.intervals.iter_mut().zip(&pacer_intervals) {
             iv.merge(pacer);
+        }
+        for (st, pacer) in out.stages.iter_mut().zip(&pacer_stages) {
+            st.merge(pacer);
         }
         Ok::<_, EngineError>((out, stats, rec, waited, stopped, stop_ns))
     })?;

@@ -161,7 +161,7 @@ pub(crate) struct Worker<'p> {
     plain: Box<[u8]>,
     idle: Vec<usize>,
     waiting: VecDeque<Job>,
-    schedule: Schedule,
+    schedule: Schedule<'p>,
     /// This thread's index and the thread count (for request indices).
     thread: u64,
     threads: u64,

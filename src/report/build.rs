@@ -5,12 +5,15 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use metronome_core::engine::RunOutput;
-use metronome_core::plan::{Model as PlanModel, Plan};
+use metronome_core::measure::StageTally;
+use metronome_core::plan::{Model as PlanModel, Plan, Profile as PlanProfile};
 use metronome_core::rng;
+use metronome_core::schedule::Ramp;
 
 use super::{
-    ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metrics,
-    Model, Report, Requests, SloReport, WarmUpReport, Window, SCHEMA,
+    ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metric,
+    Metrics, Model, Report, Requests, SloReport, StageReport, TraceReport, WarmUpReport, Window,
+    SCHEMA,
 };
 use crate::cli::{ArrivalArg, RunArgs};
 
@@ -54,10 +57,18 @@ impl Report {
         let cpu_s = out.cpu_ns as f64 / 1e9;
         let spin_s = out.spin_ns as f64 / 1e9;
         let per_req = |s: f64| if sent > 0 { s * 1e6 / sent as f64 } else { 0.0 };
-        let offered = if closed {
-            0.0
-        } else {
-            plan.rate / f64::from(plan.shard.count)
+        let shards = f64::from(plan.shard.count.max(1));
+        let offered = match plan.profile {
+            _ if closed => 0.0,
+            PlanProfile::Steady => plan.rate / shards,
+            // The mean over the measured phase of what the stages or the
+            // trace offer.
+            _ if plan.duration_ns > 0 => {
+                plan.offered_between(plan.warmup_ns, plan.end_ns())
+                    / shards
+                    / (plan.duration_ns as f64 / 1e9)
+            }
+            _ => 0.0,
         };
         let goodput = if rec.scheduled > 0 {
             rec.good as f64 / rec.scheduled as f64
@@ -102,11 +113,35 @@ impl Report {
             arrival: ArrivalReport {
                 process: if closed {
                     "closed".to_string()
+                } else if matches!(plan.profile, PlanProfile::Trace(_)) {
+                    "trace".to_string()
                 } else {
                     format!("{arrival:?}").to_lowercase()
                 },
                 burst_size: (arrival == ArrivalArg::Burst && !closed).then_some(args.burst_size),
                 burstiness: (arrival == ArrivalArg::Gamma && !closed).then_some(args.burstiness),
+                ramp: match plan.profile {
+                    PlanProfile::Stages(s) => Some(
+                        match s.ramp {
+                            Ramp::Linear => "linear",
+                            Ramp::Exponential => "exponential",
+                        }
+                        .to_string(),
+                    ),
+                    _ => None,
+                },
+                trace: match plan.profile {
+                    PlanProfile::Trace(t) => Some(TraceReport {
+                        file: args
+                            .trace
+                            .as_deref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default(),
+                        offsets: t.offsets_ns.len() as u64,
+                        speed: t.speed,
+                    }),
+                    _ => None,
+                },
             },
             seed: plan.seed,
             shard: format!("{}/{}", plan.shard.index, plan.shard.count),
@@ -174,6 +209,7 @@ impl Report {
                 ),
             ),
             intervals,
+            stages: stage_rows(plan, &out.stages),
             generator: Generator {
                 threads: out.threads.len() as u32,
                 cpu_s,
@@ -213,6 +249,43 @@ impl Report {
         report.generator.warnings.extend(warnings(&report, plan));
         report
     }
+}
+
+/// The report's row of each stage of a `--stages` plan, from the
+/// engine's per-stage tallies (by intended time).
+pub fn stage_rows(plan: &Plan<'_>, tallies: &[StageTally]) -> Vec<StageReport> {
+    let PlanProfile::Stages(stages) = plan.profile else {
+        return Vec::new();
+    };
+    let shards = f64::from(plan.shard.count.max(1));
+    let empty = StageTally::new();
+    let mut start_rps = stages.start_rps;
+    (0..stages.stages.len())
+        .map(|i| {
+            let t = tallies.get(i).unwrap_or(&empty);
+            let (from, until) = stages.bounds_ns(i);
+            let target = stages.stages[i].target_rps;
+            let row = StageReport {
+                from_s: from as f64 / 1e9,
+                until_s: until as f64 / 1e9,
+                start_rps,
+                target_rps: target,
+                offered: plan.offered_between(from.max(plan.warmup_ns), until.max(plan.warmup_ns))
+                    / shards,
+                scheduled: t.scheduled,
+                sent: t.sent,
+                ok: t.ok,
+                errors: t.errors,
+                dropped: t.dropped,
+                unsent: t.unsent,
+                p50: ms(t.latency.quantile(0.5)),
+                p99: ms(t.latency.quantile(0.99)),
+                latency: Metric::from_histogram(&t.latency),
+            };
+            start_rps = target;
+            row
+        })
+        .collect()
 }
 
 /// Share of `pacers` threads' time over `interval_ns` spent working (CPU

@@ -612,6 +612,21 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
             m.intervals.push(iv);
         }
     }
+    // Stages: counts add, and the latency histograms merge exactly.
+    for (i, st) in m.stages.iter_mut().enumerate() {
+        let rows: Vec<&crate::report::StageReport> =
+            reports.iter().filter_map(|r| r.stages.get(i)).collect();
+        st.offered = rows.iter().map(|x| x.offered).sum();
+        st.scheduled = rows.iter().map(|x| x.scheduled).sum();
+        st.sent = rows.iter().map(|x| x.sent).sum();
+        st.ok = rows.iter().map(|x| x.ok).sum();
+        st.errors = rows.iter().map(|x| x.errors).sum();
+        st.dropped = rows.iter().map(|x| x.dropped).sum();
+        st.unsent = rows.iter().map(|x| x.unsent).sum();
+        st.latency = merge_metrics(&rows.iter().map(|x| &x.latency).collect::<Vec<_>>());
+        st.p50 = st.latency.p50;
+        st.p99 = st.latency.p99;
+    }
     let g = &mut m.generator;
     g.threads = reports.iter().map(|r| r.generator.threads).sum();
     g.cpu_s = reports.iter().map(|r| r.generator.cpu_s).sum();

@@ -114,6 +114,10 @@ pub struct Report {
     pub metrics: Metrics,
     /// One entry per report interval.
     pub intervals: Vec<IntervalReport>,
+    /// `--stages` runs: one row per stage, each request counted in the
+    /// stage of its intended time (absent otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
     /// The generator's own cost and warnings.
     pub generator: Generator,
     /// True when a signal (Ctrl-C, SIGTERM) stopped the run: the report
@@ -311,12 +315,69 @@ impl PartialEq<&str> for Model {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArrivalReport {
-    /// constant, poisson, burst, gamma (or closed).
+    /// constant, poisson, burst, gamma, trace (or closed).
     pub process: String,
     /// Requests per burst (burst only).
     pub burst_size: Option<u32>,
     /// Gamma shape (gamma only).
     pub burstiness: Option<f64>,
+    /// `--stages`: how the rate moves within a stage, `linear` or
+    /// `exponential` (absent for a steady rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<String>,
+    /// `--trace`: the replayed file (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReport>,
+}
+
+/// The trace a run replayed (`--trace`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceReport {
+    /// The file, as given.
+    pub file: String,
+    /// Offsets in the file (all shards).
+    pub offsets: u64,
+    /// `--trace-speed`.
+    pub speed: f64,
+}
+
+/// One stage of a `--stages` run. Every request is counted in the stage of
+/// its intended time, so `scheduled = sent + dropped + unsent` and
+/// `sent = ok + errors` hold row by row, and the rows add up to `requests`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageReport {
+    /// Start of the stage, seconds from the schedule's zero (the start of
+    /// the warmup, if any).
+    pub from_s: f64,
+    /// End of the stage, seconds from the schedule's zero.
+    pub until_s: f64,
+    /// The rate at the stage's start, requests per second (all shards).
+    pub start_rps: f64,
+    /// The rate at the stage's end, requests per second (all shards).
+    pub target_rps: f64,
+    /// Requests the stage offers by the integral of its rate, in the
+    /// measured phase, this report's shards' share.
+    pub offered: f64,
+    /// Due requests intended in the stage (measured).
+    pub scheduled: u64,
+    /// Of them, sent.
+    pub sent: u64,
+    /// Of them, succeeded.
+    pub ok: u64,
+    /// Of them, sent and failed.
+    pub errors: u64,
+    /// Of them, dropped above `--max-in-flight`.
+    pub dropped: u64,
+    /// Of them, never sent otherwise.
+    pub unsent: u64,
+    /// Latency median of the stage's successes, ms.
+    pub p50: f64,
+    /// Latency p99 of the stage's successes, ms.
+    pub p99: f64,
+    /// The stage's latency histogram (merges exactly).
+    pub latency: Metric,
 }
 
 /// Request counts: `scheduled = sent + dropped + unsent`,

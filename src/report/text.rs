@@ -145,6 +145,45 @@ pub fn render_text(r: &Report) -> String {
             fmt_ms(m.mean)
         );
     }
+    if !r.stages.is_empty() {
+        let ramp = r.arrival.ramp.as_deref().unwrap_or("linear");
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "  {:<17} {:>19} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9}",
+            format!("stage ({ramp})"),
+            "req/s",
+            "scheduled",
+            "sent",
+            "ok",
+            "errors",
+            "dropped",
+            "p50 ms",
+            "p99 ms"
+        );
+        for st in &r.stages {
+            let _ = writeln!(
+                s,
+                "  {:<17} {:>19} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9}",
+                format!("{}s-{}s", trim_s(st.from_s), trim_s(st.until_s)),
+                format!("{} -> {}", trim_s(st.start_rps), trim_s(st.target_rps)),
+                st.scheduled,
+                st.sent,
+                st.ok,
+                st.errors,
+                st.dropped,
+                fmt_ms(st.p50),
+                fmt_ms(st.p99)
+            );
+        }
+    }
+    if let Some(t) = &r.arrival.trace {
+        let _ = writeln!(
+            s,
+            "  trace: {} ({} offsets, speed {})",
+            t.file, t.offsets, t.speed
+        );
+    }
     if r.output_tokens_per_s > 0.0 {
         let _ = writeln!(
             s,
@@ -223,6 +262,13 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(s, "  warning: {w}");
     }
     s
+}
+
+/// A number of seconds or requests per second, without trailing zeros.
+fn trim_s(v: f64) -> String {
+    let t = format!("{v:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    t.to_string()
 }
 
 /// Milliseconds for a table cell: one decimal from 100 ms, two from 1 ms,

@@ -13,6 +13,7 @@
 pub mod discover;
 pub mod engine;
 mod plan;
+mod profile;
 mod progress;
 pub mod request;
 pub mod workload;

@@ -9,6 +9,7 @@ use metronome_core::plan::{
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 
+use super::profile::Load;
 use super::request::{
     check_header, complete_path, encode, models_path, openai_body, BodySpec, Endpoint,
     MaxTokensField, Target,
@@ -30,6 +31,8 @@ pub(super) struct Prepared {
     /// `--openai`: what the requests ask (model, endpoint, input tokens).
     pub(super) workload: Option<Workload>,
     pub(super) arrival: Arrival,
+    /// `--stages` or `--trace`, owned; the plan's rate and duration.
+    pub(super) load: Load,
     pub(super) shard: Shard,
     pub(super) slo: Slo,
     pub(super) thresholds: Vec<Threshold>,
@@ -59,6 +62,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         None => Shard::WHOLE,
         Some(s) => parse_shard(s)?,
     };
+    let load = super::profile::load(args)?;
     for h in &args.headers {
         check_header(h)?;
     }
@@ -118,7 +122,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         None
     };
     let (requests, addr, workload) = if args.openai {
-        let w = openai_requests(args, &target, body.as_deref(), &shard, tls.as_ref())?;
+        let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
         (w.requests, w.addr, Some(w.workload))
     } else {
         let method = args
@@ -140,6 +144,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         requests,
         workload,
         arrival,
+        load,
         shard,
         slo,
         thresholds,
@@ -240,6 +245,7 @@ fn openai_requests(
     target: &Target,
     body: Option<&[u8]>,
     shard: &Shard,
+    load: &Load,
     tls: Option<&crate::tls::ClientTls>,
 ) -> anyhow::Result<OpenAiRequests> {
     let endpoint = match args.endpoint {
@@ -283,7 +289,20 @@ fn openai_requests(
         let expected = match args.closed {
             Some(_) => 1024.0,
             None => {
-                (args.rate / f64::from(shard.count)) * (args.warmup + args.duration).as_secs_f64()
+                // What the schedule offers over the whole run, this shard's part.
+                let end = ns(args.warmup).saturating_add(load.duration_ns);
+                let whole = match load.profile() {
+                    metronome_core::plan::Profile::Steady => load.rate * end as f64 / 1e9,
+                    p => metronome_core::plan::Plan {
+                        profile: p,
+                        rate: load.rate,
+                        warmup_ns: 0,
+                        duration_ns: end,
+                        ..metronome_core::plan::example_plan()
+                    }
+                    .offered_between(0, end),
+                };
+                whole / f64::from(shard.count)
             }
         };
         let per_request = input_len as usize * 8 + 512;
@@ -409,7 +428,7 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::RateTooHigh => format!(
             "--rate {} is above the limit of {MAX_RATE} requests per second: no engine can \
              keep such a schedule (split it with --shard over several machines)",
-            args.rate
+            args.rate()
         ),
         PlanError::MaxHeadBytes => format!(
             "--max-header-bytes {} must be 64 to {READ_BUF_BYTES}",
@@ -417,8 +436,14 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         ),
         PlanError::Schedule(ScheduleError::InvalidRate) => format!(
             "--rate {} must be a positive number of requests per second",
-            args.rate
+            args.rate()
         ),
+        PlanError::Schedule(ScheduleError::InvalidStages | ScheduleError::ZeroExponentialRate) => {
+            format!("bad --stages: {e}")
+        }
+        PlanError::Schedule(ScheduleError::UnsortedTrace | ScheduleError::InvalidTraceSpeed) => {
+            format!("bad --trace: {e}")
+        }
         PlanError::Schedule(ScheduleError::EmptyBurst) => "--burst-size must be at least 1".into(),
         PlanError::Schedule(ScheduleError::InvalidBurstiness) => {
             "--burstiness must be a positive number".into()
@@ -454,9 +479,9 @@ fn warm_up(arg: WarmUpArg, first: &[u8]) -> WarmUp {
 /// this machine's share of the rate
 /// ([`metronome_core::pool::default_connections`]), at most
 /// `--max-connections`; closed model: one per worker (set by the engine).
-fn connections(args: &RunArgs, shard: Shard) -> u32 {
+fn connections(args: &RunArgs, rate: f64, shard: Shard) -> u32 {
     args.connections.unwrap_or_else(|| {
-        let rate = args.rate / f64::from(shard.count.max(1));
+        let rate = rate / f64::from(shard.count.max(1));
         metronome_core::pool::default_connections(rate).min(args.max_connections.max(1))
     })
 }
@@ -467,7 +492,7 @@ fn ns(d: Duration) -> u64 {
 
 /// The core [`Plan`] of a run: the arguments and what [`prepare`] derived
 /// from them; `requests` are `p.requests` as slices.
-pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) -> Plan<'a> {
+pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]]) -> Plan<'a> {
     let model = match args.closed {
         Some(workers) => Model::Closed {
             workers,
@@ -479,12 +504,13 @@ pub(super) fn build<'a>(args: &RunArgs, p: &Prepared, requests: &'a [&'a [u8]]) 
         addr: p.addr,
         requests,
         arrival: p.arrival,
-        rate: args.rate,
+        rate: p.load.rate,
+        profile: p.load.profile(),
         seed: args.seed,
         shard: p.shard,
-        duration_ns: ns(args.duration),
+        duration_ns: p.load.duration_ns,
         warmup_ns: ns(args.warmup),
-        connections: connections(args, p.shard),
+        connections: connections(args, p.load.rate, p.shard),
         max_connections: args.max_connections,
         max_in_flight: args.max_in_flight,
         timeout_ns: ns(args.timeout),

@@ -161,7 +161,8 @@ pub(super) struct Gamma {
     blocks: u64,
     gap: GammaDist,
     sum: GammaDist,
-    /// Nanoseconds per unit: `1e9 / (k * rate)`.
+    /// Output units (ns, or arrivals of a staged schedule) per gamma unit:
+    /// `1e9 / (k * rate)`, or `1 / k`.
     ns_per_unit: f64,
     /// The current block (one of this shard's: `block % count == index`).
     block: u64,
@@ -176,13 +177,14 @@ pub(super) struct Gamma {
 }
 
 impl Gamma {
-    pub(super) fn new(seed: u64, k: f64, rate: f64, index: u32, count: u32) -> Gamma {
+    /// Shape `k`, `ns_per_unit` output units per gamma unit.
+    pub(super) fn new(seed: u64, k: f64, ns_per_unit: f64, index: u32, count: u32) -> Gamma {
         let mut g = Gamma {
             sums: stream(seed, PURPOSE_ARRIVALS),
             blocks: child_seed(seed, PURPOSE_ARRIVALS),
             gap: GammaDist::new(k),
             sum: GammaDist::new(BLOCK as f64 * k),
-            ns_per_unit: 1e9 / (k * rate),
+            ns_per_unit,
             block: 0,
             start: 0.0,
             len: 0.0,
@@ -230,6 +232,13 @@ impl Gamma {
 
     #[inline]
     pub(super) fn next(&mut self, end_ns: u64) -> Option<u64> {
+        // NaN (0 units times an infinite unit) ends the schedule too.
+        offset_ns_of(self.next_at(), end_ns)
+    }
+
+    /// The next arrival's position, unrounded (in output units).
+    #[inline]
+    pub(super) fn next_at(&mut self) -> f64 {
         if self.pos == BLOCK {
             // The others' blocks in between cost one length draw each.
             for _ in 0..self.count {
@@ -239,8 +248,7 @@ impl Gamma {
         }
         let at = (self.start + self.len * self.frac[self.pos]) * self.ns_per_unit;
         self.pos += 1;
-        // NaN (0 units times an infinite unit) ends the schedule too.
-        offset_ns_of(at, end_ns)
+        at
     }
 }
 

@@ -1,0 +1,311 @@
+//! End-to-end tests of `--stages`, `--ramp` and `--trace` against the
+//! embedded server on loopback, for every engine: exact scheduled counts
+//! per stage whatever the thread and shard split, a trace of 1000 offsets
+//! replayed in full with a small send lag, and bad input refused with one
+//! line and exit 2. Real time: lag bounds are loose relations that hold on
+//! a loaded 2-core machine; counts are exact.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_accounting, assert_valid, engines, metronome, plain, run_json, server};
+use metronome::report::Report;
+
+/// Every stage row keeps the accounting, and the rows add up to the run.
+fn assert_stage_accounting(r: &Report) {
+    let mut sums = [0u64; 6];
+    for (i, st) in r.stages.iter().enumerate() {
+        let ctx = format!("{} stage {i}: {st:?}", r.engine);
+        assert_eq!(st.scheduled, st.sent + st.dropped + st.unsent, "{ctx}");
+        assert_eq!(st.sent, st.ok + st.errors, "{ctx}");
+        assert_eq!(st.latency.count, st.ok, "{ctx}");
+        for (s, v) in sums.iter_mut().zip([
+            st.scheduled,
+            st.sent,
+            st.ok,
+            st.errors,
+            st.dropped,
+            st.unsent,
+        ]) {
+            *s += v;
+        }
+    }
+    let q = &r.requests;
+    assert_eq!(
+        sums,
+        [q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.unsent],
+        "{}: the stages add up to the run",
+        r.engine
+    );
+}
+
+fn scheduled_per_stage(r: &Report) -> Vec<u64> {
+    r.stages.iter().map(|s| s.scheduled).collect()
+}
+
+/// The done-when: `--stages 1s:100,1s:300` schedules exactly 50 +
+/// 200 requests, on every engine, with 1 or 2 io_uring threads, and as two
+/// shards whose rows add up (and merge) to the same.
+#[test]
+fn stages_schedule_exact_counts_per_stage() {
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        let mut splits: Vec<Vec<&str>> = vec![vec![]];
+        if engine == "uring" {
+            splits.push(vec!["--threads", "2"]);
+        }
+        for extra in splits {
+            let mut args = vec!["--stages", "1s:100,1s:300"];
+            args.extend_from_slice(&extra);
+            let r = run_json(srv.addr(), "/", engine, &args, 0);
+            assert_accounting(&r);
+            assert_stage_accounting(&r);
+            assert_eq!(r.requests.scheduled, 250, "{engine} {extra:?}");
+            assert_eq!(scheduled_per_stage(&r), [50, 200], "{engine} {extra:?}");
+            assert_eq!(r.requests.sent, 250, "{engine} {extra:?}");
+            assert_eq!(r.arrival.ramp.as_deref(), Some("linear"));
+            assert_eq!(r.planned_duration_s, 2.0);
+            // The mean the stages offer: 250 over 2 s.
+            assert!((r.offered_rps - 125.0).abs() < 1e-9, "{}", r.offered_rps);
+            let st = &r.stages[1];
+            assert_eq!(
+                (st.from_s, st.until_s, st.start_rps, st.target_rps),
+                (1.0, 2.0, 100.0, 300.0)
+            );
+            assert_eq!(st.offered, 200.0);
+        }
+        // Two shards: their rows add up to the whole, and merge exactly.
+        let halves: Vec<Report> = ["0/2", "1/2"]
+            .iter()
+            .map(|k| {
+                let r = run_json(
+                    srv.addr(),
+                    "/",
+                    engine,
+                    &["--stages", "1s:100,1s:300", "--shard", k],
+                    0,
+                );
+                assert_stage_accounting(&r);
+                r
+            })
+            .collect();
+        srv.stop();
+        let per: Vec<Vec<u64>> = halves.iter().map(scheduled_per_stage).collect();
+        assert_eq!(per[0], [25, 100], "{engine}");
+        assert_eq!(per[1], [25, 100], "{engine}");
+        let merged = metronome::report::merge::merge_reports(&[&halves[0], &halves[1]]).unwrap();
+        assert_eq!(scheduled_per_stage(&merged), [50, 200], "{engine}");
+        assert_stage_accounting(&merged);
+        let oks: u64 = halves.iter().map(|r| r.stages[1].latency.count).sum();
+        assert_eq!(merged.stages[1].latency.count, oks);
+        assert_valid(
+            &serde_json::to_string(&merged).unwrap(),
+            "a merged staged report",
+        );
+    }
+}
+
+/// vLLM's exponential ramp: 25 -> 100 -> 400 req/s geometrically, 1 s
+/// each: 75 / ln 4 = 54.1 and 300 / ln 4 = 216.4 expected, so arrivals 0..=54
+/// in the first stage and 55..=270 in the second: 55 + 216. The text
+/// summary shows the stage table.
+#[test]
+fn exponential_ramp_counts_exactly() {
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        let args = [
+            "--stages",
+            "1s:100,1s:400",
+            "--ramp",
+            "exponential",
+            "--rate",
+            "25",
+        ];
+        let r = run_json(srv.addr(), "/", engine, &args, 0);
+        assert_accounting(&r);
+        assert_stage_accounting(&r);
+        assert_eq!(scheduled_per_stage(&r), [55, 216], "{engine}");
+        assert_eq!(r.arrival.ramp.as_deref(), Some("exponential"));
+        let text = metronome::report::text::render_text(&r);
+        assert!(text.contains("stage (exponential)"), "{text}");
+        assert!(text.contains("25 -> 100"), "{text}");
+        assert!(text.contains("100 -> 400"), "{text}");
+        srv.stop();
+    }
+}
+
+/// A Poisson ramp is seeded: two runs of one seed schedule the same count
+/// per stage (the schedule is a pure function of the seed).
+#[test]
+fn poisson_stages_repeat_for_a_seed() {
+    let engine = engines()[0];
+    let srv = server(plain(Duration::ZERO));
+    let args = [
+        "--stages",
+        "500ms:200,500ms:50",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "9",
+    ];
+    let a = run_json(srv.addr(), "/", engine, &args, 0);
+    let b = run_json(srv.addr(), "/", engine, &args, 0);
+    srv.stop();
+    assert_stage_accounting(&a);
+    assert_eq!(scheduled_per_stage(&a), scheduled_per_stage(&b));
+    assert!(a.requests.scheduled > 40, "{:?}", a.requests);
+}
+
+/// A file of 1000 offsets: `timestamp` in ms with fractions, ties included,
+/// spread over 1.5 s.
+fn trace_file(name: &str) -> (std::path::PathBuf, Vec<u64>) {
+    let path = std::env::temp_dir().join(format!(
+        "metronome-trace-{}-{name}.jsonl",
+        std::process::id()
+    ));
+    let mut text = String::new();
+    let mut offsets = Vec::new();
+    for i in 0..1000u64 {
+        // 1.5 ms apart, every 10th a tie with the one before, in ms with
+        // three decimals (exact in ns).
+        let us = if i % 10 == 9 {
+            (i - 1) * 1500
+        } else {
+            i * 1500
+        };
+        offsets.push(us * 1000);
+        text.push_str(&format!(
+            "{{\"timestamp\": {}.{:03}, \"input_length\": 7}}\n",
+            us / 1000,
+            us % 1000
+        ));
+    }
+    std::fs::write(&path, text).expect("write the trace");
+    (path, offsets)
+}
+
+/// The done-when of trace replay: 1000 offsets replayed in full (every one
+/// scheduled, sent and served) with a small send lag, so each left near
+/// its offset (core's golden test asserts the intended times are the
+/// file's offsets exactly); the run lasts to the last offset + 1 ns.
+#[test]
+fn a_trace_of_1000_offsets_is_replayed() {
+    let (path, offsets) = trace_file("replay");
+    let file = path.to_str().unwrap();
+    for engine in engines() {
+        let srv = server(plain(Duration::ZERO));
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--trace", file, "--warm-up", "check"],
+            0,
+        );
+        let served = srv.stop();
+        assert_accounting(&r);
+        assert_eq!(r.requests.scheduled, 1000, "{engine}");
+        assert_eq!(r.requests.sent, 1000, "{engine}");
+        assert_eq!(r.requests.ok, 1000, "{engine}");
+        assert_eq!(served, 1000, "{engine}: the server saw every offset once");
+        assert_eq!(r.arrival.process, "trace");
+        let t = r.arrival.trace.as_ref().expect("the trace in the report");
+        assert_eq!((t.offsets, t.speed), (1000, 1.0));
+        assert_eq!(
+            r.planned_duration_s,
+            (offsets[999] + 1) as f64 / 1e9,
+            "{engine}"
+        );
+        assert!(
+            r.metrics.send_lag.p50 < 5.0 && r.metrics.send_lag.p99 < 100.0,
+            "{engine}: send lag p50 {} p99 {}",
+            r.metrics.send_lag.p50,
+            r.metrics.send_lag.p99
+        );
+    }
+    // Twice as fast, cut at 500 ms: the offsets below 1 s of the trace.
+    let engine = engines()[0];
+    let srv = server(plain(Duration::ZERO));
+    let r = run_json(
+        srv.addr(),
+        "/",
+        engine,
+        &["--trace", file, "--trace-speed", "2", "--duration", "500ms"],
+        0,
+    );
+    srv.stop();
+    let want = offsets
+        .iter()
+        .filter(|&&o| o.div_ceil(2) < 500_000_000)
+        .count();
+    assert_eq!(r.requests.scheduled, want as u64);
+    assert_eq!(r.planned_duration_s, 0.5);
+    let _ = std::fs::remove_file(path);
+}
+
+/// Bad stages and traces: exit 2, one line naming the fix (and the line).
+#[test]
+fn bad_workloads_exit_2_with_one_line() {
+    let dir = std::env::temp_dir();
+    let unsorted = dir.join(format!(
+        "metronome-trace-{}-unsorted.jsonl",
+        std::process::id()
+    ));
+    std::fs::write(
+        &unsorted,
+        "{\"timestamp\": 0}\n{\"timestamp\": 5}\n\n{\"timestamp\": 4}\n",
+    )
+    .unwrap();
+    let malformed = dir.join(format!("metronome-trace-{}-bad.jsonl", std::process::id()));
+    std::fs::write(&malformed, "{\"timestamp\": 0}\n{\"ts\": 5}\n").unwrap();
+    let (u, m) = (unsorted.to_str().unwrap(), malformed.to_str().unwrap());
+    let url = "http://127.0.0.1:9/";
+    for (args, want) in [
+        (
+            vec!["--trace", u],
+            "line 4 goes back in time: 4000000 ns after 5000000 ns on line 2",
+        ),
+        (
+            vec!["--trace", m],
+            "line 2 has no timestamp (ms) or offset_ns (ns)",
+        ),
+        (
+            vec!["--trace", "/nonexistent/trace.jsonl"],
+            "cannot read --trace",
+        ),
+        (vec!["--trace", u, "--trace-speed", "0"], "--trace-speed 0"),
+        (
+            vec!["--stages", "1s:100", "--ramp", "exponential"],
+            "--ramp exponential cannot start from 0 requests per second",
+        ),
+        (
+            vec![
+                "--stages",
+                "1s:100,1s:0",
+                "--ramp",
+                "exponential",
+                "--rate",
+                "5",
+            ],
+            "cannot reach 0",
+        ),
+        (vec!["--stages", "1s:100,2s"], "stage 2 '2s' has no ':'"),
+        (vec!["--stages", "0s:100"], "bad --stages '0s:100'"),
+        (
+            vec!["--stages", "1s:100", "--duration", "5s"],
+            "cannot be used with",
+        ),
+        (vec!["--stages", "1s:100", "--warmup", "1s"], "--warmup"),
+        (vec!["--trace", u, "--rate", "5"], "cannot be used with"),
+    ] {
+        let mut all = vec!["run", url];
+        all.extend_from_slice(&args);
+        let out = metronome(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_file(unsorted);
+    let _ = std::fs::remove_file(malformed);
+}
