@@ -637,7 +637,7 @@ fn sse_stall_delays_the_first_token_of_streams_inside_it() {
 }
 
 #[test]
-fn sse_other_paths_are_404_and_models_lists_metronome() {
+fn sse_other_paths_are_404_models_lists_metronome_and_health_is_200() {
     let server = sse(ServeConfig::default());
     let mut client = Client::connect(server.addr());
     client.send(GET);
@@ -647,6 +647,13 @@ fn sse_other_paths_are_404_and_models_lists_metronome() {
     assert_eq!(models.head.status, 200);
     let list: serde_json::Value = serde_json::from_slice(&models.body).unwrap();
     assert_eq!(list["data"][0]["id"], "metronome");
+    // vLLM's health check (guidellm asks it before a run): 200, no body.
+    client.send(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    let health = client.response();
+    assert_eq!(health.head.status, 200);
+    assert!(health.body.is_empty());
+    client.send(b"POST /health HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(client.response().head.status, 405);
     assert_eq!(server.stop(), 0);
 }
 

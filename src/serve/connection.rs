@@ -201,7 +201,12 @@ impl<'a> Connection<'a> {
             (Route::Models, Method::Get | Method::Head) => {
                 return reply(arrival, Status::Ok, Body::Models, false)
             }
-            (Route::Chat | Route::Completions | Route::Models, _) => {
+            // vLLM's health check, which guidellm asks before a run: 200,
+            // no body.
+            (Route::Health, Method::Get | Method::Head) => {
+                return reply(arrival, Status::Ok, Body::Text(""), false)
+            }
+            (Route::Chat | Route::Completions | Route::Models | Route::Health, _) => {
                 return reply(
                     arrival,
                     Status::MethodNotAllowed,

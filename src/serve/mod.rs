@@ -17,8 +17,9 @@
 //! - `--sse`: `POST /v1/chat/completions` (and `POST /v1/completions`)
 //!   answers an OpenAI-style `text/event-stream`; streams run concurrently
 //!   (see [`Fifo::admit_stream`] for how the stall applies to them).
-//!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape; any
-//!   other path is `404`. `--shape NAME` replays a golden stream of
+//!   `GET /v1/models` lists the one model (`--model`) in OpenAI's shape,
+//!   `GET /health` answers `200` with no body (as vLLM does; guidellm checks
+//!   it before a run); any other path is `404`. `--shape NAME` replays a golden stream of
 //!   `tests/streams/` (OpenAI, vLLM, llama.cpp, reasoning, tool calls, ...)
 //!   event by event instead of the generated one, or answers plain JSON.
 //! - Waiting uses timers (`ppoll` on the connection, so a pipelined request is
@@ -28,7 +29,7 @@
 //! The served count counts responses the model produced: `200` and injected
 //! `429` replies, and in SSE mode streams that ended properly (including
 //! injected error events). Rejections (`400`, `404`, `411`, `413`, `431`),
-//! `/v1/models` and streams cut on purpose are not counted.
+//! `/v1/models`, `/health` and streams cut on purpose are not counted.
 //!
 //! Threads: one accept thread and one thread per connection; fine up to
 //! thousands of connections. [`spawn`] runs it in-process (demo, tests);

@@ -36,6 +36,8 @@ pub(super) enum Route {
     /// `/v1/completions`, served with the same streams as chat.
     Completions,
     Models,
+    /// `/health`: vLLM's health check (guidellm asks it before a run).
+    Health,
     Other,
 }
 
@@ -89,6 +91,7 @@ pub(super) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, Reject> {
         CHAT_PATH => Route::Chat,
         COMPLETIONS_PATH => Route::Completions,
         "/v1/models" => Route::Models,
+        "/health" => Route::Health,
         _ => Route::Other,
     };
     let (mut close, mut keep_alive, mut expect_continue) = (false, false, false);
