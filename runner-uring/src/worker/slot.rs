@@ -21,7 +21,8 @@ pub(super) enum State {
     Connecting,
     /// Connected; the TLS handshake is in flight (https only).
     Handshaking,
-    /// Connected during the run and watched for [`FRESH_SETTLE_NS`](metronome_core::plan::FRESH_SETTLE_NS) before its
+    /// Connected during the run and watched for
+    /// [`FRESH_SETTLE_NS`](metronome_core::plan::FRESH_SETTLE_NS) before its
     /// first request: bytes that arrive now were asked for by no request
     /// (a server writing on accept); they close it, counted as unsolicited.
     Fresh,
@@ -75,7 +76,8 @@ pub(super) struct Conn {
 
 impl Worker<'_> {
     /// Starts core's count of connects when requests still wait
-    /// ([`Pool::to_open`](metronome_core::pool::Pool::to_open)): after a connect failed or a connection closed.
+    /// ([`Pool::to_open`](metronome_core::pool::Pool::to_open)): after a
+    /// connect failed or a connection closed.
     pub(super) fn grow(&mut self) -> io::Result<()> {
         let n = self.pool.to_open(self.pool_state());
         self.open_more(n)
