@@ -31,7 +31,7 @@ fn sse_length(body: &str) -> Vec<u8> {
     format!("{SSE_HEAD}Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
 }
 
-/// `--openai` streams, each with its exact outcome (core/src/sse.rs and
+/// `--openai` streams, each with its exact outcome (core/src/sse/ and
 /// core/src/exchange.rs): a stream is ok with at least one content chunk
 /// and `data: [DONE]`; without `[DONE]` it is `stream_cut`; `[DONE]`
 /// alone is `no_content`; an error event is `stream_error`; a 2xx that is

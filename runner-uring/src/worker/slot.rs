@@ -13,6 +13,7 @@ use super::{Job, Worker};
 /// Closed model: wait this long before reconnecting after a refused connect.
 const RETRY_NS: u64 = 1_000_000;
 
+/// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
     /// No socket.
