@@ -4,7 +4,7 @@
 //! tests/e2e_run.rs over TLS, the connection set-up in the report, and the
 //! one-line errors (untrusted certificate, plain HTTP on an https URL, a
 //! handshake that never completes). The hostile servers run over TLS in
-//! tests/hostile.rs.
+//! tests/hostile/tls.rs.
 
 mod common;
 

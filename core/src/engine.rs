@@ -4,7 +4,7 @@
 //!
 //! Both engines (`metronome-uring`, `metronome-std`) depend on this and on
 //! nothing of each other. Nothing here is on a hot path: an engine fills its
-//! recorder through a [`Ledger`](crate::ledger::Ledger) over
+//! recorder through a [`Ledger`] over
 //! [`RunOutput::tally`], and builds the rest once, after its clock stops.
 
 use std::boxed::Box;

@@ -645,10 +645,10 @@ pub const SPIN_AUTO_MARGIN_NS: u64 = 20_000;
 ///
 /// An engine reports each sleep's lateness (`now - wake target`, when the
 /// wake was the pacing target) to [`SpinTuner::observe`]. Every
-/// [`TUNER_EVERY`] samples the slice becomes the upper bound of the 4 us
+/// `TUNER_EVERY` samples the slice becomes the upper bound of the 4 us
 /// bucket holding the p99, plus [`SPIN_AUTO_MARGIN_NS`], clamped to
 /// [[`SPIN_AUTO_MIN_NS`], [`SPIN_AUTO_MAX_NS`]]; counts are halved every
-/// [`TUNER_WINDOW`] samples so the slice follows the machine. A fixed tuner
+/// `TUNER_WINDOW` samples so the slice follows the machine. A fixed tuner
 /// ignores what it observes. No allocation, no clock: tested on a virtual one.
 ///
 /// ```

@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use metronome_core::plan::SpinMeter;
 
+use crate::sys;
+
 /// Nanoseconds since the run start, on the monotonic clock.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -66,43 +68,11 @@ pub fn sleep_overshoot_ns() -> u64 {
 /// CPU time consumed by the calling thread, in nanoseconds
 /// (`CLOCK_THREAD_CPUTIME_ID`); 0 where the platform has no such clock.
 pub fn thread_cpu_ns() -> u64 {
-    cpu_clock_ns(libc_clock::THREAD)
+    sys::cpu_clock_ns(sys::libc_clock::THREAD)
 }
 
 /// CPU time consumed by the whole process, in nanoseconds
 /// (`CLOCK_PROCESS_CPUTIME_ID`); 0 where the platform has no such clock.
 pub fn process_cpu_ns() -> u64 {
-    cpu_clock_ns(libc_clock::PROCESS)
-}
-
-#[cfg(unix)]
-mod libc_clock {
-    pub const THREAD: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
-    pub const PROCESS: libc::clockid_t = libc::CLOCK_PROCESS_CPUTIME_ID;
-}
-
-#[cfg(unix)]
-fn cpu_clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec owned by this frame, and `id`
-    // is one of the two CPU-time clock ids defined by libc for this platform.
-    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-#[cfg(not(unix))]
-mod libc_clock {
-    pub const THREAD: i32 = 0;
-    pub const PROCESS: i32 = 1;
-}
-
-#[cfg(not(unix))]
-fn cpu_clock_ns(_id: i32) -> u64 {
-    0
+    sys::cpu_clock_ns(sys::libc_clock::PROCESS)
 }

@@ -13,6 +13,7 @@ use metronome_core::measure::{ErrorKind, StreamTiming};
 use metronome_core::plan::READ_BUF_BYTES;
 
 use crate::clock::Clock;
+use crate::sys::{peek_now, recv_now, send_now, wait_readable_or_writable};
 use crate::tls::{self, NowIo, Tls};
 
 /// The longest a blocking read or write waits before the thread looks at
@@ -538,79 +539,6 @@ impl Conn {
     }
 }
 
-/// Sends what the socket takes now, without blocking: `WouldBlock` when
-/// it takes nothing. One `send(MSG_DONTWAIT)` on Unix.
-#[cfg(unix)]
-pub(crate) fn send_now(
-    stream: &TcpStream,
-    bytes: &[u8],
-    _wait: Duration,
-    _timeout: &mut Option<Duration>,
-) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let flags = libc::MSG_DONTWAIT;
-    // SAFETY: `bytes` is a valid, readable buffer of `bytes.len()` bytes
-    // for the duration of the call, and the descriptor is the open socket
-    // that `stream` owns (borrowed for the call).
-    let n = unsafe {
-        libc::send(
-            stream.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            flags,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// Sends, blocking at most `wait` (portable form): a timeout when the
-/// socket took nothing. `timeout` is the socket's current write timeout.
-#[cfg(not(unix))]
-pub(crate) fn send_now(
-    mut stream: &TcpStream,
-    bytes: &[u8],
-    wait: Duration,
-    timeout: &mut Option<Duration>,
-) -> io::Result<usize> {
-    use std::io::Write;
-    if *timeout != Some(wait) {
-        stream.set_write_timeout(Some(wait))?;
-        *timeout = Some(wait);
-    }
-    stream.write(bytes)
-}
-
-/// Waits at most `wait` until the socket can take more bytes or holds
-/// something to read (or was closed); true when it holds something to
-/// read, or may (an error, a hang-up). One `poll(2)` on Unix.
-#[cfg(unix)]
-fn wait_readable_or_writable(stream: &TcpStream, wait: Duration) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut fds = libc::pollfd {
-        fd: stream.as_raw_fd(),
-        events: libc::POLLIN | libc::POLLOUT,
-        revents: 0,
-    };
-    let ms = wait.as_micros().div_ceil(1000).clamp(1, i32::MAX as u128) as libc::c_int;
-    // SAFETY: `fds` is one valid, writable `pollfd` for the duration of
-    // the call, and its descriptor is the open socket `stream` owns.
-    let n = unsafe { libc::poll(&mut fds, 1, ms) };
-    n > 0 && fds.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0
-}
-
-/// The portable form: the send itself waited; look for a response.
-#[cfg(not(unix))]
-fn wait_readable_or_writable(_stream: &TcpStream, _wait: Duration) -> bool {
-    true
-}
-
 /// What [`Conn::read_early`] found while a send was blocked.
 enum Early {
     /// No complete response: keep sending.
@@ -619,61 +547,6 @@ enum Early {
     Complete { unsolicited: bool },
     /// The server closed the connection, or it failed: stop sending.
     Closed,
-}
-
-/// Peeks at what the socket holds without blocking: `WouldBlock` when
-/// nothing, `Ok(0)` after the peer's close. One `recv(MSG_PEEK |
-/// MSG_DONTWAIT)` on Unix.
-#[cfg(unix)]
-fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    recv_flags(stream, buf, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-}
-
-/// Reads what the socket holds without blocking: `WouldBlock` when
-/// nothing, `Ok(0)` after the peer's close. One `recv(MSG_DONTWAIT)` on Unix.
-#[cfg(unix)]
-pub(crate) fn recv_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    recv_flags(stream, buf, libc::MSG_DONTWAIT)
-}
-
-/// One `recv(2)` with `flags`.
-#[cfg(unix)]
-fn recv_flags(stream: &TcpStream, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `buf` is a valid, writable buffer of `buf.len()` bytes for
-    // the duration of the call, and the descriptor is the open socket that
-    // `stream` owns (borrowed for the call).
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            flags,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// Peeks at what the socket holds without blocking (portable form).
-#[cfg(not(unix))]
-fn peek_now(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    stream.set_nonblocking(true)?;
-    let seen = stream.peek(buf);
-    stream.set_nonblocking(false)?;
-    seen
-}
-
-/// Reads what the socket holds without blocking (portable form).
-#[cfg(not(unix))]
-pub(crate) fn recv_now(mut stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    stream.set_nonblocking(true)?;
-    let seen = stream.read(buf);
-    stream.set_nonblocking(false)?;
-    seen
 }
 
 fn idle_health(idle: Idle) -> Health {

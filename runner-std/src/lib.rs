@@ -20,13 +20,19 @@
 //! ([`metronome_core::exchange`]) and the bookkeeping
 //! ([`metronome_core::ledger`]). This crate moves bytes, reads the clock and
 //! sleeps.
+//!
+//! `unsafe` is denied in the crate and allowed in one private module only,
+//! `sys`: the socket and CPU-clock calls, each behind a safe function.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 mod clock;
 mod closed;
 mod collector;
 mod conn;
 mod open;
+#[allow(unsafe_code)]
+mod sys;
 mod tls;
 
 pub use tls::Tls;

@@ -14,13 +14,13 @@ pub(crate) struct NowIo<'a>(pub(crate) &'a TcpStream);
 
 impl Read for NowIo<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        crate::conn::recv_now(self.0, buf)
+        crate::sys::recv_now(self.0, buf)
     }
 }
 
 impl Write for NowIo<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        crate::conn::send_now(self.0, bytes, Duration::from_millis(1), &mut None)
+        crate::sys::send_now(self.0, bytes, Duration::from_millis(1), &mut None)
     }
 
     fn flush(&mut self) -> io::Result<()> {

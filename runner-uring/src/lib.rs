@@ -23,6 +23,11 @@
 //! (the per-request exchange, the bookkeeping) is core's; this crate
 //! depends on core only, never on the std engine.
 //!
+//! Its modules: `threads` sets the engine up (pre-opened connections, each
+//! thread's share, the start gate, the merge); `worker/` is one thread's
+//! event loop, split by concept (slots, requests, completions, TLS);
+//! `clock` reads the monotonic clock.
+//!
 //! ```no_run
 //! use metronome_core::engine::Control;
 //! use metronome_core::plan::example_plan;
@@ -49,15 +54,13 @@ use metronome_core::plan::Plan;
 #[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
-mod engine;
-#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod ring;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod sys;
 #[cfg(target_os = "linux")]
-mod tls;
+mod threads;
 #[cfg(target_os = "linux")]
 mod worker;
 
@@ -257,7 +260,7 @@ pub fn run(
 ) -> Result<RunOutput, EngineError> {
     #[cfg(target_os = "linux")]
     {
-        engine::run(plan, control, opts)
+        threads::run(plan, control, opts)
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -2,7 +2,7 @@
 //! the run.
 //!
 //! Three sources, all turned into a list of [`Prompt`]s that
-//! [`plan`](super::plan) encodes into request bytes before the clock starts
+//! `run::plan` encodes into request bytes before the clock starts
 //! (the engines only ever send pre-built bytes):
 //!
 //! - `--prompt TEXT` (repeatable), or the built-in prompt;

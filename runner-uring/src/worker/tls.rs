@@ -17,7 +17,7 @@ use crate::Tls;
 impl Worker<'_> {
     /// A connect completed on `slot` at `now`: start the TLS handshake.
     pub(super) fn tls_start(&mut self, slot: usize, tls: &Tls, now: u64) -> io::Result<()> {
-        let session = match crate::tls::client(tls) {
+        let session = match metronome_core::tls::client(tls) {
             Ok(s) => s,
             Err(_) => return self.handshake_failed(slot, HandshakeFailure::Protocol),
         };
@@ -233,7 +233,7 @@ impl Worker<'_> {
     /// A TLS error on an established connection (or during its handshake).
     pub(super) fn tls_error(&mut self, slot: usize, e: &rustls::Error) -> io::Result<Option<i32>> {
         if self.conns[slot].state == State::Handshaking {
-            let kind = crate::tls::TlsFailure::of(&crate::tls::classify(e, &[]))
+            let kind = metronome_core::tls::TlsFailure::of(&metronome_core::tls::classify(e, &[]))
                 .map_or(HandshakeFailure::Protocol, |f| f.kind);
             self.handshake_failed(slot, kind)?;
             return Ok(None);

@@ -90,8 +90,8 @@ pub(crate) fn run(
         match pre_open(plan, opts, connect_timeout, &mut setup) {
             Ok(s) => streams.push(s),
             // A refused certificate fails every connection alike.
-            Err(e) if crate::tls::TlsFailure::of(&e).is_some() => {
-                let f = crate::tls::TlsFailure::of(&e).expect("checked");
+            Err(e) if metronome_core::tls::TlsFailure::of(&e).is_some() => {
+                let f = metronome_core::tls::TlsFailure::of(&e).expect("checked");
                 return Err(EngineError::Handshake(f.kind, f.message.clone()));
             }
             Err(e) if streams.is_empty() || workers.is_some() => {
@@ -371,8 +371,8 @@ fn pre_open(
         return Ok((s, None));
     };
     let shaking = Instant::now();
-    let mut conn = crate::tls::client(tls)?;
-    let resumed = crate::tls::handshake(tls, &mut conn, &s, started + timeout)?;
+    let mut conn = metronome_core::tls::client(tls)?;
+    let resumed = metronome_core::tls::handshake(tls, &mut conn, &s, started + timeout)?;
     setup.opened(
         connect_ns,
         Some(shaking.elapsed().as_nanos() as u64),

@@ -1,0 +1,473 @@
+//! One engine thread's event loop: its ring, its connections, its share of
+//! the schedule and its part of the output.
+//!
+//! One loop iteration: reap every completion without blocking (each is
+//! stamped with the clock as it is handled), check deadlines when the
+//! earliest one has passed (a linear scan of the connections, at most every
+//! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
+//! in one batch and submit, busy-wait the last slice (leaving it as soon as
+//! a completion is ready, core's [`spin_step`], so a response that arrives
+//! during the spin is stamped when it arrives), or arm the ring's
+//! timer and sleep in `submit_and_wait` until it fires or a completion
+//! arrives. Sleeps end at the next send's spin slice, the earliest deadline,
+//! or after [`IDLE_WAKE_NS`] (to notice the stop flag and publish progress).
+//!
+//! Protocol is core's: each connection's
+//! [`Exchange`](metronome_core::exchange::Exchange) turns bytes and times
+//! into a [`Finish`](metronome_core::ledger::Finish), and the [`Ledger`]
+//! records it. This module moves bytes, reads the clock and sleeps.
+//!
+//! One `impl Worker` split by concept, as smoltcp splits its interface:
+//!
+//! - this file: the worker's state, its setup, the event loop and progress;
+//! - `slot`: connection slots, opened, made ready, closed and replaced;
+//! - `request`: admission of a due request, its send, its response and end;
+//! - `completion`: the ring's completions and the deadlines;
+//! - `tls`: rustls driven over the ring's buffers.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use metronome_core::engine::{Control, RunOutput};
+use metronome_core::exchange::GAP_CAP;
+use metronome_core::ledger::Ledger;
+use metronome_core::measure::ThreadStats;
+use metronome_core::plan::{
+    linger_ns, pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner,
+    BACKLOG_STOP_CHECK, READ_BUF_BYTES, REAP_GUARD_NS,
+};
+use metronome_core::pool::Pool;
+use metronome_core::schedule::Schedule;
+
+use crate::clock::Clock;
+use crate::ring::{Completion, Ring};
+use crate::sys::thread_cpu_ns;
+use crate::threads::{Share, ThreadOut};
+use crate::{Phase, UringOptions};
+
+use request::Job;
+use slot::{Conn, State};
+
+mod completion;
+mod request;
+mod slot;
+mod tls;
+
+/// Deadline scan period and longest sleep.
+const SCAN_NS: u64 = 1_000_000;
+/// Longest sleep: the stop flag is noticed within this.
+const IDLE_WAKE_NS: u64 = 10_000_000;
+/// Progress publication period per thread.
+const PUBLISH_NS: u64 = 50_000_000;
+/// Completions handled per reap batch.
+const REAP_BATCH: usize = 256;
+/// Each TLS connection's send buffer (ciphertext): two full records.
+const TX_BYTES: usize = 2 * (16 * 1024 + 256);
+
+/// Progress counted since the last publication (published in batches).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pending {
+    sent: u64,
+    ok: u64,
+    errors: u64,
+}
+
+impl Pending {
+    /// Counts a recorded end: `Some(ok)`, or `None` for a warmup request.
+    fn count(&mut self, ok: Option<bool>) {
+        match ok {
+            Some(true) => self.ok += 1,
+            Some(false) => self.errors += 1,
+            None => {}
+        }
+    }
+}
+
+/// One engine thread: its ring, its connections, its part of the output.
+pub(crate) struct Worker<'p> {
+    plan: &'p Plan<'p>,
+    control: &'p Control,
+    opts: &'p UringOptions,
+    ledger: Ledger<'p>,
+    clock: Clock,
+    ring: Ring,
+    conns: Vec<Conn>,
+    gaps: Box<[u64]>,
+    /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
+    /// the ring's read buffer then holds ciphertext. Empty for plain HTTP.
+    plain: Box<[u8]>,
+    idle: Vec<usize>,
+    waiting: VecDeque<Job>,
+    schedule: Schedule<'p>,
+    /// This thread's index and the thread count (for request indices).
+    thread: u64,
+    threads: u64,
+    /// Open loop, or closed with its workers and expected interval.
+    model: Model,
+    workers_total: u64,
+    /// Core's admission and growth rules, with the service-time estimate.
+    pool: Pool,
+    in_flight: usize,
+    open: u64,
+    connecting: u64,
+    hard_end_ns: u64,
+    /// The earliest deadline (request timeout or closed-model retry), or `u64::MAX`.
+    next_deadline_ns: u64,
+    /// False once the schedule is over or stopped.
+    scheduling: bool,
+    out: RunOutput,
+    stats: ThreadStats,
+    pending: Pending,
+    published_interval: Option<usize>,
+    /// The busy-wait slice, fixed or following the timer's lateness.
+    tuner: SpinTuner,
+    /// When the armed timer is due (clock ns), while one is armed.
+    timer_due_ns: Option<u64>,
+    /// When the thread last woke from a wait, until its completions are reaped.
+    woke_ns: Option<u64>,
+    /// Thread CPU and spin time at the last [`Worker::sample_cpu`] (ns).
+    cpu_mark: (u64, u64),
+    /// When the last batch of sends left (clock ns).
+    last_send_ns: u64,
+    /// This thread's share of the offered rate, requests per second.
+    rate: f64,
+}
+
+impl<'p> Worker<'p> {
+    /// Sets the thread up: everything it will use is allocated here,
+    /// before the clock starts.
+    pub(crate) fn new(
+        plan: &'p Plan<'p>,
+        control: &'p Control,
+        opts: &'p UringOptions,
+        share: Share,
+        warning: Option<String>,
+    ) -> io::Result<Worker<'p>> {
+        let slots = share.slots.max(1);
+        let tls = opts.tls.is_some();
+        let tx_len = if tls { TX_BYTES } else { 0 };
+        let mut ring = Ring::new(slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
+        let mut conns: Vec<Conn> = (0..slots)
+            .map(|i| Conn {
+                state: State::Free,
+                job: Job::default(),
+                sent_ns: 0,
+                deadline_ns: 0,
+                sent_bytes: 0,
+                sending: false,
+                start: 0,
+                end: 0,
+                exchange: plan.exchange(),
+                worker: share.worker_base + i as u64,
+                sends: 0,
+                retry_at_ns: None,
+                unused: false,
+                on_demand: false,
+                tls: None,
+                tx_off: 0,
+                tx_end: 0,
+                plain_at: 0,
+                held: false,
+                connect_at_ns: 0,
+                shake_at_ns: 0,
+            })
+            .collect();
+        let pre = share.streams.len() as u64;
+        let mut idle = Vec::with_capacity(slots);
+        for (i, (s, session)) in share.streams.into_iter().enumerate() {
+            ring.adopt(i, s);
+            conns[i].tls = session;
+            conns[i].state = State::Idle;
+            conns[i].unused = true;
+            idle.push(i);
+        }
+        idle.reverse();
+        // The plan was validated, and a thread's part of a valid shard is valid.
+        let schedule = plan
+            .schedule(share.shard)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut out = RunOutput::empty(plan);
+        out.warnings.extend(warning);
+        out.connections_opened = pre;
+        out.peak_connections = pre;
+        // This thread's share of the offered rate: its sub-shard's.
+        let rate = plan.rate / f64::from(share.shard.count.max(1));
+        let mut pool = Pool::new(rate, pre as u32, slots as u32, share.max_in_flight as u32);
+        if let Some(service) = share.warm_service_ns {
+            pool.seed(service);
+        }
+        let workers_total = match plan.model {
+            Model::Closed { workers, .. } => u64::from(workers),
+            Model::Open => 0,
+        };
+        Ok(Worker {
+            plan,
+            control,
+            opts,
+            ledger: Ledger::new(plan),
+            clock: Clock::at(Instant::now()),
+            ring,
+            conns,
+            gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
+            plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
+            idle,
+            waiting: VecDeque::with_capacity(share.max_in_flight),
+            schedule,
+            thread: share.thread as u64,
+            threads: share.threads as u64,
+            model: plan.model,
+            workers_total,
+            pool,
+            in_flight: 0,
+            open: pre,
+            connecting: 0,
+            hard_end_ns: plan.hard_end_ns(),
+            scheduling: true,
+            next_deadline_ns: u64::MAX,
+            out,
+            stats: ThreadStats::default(),
+            pending: Pending::default(),
+            published_interval: None,
+            tuner: plan.spin.tuner(),
+            timer_due_ns: None,
+            woke_ns: None,
+            cpu_mark: (0, 0),
+            last_send_ns: 0,
+            rate,
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(self.model, Model::Closed { .. })
+    }
+
+    fn hook(&self, phase: Phase) {
+        if let Some(h) = self.opts.phase_hook {
+            h(phase);
+        }
+    }
+
+    /// Runs the event loop on the clock released by the start gate.
+    pub(crate) fn run(mut self, clock: Clock) -> io::Result<ThreadOut> {
+        self.clock = clock;
+        let cpu_start = thread_cpu_ns();
+        self.cpu_mark = (cpu_start, 0);
+        self.hook(Phase::Measuring);
+        let result = self.event_loop();
+        self.sample_cpu(self.clock.now_ns());
+        self.hook(Phase::Done);
+        self.publish(self.clock.now_ns(), true);
+        let stopped_at = result?;
+        self.stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        self.out.threads.push(self.stats);
+        self.out.cpu_ns = self.stats.cpu_ns;
+        self.out.spin_ns = self.stats.spin_ns;
+        self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
+        Ok(ThreadOut {
+            out: self.out,
+            stopped_at,
+        })
+    }
+
+    /// The event loop; returns the stop time when stopped early.
+    fn event_loop(&mut self) -> io::Result<Option<u64>> {
+        let end_ns = self.plan.end_ns();
+        let mut batch = [Completion::Timer; REAP_BATCH];
+        let mut next = if self.is_closed() {
+            None
+        } else {
+            self.schedule.next()
+        };
+        let mut index = 0u64;
+        let mut stopped_at = None;
+        let mut next_scan = 0u64;
+        let mut next_publish = PUBLISH_NS;
+        // The pre-opened connections are watched while idle, as every
+        // idle connection is (see `ready`).
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
+                self.arm_recv(slot, 0)?;
+            }
+        }
+        if self.is_closed() {
+            for slot in 0..self.conns.len() {
+                self.closed_send(slot);
+            }
+            self.ring.submit()?;
+        }
+        loop {
+            // 1. Completions, without blocking.
+            loop {
+                let n = self.ring.reap(&mut batch);
+                for &c in &batch[..n] {
+                    self.on_completion(c)?;
+                }
+                if n < batch.len() {
+                    break;
+                }
+            }
+            self.woke_ns = None;
+            let now = self.clock.now_ns();
+            // 2. Deadlines, retries and progress, about every millisecond.
+            if now >= next_scan && now >= self.next_deadline_ns {
+                self.scan(now)?;
+                next_scan = now + SCAN_NS;
+            }
+            if now >= next_publish {
+                self.sample_cpu(now);
+                self.publish(now, false);
+                next_publish = now + PUBLISH_NS;
+            }
+            // 3. The end of scheduling: the schedule, the stop flag, or (closed) the end time.
+            if self.scheduling {
+                let stop = self.control.stopped();
+                let over = match self.model {
+                    Model::Closed { .. } => now >= end_ns,
+                    Model::Open => next.is_none(),
+                };
+                if stop || over {
+                    self.scheduling = false;
+                    if stop {
+                        stopped_at = Some(now);
+                        self.hard_end_ns = self.plan.stopped_hard_end_ns(now);
+                        for c in self.conns.iter_mut() {
+                            c.deadline_ns = c.deadline_ns.min(self.hard_end_ns);
+                        }
+                        self.next_deadline_ns = self.next_deadline_ns.min(self.hard_end_ns);
+                    }
+                    self.hook(Phase::Draining);
+                }
+            }
+            let mut wake = (now + IDLE_WAKE_NS)
+                .min(next_publish)
+                .min(self.next_deadline_ns.max(next_scan));
+            if self.scheduling && !self.is_closed() {
+                match pace(now, next, self.tuner.slice_ns()) {
+                    Pace::Send => {
+                        let mut due = 0u32;
+                        while let Some(t) = next.filter(|&t| t <= now) {
+                            let request =
+                                self.plan.request_index(self.thread + index * self.threads);
+                            self.dispatch(Job {
+                                request,
+                                intended_ns: t,
+                                retried: false,
+                                waited_since: None,
+                            })?;
+                            index += 1;
+                            next = self.schedule.next();
+                            // A backlog (after a stall of this thread) is
+                            // sent or dropped at once, but a stop is seen.
+                            due += 1;
+                            if due % BACKLOG_STOP_CHECK == 0 && self.control.stopped() {
+                                break;
+                            }
+                        }
+                        self.ring.submit()?;
+                        self.last_send_ns = now;
+                        continue;
+                    }
+                    Pace::Spin => {
+                        // Busy-wait to the send, but leave at once when a
+                        // completion is ready (and the send is not about to
+                        // be due): it is reaped (and stamped) at the top of
+                        // the loop, then the spin resumes.
+                        let target = next.unwrap_or(now);
+                        let mut meter = SpinMeter::start(now);
+                        loop {
+                            let t = meter.now_ns();
+                            let ready = target.saturating_sub(t) > REAP_GUARD_NS
+                                && self.ring.completion_ready()?;
+                            if spin_step(t, target, ready) != SpinStep::Spin {
+                                break;
+                            }
+                            std::hint::spin_loop();
+                            meter.tick(self.clock.now_ns());
+                        }
+                        self.stats.spin_ns += meter.spun_ns();
+                        continue;
+                    }
+                    Pace::Sleep { until_ns } => wake = wake.min(until_ns),
+                    Pace::Done => continue,
+                }
+            }
+            if !self.scheduling {
+                if self.in_flight == 0 {
+                    break;
+                }
+                if now >= self.hard_end_ns {
+                    self.expire_all(now)?;
+                    break;
+                }
+                wake = wake.min(self.hard_end_ns);
+            }
+            if self.scheduling && self.is_closed() {
+                wake = wake.min(end_ns);
+            }
+            // Stay awake a little after the last send while responses are
+            // in flight (core's `linger_ns`): a fast response is stamped
+            // when it arrives, not when the sleeping thread is woken.
+            let linger_end = self.last_send_ns.saturating_add(self.linger());
+            if self.in_flight > 0 && now < linger_end.min(wake) {
+                let target = linger_end.min(wake);
+                let mut meter = SpinMeter::start(now);
+                while meter.now_ns() < target && !self.ring.completion_ready()? {
+                    std::hint::spin_loop();
+                    meter.tick(self.clock.now_ns());
+                }
+                self.stats.spin_ns += meter.spun_ns();
+                continue;
+            }
+            let after = wake.saturating_sub(now).max(1);
+            if self.ring.timer(after)? {
+                self.timer_due_ns = Some(now + after);
+            }
+            self.ring.submit_and_wait()?;
+            self.woke_ns = Some(self.clock.now_ns());
+        }
+        Ok(stopped_at)
+    }
+
+    /// Charges the CPU (and spin) used since the last sample to the
+    /// interval of `now`: the per-interval series then tells a saturated
+    /// generator from a descheduled one.
+    fn sample_cpu(&mut self, now: u64) {
+        let cpu = thread_cpu_ns();
+        let (cpu_then, spin_then) = self.cpu_mark;
+        self.ledger.busy(
+            &mut self.out.tally(),
+            now,
+            cpu.saturating_sub(cpu_then),
+            self.stats.spin_ns.saturating_sub(spin_then),
+        );
+        self.cpu_mark = (cpu, self.stats.spin_ns);
+    }
+
+    /// How long to stay awake after the last send (core's [`linger_ns`]);
+    /// the open model only.
+    fn linger(&self) -> u64 {
+        match self.model {
+            Model::Open => linger_ns(self.rate, self.pool.service_ns()),
+            Model::Closed { .. } => 0,
+        }
+    }
+
+    /// Publishes progress in batches: counters, and the last complete interval's p99.
+    fn publish(&mut self, now: u64, force: bool) {
+        let p = &self.control.progress;
+        let pending = std::mem::take(&mut self.pending);
+        if force || pending.sent + pending.ok + pending.errors > 0 {
+            p.sent.fetch_add(pending.sent, Ordering::Relaxed);
+            p.ok.fetch_add(pending.ok, Ordering::Relaxed);
+            p.errors.fetch_add(pending.errors, Ordering::Relaxed);
+        }
+        p.publish_interval(
+            &self.ledger,
+            &self.out.intervals,
+            now,
+            &mut self.published_interval,
+        );
+    }
+}
