@@ -25,7 +25,8 @@
 //! one that drops requests is early, counted as 0), and `rps` counts
 //! arrivals inside the window. Flags: `--listen ADDR` (required to run),
 //! `--rate R` (the offered rate to judge against), `--window S` (5),
-//! `--linger S` (1), `--max-requests N` (the arrival log's capacity,
+//! `--linger S` (1), `--busy-poll` (never sleep in epoll_wait: answers carry
+//! no wake-up of the server's own), `--max-requests N` (the arrival log's capacity,
 //! allocated at start: 20,000,000). Under `cargo bench` without `--listen`
 //! it prints a notice and exits 0.
 
@@ -55,6 +56,9 @@ mod linux {
         window_s: f64,
         linger_s: f64,
         max_requests: usize,
+        /// Poll without sleeping (epoll_wait with a 0 timeout): the server
+        /// then has no wake-up of its own in its answers.
+        busy_poll: bool,
     }
 
     fn parse() -> Result<Options, String> {
@@ -64,6 +68,7 @@ mod linux {
             window_s: 5.0,
             linger_s: 1.0,
             max_requests: 20_000_000,
+            busy_poll: false,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -74,6 +79,7 @@ mod linux {
                 "--rate" => o.rate = num(value()?)?,
                 "--window" => o.window_s = num(value()?)?,
                 "--linger" => o.linger_s = num(value()?)?,
+                "--busy-poll" => o.busy_poll = true,
                 "--max-requests" => o.max_requests = num(value()?)? as usize,
                 // `cargo bench` passes --bench.
                 "--bench" => {}
@@ -195,7 +201,7 @@ mod linux {
                     break;
                 }
             }
-            let n = ep.wait(&mut events, 50);
+            let n = ep.wait(&mut events, if o.busy_poll { 0 } else { 50 });
             for ev in &events[..n] {
                 let fd = ev.u64 as RawFd;
                 if fd == listener.as_raw_fd() {

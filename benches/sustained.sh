@@ -67,7 +67,7 @@ say() { echo "sustained: $*" >&2; }
 cargo build --release --quiet --bin metronome
 cargo build --release --quiet --bench floor --bench arrivals
 newest() { ls -t "target/release/deps/$1"-* | grep -v '\.d$' | head -n 1; }
-METRONOME=target/release/metronome
+METRONOME=${METRONOME:-target/release/metronome}
 FLOOR=$(newest floor)
 JUDGE=$(newest arrivals)
 : >"$RAW"

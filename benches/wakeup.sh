@@ -24,6 +24,9 @@ PORT=${PORT:-18096}
 GEN_CPU=${GEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 EXTRA=${EXTRA:-}
+# JUDGE_FLAGS="--busy-poll": the server spins instead of sleeping, so the
+# difference between rates is the generator's alone.
+JUDGE_FLAGS=${JUDGE_FLAGS:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -38,15 +41,16 @@ trap cleanup EXIT
 cargo build --release --quiet --bin metronome
 cargo build --release --quiet --bench arrivals
 JUDGE=$(ls -t target/release/deps/arrivals-* | grep -v '\.d$' | head -n 1)
-METRONOME=target/release/metronome
+METRONOME=${METRONOME:-target/release/metronome}
 ROWS=$WORK/rows.jsonl
 : >"$ROWS"
 
 for run in $(seq "$RUNS"); do
     for rate in $RATES; do
         for engine in $ENGINES; do
+            # shellcheck disable=SC2086
             taskset -c "$SERVER_CPU" "$JUDGE" --listen "127.0.0.1:$PORT" --rate "$rate" \
-                --window $((DURATION + 2)) --linger 1 >/dev/null 2>&1 &
+                --window $((DURATION + 2)) --linger 1 $JUDGE_FLAGS >/dev/null 2>&1 &
             JUDGE_PID=$!
             for _ in $(seq 50); do
                 (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
