@@ -249,6 +249,16 @@ pub fn render_text(r: &Report) -> String {
             fmt_ms(connect.p50)
         );
     }
+    if let Some(w) = &c.warm_up {
+        let service = w.service_p50_ms.map_or_else(String::new, |ms| {
+            format!(" (service p50 {} ms)", fmt_ms(ms))
+        });
+        let _ = writeln!(
+            s,
+            "  warm start ({}): {} of {} warm-up requests answered before the clock{service}, {} failed; {} connections closed for bytes before any request",
+            w.mode, w.answered, w.requests, w.failed, w.unsolicited
+        );
+    }
     for t in &r.thresholds {
         let _ = writeln!(
             s,
