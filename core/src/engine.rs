@@ -291,6 +291,121 @@ pub enum WarmReply {
     Failed,
 }
 
+/// A pre-opened connection as the warm start ([`warm_start`]) sees it:
+/// the engine does the I/O, core decides what to do with the answers.
+pub trait WarmConn: Send {
+    /// True when bytes (or a close) already wait on the connection, before
+    /// any request was sent on it.
+    fn early_bytes(&mut self) -> bool;
+
+    /// Sends the run's first request once and reads its answer (core's
+    /// [`warm_up`]); `give_up` turns true once the warm-up's budget is
+    /// spent or the run was stopped.
+    fn warm(&mut self, plan: &Plan<'_>, give_up: &(dyn Fn() -> bool + Sync)) -> WarmReply;
+}
+
+/// The warm start of the pre-opened connections, the same for both engines
+/// ([`crate::plan::WarmUp`]): after [`SETTLE_NS`](crate::plan::SETTLE_NS),
+/// a connection with bytes before any request is closed and replaced once
+/// by `open` (counted as unsolicited); with
+/// [`WarmUp::Request`](crate::plan::WarmUp::Request) every connection then
+/// answers the run's first request once, unmeasured, all at once (a thread
+/// each), within [`WARM_BUDGET_NS`] (or the timeout) and never past a stop;
+/// one whose warm-up failed, or that the server closed after its answer, is
+/// replaced once and used unwarmed. A connection that cannot be replaced,
+/// or has bytes before any request twice, is left out; so is one on which
+/// bytes came after its warm-up answer. Returns the connections kept.
+pub fn warm_start<C: WarmConn>(
+    plan: &Plan<'_>,
+    control: &Control,
+    conns: Vec<C>,
+    mut open: impl FnMut() -> Option<C>,
+    warm: &mut Warm,
+) -> Vec<C> {
+    let settle = Duration::from_nanos(crate::plan::SETTLE_NS);
+    std::thread::sleep(settle);
+    let mut reopen = |warm: &mut Warm| {
+        let fresh = open();
+        warm.reopened += u64::from(fresh.is_some());
+        fresh
+    };
+    // 1. Bytes before any request: open once more, then look again.
+    let mut checked = Vec::with_capacity(conns.len());
+    let mut again = false;
+    for mut c in conns {
+        if !c.early_bytes() {
+            checked.push((c, false));
+            continue;
+        }
+        warm.unsolicited += 1;
+        drop(c);
+        if let Some(fresh) = reopen(warm) {
+            checked.push((fresh, true));
+            again = true;
+        }
+    }
+    if again {
+        std::thread::sleep(settle);
+    }
+    let mut kept = Vec::with_capacity(checked.len());
+    for (mut c, again) in checked {
+        if again && c.early_bytes() {
+            warm.unsolicited += 1;
+        } else {
+            kept.push(c);
+        }
+    }
+    if plan.warm_up != crate::plan::WarmUp::Request || kept.is_empty() {
+        return kept;
+    }
+    // 2. One request on each, all at once.
+    let started = Instant::now();
+    let budget = Duration::from_nanos(plan.timeout_ns.min(WARM_BUDGET_NS));
+    let give_up = || control.stopped() || started.elapsed() >= budget;
+    let replies: Vec<WarmReply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kept
+            .iter_mut()
+            .map(|c| {
+                let give_up = &give_up;
+                scope.spawn(move || c.warm(plan, give_up))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(WarmReply::Failed))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(kept.len());
+    for (c, reply) in kept.into_iter().zip(replies) {
+        warm.requests += 1;
+        match reply {
+            WarmReply::Answered {
+                service_ns,
+                keep_alive,
+            } => {
+                warm.answered += 1;
+                warm.service_ns.push(service_ns);
+                if keep_alive {
+                    out.push(c);
+                    continue;
+                }
+            }
+            WarmReply::Failed => warm.failed += 1,
+        }
+        // Closed by the server after its answer, or no usable answer:
+        // open once more, unwarmed.
+        drop(c);
+        out.extend(reopen(warm));
+    }
+    // Bytes that came after a warm-up response: not the run's either.
+    out.retain_mut(|c| {
+        let early = c.early_bytes();
+        warm.unsolicited += u64::from(early);
+        !early
+    });
+    out
+}
+
 /// The longest the warm-up requests may take, all connections together
 /// (they run at once): the request timeout, at most 2 s. A connection not
 /// answered by then is opened again and used unwarmed.

@@ -7,10 +7,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use metronome_core::engine::{warm_up, WarmConn, WarmReply};
 use metronome_core::exchange::{compact, Exchange, Feed, Idle, GAP_CAP};
 use metronome_core::ledger::Finish;
 use metronome_core::measure::{ErrorKind, StreamTiming};
-use metronome_core::plan::READ_BUF_BYTES;
+use metronome_core::plan::{Plan, READ_BUF_BYTES};
 
 use crate::clock::Clock;
 use crate::sys::{peek_now, recv_now, send_now, wait_readable_or_writable};
@@ -129,6 +130,48 @@ pub(crate) struct Conn {
     /// (core's `linger_ns`), and until when for the current request.
     pub(crate) linger_ns: u64,
     linger_until_ns: u64,
+}
+
+/// A pre-opened connection during the warm start (core's [`WarmConn`]).
+impl WarmConn for Conn {
+    /// Bytes or a close while idle ([`Conn::health`]; closes it).
+    fn early_bytes(&mut self) -> bool {
+        !matches!(self.health(), Health::Alive)
+    }
+
+    /// The warm-up exchange through core's [`warm_up`], over the socket or
+    /// its TLS session, with 20 ms read and write slices; a connection
+    /// without a usable answer is closed.
+    fn warm(&mut self, plan: &Plan<'_>, give_up: &(dyn Fn() -> bool + Sync)) -> WarmReply {
+        let Some(sock) = self.stream.as_ref() else {
+            return WarmReply::Failed;
+        };
+        let slice = Some(Duration::from_millis(20));
+        if sock.set_read_timeout(slice).is_err() || sock.set_write_timeout(slice).is_err() {
+            return WarmReply::Failed;
+        }
+        self.read_timeout = slice;
+        self.write_timeout = slice;
+        let request = plan.requests[0];
+        let reply = match self.tls.as_deref_mut() {
+            None => warm_up(&mut &*sock, &mut self.exchange, request, give_up),
+            Some(tls) => {
+                let mut io = sock;
+                let mut stream = rustls::Stream::new(tls, &mut io);
+                warm_up(&mut stream, &mut self.exchange, request, give_up)
+            }
+        };
+        if !matches!(
+            reply,
+            WarmReply::Answered {
+                keep_alive: true,
+                ..
+            }
+        ) {
+            self.close();
+        }
+        reply
+    }
 }
 
 impl Conn {

@@ -6,20 +6,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{
-    Control, EngineError, Origin, RunOutput, Setup, Warm, WARM_BUDGET_NS,
-};
+use metronome_core::engine::{warm_start, Control, EngineError, Origin, RunOutput, Setup, Warm};
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{Interval, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::plan::{
     linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, BACKLOG_STOP_CHECK, FRESH_SETTLE_NS,
-    SETTLE_NS,
 };
 use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
-use crate::conn::{Conn, Exchanged, Health, Outcome};
+use crate::conn::{Conn, Exchanged, Health};
 use crate::tls::Tls;
 
 /// A due request waiting for a connection.
@@ -125,7 +122,16 @@ pub(crate) fn run(
     let mut warm = Warm::default();
     let opened_first = pre.len() as u64;
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
-        pre = warm_up_all(plan, control, connect_timeout, &mut setup, pre, &mut warm);
+        // Core's warm start over this engine's connections.
+        let open = || {
+            let mut c =
+                Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned()).ok()?;
+            if let Some(o) = c.opened.take() {
+                setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+            }
+            Some(c)
+        };
+        pre = warm_start(plan, control, pre, open, &mut warm);
     }
     let warm_service_ns = warm.median_service_ns();
     // The pacer's share of the offered rate: its shard's.
@@ -597,132 +603,6 @@ fn count_open(shared: &Shared) {
     shared.opened.fetch_add(1, Ordering::Relaxed);
     let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.peak_connections.fetch_max(now, Ordering::Relaxed);
-}
-
-/// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
-/// with bytes before any request is closed and opened once more (counted
-/// as unsolicited); with [`WarmUp::Request`] every connection then answers
-/// the run's first request once, unmeasured, through the engine's own
-/// exchange, all at once (a thread each), within [`WARM_BUDGET_NS`] (or
-/// the timeout) and never past a stop. A connection whose warm-up failed is
-/// opened once more and used as it is; one that cannot be opened again, or
-/// has bytes before any request twice, is left out. Returns the
-/// connections kept.
-fn warm_up_all(
-    plan: &Plan<'_>,
-    control: &Control,
-    timeout: Duration,
-    setup: &mut Setup,
-    pre: Vec<Conn>,
-    warm: &mut Warm,
-) -> Vec<Conn> {
-    let settle = Duration::from_nanos(SETTLE_NS);
-    std::thread::sleep(settle);
-    let reopen = |conn: &mut Conn, setup: &mut Setup, warm: &mut Warm| {
-        conn.close();
-        let r = conn.reopen(plan.addr, timeout);
-        if let Some(o) = conn.opened.take() {
-            setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
-        }
-        warm.reopened += u64::from(r.is_ok());
-        r.is_ok()
-    };
-    // 1. Bytes before any request: open once more, then look again.
-    let mut checked = Vec::with_capacity(pre.len());
-    let mut again = false;
-    for mut conn in pre {
-        if matches!(conn.health(), Health::Alive) {
-            checked.push((conn, false));
-        } else {
-            warm.unsolicited += 1;
-            if reopen(&mut conn, setup, warm) {
-                checked.push((conn, true));
-                again = true;
-            }
-        }
-    }
-    if again {
-        std::thread::sleep(settle);
-    }
-    let mut kept = Vec::with_capacity(checked.len());
-    for (mut conn, again) in checked {
-        if again && !matches!(conn.health(), Health::Alive) {
-            warm.unsolicited += 1;
-        } else {
-            kept.push(conn);
-        }
-    }
-    if plan.warm_up != WarmUp::Request || kept.is_empty() {
-        return kept;
-    }
-    // 2. One request on each, all at once; a stop ends the wait.
-    let clock = Clock::start();
-    let budget = plan.timeout_ns.min(WARM_BUDGET_NS);
-    let end = AtomicU64::new(budget);
-    let done = AtomicUsize::new(0);
-    let replies: Vec<Option<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = kept
-            .iter_mut()
-            .map(|conn| {
-                let (clock, end, done) = (&clock, &end, &done);
-                scope.spawn(move || {
-                    let sent_ns = clock.now_ns();
-                    let ended = conn.exchange(
-                        clock,
-                        plan.requests[0],
-                        sent_ns,
-                        sent_ns,
-                        budget,
-                        end,
-                        (true, false),
-                    );
-                    done.fetch_add(1, Ordering::Relaxed);
-                    match ended {
-                        Exchanged::Done {
-                            done_ns,
-                            outcome: Outcome::Ok | Outcome::Status(_) | Outcome::Stream { .. },
-                            unsolicited: false,
-                        } => Some(done_ns.saturating_sub(sent_ns)),
-                        _ => None,
-                    }
-                })
-            })
-            .collect();
-        let n = handles.len();
-        while done.load(Ordering::Relaxed) < n {
-            if control.stopped() {
-                end.store(0, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(None))
-            .collect()
-    });
-    let mut out = Vec::with_capacity(kept.len());
-    for (mut conn, reply) in kept.into_iter().zip(replies) {
-        warm.requests += 1;
-        match reply {
-            Some(service_ns) => {
-                warm.answered += 1;
-                warm.service_ns.push(service_ns);
-            }
-            None => warm.failed += 1,
-        }
-        // Closed by the server after its answer, or no usable answer:
-        // open once more, unwarmed.
-        if (reply.is_some() && conn.is_open()) || reopen(&mut conn, setup, warm) {
-            out.push(conn);
-        }
-    }
-    // Bytes that came after a warm-up response: not the run's either.
-    out.retain_mut(|c| {
-        let early = !matches!(c.health(), Health::Alive);
-        warm.unsolicited += u64::from(early);
-        !early
-    });
-    out
 }
 
 /// A connection opened during the run waits [`FRESH_SETTLE_NS`] before its first

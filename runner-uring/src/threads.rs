@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use rustls::ClientConnection;
 
 use metronome_core::engine::{
-    warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmReply, WARM_BUDGET_NS,
+    warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmConn, WarmReply,
 };
-use metronome_core::plan::{Model, Plan, WarmUp, SETTLE_NS};
+use metronome_core::plan::{Model, Plan, WarmUp};
 use metronome_core::schedule::Shard;
 
 use crate::clock::Clock;
@@ -110,15 +110,17 @@ pub(crate) fn run(
     let mut warm = Warm::default();
     let opened_first = streams.len() as u64;
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() {
-        streams = warm_up_all(
-            plan,
-            control,
-            opts,
-            connect_timeout,
-            &mut setup,
-            streams,
-            &mut warm,
-        );
+        // Core's warm start over this engine's blocking pre-clock I/O.
+        let pre: Vec<Pre> = streams.into_iter().map(Pre).collect();
+        let open = || {
+            pre_open(plan, opts, connect_timeout, &mut setup)
+                .ok()
+                .map(Pre)
+        };
+        streams = warm_start(plan, control, pre, open, &mut warm)
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
     }
     let kept = streams.len() as u64;
     threads = threads.min(streams.len()).max(1);
@@ -223,135 +225,49 @@ pub(crate) fn run(
 
 type Stream = (TcpStream, Option<Box<ClientConnection>>);
 
-/// True when bytes (or a close) already wait on a connection no request
-/// was sent on. Over TLS only plaintext counts (a session ticket is not a
-/// response), so the check is left to the warm-up request and the run.
-fn early_bytes(s: &Stream) -> bool {
-    if s.1.is_some() {
-        return false;
-    }
-    let mut b = [0u8; 1];
-    if s.0.set_nonblocking(true).is_err() {
-        return true;
-    }
-    let seen = !matches!(s.0.peek(&mut b), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock);
-    let _ = s.0.set_nonblocking(false);
-    seen
-}
+/// A pre-opened connection during the warm start (core's [`WarmConn`]).
+struct Pre(Stream);
 
-/// The warm start (core's [`WarmUp`]): after [`SETTLE_NS`], a connection
-/// with bytes before any request is closed and opened once more (counted
-/// as unsolicited); with [`WarmUp::Request`] every connection then answers
-/// the run's first request once, unmeasured, all at once (a thread each),
-/// within [`WARM_BUDGET_NS`] (or the timeout) and never past a stop. A
-/// connection whose warm-up failed is opened once more and used as it is;
-/// one that cannot be opened again, or has bytes before any request twice,
-/// is left out. Returns the connections kept.
-fn warm_up_all(
-    plan: &Plan<'_>,
-    control: &Control,
-    opts: &UringOptions,
-    timeout: Duration,
-    setup: &mut Setup,
-    streams: Vec<Stream>,
-    warm: &mut Warm,
-) -> Vec<Stream> {
-    let settle = Duration::from_nanos(SETTLE_NS);
-    std::thread::sleep(settle);
-    // 1. Bytes before any request: open once more, then look again.
-    let mut checked = Vec::with_capacity(streams.len());
-    let mut reopened = false;
-    for s in streams {
-        if !early_bytes(&s) {
-            checked.push((s, false));
-            continue;
+impl WarmConn for Pre {
+    /// Bytes (or a close) on the socket. Over TLS only plaintext counts (a
+    /// session ticket is not a response), so the check is left to the
+    /// warm-up request and the run.
+    fn early_bytes(&mut self) -> bool {
+        let (sock, tls) = &self.0;
+        if tls.is_some() {
+            return false;
         }
-        warm.unsolicited += 1;
-        if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
-            warm.reopened += 1;
-            checked.push((fresh, true));
-            reopened = true;
+        let mut b = [0u8; 1];
+        if sock.set_nonblocking(true).is_err() {
+            return true;
         }
+        let seen =
+            !matches!(sock.peek(&mut b), Err(ref e) if e.kind() == io::ErrorKind::WouldBlock);
+        let _ = sock.set_nonblocking(false);
+        seen
     }
-    if reopened {
-        std::thread::sleep(settle);
-    }
-    let mut kept: Vec<Stream> = Vec::with_capacity(checked.len());
-    for (s, again) in checked {
-        if again && early_bytes(&s) {
-            warm.unsolicited += 1;
-        } else {
-            kept.push(s);
-        }
-    }
-    if plan.warm_up != WarmUp::Request || kept.is_empty() {
-        return kept;
-    }
-    // 2. One request on each, all at once.
-    let started = Instant::now();
-    let budget = Duration::from_nanos(plan.timeout_ns.min(WARM_BUDGET_NS));
-    let give_up = || control.stopped() || started.elapsed() >= budget;
-    let slice = Duration::from_millis(20);
-    let replies: Vec<WarmReply> = std::thread::scope(|scope| {
-        let handles: Vec<_> = kept
-            .iter_mut()
-            .map(|s| {
-                scope.spawn(move || {
-                    let mut exchange = plan.exchange();
-                    let _ = s.0.set_read_timeout(Some(slice));
-                    let _ = s.0.set_write_timeout(Some(slice));
-                    let request = plan.requests[0];
-                    let reply = match s.1.as_deref_mut() {
-                        None => warm_up(&mut &s.0, &mut exchange, request, give_up),
-                        Some(tls) => {
-                            let mut sock = &s.0;
-                            let mut io = rustls::Stream::new(tls, &mut sock);
-                            warm_up(&mut io, &mut exchange, request, give_up)
-                        }
-                    };
-                    let _ = s.0.set_read_timeout(None);
-                    let _ = s.0.set_write_timeout(None);
-                    reply
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(WarmReply::Failed))
-            .collect()
-    });
-    let mut out = Vec::with_capacity(kept.len());
-    for (s, reply) in kept.into_iter().zip(replies) {
-        warm.requests += 1;
-        match reply {
-            WarmReply::Answered {
-                service_ns,
-                keep_alive,
-            } => {
-                warm.answered += 1;
-                warm.service_ns.push(service_ns);
-                if keep_alive {
-                    out.push(s);
-                    continue;
-                }
+
+    /// The warm-up exchange through core's [`warm_up`], over the socket or
+    /// its TLS session, with 20 ms read and write slices.
+    fn warm(&mut self, plan: &Plan<'_>, give_up: &(dyn Fn() -> bool + Sync)) -> WarmReply {
+        let (sock, tls) = &mut self.0;
+        let slice = Duration::from_millis(20);
+        let mut exchange = plan.exchange();
+        let _ = sock.set_read_timeout(Some(slice));
+        let _ = sock.set_write_timeout(Some(slice));
+        let request = plan.requests[0];
+        let reply = match tls.as_deref_mut() {
+            None => warm_up(&mut &*sock, &mut exchange, request, give_up),
+            Some(tls) => {
+                let mut io = &*sock;
+                let mut stream = rustls::Stream::new(tls, &mut io);
+                warm_up(&mut stream, &mut exchange, request, give_up)
             }
-            WarmReply::Failed => warm.failed += 1,
-        }
-        // Closed by the server after its answer, or no usable answer:
-        // open once more, unwarmed.
-        drop(s);
-        if let Ok(fresh) = pre_open(plan, opts, timeout, setup) {
-            warm.reopened += 1;
-            out.push(fresh);
-        }
+        };
+        let _ = sock.set_read_timeout(None);
+        let _ = sock.set_write_timeout(None);
+        reply
     }
-    // Bytes that came after a warm-up response: not the run's either.
-    out.retain(|s| {
-        let early = early_bytes(s);
-        warm.unsolicited += u64::from(early);
-        !early
-    });
-    out
 }
 
 /// Opens one connection before the clock starts, with its TLS handshake
