@@ -256,9 +256,17 @@ pub struct RunArgs {
     /// time needs (1.5 x rate x service time), a few at a time.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: u32,
-    /// Requests in flight (sent or waiting for a connection) above which a due request is dropped.
-    #[arg(long, default_value_t = 10_000)]
-    pub max_in_flight: u32,
+    /// Requests in flight (sent or waiting for a connection) above which a
+    /// due request is dropped [default: 10000; with --max-concurrency, the
+    /// whole schedule (at most 1,000,000), so nothing is dropped].
+    #[arg(long)]
+    pub max_in_flight: Option<u32>,
+    /// At most N requests at the server at once: a due request above the
+    /// cap waits in order for a slot (vLLM bench's --max-concurrency),
+    /// its latency still from its intended time, the wait reported as
+    /// `waited`; --max-in-flight drops instead. Sets --max-connections.
+    #[arg(long, value_name = "N", conflicts_with_all = ["max_connections", "closed"])]
+    pub max_concurrency: Option<u32>,
     /// A request unanswered this long after its send is a timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,

@@ -135,6 +135,14 @@ pub struct Plan<'a> {
     /// Above this many requests in flight (sent or waiting for a connection),
     /// a due request is dropped and counted.
     pub max_in_flight: u32,
+    /// At most this many requests at the server at once, the others
+    /// waiting in order (vLLM bench's `--max-concurrency`): the engines keep
+    /// it as [`Plan::max_connections`], which must not exceed it (one
+    /// request per HTTP/1.1 connection), and a due request above it waits
+    /// for a connection, its latency from its intended time, rather than
+    /// being dropped (up to [`Plan::max_in_flight`] in flight and waiting).
+    /// `None`: no cap but the connection and in-flight limits.
+    pub max_concurrency: Option<u32>,
     /// A request unanswered this long after its send is a timeout; also how
     /// long the engine waits for replies in flight after the schedule ends.
     pub timeout_ns: u64,
@@ -332,6 +340,10 @@ pub enum PlanError {
     MaxConnectionsBelowConnections,
     /// [`Plan::max_in_flight`] is 0: allow at least one request in flight.
     MaxInFlightZero,
+    /// [`Plan::max_concurrency`] is 0, below [`Plan::max_connections`], or
+    /// set for a closed loop: give a cap of at least one, at least the
+    /// connection limit, for an open loop.
+    MaxConcurrency,
     /// [`Plan::duration_ns`] is 0: give a positive measured duration.
     ZeroDuration,
     /// [`Plan::interval_ns`] is 0: give a positive report interval.
@@ -358,6 +370,10 @@ impl fmt::Display for PlanError {
                 "the connection limit must be at least the number of pre-opened connections"
             }
             PlanError::MaxInFlightZero => "at least one request must be allowed in flight",
+            PlanError::MaxConcurrency => {
+                "the concurrency cap must be at least 1 and at least the connection limit, \
+                 in an open loop"
+            }
             PlanError::ZeroDuration => "the measured duration must be positive",
             PlanError::ZeroInterval => "the report interval must be positive",
             PlanError::ClosedWithoutWorkers => "a closed loop needs at least one worker",
@@ -405,6 +421,10 @@ impl Plan<'_> {
     /// p.max_connections = 3;
     /// assert_eq!(p.validate(), Err(PlanError::MaxConnectionsBelowConnections));
     /// p.max_connections = 4;
+    /// p.max_concurrency = Some(3); // the cap is the connections' limit
+    /// assert_eq!(p.validate(), Err(PlanError::MaxConcurrency));
+    /// p.max_concurrency = Some(4);
+    /// assert_eq!(p.validate(), Ok(()));
     /// p.rate = 0.0;
     /// assert_eq!(p.validate(), Err(PlanError::Schedule(ScheduleError::InvalidRate)));
     /// ```
@@ -420,6 +440,11 @@ impl Plan<'_> {
         }
         if self.max_in_flight == 0 {
             return Err(PlanError::MaxInFlightZero);
+        }
+        if let Some(cap) = self.max_concurrency {
+            if cap == 0 || self.max_connections > cap || self.model != Model::Open {
+                return Err(PlanError::MaxConcurrency);
+            }
         }
         if self.duration_ns == 0 {
             return Err(PlanError::ZeroDuration);
@@ -577,6 +602,7 @@ pub fn example_plan() -> Plan<'static> {
         connections: 4,
         max_connections: 64,
         max_in_flight: 1024,
+        max_concurrency: None,
         timeout_ns: 2_000_000_000,
         protocol: Protocol::Http,
         model: Model::Open,

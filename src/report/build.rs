@@ -145,6 +145,7 @@ impl Report {
             },
             seed: plan.seed,
             shard: format!("{}/{}", plan.shard.index, plan.shard.count),
+            max_concurrency: plan.max_concurrency,
             closed_workers: match plan.model {
                 PlanModel::Closed { workers, .. } => workers,
                 PlanModel::Open => 0,
@@ -244,7 +245,12 @@ impl Report {
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {
-            report.generator.behind = behind(&report.intervals, Some(plan));
+            report.generator.behind = behind(
+                &report.intervals,
+                Some(plan),
+                plan.max_concurrency,
+                report.duration_s,
+            );
         }
         report.generator.warnings.extend(warnings(&report, plan));
         report
@@ -316,16 +322,29 @@ const MIN_DELAYED: f64 = 3.0;
 /// (core's `LATE_NS`; a wait for a connection included) or never sent;
 /// consecutive intervals of the same cause form one stretch, and its
 /// sentence carries the stretch's totals. `plan` (absent in a merge) puts
-/// the limits in the sentences.
-pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behind> {
+/// the limits in the sentences; with a `--max-concurrency` cap (`cap`),
+/// waits with every connection busy are the cap's (`concurrency_limit`),
+/// as the user asked, not an exhausted pool.
+///
+/// `end_s` is the measured duration: where the last interval of a series
+/// of one ends.
+pub fn behind(
+    intervals: &[IntervalReport],
+    plan: Option<&Plan<'_>>,
+    cap: Option<u32>,
+    end_s: f64,
+) -> Vec<Behind> {
     let width = match intervals {
         [a, b, ..] => b.start_s - a.start_s,
-        _ => 0.0,
+        [a] => (end_s - a.start_s).max(0.0),
+        [] => 0.0,
     };
     // Runs of consecutive intervals with one cause: (cause, first, last).
     let mut runs: Vec<(&'static str, usize, usize)> = Vec::new();
     for (i, iv) in intervals.iter().enumerate() {
-        let Some(cause) = cause(iv) else { continue };
+        let Some(cause) = cause(iv, cap.is_some()) else {
+            continue;
+        };
         match runs.last_mut() {
             Some((c, _, last)) if *c == cause && *last + 1 == i => *last = i,
             _ => runs.push((cause, i, i)),
@@ -342,7 +361,7 @@ pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behi
                 until_s,
                 intervals: stretch.len() as u64,
                 cause: cause.to_string(),
-                detail: detail(cause, &total(stretch), plan),
+                detail: detail(cause, &total(stretch), plan, cap),
             }
         })
         .collect()
@@ -374,7 +393,7 @@ fn total(stretch: &[IntervalReport]) -> IntervalReport {
 
 /// Why an interval is behind its schedule, or `None` when it kept it (see
 /// [`behind`] for the materiality rule).
-fn cause(iv: &IntervalReport) -> Option<&'static str> {
+fn cause(iv: &IntervalReport, capped: bool) -> Option<&'static str> {
     // Reports from before `scheduled` was kept: the sends stand in.
     let due = iv.scheduled.max(iv.sent + iv.dropped) as f64;
     let delayed = (iv.dropped + iv.late + iv.unsent) as f64;
@@ -387,7 +406,11 @@ fn cause(iv: &IntervalReport) -> Option<&'static str> {
     } else if iv.dropped > 0 {
         Some("in_flight_limit")
     } else if waits_dominate(iv) && iv.pool_full > 0 {
-        Some("pool_exhausted")
+        Some(if capped {
+            "concurrency_limit"
+        } else {
+            "pool_exhausted"
+        })
     } else if waits_dominate(iv) {
         Some("server_slower")
     } else {
@@ -408,8 +431,16 @@ fn waits_dominate(iv: &IntervalReport) -> bool {
 }
 
 /// The sentence of a stretch, with its totals (`t`, see [`total`]).
-fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>) -> String {
+fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<u32>) -> String {
     match cause {
+        "concurrency_limit" => format!(
+            "{} requests waited for one of the --max-concurrency {} slots, as asked, while {} \
+             responses arrived: their latency (from the intended time) includes the wait, their \
+             service time does not",
+            t.pool_full,
+            cap.unwrap_or(0),
+            t.ok + t.errors
+        ),
         "in_flight_limit" => format!(
             "{} due requests were dropped above --max-in-flight{} (latency p50 up to {:.3} ms): \
              the server answers slower than requests arrive, or the limit is too low",
@@ -507,6 +538,20 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
                 .sum::<u64>()
         })
         .sum();
+    let capped: u64 = r
+        .generator
+        .behind
+        .iter()
+        .filter(|b| b.cause == "concurrency_limit")
+        .map(|b| b.intervals)
+        .sum();
+    if let (Some(cap), true) = (r.max_concurrency, capped > 0) {
+        w.push(format!(
+            "requests waited for one of the --max-concurrency {cap} slots (queued, as asked): \
+             their latency from the intended time includes the wait (send lag p99 {lag_p99:.3} \
+             ms); the service time excludes it"
+        ));
+    }
     if plan.model == PlanModel::Open && at_limit > 0 {
         w.push(format!(
             "the connection pool was exhausted ({} connections): {at_limit} requests waited for \
@@ -514,7 +559,13 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
              (raise --max-connections to send on time)",
             plan.max_connections
         ));
-    } else if r.model == Model::Open && lag_p99 > 1.0 && !r.generator.behind.is_empty() {
+    } else if r.model == Model::Open
+        && lag_p99 > 1.0
+        && r.generator
+            .behind
+            .iter()
+            .any(|b| b.cause != "concurrency_limit")
+    {
         // Only when it was material: some interval is behind (above).
         w.push(format!(
             "the generator fell behind its schedule: send lag p99 is {lag_p99:.3} ms (max {:.3} ms); \
@@ -787,7 +838,7 @@ mod tests {
             iv(8.0, 6, 0, 40, 0, 0.10), // waits below the limit
             iv(9.0, 3, 0, 7, 0, 0.10),  // still: one stretch
         ];
-        let got: Vec<_> = behind(&series, None)
+        let got: Vec<_> = behind(&series, None, None, 1.0)
             .into_iter()
             .map(|b| (b.from_s, b.until_s, b.intervals, b.cause))
             .collect();
@@ -803,7 +854,7 @@ mod tests {
         for (g, w) in got.iter().zip(want) {
             assert_eq!((g.0, g.1, g.2, g.3.as_str()), w);
         }
-        let all = behind(&series, None);
+        let all = behind(&series, None, None, 1.0);
         assert_eq!(
             all[0].detail,
             "the pacing threads worked 95% of the time (busy-wait excluded; send-lag p99 1.500 \
@@ -823,27 +874,54 @@ mod tests {
              ms): the server answered slower than before"
         );
         // The last interval of a run ends one interval width after its start.
-        let tail = behind(&[iv(0.0, 0, 0, 0, 0, 0.0), iv(0.5, 5, 0, 0, 0, 0.0)], None);
+        let tail = behind(
+            &[iv(0.0, 0, 0, 0, 0, 0.0), iv(0.5, 5, 0, 0, 0, 0.0)],
+            None,
+            None,
+            1.0,
+        );
         assert_eq!((tail[0].from_s, tail[0].until_s), (0.5, 1.0));
-        assert!(behind(&[iv(0.0, 1, 0, 0, 0, 0.0)], None).is_empty());
+        assert!(behind(&[iv(0.0, 1, 0, 0, 0, 0.0)], None, None, 1.0).is_empty());
         // Waits after the generator was descheduled: the sends were late
         // before they waited, so the cause is the host, not the server.
         let caught_up = IntervalReport {
             late_waiting: 1,
             ..iv(0.0, 40, 0, 30, 0, 0.1)
         };
-        assert_eq!(behind(&[caught_up], None)[0].cause, "descheduled");
+        assert_eq!(
+            behind(&[caught_up], None, None, 1.0)[0].cause,
+            "descheduled"
+        );
         // Two late sends of 20 are over 1% but under 3: a hiccup.
         let small = IntervalReport {
             scheduled: 20,
             sent: 20,
             ..iv(0.0, 2, 0, 0, 0, 0.0)
         };
-        assert!(behind(std::slice::from_ref(&small), None).is_empty());
+        assert!(behind(std::slice::from_ref(&small), None, None, 1.0).is_empty());
         assert_eq!(
-            behind(&[IntervalReport { late: 3, ..small }], None).len(),
+            behind(&[IntervalReport { late: 3, ..small }], None, None, 1.0).len(),
             1
         );
+    }
+
+    /// With `--max-concurrency`, waits with every connection busy are the
+    /// cap's, not an exhausted pool; a series of one interval ends at the
+    /// measured duration.
+    #[test]
+    fn waits_under_a_concurrency_cap_are_the_caps() {
+        let waits = [iv(0.0, 30, 0, 30, 30, 0.1)];
+        let b = behind(&waits, None, Some(4), 0.75);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].cause, "concurrency_limit");
+        assert_eq!((b[0].from_s, b[0].until_s), (0.0, 0.75));
+        assert!(
+            b[0].detail
+                .starts_with("30 requests waited for one of the --max-concurrency 4 slots"),
+            "{}",
+            b[0].detail
+        );
+        assert_eq!(behind(&waits, None, None, 0.75)[0].cause, "pool_exhausted");
     }
 
     /// A stretch's sentence counts every interval of it: two intervals
@@ -851,7 +929,7 @@ mod tests {
     #[test]
     fn a_stretch_sentence_carries_its_totals() {
         let series = [iv(0.0, 0, 347, 0, 0, 0.1), iv(1.0, 0, 350, 0, 0, 0.1)];
-        let b = behind(&series, None);
+        let b = behind(&series, None, None, 1.0);
         assert_eq!(b.len(), 1);
         assert!(
             b[0].detail.starts_with("697 due requests were dropped"),

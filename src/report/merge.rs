@@ -650,7 +650,7 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         .sum();
     g.stopped = reports.iter().any(|r| r.generator.stopped);
     g.behind = if m.model == crate::report::Model::Open {
-        crate::report::build::behind(&m.intervals, None)
+        crate::report::build::behind(&m.intervals, None, m.max_concurrency, m.duration_s)
     } else {
         Vec::new()
     };

@@ -55,6 +55,10 @@ pub struct Report {
     pub shard: String,
     /// Closed-loop workers (0 for the open model).
     pub closed_workers: u32,
+    /// `--max-concurrency`: at most this many requests at the server at
+    /// once, the others waiting in order (absent without the cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
     /// Offered rate, requests per second (0 for the closed model).
     pub offered_rps: f64,
     /// Requests sent per second of the measured duration.

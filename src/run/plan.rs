@@ -417,11 +417,17 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
     UsageError(match e {
         PlanError::NoConnections => "--connections must be at least 1".into(),
         PlanError::MaxConnectionsBelowConnections => format!(
-            "--max-connections {} is below --connections {}",
-            args.max_connections,
+            "{} {} is below --connections {}",
+            if args.max_concurrency.is_some() {
+                "--max-concurrency"
+            } else {
+                "--max-connections"
+            },
+            max_connections(args),
             args.connections.unwrap_or(0)
         ),
         PlanError::MaxInFlightZero => "--max-in-flight must be at least 1".into(),
+        PlanError::MaxConcurrency => "--max-concurrency must be at least 1".into(),
         PlanError::ZeroDuration => "--duration must be positive".into(),
         PlanError::ZeroInterval => "--interval must be positive".into(),
         PlanError::ClosedWithoutWorkers => "--closed needs at least 1 worker".into(),
@@ -482,9 +488,36 @@ fn warm_up(arg: WarmUpArg, first: &[u8]) -> WarmUp {
 fn connections(args: &RunArgs, rate: f64, shard: Shard) -> u32 {
     args.connections.unwrap_or_else(|| {
         let rate = rate / f64::from(shard.count.max(1));
-        metronome_core::pool::default_connections(rate).min(args.max_connections.max(1))
+        metronome_core::pool::default_connections(rate).min(max_connections(args).max(1))
     })
 }
+
+/// `--max-connections`, or the `--max-concurrency` cap (one request per
+/// connection at a time, so the connections are the cap).
+pub(super) fn max_connections(args: &RunArgs) -> u32 {
+    args.max_concurrency.unwrap_or(args.max_connections)
+}
+
+/// `--max-in-flight` when given; else 10,000, or with `--max-concurrency`
+/// room for the whole schedule (its peak rate over its span, plus a
+/// tenth and 1,024 for Poisson's spread, at most [`QUEUE_MAX`]), so a
+/// capped run queues rather than drops.
+fn max_in_flight(args: &RunArgs, load: &super::profile::Load) -> u32 {
+    if let Some(n) = args.max_in_flight {
+        return n;
+    }
+    if args.max_concurrency.is_none() {
+        return 10_000;
+    }
+    let span_s = (load.duration_ns as f64 + ns(args.warmup) as f64) * 1e-9;
+    let schedule = load.rate * span_s * 1.1 + 1024.0;
+    schedule.clamp(10_000.0, f64::from(QUEUE_MAX)) as u32
+}
+
+/// The most requests a `--max-concurrency` run holds waiting by default:
+/// the engines reserve their queue before the clock (40 bytes a request
+/// on the io_uring engine, so 40 MB at most).
+pub const QUEUE_MAX: u32 = 1_000_000;
 
 fn ns(d: Duration) -> u64 {
     d.as_nanos().min(u128::from(u64::MAX)) as u64
@@ -511,8 +544,9 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         duration_ns: p.load.duration_ns,
         warmup_ns: ns(args.warmup),
         connections: connections(args, p.load.rate, p.shard),
-        max_connections: args.max_connections,
-        max_in_flight: args.max_in_flight,
+        max_connections: max_connections(args),
+        max_in_flight: max_in_flight(args, &p.load),
+        max_concurrency: args.max_concurrency,
         timeout_ns: ns(args.timeout),
         protocol: if args.openai {
             Protocol::OpenAiSse
