@@ -34,6 +34,14 @@ fn parse_spin(text: &str) -> Result<SpinArg, String> {
         .map_err(|e| format!("{e}, or auto"))
 }
 
+/// A fraction in 0..=1 (`--prefix-share`).
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("`{text}` is not a fraction from 0 to 1")),
+    }
+}
+
 /// metronome: an open-loop load generator with honest latency.
 ///
 /// Requests leave on a precomputed schedule of intended send times and never
@@ -316,13 +324,31 @@ pub struct RunArgs {
         conflicts_with = "input_len"
     )]
     pub dataset: Option<PathBuf>,
-    /// Synthetic prompts of N words (the token proxy), drawn from a fixed vocabulary by --seed.
-    #[arg(long, value_name = "N", requires = "openai", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub input_len: Option<u32>,
-    /// Output length of every request (its max-tokens field), over a dataset's own lengths.
-    #[arg(long, value_name = "M", requires = "openai", conflicts_with = "max_tokens",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub output_len: Option<u32>,
+    /// Synthetic prompts of N words (the token proxy), drawn from a fixed vocabulary by
+    /// --seed; or lengths drawn per prompt: normal:MEAN,SD or uniform:LO..HI.
+    #[arg(long, value_name = "N", requires = "openai")]
+    pub input_len: Option<crate::run::lengths::Length>,
+    /// A prefix of N words shared by --prefix-share of the synthetic prompts (in front of
+    /// their own --input-len words), so a server's prefix cache can serve it.
+    #[arg(long, value_name = "N", requires = "input_len", conflicts_with = "cache_bust",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub prefix_len: Option<u32>,
+    /// The fraction of synthetic prompts that carry the --prefix-len prefix [default: 1].
+    #[arg(long, value_name = "F", requires = "prefix_len", value_parser = parse_fraction)]
+    pub prefix_share: Option<f64>,
+    /// Put a word unique to each prompt and to this run in front of every prompt, so no
+    /// prefix cache (not even a previous run's) serves any of it.
+    #[arg(long, requires = "openai")]
+    pub cache_bust: bool,
+    /// Output length of every request (its max-tokens field), over a dataset's own lengths;
+    /// or drawn per prompt: normal:MEAN,SD or uniform:LO..HI.
+    #[arg(
+        long,
+        value_name = "M",
+        requires = "openai",
+        conflicts_with = "max_tokens"
+    )]
+    pub output_len: Option<crate::run::lengths::Length>,
     /// Output-length cap sent with --openai when the prompt gives none.
     #[arg(long, default_value_t = 128, requires = "openai")]
     pub max_tokens: u32,

@@ -475,3 +475,85 @@ fn bad_input_is_one_line_and_an_exit_code() {
     );
     assert_eq!(r.workload.unwrap().model, "x/y");
 }
+
+/// The prompts on the wire for prefix-cache tests: `--cache-bust` makes
+/// every request's prompt unique (and unique to the run), `--prefix-len`
+/// puts the same words in front of every synthetic prompt, and drawn
+/// output lengths stay in their range.
+#[test]
+fn cache_bust_prefix_and_drawn_lengths_on_the_wire() {
+    let bodies = |args: &[&str]| -> Vec<serde_json::Value> {
+        let (addr, seen) = recording_server();
+        let mut all = vec![
+            "--openai",
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--model",
+            "m",
+        ];
+        all.extend_from_slice(args);
+        let r = run_json(addr, "/v1/chat/completions", "std", &all, 0);
+        assert_eq!(r.requests.ok, 20, "{args:?}");
+        let seen = seen.lock().unwrap();
+        seen.iter()
+            .filter(|s| s.head.starts_with("POST "))
+            .map(|s| serde_json::from_slice(&s.body).unwrap())
+            .collect()
+    };
+    let content = |b: &serde_json::Value| b["messages"][0]["content"].as_str().unwrap().to_string();
+    // Warm-up requests are not measured but are on the wire: look at all.
+    let busted = bodies(&[
+        "--prompt",
+        "hello there",
+        "--cache-bust",
+        "--warm-up",
+        "off",
+    ]);
+    assert_eq!(busted.len(), 20);
+    let mut texts: Vec<String> = busted.iter().map(content).collect();
+    assert!(texts
+        .iter()
+        .all(|t| t.ends_with(" hello there") && t.split(' ').count() == 3));
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 20, "every prompt unique");
+    let again = bodies(&[
+        "--prompt",
+        "hello there",
+        "--cache-bust",
+        "--warm-up",
+        "off",
+    ]);
+    assert_ne!(content(&again[0]), content(&busted[0]), "unique to the run");
+
+    let shared = bodies(&[
+        "--input-len",
+        "uniform:3..6",
+        "--prefix-len",
+        "5",
+        "--output-len",
+        "uniform:3..5",
+        "--warm-up",
+        "off",
+    ]);
+    let prefix: Vec<String> = content(&shared[0])
+        .split(' ')
+        .take(5)
+        .map(str::to_string)
+        .collect();
+    let mut lens = std::collections::BTreeSet::new();
+    let mut outs = std::collections::BTreeSet::new();
+    for b in &shared {
+        let c = content(b);
+        let words: Vec<&str> = c.split(' ').collect();
+        assert_eq!(words[..5], prefix[..], "{c}");
+        assert!((8..=11).contains(&words.len()), "{c}");
+        lens.insert(words.len());
+        let out = b["max_completion_tokens"].as_u64().unwrap();
+        assert!((3..=5).contains(&out), "{b}");
+        outs.insert(out);
+    }
+    assert!(lens.len() > 1 && outs.len() > 1, "{lens:?} {outs:?}");
+}

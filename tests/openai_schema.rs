@@ -9,7 +9,7 @@
 //! checked.
 
 use metronome::run::request::{openai_body, BodySpec, Endpoint, MaxTokensField};
-use metronome::run::workload::{synthetic, Input, Prompt};
+use metronome::run::workload::{synthetic, Input, Prompt, Synthetic};
 use serde_json::{json, Value};
 
 /// Fields outside OpenAI's schema that a flag adds: `--ignore-eos` sends
@@ -109,7 +109,7 @@ fn prompts() -> Vec<Prompt> {
         Prompt::text("Write a haiku about a metronome.", None),
         Prompt::text("", Some(1)),
     ];
-    p.extend(synthetic(3, 0, 2, 40, Some(256)));
+    p.extend(synthetic(3, 0, 2, &Synthetic::words(40), Some(256)));
     p
 }
 

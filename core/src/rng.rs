@@ -31,6 +31,13 @@ pub const PURPOSE_REQUESTS: u64 = 1;
 pub const PURPOSE_JITTER: u64 = 2;
 /// The purpose of the stream that draws the words of synthetic prompts.
 pub const PURPOSE_PROMPTS: u64 = 3;
+/// The purpose of the stream that draws synthetic prompts' input lengths.
+pub const PURPOSE_LENGTHS: u64 = 4;
+/// The purpose of the stream that draws the output length each prompt asks for.
+pub const PURPOSE_OUTPUT_LENGTHS: u64 = 5;
+/// The purpose of the stream that draws a shared prefix's words and which
+/// prompts carry it.
+pub const PURPOSE_PREFIX: u64 = 6;
 
 /// The LCG multiplier of PCG32 (the 64-bit MMIX/Knuth multiplier).
 const MULTIPLIER: u64 = 6_364_136_223_846_793_005;

@@ -12,6 +12,7 @@
 
 pub mod discover;
 pub mod engine;
+pub mod lengths;
 mod plan;
 mod profile;
 mod progress;

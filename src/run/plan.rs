@@ -9,12 +9,13 @@ use metronome_core::plan::{
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 
+use super::lengths::Length;
 use super::profile::Load;
 use super::request::{
     check_header, complete_path, encode, models_path, openai_body, BodySpec, Endpoint,
     MaxTokensField, Target,
 };
-use super::workload::{self, Prompt};
+use super::workload::{self, Input, Prompt, Synthetic};
 use crate::cli::{
     ArrivalArg, EndpointArg, MaxTokensFieldArg, RunArgs, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL,
 };
@@ -286,26 +287,14 @@ fn openai_requests(
         rotate_for_shard(&mut p, shard);
         (p, format!("dataset {}", path.display()))
     } else if let Some(input_len) = args.input_len {
-        let expected = match args.closed {
-            Some(_) => 1024.0,
-            None => {
-                // What the schedule offers over the whole run, this shard's part.
-                let end = ns(args.warmup).saturating_add(load.duration_ns);
-                let whole = match load.profile() {
-                    metronome_core::plan::Profile::Steady => load.rate * end as f64 / 1e9,
-                    p => metronome_core::plan::Plan {
-                        profile: p,
-                        rate: load.rate,
-                        warmup_ns: 0,
-                        duration_ns: end,
-                        ..metronome_core::plan::example_plan()
-                    }
-                    .offered_between(0, end),
-                };
-                whole / f64::from(shard.count)
-            }
+        let spec = Synthetic {
+            input: input_len,
+            prefix_len: args.prefix_len.unwrap_or(0),
+            prefix_share: args.prefix_share.unwrap_or(1.0),
+            cache_bust: args.cache_bust.then(run_nonce),
         };
-        let per_request = input_len as usize * 8 + 512;
+        let expected = expected_requests(args, load, shard);
+        let per_request = spec.mean_words() as usize * 8 + 512;
         let count = (expected.ceil().max(1.0) as usize)
             .min(SYNTHETIC_MAX_PROMPTS)
             .min((SYNTHETIC_MAX_BYTES / per_request).max(1));
@@ -316,8 +305,22 @@ fn openai_requests(
             );
         }
         let first = shard.index as usize * count;
-        let p = workload::synthetic(args.seed, first, count, input_len, None);
-        (p, format!("synthetic, {input_len} words each"))
+        let p = workload::synthetic(args.seed, first, count, &spec, None);
+        let mut source = match input_len {
+            Length::Fixed(n) => format!("synthetic, {n} words each"),
+            law => format!("synthetic, {law} words"),
+        };
+        if spec.prefix_len > 0 {
+            source += &format!(
+                ", a {}-word prefix shared by {}%",
+                spec.prefix_len,
+                spec.prefix_share * 100.0
+            );
+        }
+        if spec.cache_bust.is_some() {
+            source += ", cache-busted";
+        }
+        (p, source)
     } else {
         let mut texts: Vec<&str> = args.prompts.iter().map(String::as_str).collect();
         if texts.is_empty() {
@@ -335,8 +338,35 @@ fn openai_requests(
         (p, source.to_string())
     };
     if let Some(m) = args.output_len {
+        // One draw per prompt, this shard's prompts after the others'.
+        let mut draws = rng::stream(args.seed, rng::PURPOSE_OUTPUT_LENGTHS);
+        if !m.is_fixed() {
+            for _ in 0..shard.index as usize * prompts.len() {
+                m.draw(&mut draws);
+            }
+        }
         for p in &mut prompts {
-            p.output_len = Some(m);
+            p.output_len = Some(m.draw(&mut draws));
+        }
+    }
+    if args.cache_bust && args.input_len.is_none() {
+        // A dataset's or --prompt's prompts get their unique first word
+        // here (synthetic ones have it already).
+        // One prompt per request (cycled up to the schedule's count, at
+        // most SYNTHETIC_MAX_PROMPTS), each with its own word.
+        let want = (expected_requests(args, load, shard).ceil().max(1.0) as usize)
+            .min(SYNTHETIC_MAX_PROMPTS)
+            .max(prompts.len());
+        let mut all = Vec::with_capacity(want);
+        while all.len() < want {
+            let take = (want - all.len()).min(prompts.len());
+            all.extend_from_slice(&prompts[..take]);
+        }
+        prompts = all;
+        let nonce = run_nonce();
+        let first = shard.index as u64 * prompts.len() as u64;
+        for (i, p) in prompts.iter_mut().enumerate() {
+            bust(p, nonce, first + i as u64);
         }
     }
     let addr = target.resolve()?;
@@ -459,6 +489,54 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         }
         other => format!("invalid run: {other}"),
     })
+}
+
+/// About how many requests this shard's schedule offers over the whole run
+/// (1,024 for a closed loop): how many distinct prompts to build.
+fn expected_requests(args: &RunArgs, load: &Load, shard: &Shard) -> f64 {
+    match args.closed {
+        Some(_) => 1024.0,
+        None => {
+            // What the schedule offers over the whole run, this shard's part.
+            let end = ns(args.warmup).saturating_add(load.duration_ns);
+            let whole = match load.profile() {
+                metronome_core::plan::Profile::Steady => load.rate * end as f64 / 1e9,
+                p => metronome_core::plan::Plan {
+                    profile: p,
+                    rate: load.rate,
+                    warmup_ns: 0,
+                    duration_ns: end,
+                    ..metronome_core::plan::example_plan()
+                }
+                .offered_between(0, end),
+            };
+            whole / f64::from(shard.count)
+        }
+    }
+}
+
+/// A number this run alone uses (`--cache-bust`): the wall clock's ns
+/// mixed with the process id, so two runs (and two shards) differ.
+fn run_nonce() -> u64 {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    rng::child_seed(ns, u64::from(std::process::id()))
+}
+
+/// Puts prompt `index`'s unique word in front of it (`--cache-bust`): in
+/// front of the text, or of the first message's text content (a system
+/// message of its own when that content is not text).
+fn bust(p: &mut Prompt, nonce: u64, index: u64) {
+    let word = workload::bust_word(nonce, index);
+    match &mut p.input {
+        Input::Text(t) => *t = format!("{word} {t}"),
+        Input::Messages(m) => match m.first_mut().and_then(|f| f.get_mut("content")) {
+            Some(serde_json::Value::String(c)) => *c = format!("{word} {c}"),
+            _ => m.insert(0, serde_json::json!({"role": "system", "content": word})),
+        },
+    }
+    p.input_tokens += 1;
 }
 
 /// What the engine does before the clock: `--warm-up`, with `auto` a

@@ -9,8 +9,10 @@
 //! - `--dataset FILE`: JSON Lines (`{"prompt": ...}` or `{"messages": [...]}`
 //!   with an optional output length), or ShareGPT's conversation format
 //!   ([`parse_dataset`]);
-//! - `--input-len N`: synthetic prompts of N words drawn from
-//!   [`VOCABULARY`] by the seeded generator ([`synthetic`]).
+//! - `--input-len N` (or a distribution): synthetic prompts of N words
+//!   drawn from [`VOCABULARY`] by the seeded generator ([`synthetic`]),
+//!   with an optional shared prefix (`--prefix-len`, `--prefix-share`) or
+//!   a unique first word (`--cache-bust`) for prefix-cache tests.
 //!
 //! Token counts are a proxy, not a model's tokenizer: [`count_tokens`]
 //! counts whitespace-separated words. docs/report.md says what that means
@@ -23,6 +25,7 @@ use metronome_core::rng;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::run::lengths::Length;
 use crate::UsageError;
 
 /// What one request asks.
@@ -134,46 +137,118 @@ pub const VOCABULARY: [&str; 256] = [
     "family", "want", "mind", "country", "area", "others", "done", "turned",
 ];
 
+/// How synthetic prompts are drawn: `--input-len`, `--prefix-len`,
+/// `--prefix-share`, `--cache-bust`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Synthetic {
+    /// Each prompt's own words: fixed, or drawn per prompt from
+    /// `stream(seed, PURPOSE_LENGTHS)`.
+    pub input: Length,
+    /// Words of a prefix shared by a fraction of the prompts (0: none):
+    /// the same words, drawn once from `stream(seed, PURPOSE_PREFIX)`,
+    /// in front of every prompt that carries it, so a server's prefix
+    /// cache can serve them.
+    pub prefix_len: u32,
+    /// The fraction of prompts that carry the shared prefix, each chosen
+    /// by one `next_f64() < share` of the prefix stream after its words.
+    pub prefix_share: f64,
+    /// A word unique to the prompt and the run in front of every prompt
+    /// (`cache_bust` names the run's part), so no prefix cache serves
+    /// any part of it. `None`: no such word.
+    pub cache_bust: Option<u64>,
+}
+
+impl Synthetic {
+    /// Fixed-length prompts of `words` words, nothing shared or busted.
+    pub fn words(words: u32) -> Synthetic {
+        Synthetic {
+            input: Length::Fixed(words),
+            prefix_len: 0,
+            prefix_share: 0.0,
+            cache_bust: None,
+        }
+    }
+
+    /// Words per prompt on average, for sizing storage.
+    pub fn mean_words(&self) -> f64 {
+        self.input.mean() + f64::from(self.prefix_len) * self.prefix_share
+    }
+}
+
+/// The word that makes prompt `index` of the run with nonce `nonce` unique
+/// (`--cache-bust`): one word, so one token by the proxy.
+pub fn bust_word(nonce: u64, index: u64) -> String {
+    format!("{nonce:x}-{index}")
+}
+
 /// Synthetic prompts `first..first + count` of one endless sequence: each
-/// of exactly `input_len` words drawn uniformly from [`VOCABULARY`] by
+/// of `spec.input` words (a fixed count, or drawn per prompt by
+/// `stream(seed, PURPOSE_LENGTHS)`) drawn uniformly from [`VOCABULARY`] by
 /// `stream(seed, PURPOSE_PROMPTS)` (`below(256)` per word, prompt after
-/// prompt), each asking for `output_len` tokens. The same seed gives the
+/// prompt); with `spec.prefix_len`, the shared prefix in front of the
+/// prompts chosen to carry it; with `spec.cache_bust`, a unique word in
+/// front of all. Each asks for `output_len` tokens. The same seed gives the
 /// same prompts; shard K of N of a run takes its own slice (`first = K *
 /// count`), so shards never send the same prompts.
 ///
 /// # Example
 /// ```
-/// use metronome::run::workload::{synthetic, Input};
-/// let a = synthetic(7, 0, 3, 5, Some(16));
-/// assert_eq!(a, synthetic(7, 0, 3, 5, Some(16)));
+/// use metronome::run::workload::{synthetic, Synthetic};
+/// let spec = Synthetic::words(5);
+/// let a = synthetic(7, 0, 3, &spec, Some(16));
+/// assert_eq!(a, synthetic(7, 0, 3, &spec, Some(16)));
 /// assert_eq!((a[0].input_tokens, a[0].output_len), (5, Some(16)));
-/// assert_ne!(a, synthetic(8, 0, 3, 5, Some(16)));
-/// assert_eq!(synthetic(7, 1, 2, 5, Some(16)), a[1..]);
+/// assert_ne!(a, synthetic(8, 0, 3, &spec, Some(16)));
+/// assert_eq!(synthetic(7, 1, 2, &spec, Some(16)), a[1..]);
 /// ```
 pub fn synthetic(
     seed: u64,
     first: usize,
     count: usize,
-    input_len: u32,
+    spec: &Synthetic,
     output_len: Option<u32>,
 ) -> Vec<Prompt> {
+    let mut lengths = rng::stream(seed, rng::PURPOSE_LENGTHS);
     let mut draw = rng::stream(seed, rng::PURPOSE_PROMPTS);
+    let mut shared = rng::stream(seed, rng::PURPOSE_PREFIX);
     let words = VOCABULARY.len() as u64;
-    for _ in 0..first as u64 * u64::from(input_len) {
-        draw.below(words);
+    let prefix: Vec<&str> = (0..spec.prefix_len)
+        .map(|_| VOCABULARY[shared.below(words) as usize])
+        .collect();
+    // Skip what the prompts before `first` drew.
+    for _ in 0..first {
+        for _ in 0..spec.input.draw(&mut lengths) {
+            draw.below(words);
+        }
+        if spec.prefix_len > 0 {
+            shared.next_f64();
+        }
     }
-    (0..count)
-        .map(|_| {
-            let mut text = String::with_capacity(input_len as usize * 6);
-            for i in 0..input_len {
-                if i > 0 {
-                    text.push(' ');
-                }
-                text.push_str(VOCABULARY[draw.below(words) as usize]);
+    (first..first + count)
+        .map(|index| {
+            let own = spec.input.draw(&mut lengths);
+            let carries = spec.prefix_len > 0 && shared.next_f64() < spec.prefix_share;
+            let mut parts: Vec<&str> = Vec::new();
+            let bust = spec.cache_bust.map(|n| bust_word(n, index as u64));
+            if let Some(b) = &bust {
+                parts.push(b);
             }
+            if carries {
+                parts.extend_from_slice(&prefix);
+            }
+            let mut text = String::with_capacity((parts.len() + own as usize) * 7);
+            for p in &parts {
+                text.push_str(p);
+                text.push(' ');
+            }
+            for _ in 0..own {
+                text.push_str(VOCABULARY[draw.below(words) as usize]);
+                text.push(' ');
+            }
+            text.pop();
             Prompt {
                 input: Input::Text(text),
-                input_tokens: input_len,
+                input_tokens: own + parts.len() as u32,
                 output_len,
             }
         })
@@ -614,7 +689,7 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_are_golden_for_a_seed() {
-        let p = synthetic(42, 0, 2, 6, Some(3));
+        let p = synthetic(42, 0, 2, &Synthetic::words(6), Some(3));
         let texts: Vec<&str> = p
             .iter()
             .map(|p| match &p.input {
@@ -638,6 +713,72 @@ mod tests {
         // The first word is VOCABULARY[below(256)] of the prompts stream.
         let first = rng::stream(42, rng::PURPOSE_PROMPTS).below(256) as usize;
         assert!(texts[0].starts_with(&format!("{} ", VOCABULARY[first])));
+    }
+
+    fn text(p: &Prompt) -> &str {
+        match &p.input {
+            Input::Text(t) => t,
+            Input::Messages(_) => unreachable!(),
+        }
+    }
+
+    /// Drawn lengths, a shared prefix and busting keep every rule: the
+    /// token count is the text's, a shard's slice is the whole's, the
+    /// prefix is the same words wherever it is carried, and it is carried
+    /// by exactly the prompts the prefix stream chose.
+    #[test]
+    fn synthetic_lengths_prefix_and_busting() {
+        let spec = Synthetic {
+            input: "uniform:3..9".parse().unwrap(),
+            prefix_len: 4,
+            prefix_share: 0.5,
+            cache_bust: None,
+        };
+        let all = synthetic(9, 0, 200, &spec, None);
+        assert_eq!(synthetic(9, 37, 50, &spec, None), all[37..87]);
+        for p in &all {
+            assert_eq!(p.input_tokens, count_tokens(text(p)));
+        }
+        // The prefix: the prefix stream's first 4 words.
+        let mut shared = rng::stream(9, rng::PURPOSE_PREFIX);
+        let prefix: Vec<&str> = (0..4)
+            .map(|_| VOCABULARY[shared.below(256) as usize])
+            .collect();
+        let prefix = prefix.join(" ") + " ";
+        let chosen: Vec<bool> = (0..200).map(|_| shared.next_f64() < 0.5).collect();
+        let mut lengths = rng::stream(9, rng::PURPOSE_LENGTHS);
+        for (i, p) in all.iter().enumerate() {
+            let own = 3 + lengths.below(7) as u32;
+            assert_eq!(text(p).starts_with(&prefix), chosen[i], "prompt {i}");
+            assert_eq!(
+                p.input_tokens,
+                own + if chosen[i] { 4 } else { 0 },
+                "prompt {i}"
+            );
+        }
+        let carried = chosen.iter().filter(|c| **c).count();
+        assert!((80..=120).contains(&carried), "{carried} of 200");
+        // Busting: a unique first word per prompt, one more token.
+        let bust = Synthetic {
+            cache_bust: Some(0xabc),
+            ..Synthetic::words(5)
+        };
+        let b = synthetic(1, 10, 30, &bust, None);
+        let mut firsts: Vec<&str> = b
+            .iter()
+            .map(|p| text(p).split(' ').next().unwrap())
+            .collect();
+        assert_eq!(firsts[0], "abc-10");
+        firsts.dedup();
+        assert_eq!(firsts.len(), 30);
+        assert!(b
+            .iter()
+            .all(|p| p.input_tokens == 6 && count_tokens(text(p)) == 6));
+        // Apart from the word, the prompts are the unbusted ones.
+        let plain = synthetic(1, 10, 30, &Synthetic::words(5), None);
+        for (b, p) in b.iter().zip(&plain) {
+            assert_eq!(text(b).split_once(' ').unwrap().1, text(p));
+        }
     }
 
     #[test]
