@@ -34,6 +34,15 @@ fn parse_spin(text: &str) -> Result<SpinArg, String> {
         .map_err(|e| format!("{e}, or auto"))
 }
 
+/// `--mix`: how arrivals choose among a mix's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MixArg {
+    /// By weight, drawn from --seed and the arrival's index.
+    Weighted,
+    /// In turn: arrival j sends request j mod n.
+    RoundRobin,
+}
+
 /// A fraction in 0..=1 (`--prefix-share`).
 fn parse_fraction(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -288,6 +297,20 @@ pub struct RunArgs {
     /// Warmup before the measured duration: sent, not recorded.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub warmup: Duration,
+    /// A request mix from FILE, JSON Lines: {"name", "method", "path" or "url", "headers",
+    /// "body" or "body_file", "weight"} per request; chosen per arrival by weight and
+    /// --seed (or --mix round-robin), reported per name (`by_request`).
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["openai", "method", "body", "body_file", "targets"])]
+    pub requests: Option<PathBuf>,
+    /// A request mix from vegeta's targets FILE (its HTTP or JSON format), sent in turn
+    /// as vegeta does (or --mix weighted, every target weighing 1).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["openai", "method", "body", "body_file"])]
+    pub targets: Option<PathBuf>,
+    /// How arrivals choose among --requests or --targets: by weight and --seed
+    /// (default for --requests) or in turn (default for --targets).
+    #[arg(long, value_enum)]
+    pub mix: Option<MixArg>,
     /// HTTP method (default GET, or POST with a body or --openai).
     #[arg(short = 'X', long)]
     pub method: Option<String>,

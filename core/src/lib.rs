@@ -17,6 +17,7 @@
 //! - [`measure`]: the per-thread [`measure::Recorder`].
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
 //! - [`plan`]: what an engine needs to run, its validation, and the pacing decision.
+//! - [`mix`]: [`mix::Mix`], which request each arrival sends (in turn, or weighted by the seed).
 //! - [`pool`]: [`pool::Pool`], admission of a due request and growth of the connection pool.
 //! - `engine` (feature `std`, off by default): the engine contract both
 //!   engines share (control, output, errors). With default features this
@@ -43,6 +44,7 @@ pub mod histogram;
 pub mod http;
 pub mod ledger;
 pub mod measure;
+pub mod mix;
 pub mod plan;
 pub mod pool;
 pub mod response;

@@ -110,9 +110,12 @@ pub enum Profile<'a> {
 pub struct Plan<'a> {
     /// The target address (already resolved by the caller).
     pub addr: SocketAddr,
-    /// The encoded requests, complete HTTP/1.1 messages; request `i` of the
-    /// schedule sends `requests[i % requests.len()]`. Never empty.
+    /// The encoded requests, complete HTTP/1.1 messages; arrival `j` of the
+    /// schedule sends `requests[self.request_index(j)]`. Never empty.
     pub requests: &'a [&'a [u8]],
+    /// Which request each arrival sends: in turn, or weighted by the seed
+    /// ([`crate::mix`]).
+    pub mix: crate::mix::Mix<'a>,
     /// The arrival process.
     pub arrival: Arrival,
     /// Offered rate in requests per second (across all shards); with
@@ -333,6 +336,9 @@ impl<'a> Plan<'a> {
 pub enum PlanError {
     /// [`Plan::requests`] is empty: give at least one encoded request.
     NoRequests,
+    /// A weighted [`Plan::mix`] without one running sum per request:
+    /// build it with [`crate::mix::cumulate`] over the requests' weights.
+    MixWeights,
     /// [`Plan::connections`] is 0: pre-open at least one connection.
     NoConnections,
     /// [`Plan::max_connections`] is below [`Plan::connections`]: raise it
@@ -365,6 +371,7 @@ impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             PlanError::NoRequests => "there is no request to send",
+            PlanError::MixWeights => "a weighted mix needs one weight per request",
             PlanError::NoConnections => "at least one connection must be pre-opened",
             PlanError::MaxConnectionsBelowConnections => {
                 "the connection limit must be at least the number of pre-opened connections"
@@ -432,6 +439,11 @@ impl Plan<'_> {
         if self.requests.is_empty() {
             return Err(PlanError::NoRequests);
         }
+        if let crate::mix::Mix::Weighted { cumulative } = self.mix {
+            if cumulative.len() != self.requests.len() {
+                return Err(PlanError::MixWeights);
+            }
+        }
         if self.connections == 0 {
             return Err(PlanError::NoConnections);
         }
@@ -479,8 +491,10 @@ impl Plan<'_> {
         self.requests[self.request_index(index)]
     }
 
-    /// Which of [`Plan::requests`] schedule index `index` sends:
-    /// `index % requests.len()`.
+    /// Which of [`Plan::requests`] schedule index `index` (this process's
+    /// count) sends: `index % requests.len()` for [`Mix::Cycle`](crate::mix::Mix::Cycle);
+    /// for a weighted mix the seed's choice for the arrival's index in the
+    /// whole run, `shard.index + index x shard.count`.
     ///
     /// # Panics
     /// When [`Plan::requests`] is empty (rejected by [`Plan::validate`]).
@@ -493,7 +507,16 @@ impl Plan<'_> {
     /// assert_eq!((p.request_index(6), p.request_index(7)), (0, 1));
     /// ```
     pub fn request_index(&self, index: u64) -> usize {
-        (index % self.requests.len() as u64) as usize
+        match self.mix {
+            crate::mix::Mix::Cycle => (index % self.requests.len() as u64) as usize,
+            weighted => {
+                let global = u64::from(self.shard.index)
+                    .wrapping_add(index.wrapping_mul(u64::from(self.shard.count)));
+                weighted
+                    .pick_global(self.seed, global)
+                    .min(self.requests.len() - 1)
+            }
+        }
     }
 
     /// The exchange state machine for one connection of this plan.
@@ -592,6 +615,7 @@ pub fn example_plan() -> Plan<'static> {
             8080,
         )),
         requests: &[REQ],
+        mix: crate::mix::Mix::Cycle,
         arrival: Arrival::Constant,
         rate: 100.0,
         profile: Profile::Steady,

@@ -38,6 +38,7 @@ pub const PURPOSE_OUTPUT_LENGTHS: u64 = 5;
 /// The purpose of the stream that draws a shared prefix's words and which
 /// prompts carry it.
 pub const PURPOSE_PREFIX: u64 = 6;
+// 7 is `mix::PURPOSE_MIX`, the hash of each arrival's weighted choice.
 
 /// The LCG multiplier of PCG32 (the 64-bit MMIX/Knuth multiplier).
 const MULTIPLIER: u64 = 6_364_136_223_846_793_005;

@@ -13,6 +13,7 @@
 pub mod discover;
 pub mod engine;
 pub mod lengths;
+pub mod mix;
 mod plan;
 mod profile;
 mod progress;

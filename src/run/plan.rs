@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use metronome_core::mix::Mix;
 use metronome_core::plan::{
     Model, Plan, PlanError, Protocol, Slo, Spin, WarmUp, MAX_RATE, READ_BUF_BYTES,
 };
@@ -17,7 +18,8 @@ use super::request::{
 };
 use super::workload::{self, Input, Prompt, Synthetic};
 use crate::cli::{
-    ArrivalArg, EndpointArg, MaxTokensFieldArg, RunArgs, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL,
+    ArrivalArg, EndpointArg, MaxTokensFieldArg, MixArg, RunArgs, SpinArg, WarmUpArg,
+    SPIN_AUTO_INITIAL,
 };
 use crate::report::threshold::Threshold;
 use crate::report::workload::{TokenDist, Workload as WorkloadReport};
@@ -29,6 +31,8 @@ pub(super) struct Prepared {
     pub(super) tls: Option<crate::tls::ClientTls>,
     pub(super) addr: std::net::SocketAddr,
     pub(super) requests: Vec<Vec<u8>>,
+    /// `--requests`/`--targets`: the mix's names and weights.
+    pub(super) mix: Option<MixPlan>,
     /// `--openai`: what the requests ask (model, endpoint, input tokens).
     pub(super) workload: Option<Workload>,
     pub(super) arrival: Arrival,
@@ -37,6 +41,18 @@ pub(super) struct Prepared {
     pub(super) shard: Shard,
     pub(super) slo: Slo,
     pub(super) thresholds: Vec<Threshold>,
+}
+
+/// A request mix, read and encoded before the clock.
+#[expect(dead_code, reason = "names are reported per request in by_request, next")]
+pub(super) struct MixPlan {
+    /// The distinct names, in first-seen order.
+    pub(super) names: Vec<String>,
+    /// The name index of each request.
+    pub(super) name_of: Vec<u32>,
+    /// The running sums of the weights (core's `Mix::Weighted`), or empty
+    /// for round-robin.
+    pub(super) cumulative: Vec<f64>,
 }
 
 /// Checks the arguments and derives everything a run needs before anything
@@ -122,9 +138,40 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         }
         None
     };
+    let mut mix = None;
     let (requests, addr, workload) = if args.openai {
         let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
         (w.requests, w.addr, Some(w.workload))
+    } else if let Some((path, format)) = args
+        .requests
+        .as_ref()
+        .map(|p| (p, super::mix::Format::Requests))
+        .or_else(|| {
+            args.targets
+                .as_ref()
+                .map(|p| (p, super::mix::Format::Targets))
+        })
+    {
+        let named = super::mix::load(path, format, &target)?;
+        let e = super::mix::encode_all(&named, &target, &args.headers);
+        let weighted = match args.mix {
+            Some(MixArg::Weighted) => true,
+            Some(MixArg::RoundRobin) => false,
+            None => format == super::mix::Format::Requests,
+        };
+        let mut cumulative = Vec::new();
+        if weighted {
+            cumulative = vec![0.0; e.weights.len()];
+            metronome_core::mix::cumulate(&e.weights, &mut cumulative).map_err(|_| {
+                UsageError(format!("{}: the weights must be positive", path.display()))
+            })?;
+        }
+        mix = Some(MixPlan {
+            names: e.names,
+            name_of: e.name_of,
+            cumulative,
+        });
+        (e.requests, target.resolve()?, None)
     } else {
         let method = args
             .method
@@ -143,6 +190,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         tls,
         addr,
         requests,
+        mix,
         workload,
         arrival,
         load,
@@ -540,16 +588,19 @@ fn bust(p: &mut Prompt, nonce: u64, index: u64) {
 }
 
 /// What the engine does before the clock: `--warm-up`, with `auto` a
-/// warm-up request only when the run's first request is a safe method.
-fn warm_up(arg: WarmUpArg, first: &[u8]) -> WarmUp {
+/// warm-up request only when every request of the run is a safe method
+/// (a mix's warm-up request is its first).
+fn warm_up(arg: WarmUpArg, requests: &[&[u8]]) -> WarmUp {
     match arg {
         WarmUpArg::Off => WarmUp::Off,
         WarmUpArg::Check => WarmUp::Check,
         WarmUpArg::Request => WarmUp::Request,
         WarmUpArg::Auto => {
-            let safe = [&b"GET "[..], b"HEAD ", b"OPTIONS "]
-                .iter()
-                .any(|m| first.starts_with(m));
+            let safe = requests.iter().all(|r| {
+                [&b"GET "[..], b"HEAD ", b"OPTIONS "]
+                    .iter()
+                    .any(|m| r.starts_with(m))
+            });
             if safe {
                 WarmUp::Request
             } else {
@@ -614,6 +665,12 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
     Plan {
         addr: p.addr,
         requests,
+        mix: match &p.mix {
+            Some(m) if !m.cumulative.is_empty() => Mix::Weighted {
+                cumulative: &m.cumulative,
+            },
+            _ => Mix::Cycle,
+        },
         arrival: p.arrival,
         rate: p.load.rate,
         profile: p.load.profile(),
@@ -642,7 +699,7 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         interval_ns: ns(args.interval),
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
-        warm_up: warm_up(args.warm_up, requests[0]),
+        warm_up: warm_up(args.warm_up, requests),
     }
 }
 
