@@ -359,6 +359,10 @@ pub struct RunArgs {
     /// The fraction of synthetic prompts that carry the --prefix-len prefix [default: 1].
     #[arg(long, value_name = "F", requires = "prefix_len", value_parser = parse_fraction)]
     pub prefix_share: Option<f64>,
+    /// Count prompt tokens with a Hugging Face tokenizer.json (the model's own) instead of
+    /// words: synthetic lengths, dataset filtering and the report's input tokens.
+    #[arg(long, value_name = "FILE", requires = "openai")]
+    pub tokenizer: Option<PathBuf>,
     /// Put a word unique to each prompt and to this run in front of every prompt, so no
     /// prefix cache (not even a previous run's) serves any of it.
     #[arg(long, requires = "openai")]

@@ -557,3 +557,115 @@ fn cache_bust_prefix_and_drawn_lengths_on_the_wire() {
     }
     assert!(lens.len() > 1 && outs.len() > 1, "{lens:?} {outs:?}");
 }
+
+/// Token counts of `texts` by Python's Hugging Face `tokenizers` (the
+/// package guidellm and aiperf count with) for the tokenizer.json at
+/// `path`, without special tokens; `None` when it is not installed (CI
+/// installs it, and there its absence fails).
+fn python_token_counts(path: &str, texts: &[String]) -> Option<Vec<u32>> {
+    use std::process::{Command, Stdio};
+    let script = "import json,sys\nfrom tokenizers import Tokenizer\n\
+                  t=Tokenizer.from_file(sys.argv[1])\n\
+                  print(json.dumps([len(t.encode(s, add_special_tokens=False).ids) \
+                  for s in json.load(sys.stdin)]))";
+    let mut child = Command::new("python3")
+        .args(["-c", script, path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(texts).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python tokenizers is missing on CI: .ci/run installs it with pip ({})",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("SKIP: python3 tokenizers is not installed (pip install tokenizers)");
+        return None;
+    }
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// The issue's done-when: with `--tokenizer`, the input-token counts are
+/// the tokenizer's for every prompt (checked by Python's `tokenizers` on
+/// the prompts seen on the wire), synthetic prompts have exactly
+/// `--input-len` tokens, and the report says what counted.
+#[test]
+fn tokenizer_counts_equal_the_tokenizers_own() {
+    let tok = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tokenizer-bpe.json");
+    let dir = std::env::temp_dir().join(format!("metronome-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dataset = dir.join("d.jsonl");
+    std::fs::write(
+        &dataset,
+        "{\"prompt\":\"The quick brown fox jumps over the lazy dog.\"}\n\
+         {\"prompt\":\"xylophone zebra quokka\"}\n\
+         {\"messages\":[{\"role\":\"user\",\"content\":\"a metronome keeps time\"}]}\n",
+    )
+    .unwrap();
+    let runs: [&[&str]; 3] = [
+        &["--dataset", dataset.to_str().unwrap()],
+        &["--input-len", "12"],
+        &[
+            "--input-len",
+            "uniform:5..20",
+            "--prefix-len",
+            "7",
+            "--prefix-share",
+            "0.5",
+        ],
+    ];
+    for extra in runs {
+        let (addr, seen) = recording_server();
+        let mut args = vec![
+            "--openai",
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--model",
+            "m",
+            "--warm-up",
+            "off",
+            "--tokenizer",
+            tok,
+        ];
+        args.extend_from_slice(extra);
+        let r = run_json(addr, "/v1/chat/completions", "std", &args, 0);
+        let w = r.workload.as_ref().unwrap();
+        assert_eq!(w.tokens_counted_by, format!("tokenizer {tok}"), "{extra:?}");
+        let texts: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.head.starts_with("POST "))
+            .map(|s| {
+                let b: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+                b["messages"][0]["content"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(texts.len(), 20, "{extra:?}");
+        let Some(counts) = python_token_counts(tok, &texts) else {
+            return;
+        };
+        // The report's distribution is the tokenizer's, prompt for prompt.
+        let mut want: std::collections::BTreeMap<u64, u64> = Default::default();
+        for c in &counts {
+            *want.entry(u64::from(*c)).or_insert(0) += 1;
+        }
+        let got: std::collections::BTreeMap<u64, u64> =
+            w.input_tokens.buckets.iter().copied().collect();
+        assert_eq!(got, want, "{extra:?}: {texts:?}");
+        if extra[1] == "12" {
+            assert!(counts.iter().all(|&c| c == 12), "{counts:?}");
+        }
+    }
+}

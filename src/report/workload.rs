@@ -18,14 +18,23 @@ pub struct Workload {
     /// Where the prompts came from: `built-in prompt`, `--prompt`,
     /// `dataset FILE` or `synthetic, N words each`.
     pub prompts: String,
+    /// What counted the input tokens: `words` (the proxy:
+    /// whitespace-separated words) or `tokenizer FILE` (`--tokenizer`).
+    /// (Absent in reports of older versions: words.)
+    #[serde(default = "words")]
+    pub tokens_counted_by: String,
     /// Distinct request bodies built before the run (cycled by the schedule).
     pub distinct_requests: u64,
-    /// Input tokens (the word proxy) of the requests scheduled in the
-    /// measured phase.
+    /// Input tokens (by `tokens_counted_by`) of the requests scheduled in
+    /// the measured phase.
     pub input_tokens: TokenDist,
     /// Output tokens per successful stream: `usage.completion_tokens` when
     /// the server sent it, else content chunks.
     pub output_tokens: TokenDist,
+}
+
+fn words() -> String {
+    "words".into()
 }
 
 /// A distribution of token counts.

@@ -18,6 +18,7 @@ mod plan;
 mod profile;
 mod progress;
 pub mod request;
+pub mod tokens;
 pub mod workload;
 
 use std::io::{IsTerminal, Write};

@@ -16,6 +16,7 @@ use super::request::{
     check_header, complete_path, encode, models_path, openai_body, BodySpec, Endpoint,
     MaxTokensField, Target,
 };
+use super::tokens::Counter;
 use super::workload::{self, Input, Prompt, Synthetic};
 use crate::cli::{
     ArrivalArg, EndpointArg, MaxTokensFieldArg, MixArg, RunArgs, SpinArg, WarmUpArg,
@@ -44,7 +45,10 @@ pub(super) struct Prepared {
 }
 
 /// A request mix, read and encoded before the clock.
-#[expect(dead_code, reason = "names are reported per request in by_request, next")]
+#[expect(
+    dead_code,
+    reason = "names are reported per request in by_request, next"
+)]
 pub(super) struct MixPlan {
     /// The distinct names, in first-seen order.
     pub(super) names: Vec<String>,
@@ -213,6 +217,8 @@ pub(super) struct Workload {
     model_source: &'static str,
     endpoint: String,
     source: String,
+    /// What counted the input tokens: `words` or `tokenizer FILE`.
+    counted_by: String,
     /// Proxy input tokens of `requests[i]`.
     input_tokens: Vec<u32>,
 }
@@ -252,6 +258,7 @@ impl Workload {
             model: self.model.clone(),
             model_source: self.model_source.to_string(),
             prompts: self.source.clone(),
+            tokens_counted_by: self.counted_by.clone(),
             distinct_requests: self.input_tokens.len() as u64,
             input_tokens: TokenDist::from_histogram(&input),
             output_tokens: TokenDist::from_histogram(&rec.output_len),
@@ -319,8 +326,12 @@ fn openai_requests(
     if let Some(extra) = &args.extra_body {
         patches.push(json_object("--extra-body", extra)?);
     }
+    let counter = match &args.tokenizer {
+        Some(path) => Counter::load(path)?,
+        None => Counter::Words,
+    };
     let (mut prompts, source): (Vec<Prompt>, String) = if let Some(path) = &args.dataset {
-        let d = workload::load_dataset(path)?;
+        let d = workload::load_dataset(path, &counter)?;
         if d.skipped > 0 {
             eprintln!(
                 "metronome: --dataset {}: {} prompts, {} ShareGPT entries skipped as vLLM's \
@@ -353,15 +364,20 @@ fn openai_requests(
             );
         }
         let first = shard.index as usize * count;
-        let p = workload::synthetic(args.seed, first, count, &spec, None);
+        let p = workload::synthetic_counted(args.seed, first, count, &spec, None, &counter);
+        let unit = match counter {
+            Counter::Words => "words",
+            Counter::Tokenizer { .. } => "tokens",
+        };
         let mut source = match input_len {
-            Length::Fixed(n) => format!("synthetic, {n} words each"),
-            law => format!("synthetic, {law} words"),
+            Length::Fixed(n) => format!("synthetic, {n} {unit} each"),
+            law => format!("synthetic, {law} {unit}"),
         };
         if spec.prefix_len > 0 {
             source += &format!(
-                ", a {}-word prefix shared by {}%",
+                ", a {}-{} prefix shared by {}%",
                 spec.prefix_len,
+                &unit[..unit.len() - 1],
                 spec.prefix_share * 100.0
             );
         }
@@ -377,7 +393,10 @@ fn openai_requests(
         // Requests cycle through the prompts in a seeded order.
         rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut texts);
         rotate_for_shard(&mut texts, shard);
-        let p = texts.iter().map(|t| Prompt::text(t, None)).collect();
+        let p = texts
+            .iter()
+            .map(|t| Prompt::counted(t, None, &counter))
+            .collect();
         let source = if args.prompts.is_empty() {
             "built-in prompt"
         } else {
@@ -414,7 +433,7 @@ fn openai_requests(
         let nonce = run_nonce();
         let first = shard.index as u64 * prompts.len() as u64;
         for (i, p) in prompts.iter_mut().enumerate() {
-            bust(p, nonce, first + i as u64);
+            bust(p, nonce, first + i as u64, &counter);
         }
     }
     let addr = target.resolve()?;
@@ -473,6 +492,7 @@ fn openai_requests(
             model_source,
             endpoint: target.path.clone(),
             source,
+            counted_by: counter.name(),
             input_tokens: prompts.iter().map(|p| p.input_tokens).collect(),
         },
     })
@@ -575,16 +595,21 @@ fn run_nonce() -> u64 {
 /// Puts prompt `index`'s unique word in front of it (`--cache-bust`): in
 /// front of the text, or of the first message's text content (a system
 /// message of its own when that content is not text).
-fn bust(p: &mut Prompt, nonce: u64, index: u64) {
+fn bust(p: &mut Prompt, nonce: u64, index: u64, counter: &Counter) {
     let word = workload::bust_word(nonce, index);
     match &mut p.input {
-        Input::Text(t) => *t = format!("{word} {t}"),
-        Input::Messages(m) => match m.first_mut().and_then(|f| f.get_mut("content")) {
-            Some(serde_json::Value::String(c)) => *c = format!("{word} {c}"),
-            _ => m.insert(0, serde_json::json!({"role": "system", "content": word})),
-        },
+        Input::Text(t) => {
+            *t = format!("{word} {t}");
+            p.input_tokens = counter.count(t);
+        }
+        Input::Messages(m) => {
+            match m.first_mut().and_then(|f| f.get_mut("content")) {
+                Some(serde_json::Value::String(c)) => *c = format!("{word} {c}"),
+                _ => m.insert(0, serde_json::json!({"role": "system", "content": word})),
+            }
+            p.input_tokens = workload::message_tokens(m, counter);
+        }
     }
-    p.input_tokens += 1;
 }
 
 /// What the engine does before the clock: `--warm-up`, with `auto` a
@@ -713,6 +738,7 @@ mod tests {
             model_source: "--model",
             endpoint: "/v1/chat/completions".into(),
             source: "--prompt".into(),
+            counted_by: "words".into(),
             input_tokens: tokens.to_vec(),
         }
     }

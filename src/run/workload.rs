@@ -26,6 +26,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use serde_json::Value;
 
 use crate::run::lengths::Length;
+use crate::run::tokens::Counter;
 use crate::UsageError;
 
 /// What one request asks.
@@ -68,16 +69,16 @@ pub fn count_tokens(text: &str) -> u32 {
     u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
 }
 
-/// Proxy tokens of chat messages: the words of every message's `content`,
-/// a string or a list of `{"type":"text","text":...}` parts.
-fn message_tokens(messages: &[Value]) -> u32 {
+/// Tokens of chat messages: those of every message's `content`, a string
+/// or a list of `{"type":"text","text":...}` parts, by `counter`.
+pub fn message_tokens(messages: &[Value], counter: &Counter) -> u32 {
     let words = |v: &Value| -> u32 {
         match v {
-            Value::String(s) => count_tokens(s),
+            Value::String(s) => counter.count(s),
             Value::Array(parts) => parts
                 .iter()
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .map(count_tokens)
+                .map(|t| counter.count(t))
                 .fold(0u32, u32::saturating_add),
             _ => 0,
         }
@@ -99,8 +100,13 @@ impl Prompt {
     /// assert_eq!((p.input_tokens, p.output_len), (3, Some(8)));
     /// ```
     pub fn text(text: &str, output_len: Option<u32>) -> Prompt {
+        Prompt::counted(text, output_len, &Counter::Words)
+    }
+
+    /// A plain-text prompt, its tokens counted by `counter`.
+    pub fn counted(text: &str, output_len: Option<u32>, counter: &Counter) -> Prompt {
         Prompt {
-            input_tokens: count_tokens(text),
+            input_tokens: counter.count(text),
             input: Input::Text(text.to_string()),
             output_len,
         }
@@ -208,13 +214,49 @@ pub fn synthetic(
     spec: &Synthetic,
     output_len: Option<u32>,
 ) -> Vec<Prompt> {
+    synthetic_counted(seed, first, count, spec, output_len, &Counter::Words)
+}
+
+/// [`synthetic`] with lengths in `counter`'s tokens: with a tokenizer,
+/// each part (the prompt's own words, the shared prefix) is cut to exactly
+/// its length in tokens ([`Counter::fit`]), padded first when its words
+/// make fewer tokens (with words from a stream of the prompt's own,
+/// `Pcg32::new(child_seed(seed, PURPOSE_PROMPTS), index)`), and the
+/// prompt's count is the tokenizer's count of its whole text.
+pub fn synthetic_counted(
+    seed: u64,
+    first: usize,
+    count: usize,
+    spec: &Synthetic,
+    output_len: Option<u32>,
+    counter: &Counter,
+) -> Vec<Prompt> {
     let mut lengths = rng::stream(seed, rng::PURPOSE_LENGTHS);
     let mut draw = rng::stream(seed, rng::PURPOSE_PROMPTS);
     let mut shared = rng::stream(seed, rng::PURPOSE_PREFIX);
     let words = VOCABULARY.len() as u64;
+    let tokenized = matches!(counter, Counter::Tokenizer { .. });
+    // Pads `text` with words of `pad` until it has at least `n` tokens,
+    // then cuts it to exactly `n` (a tokenizer only).
+    let fit = |text: String, n: u32, pad: &mut rng::Pcg32| -> String {
+        if !tokenized {
+            return text;
+        }
+        let mut text = text;
+        while counter.count(&text) < n {
+            text.push(' ');
+            text.push_str(VOCABULARY[pad.below(words) as usize]);
+        }
+        counter.fit(&text, n).0
+    };
     let prefix: Vec<&str> = (0..spec.prefix_len)
         .map(|_| VOCABULARY[shared.below(words) as usize])
         .collect();
+    let prefix = fit(
+        prefix.join(" "),
+        spec.prefix_len,
+        &mut rng::Pcg32::new(rng::child_seed(seed, rng::PURPOSE_PREFIX), u64::MAX),
+    );
     // Skip what the prompts before `first` drew.
     for _ in 0..first {
         for _ in 0..spec.input.draw(&mut lengths) {
@@ -228,27 +270,31 @@ pub fn synthetic(
         .map(|index| {
             let own = spec.input.draw(&mut lengths);
             let carries = spec.prefix_len > 0 && shared.next_f64() < spec.prefix_share;
-            let mut parts: Vec<&str> = Vec::new();
-            let bust = spec.cache_bust.map(|n| bust_word(n, index as u64));
-            if let Some(b) = &bust {
-                parts.push(b);
-            }
-            if carries {
-                parts.extend_from_slice(&prefix);
-            }
-            let mut text = String::with_capacity((parts.len() + own as usize) * 7);
-            for p in &parts {
-                text.push_str(p);
-                text.push(' ');
-            }
+            let mut text = String::with_capacity((own as usize + 2) * 7);
             for _ in 0..own {
                 text.push_str(VOCABULARY[draw.below(words) as usize]);
                 text.push(' ');
             }
             text.pop();
+            let mut pad =
+                rng::Pcg32::new(rng::child_seed(seed, rng::PURPOSE_PROMPTS), index as u64);
+            let mut text = fit(text, own, &mut pad);
+            let mut added = 0;
+            if carries {
+                text = format!("{prefix} {text}");
+                added += spec.prefix_len;
+            }
+            if let Some(n) = spec.cache_bust {
+                text = format!("{} {text}", bust_word(n, index as u64));
+                added += 1;
+            }
             Prompt {
+                input_tokens: if tokenized {
+                    counter.count(&text)
+                } else {
+                    own + added
+                },
                 input: Input::Text(text),
-                input_tokens: own + parts.len() as u32,
                 output_len,
             }
         })
@@ -286,13 +332,13 @@ const OUTPUT_FIELDS: [&str; 4] = [
 /// # Errors
 /// A [`UsageError`] naming the file: unreadable, not UTF-8, a bad line
 /// (with its number), or no usable prompt.
-pub fn load_dataset(path: &Path) -> Result<Dataset, UsageError> {
+pub fn load_dataset(path: &Path, counter: &Counter) -> Result<Dataset, UsageError> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path)
         .map_err(|e| UsageError(format!("cannot read --dataset {name}: {e}")))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| UsageError(format!("--dataset {name} is not UTF-8 text")))?;
-    parse_dataset(&text, &name)
+    parse_dataset(&text, &name, counter)
 }
 
 /// Parses a dataset: JSON Lines, or one JSON array.
@@ -318,13 +364,14 @@ pub fn load_dataset(path: &Path) -> Result<Dataset, UsageError> {
 /// # Example
 /// ```
 /// use metronome::run::workload::{parse_dataset, Input};
-/// let d = parse_dataset("{\"prompt\":\"a b c\",\"output_len\":5}\n\n{\"prompt\":\"d\"}\n", "f").unwrap();
+/// use metronome::run::tokens::Counter;
+/// let d = parse_dataset("{\"prompt\":\"a b c\",\"output_len\":5}\n\n{\"prompt\":\"d\"}\n", "f", &Counter::Words).unwrap();
 /// assert_eq!(d.prompts.len(), 2);
 /// assert_eq!((d.prompts[0].input_tokens, d.prompts[0].output_len), (3, Some(5)));
-/// let e = parse_dataset("{\"prompt\":\"a\"}\n{oops\n", "f").unwrap_err();
+/// let e = parse_dataset("{\"prompt\":\"a\"}\n{oops\n", "f", &Counter::Words).unwrap_err();
 /// assert!(e.0.starts_with("--dataset f line 2: not JSON"), "{e}");
 /// ```
-pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
+pub fn parse_dataset(text: &str, name: &str, counter: &Counter) -> Result<Dataset, UsageError> {
     let mut prompts = Vec::new();
     let mut skipped = 0;
     let mut take = |entry: Option<Prompt>| match entry {
@@ -339,7 +386,7 @@ pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
         })?;
         for (i, entry) in entries.iter().enumerate() {
             let at = format!("--dataset {name} entry {}", i + 1);
-            take(entry_prompt(&entry.0, &at)?);
+            take(entry_prompt(&entry.0, &at, counter)?);
         }
     } else {
         for (i, line) in text.lines().enumerate() {
@@ -349,7 +396,7 @@ pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
             let at = format!("--dataset {name} line {}", i + 1);
             let entry: Value = serde_json::from_str(line)
                 .map_err(|e| UsageError(format!("{at}: not JSON ({e})")))?;
-            take(entry_prompt(&entry, &at)?);
+            take(entry_prompt(&entry, &at, counter)?);
         }
     }
     if prompts.is_empty() {
@@ -366,14 +413,14 @@ pub fn parse_dataset(text: &str, name: &str) -> Result<Dataset, UsageError> {
 }
 
 /// One entry: `Ok(None)` for a ShareGPT entry skipped as vLLM skips it.
-fn entry_prompt(entry: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
+fn entry_prompt(entry: &Value, at: &str, counter: &Counter) -> Result<Option<Prompt>, UsageError> {
     let Some(obj) = entry.as_object() else {
         return Err(UsageError(format!(
             "{at}: expected an object with \"prompt\", \"messages\" or \"conversations\""
         )));
     };
     if let Some(conv) = obj.get("conversations") {
-        return sharegpt(conv, at);
+        return sharegpt(conv, at, counter);
     }
     let output_len = match OUTPUT_FIELDS
         .iter()
@@ -388,7 +435,7 @@ fn entry_prompt(entry: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
         ),
     };
     match (obj.get("prompt"), obj.get("messages")) {
-        (Some(Value::String(p)), None) => Ok(Some(Prompt::text(p, output_len))),
+        (Some(Value::String(p)), None) => Ok(Some(Prompt::counted(p, output_len, counter))),
         (None, Some(Value::Array(m))) if !m.is_empty() => {
             if let Some(bad) = m
                 .iter()
@@ -400,7 +447,7 @@ fn entry_prompt(entry: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
                 )));
             }
             Ok(Some(Prompt {
-                input_tokens: message_tokens(m),
+                input_tokens: message_tokens(m, counter),
                 input: Input::Messages(m.clone()),
                 output_len,
             }))
@@ -476,7 +523,7 @@ impl<'de> Deserialize<'de> for FirstTwo {
 }
 
 /// A ShareGPT entry, as vLLM's bench reads it.
-fn sharegpt(conv: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
+fn sharegpt(conv: &Value, at: &str, counter: &Counter) -> Result<Option<Prompt>, UsageError> {
     let Some(turns) = conv.as_array() else {
         return Err(UsageError(format!(
             "{at}: \"conversations\" must be an array"
@@ -496,8 +543,8 @@ fn sharegpt(conv: &Value, at: &str) -> Result<Option<Prompt>, UsageError> {
                 ))
             })
     };
-    let prompt = Prompt::text(value(0)?, None);
-    let output = count_tokens(value(1)?);
+    let prompt = Prompt::counted(value(0)?, None, counter);
+    let output = counter.count(value(1)?);
     let input = prompt.input_tokens;
     if input < SHAREGPT_MIN_LEN
         || output < SHAREGPT_MIN_LEN
@@ -517,7 +564,9 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse_dataset(text, "d.jsonl").unwrap_err().0
+        parse_dataset(text, "d.jsonl", &Counter::Words)
+            .unwrap_err()
+            .0
     }
 
     #[test]
@@ -532,7 +581,7 @@ mod tests {
             "{\"prompt\":\"y\",\"output_tokens\":9,\"extra\":true}\n",
             "{\"prompt\":\"z\",\"output_len\":null}\n",
         );
-        let d = parse_dataset(text, "d.jsonl").unwrap();
+        let d = parse_dataset(text, "d.jsonl", &Counter::Words).unwrap();
         assert_eq!(d.skipped, 0);
         let got: Vec<(u32, Option<u32>)> = d
             .prompts
@@ -606,13 +655,15 @@ mod tests {
  {"id":"e","conversations":[{"from":"human","value":"four words are enough"},{"from":"gpt","value":"four words back again"}]},
  {"id":"f"}
 ]"#;
-        let err = parse_dataset(text, "s.json").unwrap_err().0;
+        let err = parse_dataset(text, "s.json", &Counter::Words)
+            .unwrap_err()
+            .0;
         assert_eq!(
             err,
             "--dataset s.json entry 6: no \"prompt\", \"messages\" or \"conversations\""
         );
         let text = text.replace(",\n {\"id\":\"f\"}", "");
-        let d = parse_dataset(&text, "s.json").unwrap();
+        let d = parse_dataset(&text, "s.json", &Counter::Words).unwrap();
         // b: one turn; c: prompt of 2 words; d: output of 1 word.
         assert_eq!(d.skipped, 3);
         let got: Vec<(Input, u32, Option<u32>)> = d
@@ -634,13 +685,13 @@ mod tests {
         let text = r#"[{"conversations":[{"from":"human","value":"one two three four"},
             {"from":"gpt","value":"five six seven eight"},{"from":"human","value":["any", {"x": 1}]},
             7]},{"conversations":{"not":"a list"}}]"#;
-        let e = parse_dataset(text, "s").unwrap_err().0;
+        let e = parse_dataset(text, "s", &Counter::Words).unwrap_err().0;
         assert!(
             e.starts_with("--dataset s: not a JSON array of entries (invalid type: map, expected a list of conversation turns at line 3"),
             "{e}"
         );
         let text = text.replace(r#",{"conversations":{"not":"a list"}}"#, "");
-        let d = parse_dataset(&text, "s").unwrap();
+        let d = parse_dataset(&text, "s", &Counter::Words).unwrap();
         assert_eq!(d.prompts.len(), 1);
         assert_eq!(
             (d.prompts[0].input_tokens, d.prompts[0].output_len),
@@ -658,10 +709,14 @@ mod tests {
             .to_string()
         };
         let kept = |p, o| {
-            parse_dataset(&format!("{}\n{}\n", entry(4, 4), entry(p, o)), "s")
-                .unwrap()
-                .prompts
-                .len()
+            parse_dataset(
+                &format!("{}\n{}\n", entry(4, 4), entry(p, o)),
+                "s",
+                &Counter::Words,
+            )
+            .unwrap()
+            .prompts
+            .len()
                 == 2
         };
         assert!(kept(1024, 1024));
@@ -670,7 +725,7 @@ mod tests {
         assert!(!kept(3, 100));
         assert!(!kept(100, 3));
         assert_eq!(
-            parse_dataset(&format!("{}\n", entry(1, 1)), "s")
+            parse_dataset(&format!("{}\n", entry(1, 1)), "s", &Counter::Words)
                 .unwrap_err()
                 .0,
             "--dataset s has no usable prompt: all 1 ShareGPT entries were skipped (fewer \
@@ -679,7 +734,8 @@ mod tests {
         assert_eq!(
             parse_dataset(
                 r#"[{"conversations":[{"from":"human"},{"value":"x"}]}]"#,
-                "s"
+                "s",
+                &Counter::Words
             )
             .unwrap_err()
             .0,
