@@ -1,7 +1,7 @@
 //! Measurement: [`Recorder`] (one per engine thread, merged exactly),
 //! [`StreamTiming`] for one streamed (SSE) response, [`ErrorKind`],
-//! [`Interval`] for per-interval reporting, and [`ThreadStats`], an engine
-//! thread's own cost.
+//! [`Interval`] for per-interval reporting, [`ThreadStats`], an engine
+//! thread's own cost, and [`Slo`], the bounds that make a request good.
 //!
 //! Every latency is charged from the request's **intended** send time, so a
 //! stall delays the measurement of every request it held back. Failed
@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use metronome_core::measure::Recorder;
-//! use metronome_core::plan::Slo;
+//! use metronome_core::measure::Slo;
 //! let mut r = Recorder::new();
 //! let slo = Slo { latency_ns: Some(5_000_000), ..Slo::default() };
 //! r.record_scheduled();
@@ -24,7 +24,6 @@
 use core::fmt;
 
 use crate::histogram::Histogram;
-use crate::plan::Slo;
 use crate::sse::ChunkFacts;
 
 /// Why a sent request failed: every failed request has exactly one kind.
@@ -679,6 +678,34 @@ impl Peers {
     }
 }
 
+/// Service-level objectives: a request is *good* when it succeeded and met
+/// every bound that is set. `None` means no bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slo {
+    /// Bound on latency (completion - intended; for streams this is E2E).
+    pub latency_ns: Option<u64>,
+    /// Bound on time to first token (streams only).
+    pub ttft_ns: Option<u64>,
+    /// Bound on every inter-token latency of the request (streams only).
+    pub itl_ns: Option<u64>,
+    /// Bound on time per output token (streams only).
+    pub tpot_ns: Option<u64>,
+}
+
+impl Slo {
+    /// True when no bound is set.
+    ///
+    /// ```
+    /// assert!(metronome_core::measure::Slo::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.latency_ns.is_none()
+            && self.ttft_ns.is_none()
+            && self.itl_ns.is_none()
+            && self.tpot_ns.is_none()
+    }
+}
+
 /// An engine thread's own cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadStats {
@@ -872,7 +899,7 @@ impl Recorder {
     ///
     /// # Example
     /// ```
-    /// use metronome_core::{measure::Recorder, plan::Slo};
+    /// use metronome_core::measure::{Recorder, Slo};
     /// let mut r = Recorder::new();
     /// let slo = Slo { latency_ns: Some(100), ..Slo::default() };
     /// assert!(r.record_ok(0, 10, 100, &slo));
@@ -916,7 +943,7 @@ impl Recorder {
     ///
     /// # Example
     /// ```
-    /// use metronome_core::{measure::{ErrorKind, Recorder, StreamTiming}, plan::Slo};
+    /// use metronome_core::measure::{ErrorKind, Recorder, Slo, StreamTiming};
     /// let mut r = Box::new(Recorder::new());
     /// let mut t = StreamTiming::new(0, 0);
     /// let gap = t.on_content(100);
