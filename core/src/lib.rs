@@ -18,8 +18,9 @@
 //! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
 //!   stages and ramps, or replayed from a trace), sharded exactly.
 //! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
-//! - [`measure`]: the per-thread [`measure::Recorder`], error kinds, stream
-//!   timing, the peers' metric definitions, intervals and the SLO.
+//! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
+//!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
+//!   (`peers.rs`), intervals and stages (`interval.rs`), and the SLO.
 //! - [`plan`]: what an engine needs to run, and its validation.
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
