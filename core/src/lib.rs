@@ -16,7 +16,8 @@
 //!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
 //! - [`pool`]: [`pool::Pool`], admission of a due request and growth of the connection pool.
 //! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
-//!   stages and ramps, or replayed from a trace), sharded exactly.
+//!   stages and ramps, or replayed from a trace), sharded exactly; one file per arrival
+//!   process under `schedule/`.
 //! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
 //! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
 //!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
