@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use metronome_core::exchange::{Exchange, Feed};
-//! use metronome_core::ledger::Finish;
+//! use metronome_core::exchange::Finish;
 //!
 //! let wire = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
 //!     30\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n\r\n\
@@ -56,8 +56,8 @@
 //! ```
 
 use crate::http::ParseError;
-use crate::ledger::Finish;
 use crate::measure::{ErrorKind, FramingCause, StreamTiming};
+use crate::plan::{Plan, Protocol};
 use crate::response::{ReadError, ReadEvent, Reader};
 
 /// Inter-token gaps the engines keep per request (the length of the slice
@@ -95,6 +95,61 @@ pub enum Idle {
     Closed,
     /// Anything else: bytes no request asked for.
     Unsolicited,
+}
+
+/// How one request ended, borrowed: what a [`Ledger`](crate::ledger::Ledger)
+/// needs to record it. Engines with fixed buffers build it without
+/// allocating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish<'a> {
+    /// A 2xx response, fully read.
+    Ok,
+    /// A complete response with a non-2xx status.
+    Status(u16),
+    /// A fault, by kind.
+    Error(ErrorKind),
+    /// A response with bad HTTP framing, by cause
+    /// ([`ErrorKind::BadFraming`]).
+    Framing(FramingCause),
+    /// A streamed response that reached its end; the recorder decides
+    /// whether it succeeded (it needs content and `[DONE]`).
+    Stream {
+        /// The stream's timing.
+        timing: &'a StreamTiming,
+        /// Gaps between consecutive content chunks, ns.
+        gaps: &'a [u64],
+    },
+}
+
+impl Finish<'static> {
+    /// How a complete response ended: a non-2xx status is `Status`, an
+    /// error event in a 2xx stream is a stream error, any other 2xx plain
+    /// response is `Ok`. `None` means a 2xx stream without an error event:
+    /// record it as [`Finish::Stream`] from its timing (the recorder then
+    /// checks content and `[DONE]`).
+    ///
+    /// ```
+    /// use metronome_core::exchange::Finish;
+    /// assert_eq!(Finish::for_response(Some(429), false, true), Some(Finish::Status(429)));
+    /// assert_eq!(Finish::for_response(Some(200), false, false), Some(Finish::Ok));
+    /// assert_eq!(Finish::for_response(Some(200), false, true), None);
+    /// ```
+    pub fn for_response(
+        status: Option<u16>,
+        stream_error: bool,
+        expect_stream: bool,
+    ) -> Option<Finish<'static>> {
+        let code = status.unwrap_or(0);
+        if !(200..300).contains(&code) {
+            Some(Finish::Status(code))
+        } else if stream_error {
+            Some(Finish::Error(ErrorKind::StreamError))
+        } else if expect_stream {
+            None
+        } else {
+            Some(Finish::Ok)
+        }
+    }
 }
 
 /// One request/response exchange on one connection; see the
@@ -145,6 +200,16 @@ impl Exchange {
         }
     }
 
+    /// The exchange state machine for one connection of `plan`: responses
+    /// are event streams for [`Protocol::OpenAiSse`], and heads may be at
+    /// most [`Plan::max_head_bytes`].
+    pub const fn for_plan(plan: &Plan<'_>) -> Self {
+        Self::with_max_head(
+            matches!(plan.protocol, Protocol::OpenAiSse),
+            plan.max_head_bytes,
+        )
+    }
+
     /// The request `request` (its encoded bytes), intended at
     /// `intended_ns`, was written at `sent_ns`: forget the previous
     /// response's facts. A `HEAD` request's response has no body.
@@ -192,7 +257,7 @@ impl Exchange {
     ///
     /// ```
     /// use metronome_core::exchange::Exchange;
-    /// use metronome_core::ledger::Finish;
+    /// use metronome_core::exchange::Finish;
     /// use metronome_core::measure::{ErrorKind, FramingCause};
     /// let mut ex = Exchange::new(false);
     /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
@@ -248,7 +313,7 @@ impl Exchange {
     ///
     /// ```
     /// use metronome_core::exchange::{Exchange, Feed};
-    /// use metronome_core::ledger::Finish;
+    /// use metronome_core::exchange::Finish;
     /// use metronome_core::measure::ErrorKind;
     /// let mut ex = Exchange::new(false);
     /// ex.begin(0, 0, b"GET / HTTP/1.0\r\n\r\n");

@@ -1,7 +1,7 @@
 //! [`Ledger`]: the bookkeeping rules every engine shares, turning facts
 //! about one request ("intended at t, sent at s, finished at u like this")
-//! into a [`Recorder`] and its per-interval series; [`Finish`], how one
-//! request ended.
+//! into a [`Recorder`] and its per-interval series. How one request ended,
+//! [`Finish`], comes from [`crate::exchange`].
 //!
 //! The rules, each tested on a virtual clock (`tests/sim_ledger.rs`):
 //! - requests intended before the warmup's end are sent but not recorded;
@@ -27,7 +27,8 @@
 //! owns the storage ([`Tally`]) and publishes progress as it likes.
 //!
 //! ```
-//! use metronome_core::ledger::{Finish, Ledger, Tally};
+//! use metronome_core::exchange::Finish;
+//! use metronome_core::ledger::{Ledger, Tally};
 //! use metronome_core::measure::{Interval, Recorder};
 //! use metronome_core::plan::example_plan;
 //!
@@ -44,64 +45,9 @@
 //! assert_eq!(intervals[0].ok, 1);
 //! ```
 
-use crate::measure::{
-    ErrorKind, FramingCause, Interval, Recorder, StageTally, StreamTiming, Unsent, LATE_NS,
-};
+use crate::exchange::Finish;
+use crate::measure::{ErrorKind, Interval, Recorder, StageTally, Unsent, LATE_NS};
 use crate::plan::{Model, Plan};
-
-/// How one request ended, borrowed: what a [`Ledger`] needs to record it.
-/// Engines with fixed buffers build it without allocating.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Finish<'a> {
-    /// A 2xx response, fully read.
-    Ok,
-    /// A complete response with a non-2xx status.
-    Status(u16),
-    /// A fault, by kind.
-    Error(ErrorKind),
-    /// A response with bad HTTP framing, by cause
-    /// ([`ErrorKind::BadFraming`]).
-    Framing(FramingCause),
-    /// A streamed response that reached its end; the recorder decides
-    /// whether it succeeded (it needs content and `[DONE]`).
-    Stream {
-        /// The stream's timing.
-        timing: &'a StreamTiming,
-        /// Gaps between consecutive content chunks, ns.
-        gaps: &'a [u64],
-    },
-}
-
-impl Finish<'static> {
-    /// How a complete response ended: a non-2xx status is `Status`, an
-    /// error event in a 2xx stream is a stream error, any other 2xx plain
-    /// response is `Ok`. `None` means a 2xx stream without an error event:
-    /// record it as [`Finish::Stream`] from its timing (the recorder then
-    /// checks content and `[DONE]`).
-    ///
-    /// ```
-    /// use metronome_core::ledger::Finish;
-    /// assert_eq!(Finish::for_response(Some(429), false, true), Some(Finish::Status(429)));
-    /// assert_eq!(Finish::for_response(Some(200), false, false), Some(Finish::Ok));
-    /// assert_eq!(Finish::for_response(Some(200), false, true), None);
-    /// ```
-    pub fn for_response(
-        status: Option<u16>,
-        stream_error: bool,
-        expect_stream: bool,
-    ) -> Option<Finish<'static>> {
-        let code = status.unwrap_or(0);
-        if !(200..300).contains(&code) {
-            Some(Finish::Status(code))
-        } else if stream_error {
-            Some(Finish::Error(ErrorKind::StreamError))
-        } else if expect_stream {
-            None
-        } else {
-            Some(Finish::Ok)
-        }
-    }
-}
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
 /// recorder, and one [`Interval`] per report interval of the measured phase.

@@ -6,19 +6,27 @@
 //! crate with facts; everything that can be decided without I/O is decided
 //! here and tested with exact numbers.
 //!
+//! The modules, bottom-up: each uses only those listed before it.
+//!
 //! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
-//! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
-//!   stages and ramps, or replayed from a trace), sharded exactly.
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
-//! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
-//! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the engines.
-//! - [`measure`]: the per-thread [`measure::Recorder`].
-//! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
-//! - [`plan`]: what an engine needs to run, its validation, and the pacing decision.
+//! - [`pace`]: how an engine waits for each send: the pacing decision, the
+//!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
 //! - [`mix`]: [`mix::Mix`], which request each arrival sends (in turn, or weighted by the seed).
 //! - [`pool`]: [`pool::Pool`], admission of a due request and growth of the connection pool.
+//! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
+//!   stages and ramps, or replayed from a trace), sharded exactly; one file per arrival
+//!   process under `schedule/`.
+//! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
+//! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
+//!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
+//!   (`peers.rs`), intervals and stages (`interval.rs`), and the SLO.
+//! - [`plan`]: what an engine needs to run, and its validation.
+//! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
+//!   engines, and [`exchange::Finish`], how it ended.
+//! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
 //! - `engine` (feature `std`, off by default): the engine contract both
 //!   engines share (control, output, errors). With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
@@ -45,6 +53,7 @@ pub mod http;
 pub mod ledger;
 pub mod measure;
 pub mod mix;
+pub mod pace;
 pub mod plan;
 pub mod pool;
 pub mod response;

@@ -1,8 +1,8 @@
 //! Golden tests for `metronome_core::measure`: the stream hand example,
 //! error paths, goodput against SLO bounds, and exact merges.
 
+use metronome_core::measure::Slo;
 use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamSummary, StreamTiming};
-use metronome_core::plan::Slo;
 
 const MS: u64 = 1_000_000;
 

@@ -1,8 +1,8 @@
 //! `Recorder::output_len`: one value per successful stream (its tokens:
 //! usage when sent, else content chunks), none for failures, merged exactly.
 
+use metronome_core::measure::Slo;
 use metronome_core::measure::{ErrorKind, Recorder, StreamTiming};
-use metronome_core::plan::Slo;
 
 const MS: u64 = 1_000_000;
 

@@ -12,10 +12,9 @@
 //! ms: what `metronome serve --sse --shape NAME --ttft 50ms --itl 10ms`
 //! sends for a request that arrives at 10 ms.
 
-use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
-use metronome_core::ledger::Finish;
+use metronome_core::exchange::{Exchange, Feed, Finish, GAP_CAP};
+use metronome_core::measure::Slo;
 use metronome_core::measure::{ErrorKind, Recorder};
-use metronome_core::plan::Slo;
 
 const MS: u64 = 1_000_000;
 const SENT: u64 = 2 * MS;

@@ -384,7 +384,8 @@ fn plan_profiles_schedule_and_attribute() {
 /// and answered after it stays in the first stage; warmup requests in none.
 #[test]
 fn the_ledger_attributes_by_intended_time() {
-    use metronome_core::ledger::{Finish, Ledger, Tally};
+    use metronome_core::exchange::Finish;
+    use metronome_core::ledger::{Ledger, Tally};
     use metronome_core::measure::{ErrorKind, Interval, Recorder, StageTally};
     let st = [stage(S, 100.0), stage(S, 300.0)];
     let plan = Plan {

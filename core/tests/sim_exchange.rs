@@ -10,8 +10,7 @@
 //! - End of file in every state (after every prefix of a stream): the
 //!   outcome each rule gives, exactly.
 
-use metronome_core::exchange::{Exchange, Feed, GAP_CAP};
-use metronome_core::ledger::Finish;
+use metronome_core::exchange::{Exchange, Feed, Finish, GAP_CAP};
 use metronome_core::measure::{slot, ErrorKind, FramingCause, StreamTiming};
 
 const MS: u64 = 1_000_000;

@@ -4,10 +4,12 @@
 //! unsent requests as timeouts, drops, the closed model's correction, and
 //! the accounting every report promises.
 
+use metronome_core::exchange::Finish;
 use metronome_core::histogram::Histogram;
-use metronome_core::ledger::{Finish, Ledger, Tally};
+use metronome_core::ledger::{Ledger, Tally};
+use metronome_core::measure::Slo;
 use metronome_core::measure::{ErrorKind, Interval, Recorder, StreamTiming, Unsent};
-use metronome_core::plan::{example_plan, Plan, Slo};
+use metronome_core::plan::{example_plan, Plan};
 
 const MS: u64 = 1_000_000;
 

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use metronome_core::plan::{pace, spin_step, Pace, SpinStep};
+use metronome_core::pace::{pace, spin_step, Pace, SpinStep};
 
 const US: u64 = 1_000;
 const GAP: u64 = 100 * US;
@@ -100,7 +100,7 @@ fn a_blind_spin_stamps_responses_at_the_next_send() {
 /// guard late.
 #[test]
 fn responses_just_before_a_send_are_stamped_after_it() {
-    use metronome_core::plan::REAP_GUARD_NS;
+    use metronome_core::pace::REAP_GUARD_NS;
     let service = GAP - 10 * US; // arrives 10 us before the next send
     let (sent, latency) = run_with(true, service);
     let expected_sends: Vec<u64> = (0..20).map(|i| 1_000 * US + i * GAP).collect();
@@ -117,7 +117,7 @@ fn responses_just_before_a_send_are_stamped_after_it() {
 /// every send stays on time while the spin time drops.
 #[test]
 fn adaptive_slice_covers_the_lateness_and_spins_less() {
-    use metronome_core::plan::{Spin, SPIN_AUTO_MARGIN_NS};
+    use metronome_core::pace::{Spin, SPIN_AUTO_MARGIN_NS};
 
     fn run(spin: Spin) -> (u64, (u64, u64), u64) {
         let gap = 1_000 * US; // 1k req/s
@@ -175,7 +175,7 @@ fn adaptive_slice_covers_the_lateness_and_spins_less() {
 /// goes below its floor or above its ceiling.
 #[test]
 fn adaptive_slice_follows_the_machine_within_bounds() {
-    use metronome_core::plan::{
+    use metronome_core::pace::{
         SpinTuner, SPIN_AUTO_MARGIN_NS, SPIN_AUTO_MAX_NS, SPIN_AUTO_MIN_NS,
     };
     let mut t = SpinTuner::auto(200 * US);

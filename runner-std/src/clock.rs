@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use metronome_core::plan::SpinMeter;
+use metronome_core::pace::SpinMeter;
 
 use crate::sys;
 

@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
+use metronome_core::exchange::Exchange;
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
 
@@ -25,8 +26,13 @@ pub(crate) fn run(
     let mut conns = Vec::with_capacity(workers as usize);
     let mut setup = Setup::default();
     for _ in 0..workers {
-        let mut conn = Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned())
-            .map_err(crate::connect_error)?;
+        let mut conn = Conn::connect(
+            plan.addr,
+            connect_timeout,
+            Exchange::for_plan(plan),
+            tls.cloned(),
+        )
+        .map_err(crate::connect_error)?;
         if let Some(o) = conn.opened.take() {
             setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
         }

@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use metronome_core::engine::{warm_up, WarmConn, WarmReply};
-use metronome_core::exchange::{compact, Exchange, Feed, Idle, GAP_CAP};
-use metronome_core::ledger::Finish;
+use metronome_core::exchange::{compact, Exchange, Feed, Finish, Idle, GAP_CAP};
 use metronome_core::measure::{ErrorKind, StreamTiming};
 use metronome_core::plan::{Plan, READ_BUF_BYTES};
 

@@ -7,11 +7,11 @@ use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use metronome_core::engine::{warm_start, Control, EngineError, Origin, RunOutput, Setup, Warm};
+use metronome_core::exchange::Exchange;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{Interval, Recorder, StageTally, ThreadStats, Unsent};
-use metronome_core::plan::{
-    linger_ns, pace, Pace, Plan, Spin, SpinTuner, WarmUp, BACKLOG_STOP_CHECK, FRESH_SETTLE_NS,
-};
+use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
+use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -97,7 +97,12 @@ pub(crate) fn run(
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
     for _ in 0..plan.connections {
-        match Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned()) {
+        match Conn::connect(
+            plan.addr,
+            connect_timeout,
+            Exchange::for_plan(plan),
+            tls.cloned(),
+        ) {
             Ok(mut c) => {
                 if let Some(o) = c.opened.take() {
                     setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
@@ -124,8 +129,13 @@ pub(crate) fn run(
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
         // Core's warm start over this engine's connections.
         let open = || {
-            let mut c =
-                Conn::connect(plan.addr, connect_timeout, plan.exchange(), tls.cloned()).ok()?;
+            let mut c = Conn::connect(
+                plan.addr,
+                connect_timeout,
+                Exchange::for_plan(plan),
+                tls.cloned(),
+            )
+            .ok()?;
             if let Some(o) = c.opened.take() {
                 setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
             }
@@ -433,7 +443,7 @@ fn worker(
         None => {
             // Grown by the pacer, after the clock started.
             let clock = origin.get_or_init(Clock::start);
-            let mut c = Conn::new(plan.exchange(), tls.cloned());
+            let mut c = Conn::new(Exchange::for_plan(plan), tls.cloned());
             let r = c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
             report_open(&mut c, &r, &tx);
             if r.is_ok() {

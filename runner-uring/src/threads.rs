@@ -13,6 +13,7 @@ use rustls::ClientConnection;
 use metronome_core::engine::{
     warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmConn, WarmReply,
 };
+use metronome_core::exchange::Exchange;
 use metronome_core::plan::{Model, Plan, WarmUp};
 use metronome_core::schedule::Shard;
 
@@ -252,7 +253,7 @@ impl WarmConn for Pre {
     fn warm(&mut self, plan: &Plan<'_>, give_up: &(dyn Fn() -> bool + Sync)) -> WarmReply {
         let (sock, tls) = &mut self.0;
         let slice = Duration::from_millis(20);
-        let mut exchange = plan.exchange();
+        let mut exchange = Exchange::for_plan(plan);
         let _ = sock.set_read_timeout(Some(slice));
         let _ = sock.set_write_timeout(Some(slice));
         let request = plan.requests[0];

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use metronome_core::measure::Slo;
 use metronome_core::mix::Mix;
-use metronome_core::plan::{
-    Model, Plan, PlanError, Protocol, Slo, Spin, WarmUp, MAX_RATE, READ_BUF_BYTES,
-};
+use metronome_core::pace::Spin;
+use metronome_core::plan::{Model, Plan, PlanError, Protocol, WarmUp, MAX_RATE, READ_BUF_BYTES};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 

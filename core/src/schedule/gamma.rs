@@ -16,9 +16,8 @@
 //! [`Pcg32::next_f64`] height `F[i] + (F[i + 1] - F[i]) * u` against the
 //! density `f(x)`, retrying with a fresh word when it lies above.
 
-use super::offset_ns_of;
+use super::offset::{offset_ns_of, UNIT};
 use super::ziggurat_tables::{EXP_F, EXP_R, EXP_X, NORMAL_F, NORMAL_R, NORMAL_X};
-use super::UNIT;
 use crate::rng::{child_seed, stream, Pcg32, PURPOSE_ARRIVALS};
 
 /// One ziggurat word: two 32-bit draws, the first in the high half.

@@ -16,7 +16,8 @@
 //! stage's exact start in nanoseconds, so no error accumulates across
 //! stages; the time into the stage is rounded to the nanosecond.
 
-use super::{round_ns, ScheduleError};
+use super::error::ScheduleError;
+use super::offset::round_ns;
 
 /// One stage: the rate moves from the previous stage's target (the first
 /// stage: from [`Stages::start_rps`]) to `target_rps` over `duration_ns`.

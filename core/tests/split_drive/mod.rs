@@ -4,8 +4,7 @@
 //! feed a response the way an engine does, cut into reads of given sizes,
 //! then the end of file, and describe how it ended in owned, comparable form.
 
-use metronome_core::exchange::{Exchange, Feed};
-use metronome_core::ledger::Finish;
+use metronome_core::exchange::{Exchange, Feed, Finish};
 use metronome_core::measure::{ErrorKind, StreamTiming};
 
 /// How one drive ended.

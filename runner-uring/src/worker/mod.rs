@@ -14,7 +14,7 @@
 //!
 //! Protocol is core's: each connection's
 //! [`Exchange`](metronome_core::exchange::Exchange) turns bytes and times
-//! into a [`Finish`](metronome_core::ledger::Finish), and the [`Ledger`]
+//! into a [`Finish`](metronome_core::exchange::Finish), and the [`Ledger`]
 //! records it. This module moves bytes, reads the clock and sleeps.
 //!
 //! One `impl Worker` split by concept, as smoltcp splits its interface:
@@ -31,13 +31,14 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use metronome_core::engine::{Control, RunOutput};
-use metronome_core::exchange::GAP_CAP;
+use metronome_core::exchange::{Exchange, GAP_CAP};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::ThreadStats;
-use metronome_core::plan::{
-    linger_ns, pace, spin_step, Model, Pace, Plan, SpinMeter, SpinStep, SpinTuner,
-    BACKLOG_STOP_CHECK, READ_BUF_BYTES, REAP_GUARD_NS,
+use metronome_core::pace::{
+    linger_ns, pace, spin_step, Pace, SpinMeter, SpinStep, SpinTuner, BACKLOG_STOP_CHECK,
+    REAP_GUARD_NS,
 };
+use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
 use metronome_core::pool::Pool;
 use metronome_core::schedule::Schedule;
 
@@ -159,7 +160,7 @@ impl<'p> Worker<'p> {
                 sending: false,
                 start: 0,
                 end: 0,
-                exchange: plan.exchange(),
+                exchange: Exchange::for_plan(plan),
                 worker: share.worker_base + i as u64,
                 sends: 0,
                 retry_at_ns: None,

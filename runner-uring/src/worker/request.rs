@@ -4,8 +4,7 @@
 
 use std::io;
 
-use metronome_core::exchange::{compact, Feed, GAP_CAP};
-use metronome_core::ledger::Finish;
+use metronome_core::exchange::{compact, Feed, Finish, GAP_CAP};
 use metronome_core::measure::{ErrorKind, Unsent};
 use metronome_core::plan::{Model, READ_BUF_BYTES};
 use metronome_core::pool::{Admit, PoolState};

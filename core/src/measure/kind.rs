@@ -1,0 +1,208 @@
+//! The error taxonomy: [`ErrorKind`], why a sent request failed;
+//! [`FramingCause`], how a response's framing was bad; [`Unsent`], why a
+//! due request was never sent.
+
+use core::fmt;
+
+/// Why a sent request failed: every failed request has exactly one kind.
+/// (Requests never sent are [`Unsent`], not errors.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The connection was reset or closed before the response completed
+    /// (and the request could not be retried).
+    Reset,
+    /// No complete response within the timeout after the send.
+    Timeout,
+    /// The server answered with a non-success HTTP status.
+    Status,
+    /// The response's HTTP framing was bad; [`FramingCause`] says how.
+    BadFraming,
+    /// The response head was over the size or header-count limit
+    /// (`--max-header-bytes`).
+    TooLarge,
+    /// A stream ended (connection closed or response ended) before `data: [DONE]`.
+    StreamCut,
+    /// The stream carried an error event or error object.
+    StreamError,
+    /// A stream reached `[DONE]` without a single content chunk.
+    NoContent,
+    /// A stream was asked for, and a 2xx response came without
+    /// `Content-Type: text/event-stream` (a server that ignores `stream: true`).
+    NotEventStream,
+}
+
+impl ErrorKind {
+    /// Number of kinds.
+    pub const COUNT: usize = 9;
+
+    /// The kind of a socket error on an established connection, the same
+    /// on both engines: a read or write that timed out (or would block
+    /// past its deadline) is [`ErrorKind::Timeout`]; anything else (a
+    /// reset, a broken pipe, an abort) is [`ErrorKind::Reset`].
+    ///
+    /// ```
+    /// use metronome_core::measure::ErrorKind;
+    /// use std::io;
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from(io::ErrorKind::TimedOut)), ErrorKind::Timeout);
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from_raw_os_error(104)), ErrorKind::Reset); // ECONNRESET
+    /// assert_eq!(ErrorKind::of_io(&io::Error::from_raw_os_error(11)), ErrorKind::Timeout); // EAGAIN
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn of_io(e: &std::io::Error) -> ErrorKind {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::Reset,
+        }
+    }
+
+    /// Every kind, in [`ErrorKind::index`] order.
+    pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::Status,
+        ErrorKind::BadFraming,
+        ErrorKind::TooLarge,
+        ErrorKind::StreamCut,
+        ErrorKind::StreamError,
+        ErrorKind::NoContent,
+        ErrorKind::NotEventStream,
+    ];
+
+    /// The kind's key in reports: `reset`, `timeout`, `status`,
+    /// `bad_framing`, `too_large`, `stream_cut`, `stream_error`,
+    /// `no_content`, `not_event_stream`.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::ErrorKind;
+    /// assert_eq!(ErrorKind::StreamCut.name(), "stream_cut");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Status => "status",
+            ErrorKind::BadFraming => "bad_framing",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::StreamCut => "stream_cut",
+            ErrorKind::StreamError => "stream_error",
+            ErrorKind::NoContent => "no_content",
+            ErrorKind::NotEventStream => "not_event_stream",
+        }
+    }
+
+    /// Position in [`ErrorKind::ALL`] and in [`Recorder::errors`](super::Recorder::errors).
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::ErrorKind;
+    /// for (i, k) in ErrorKind::ALL.iter().enumerate() {
+    ///     assert_eq!(k.index(), i);
+    /// }
+    /// assert_eq!(ErrorKind::NotEventStream.index(), 8);
+    /// ```
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a due request was never sent (it is neither ok nor an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Unsent {
+    /// No connection could be opened for it (refused, unreachable, out of
+    /// descriptors).
+    Connect,
+    /// It waited for a free connection until the run's hard end.
+    Timeout,
+}
+
+impl Unsent {
+    /// Number of reasons.
+    pub const COUNT: usize = 2;
+    /// Every reason, in index order.
+    pub const ALL: [Unsent; Unsent::COUNT] = [Unsent::Connect, Unsent::Timeout];
+
+    /// The reason's key in reports: `connect`, `timeout`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Unsent::Connect => "connect",
+            Unsent::Timeout => "timeout",
+        }
+    }
+
+    /// Position in [`Unsent::ALL`] and in [`Recorder::unsent`](super::Recorder::unsent).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a response's HTTP framing was bad ([`ErrorKind::BadFraming`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FramingCause {
+    /// The status line or a header was malformed.
+    Head,
+    /// `Content-Length` was invalid or conflicting.
+    ContentLength,
+    /// A chunk-size line was invalid.
+    ChunkSize,
+    /// A chunk's data was not followed by CRLF.
+    ChunkFraming,
+    /// The server switched protocols (101).
+    Upgrade,
+    /// The port speaks TLS: the URL needs `https://`.
+    Tls,
+    /// The port speaks HTTP/2 only.
+    Http2,
+}
+
+impl FramingCause {
+    /// Number of causes.
+    pub const COUNT: usize = 7;
+    /// Every cause, in index order.
+    pub const ALL: [FramingCause; FramingCause::COUNT] = [
+        FramingCause::Head,
+        FramingCause::ContentLength,
+        FramingCause::ChunkSize,
+        FramingCause::ChunkFraming,
+        FramingCause::Upgrade,
+        FramingCause::Tls,
+        FramingCause::Http2,
+    ];
+
+    /// What a user reads: the cause and, where there is one, the fix.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            FramingCause::Head => "malformed status line or header",
+            FramingCause::ContentLength => "invalid or conflicting Content-Length",
+            FramingCause::ChunkSize => "invalid chunk-size line",
+            FramingCause::ChunkFraming => "missing CRLF after chunk data",
+            FramingCause::Upgrade => "unsupported 101 Switching Protocols",
+            FramingCause::Tls => "the port speaks TLS: use https://",
+            FramingCause::Http2 => "the port speaks HTTP/2 only: metronome speaks HTTP/1.1",
+        }
+    }
+
+    /// The cause's key in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FramingCause::Head => "head",
+            FramingCause::ContentLength => "content_length",
+            FramingCause::ChunkSize => "chunk_size",
+            FramingCause::ChunkFraming => "chunk_framing",
+            FramingCause::Upgrade => "upgrade",
+            FramingCause::Tls => "tls",
+            FramingCause::Http2 => "http2",
+        }
+    }
+
+    /// Position in [`FramingCause::ALL`] and in [`Recorder::framing`](super::Recorder::framing).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
