@@ -39,7 +39,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Serve(args) => metronome::serve::run(*args).map(|()| EXIT_OK),
         Command::Demo(args) => metronome::demo::run(&args).map(|()| EXIT_OK),
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
-        Command::Report(args) => metronome::report::merge::report(&args),
+        Command::Report(args) => metronome::report::show::report(&args),
         Command::Merge(args) => metronome::report::merge::merge(&args),
         Command::Sweep(args) => metronome::sweep::run(&args),
     }

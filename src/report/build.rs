@@ -52,11 +52,7 @@ impl Report {
             }
         };
         let errors = rec.errors_total();
-        let completed = rec.ok + errors;
         let sent = rec.sent;
-        let cpu_s = out.cpu_ns as f64 / 1e9;
-        let spin_s = out.spin_ns as f64 / 1e9;
-        let per_req = |s: f64| if sent > 0 { s * 1e6 / sent as f64 } else { 0.0 };
         let shards = f64::from(plan.shard.count.max(1));
         let offered = match plan.profile {
             _ if closed => 0.0,
@@ -69,11 +65,6 @@ impl Report {
                     / (plan.duration_ns as f64 / 1e9)
             }
             _ => 0.0,
-        };
-        let goodput = if rec.scheduled > 0 {
-            rec.good as f64 / rec.scheduled as f64
-        } else {
-            0.0
         };
         // The threads that pace: every uring thread; std's one pacer.
         let pacers = if engine == "std" {
@@ -175,12 +166,9 @@ impl Report {
                 ok_without_done: rec.ok_without_done,
             },
             errors: Errors::from_recorder(rec),
-            error_rate: if completed > 0 {
-                errors as f64 / completed as f64
-            } else {
-                0.0
-            },
-            goodput,
+            // Ratios of the counts: set by `derive` below.
+            error_rate: 0.0,
+            goodput: 0.0,
             output_tokens_per_s: per_window(rec.output_tokens),
             window: Window {
                 window_s,
@@ -212,10 +200,10 @@ impl Report {
             stages: stage_rows(plan, &out.stages),
             generator: Generator {
                 threads: out.threads.len() as u32,
-                cpu_s,
-                spin_s,
-                cpu_us_per_request: per_req(cpu_s),
-                work_us_per_request: per_req((cpu_s - spin_s).max(0.0)),
+                cpu_s: out.cpu_ns as f64 / 1e9,
+                spin_s: out.spin_ns as f64 / 1e9,
+                cpu_us_per_request: 0.0,
+                work_us_per_request: 0.0,
                 connections_opened: out.connections_opened,
                 peak_connections: out.peak_connections,
                 waited_for_connection: out.waited_for_connection,
@@ -241,6 +229,7 @@ impl Report {
                 )
             },
         };
+        report.derive();
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {
@@ -353,21 +342,7 @@ pub fn behind(intervals: &[IntervalReport], plan: Option<&Plan<'_>>) -> Vec<Behi
 fn total(stretch: &[IntervalReport]) -> IntervalReport {
     let mut t = stretch[0].clone();
     for x in &stretch[1..] {
-        t.sent += x.sent;
-        t.ok += x.ok;
-        t.errors += x.errors;
-        t.unsent += x.unsent;
-        t.dropped += x.dropped;
-        t.waited += x.waited;
-        t.pool_full += x.pool_full;
-        t.late += x.late;
-        t.late_waiting += x.late_waiting;
-        t.scheduled += x.scheduled;
-        t.p50 = t.p50.max(x.p50);
-        t.p99 = t.p99.max(x.p99);
-        t.max = t.max.max(x.max);
-        t.send_lag_p99 = t.send_lag_p99.max(x.send_lag_p99);
-        t.work_cpu = t.work_cpu.max(x.work_cpu);
+        t.add(x);
     }
     t
 }
