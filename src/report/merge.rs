@@ -1,40 +1,10 @@
-//! `metronome merge`: combine the reports of the shards of one run (e.g.
-//! from several machines) into one report.
+//! The reports of the shards of one run (e.g. from several machines)
+//! combined into one: the shards checked ([`check_shards`]), counts added
+//! and histograms merged exactly ([`merge_reports`]), the start skew
+//! warned about ([`skew_warning`]). The command is [`crate::merge`].
 
-use anyhow::Context;
-
-use crate::cli::{FormatArg, MergeArgs};
-use crate::report::show::load;
 use crate::report::{Metric, Model, Report, ShardStart};
 use crate::UsageError;
-
-/// `metronome merge FILE...`.
-///
-/// # Errors
-/// Bad input (exit 2: unreadable, not a report, or not the distinct shards of
-/// one run, or an incomplete set without `--partial`) or an unwritable output.
-pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let reports = args
-        .files
-        .iter()
-        .map(|f| load(f).map(|r| (f.display().to_string(), r)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let inputs: Vec<(&str, &Report)> = reports.iter().map(|(f, r)| (f.as_str(), r)).collect();
-    let mut merged = merge_shards(&inputs, args.partial)?;
-    let max_skew_ns = u64::try_from(args.max_skew.as_nanos()).unwrap_or(u64::MAX);
-    if let Some(w) = skew_warning(&inputs, max_skew_ns) {
-        eprintln!("metronome: warning: {w}");
-        merged.generator.warnings.push(w);
-    }
-    if let Some(path) = &args.out {
-        std::fs::write(path, serde_json::to_string_pretty(&merged)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if args.out.is_none() || args.format == FormatArg::Text {
-        crate::run::print(&merged, args.format)?;
-    }
-    Ok(0)
-}
 
 /// Which shards of a run a set of reports covers.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,11 +8,19 @@
 //! - [`svg`]: the plots (`--svg`).
 //! - [`html`]: the self-contained HTML page (`--html`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
-//! - [`show`]: `metronome report`: a saved report or sweep read and printed.
-//! - [`merge`]: `metronome merge`: the reports of a run's shards combined.
+//! - [`show`]: a saved report or sweep read back; either printed as text or
+//!   JSON (every command prints through it).
+//! - [`merge`]: the reports of a run's shards checked and combined.
+//! - [`sweep`]: the `metronome.sweep/v1` document: one report per rate, the
+//!   knee, the table.
 //! - [`workload`]: what `--openai` requests asked; input and output tokens.
 //! - [`compat`]: `--metrics-compat`: the stream metrics as vLLM or guidellm
 //!   define them.
+//!
+//! This layer imports no command and no argument type: a run's report is
+//! built from the plan, the engine's output and a [`build::RunMeta`]; the
+//! commands (`crate::run`, `crate::sweep`, `crate::show`, `crate::merge`)
+//! call into it, never the other way.
 //!
 //! The numbers a report derives from its counts (error rate, goodput, CPU
 //! per request) have one home, [`Report::derive`], which a run's report and
@@ -28,6 +36,7 @@ pub mod html;
 pub mod merge;
 pub mod show;
 pub mod svg;
+pub mod sweep;
 pub mod text;
 pub mod threshold;
 pub mod workload;
