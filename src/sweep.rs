@@ -83,8 +83,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
 
 /// `metronome sweep`: runs, prints the table (or JSON), writes `--out`,
 /// and with `--svg` the sweep's plot of latency against offered rate
-/// (each step's own outputs are written by its run, see
-/// [`step_path`](crate::report::sweep::step_path)).
+/// (each step's own outputs are written by its run, see [`step_path`]).
 ///
 /// # Errors
 /// As [`sweep`], or an unwritable `--out` or `--svg`.

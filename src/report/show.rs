@@ -1,5 +1,5 @@
 //! A report shown: saved reports and sweeps read back ([`load`],
-//! [`load_any`]) and either printed on stdout as text or JSON ([`print`],
+//! [`load_any`]) and either printed on stdout as text or JSON ([`print()`],
 //! [`print_sweep`]). `metronome run`, `sweep`, `report` and `merge` all
 //! print through here.
 
