@@ -158,6 +158,15 @@ pub enum FormatArg {
     Json,
 }
 
+impl From<FormatArg> for crate::report::show::Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Text => Self::Text,
+            FormatArg::Json => Self::Json,
+        }
+    }
+}
+
 /// A peer whose metric definitions `--metrics-compat` reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompatArg {
@@ -165,6 +174,15 @@ pub enum CompatArg {
     Vllm,
     /// guidellm (src/guidellm/schemas/request_stats.py).
     Guidellm,
+}
+
+impl From<CompatArg> for crate::report::compat::Peer {
+    fn from(p: CompatArg) -> Self {
+        match p {
+            CompatArg::Vllm => Self::Vllm,
+            CompatArg::Guidellm => Self::Guidellm,
+        }
+    }
 }
 
 /// The stream shape `serve --sse --shape` sends (docs/metrics.md).

@@ -8,15 +8,19 @@
 //!          -> report::build -> report::{text, hgrm, hlog, svg} | JSON
 //! ```
 //!
-//! [`serve`] is the embedded target; [`demo`], [`simulate`] and [`sweep`] are
-//! commands built from these pieces.
+//! [`serve`] is the embedded target; [`demo`], [`simulate`], [`sweep`],
+//! [`show`] and [`merge`] are commands built from these pieces. The commands
+//! depend on [`report`]; [`report`] depends on no command and no argument
+//! type.
 //!
 //! - [`cli`]: the arguments of every subcommand (clap); parsing only.
 //! - [`run`]: `metronome run`: arguments to a plan, the engine, then the
 //!   report; the progress line.
-//! - [`report`]: the `metronome.report/v1` schema, built from a run and
-//!   rendered as text, `.hgrm`, `.hlog` and SVG; thresholds; `metronome
-//!   report` and `metronome merge`.
+//! - [`report`]: the `metronome.report/v1` schema (and the sweep's), built
+//!   from a run and rendered as text, `.hgrm`, `.hlog`, SVG and HTML;
+//!   thresholds; reading saved reports back; merging shards.
+//! - [`show`]: `metronome report FILE`: a saved report or sweep printed again.
+//! - [`merge`]: `metronome merge`: the shards' reports merged into one.
 //! - [`serve`]: `metronome serve`, the embedded target: one FIFO server with
 //!   a stall, injected errors and SSE streams.
 //! - [`demo`]: closed vs open loop against a stalling embedded server, side
@@ -35,9 +39,11 @@
 
 pub mod cli;
 pub mod demo;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod show;
 #[allow(unsafe_code)]
 pub mod signal;
 pub mod simulate;

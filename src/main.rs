@@ -30,7 +30,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Run(args) => {
             let r = metronome::run::run(&args)?;
-            metronome::run::print(&r.report, args.format)?;
+            metronome::report::show::print(&r.report, args.format.into())?;
             if let Some(line) = &r.failure {
                 eprintln!("metronome: {line}");
             }
@@ -39,8 +39,8 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Serve(args) => metronome::serve::run(*args).map(|()| EXIT_OK),
         Command::Demo(args) => metronome::demo::run(&args).map(|()| EXIT_OK),
         Command::Simulate(args) => metronome::simulate::run(&args).map(|()| EXIT_OK),
-        Command::Report(args) => metronome::report::merge::report(&args),
-        Command::Merge(args) => metronome::report::merge::merge(&args),
+        Command::Report(args) => metronome::show::run(&args),
+        Command::Merge(args) => metronome::merge::run(&args),
         Command::Sweep(args) => metronome::sweep::run(&args),
     }
 }

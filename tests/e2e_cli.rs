@@ -340,7 +340,10 @@ fn base64_decode(s: &str) -> Vec<u8> {
 /// A sweep (std engine, 1 s steps, JSON) against a FIFO server with a 5 ms
 /// service time, which serves at most 200 req/s: the exit code and the
 /// sweep, checked against the schema.
-fn sweep_slow_server(rates: &str, extra: &[&str]) -> (Option<i32>, metronome::sweep::Sweep) {
+fn sweep_slow_server(
+    rates: &str,
+    extra: &[&str],
+) -> (Option<i32>, metronome::report::sweep::Sweep) {
     let srv = server(plain(Duration::from_millis(5)));
     let url = format!("http://{}/", srv.addr());
     let mut args = vec![
@@ -394,7 +397,7 @@ fn sweep_knee_where_requests_wait_for_connections() {
         fast.generator.behind
     );
     assert_eq!(s.knee, Some(1), "{:?}", s.steps[0].generator.behind);
-    let text = metronome::sweep::render(&s);
+    let text = metronome::report::sweep::render(&s);
     assert!(text.contains("<- knee"), "{text}");
     assert!(
         text.contains("At 400.0 req/s the run stopped keeping up: behind its schedule from 0 s (pool_exhausted)"),
@@ -422,6 +425,6 @@ fn sweep_finds_the_knee() {
     );
     assert_eq!(s.knee, Some(2));
     assert!(s.steps[2].metrics.latency.p99 > 100.0);
-    let text = metronome::sweep::render(&s);
+    let text = metronome::report::sweep::render(&s);
     assert!(text.contains("<- knee"), "{text}");
 }

@@ -23,9 +23,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{metronome, plain, server};
+use metronome::report::sweep::Sweep;
 use metronome::report::{Metric, Report};
 use metronome::serve::ServeConfig;
-use metronome::sweep::Sweep;
 use serde_json::Value;
 
 /// Where pages and screenshots are kept: target/e2e-html/.
@@ -877,7 +877,7 @@ fn sweep_page() {
     let verdict = check["verdict"].as_str().unwrap();
     match sw.knee {
         Some(k) => {
-            let why = metronome::sweep::fell_behind(&sw.steps[k]).unwrap();
+            let why = metronome::report::sweep::fell_behind(&sw.steps[k]).unwrap();
             assert!(
                 verdict.contains(&format!(
                     "Knee at {} req/s (step {} of {}): {why}.",

@@ -315,7 +315,7 @@ fn a_sweep_writes_per_step_outputs_and_re_renders() {
     let table = String::from_utf8_lossy(&out.stdout).into_owned();
     let saved = std::fs::read_to_string(&json).unwrap();
     common::assert_valid(&saved, "the sweep");
-    let sweep: metronome::sweep::Sweep = serde_json::from_str(&saved).unwrap();
+    let sweep: metronome::report::sweep::Sweep = serde_json::from_str(&saved).unwrap();
     assert_eq!(sweep.steps.len(), 2);
     for (rate, step) in [(100, &sweep.steps[0]), (400, &sweep.steps[1])] {
         common::assert_accounting(step);

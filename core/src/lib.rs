@@ -9,7 +9,8 @@
 //! The modules, bottom-up: each uses only those listed before it.
 //!
 //! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
-//! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding.
+//! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding
+//!   (plain always; zlib-compressed with the `zlib` feature).
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
 //! - [`pace`]: how an engine waits for each send: the pacing decision, the
@@ -33,6 +34,11 @@
 //! - `tls` (feature `tls`, implies `std`, brings rustls): the TLS both engines
 //!   share: the target's client side, the handshake of a connection before
 //!   it is used, and the kind of a failed handshake.
+//! - feature `zlib` (implies `std`, brings flate2): HdrHistogram's
+//!   zlib-compressed V2 encoding (`Histogram::encode_v2_compressed`,
+//!   `histogram::decode_v2_compressed`), the form of `.hlog` files, written
+//!   once here for the CLI and the C API. The plain V2 encoding needs no
+//!   feature and never allocates.
 //!
 //! ```
 //! use metronome_core::rng::Pcg32;

@@ -8,14 +8,51 @@ use metronome_core::engine::RunOutput;
 use metronome_core::measure::StageTally;
 use metronome_core::plan::{Model as PlanModel, Plan, Profile as PlanProfile};
 use metronome_core::rng;
-use metronome_core::schedule::Ramp;
+use metronome_core::schedule::{Arrival, Ramp};
 
 use super::{
     ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metric,
     Metrics, Model, Report, Requests, SloReport, StageReport, TraceReport, WarmUpReport, Window,
     SCHEMA,
 };
-use crate::cli::{ArrivalArg, RunArgs};
+use crate::report::compat::{Compat, Peer};
+
+/// The engine that ran, as the report names it (`engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The Linux io_uring engine: every thread paces.
+    Uring,
+    /// The portable std engine: one pacer thread.
+    Std,
+}
+
+impl Engine {
+    /// The name in the report: `uring` or `std`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Uring => "uring",
+            Engine::Std => "std",
+        }
+    }
+}
+
+/// What a run's report takes from the command line besides the plan:
+/// plain data, so that building a report needs no argument parser.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunMeta {
+    /// The target URL, as given.
+    pub url: String,
+    /// `--trace`: the file the offsets were read from, as given.
+    pub trace_file: Option<String>,
+    /// `--start-at`: the instant the schedule's zero was set to.
+    pub start_at: Option<SystemTime>,
+    /// `--metrics-compat`: the peer whose definitions to reproduce.
+    pub compat: Option<Peer>,
+    /// `--insecure`: the server's certificate was not verified.
+    pub insecure: bool,
+    /// A TLS key log was asked for (`SSLKEYLOGFILE`).
+    pub keylog: bool,
+}
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
 /// the start time and the seed.
@@ -33,12 +70,11 @@ impl Report {
     pub fn from_run(
         plan: &Plan<'_>,
         out: &RunOutput,
-        engine: &str,
+        engine: Engine,
         run_id: String,
-        args: &RunArgs,
+        meta: &RunMeta,
     ) -> Report {
-        let arrival = args.arrival;
-        let url = args.url.as_str();
+        let url = meta.url.as_str();
         let rec = &out.recorder;
         let closed = matches!(plan.model, PlanModel::Closed { .. });
         let secs = out.measured_ns as f64 / 1e9;
@@ -52,11 +88,7 @@ impl Report {
             }
         };
         let errors = rec.errors_total();
-        let completed = rec.ok + errors;
         let sent = rec.sent;
-        let cpu_s = out.cpu_ns as f64 / 1e9;
-        let spin_s = out.spin_ns as f64 / 1e9;
-        let per_req = |s: f64| if sent > 0 { s * 1e6 / sent as f64 } else { 0.0 };
         let shards = f64::from(plan.shard.count.max(1));
         let offered = match plan.profile {
             _ if closed => 0.0,
@@ -70,13 +102,8 @@ impl Report {
             }
             _ => 0.0,
         };
-        let goodput = if rec.scheduled > 0 {
-            rec.good as f64 / rec.scheduled as f64
-        } else {
-            0.0
-        };
         // The threads that pace: every uring thread; std's one pacer.
-        let pacers = if engine == "std" {
+        let pacers = if engine == Engine::Std {
             1
         } else {
             out.threads.len().max(1) as u64
@@ -108,7 +135,7 @@ impl Report {
             schema: SCHEMA.to_string(),
             run_id,
             target: url.to_string(),
-            engine: engine.to_string(),
+            engine: engine.as_str().to_string(),
             model: if closed { Model::Closed } else { Model::Open },
             arrival: ArrivalReport {
                 process: if closed {
@@ -116,10 +143,16 @@ impl Report {
                 } else if matches!(plan.profile, PlanProfile::Trace(_)) {
                     "trace".to_string()
                 } else {
-                    format!("{arrival:?}").to_lowercase()
+                    arrival_name(plan.arrival).to_string()
                 },
-                burst_size: (arrival == ArrivalArg::Burst && !closed).then_some(args.burst_size),
-                burstiness: (arrival == ArrivalArg::Gamma && !closed).then_some(args.burstiness),
+                burst_size: match plan.arrival {
+                    Arrival::Burst { size } if !closed => Some(size),
+                    _ => None,
+                },
+                burstiness: match plan.arrival {
+                    Arrival::Gamma { burstiness } if !closed => Some(burstiness),
+                    _ => None,
+                },
                 ramp: match plan.profile {
                     PlanProfile::Stages(s) => Some(
                         match s.ramp {
@@ -132,11 +165,7 @@ impl Report {
                 },
                 trace: match plan.profile {
                     PlanProfile::Trace(t) => Some(TraceReport {
-                        file: args
-                            .trace
-                            .as_deref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default(),
+                        file: meta.trace_file.clone().unwrap_or_default(),
                         offsets: t.offsets_ns.len() as u64,
                         speed: t.speed,
                     }),
@@ -158,7 +187,7 @@ impl Report {
             warmup_s: plan.warmup_ns as f64 / 1e9,
             start_unix_ns: out.start_unix_ns,
             start_time: crate::units::rfc3339_ns(out.start_unix_ns),
-            start_at: args
+            start_at: meta
                 .start_at
                 .map(|t| crate::units::rfc3339_ns(metronome_core::engine::unix_ns(t))),
             start_offset_ns: out.start_late_ns,
@@ -176,12 +205,9 @@ impl Report {
                 ok_without_done: rec.ok_without_done,
             },
             errors: Errors::from_recorder(rec),
-            error_rate: if completed > 0 {
-                errors as f64 / completed as f64
-            } else {
-                0.0
-            },
-            goodput,
+            // Ratios of the counts: set by `derive` below.
+            error_rate: 0.0,
+            goodput: 0.0,
             output_tokens_per_s: per_window(rec.output_tokens),
             window: Window {
                 window_s,
@@ -213,10 +239,10 @@ impl Report {
             stages: stage_rows(plan, &out.stages),
             generator: Generator {
                 threads: out.threads.len() as u32,
-                cpu_s,
-                spin_s,
-                cpu_us_per_request: per_req(cpu_s),
-                work_us_per_request: per_req((cpu_s - spin_s).max(0.0)),
+                cpu_s: out.cpu_ns as f64 / 1e9,
+                spin_s: out.spin_ns as f64 / 1e9,
+                cpu_us_per_request: 0.0,
+                work_us_per_request: 0.0,
                 connections_opened: out.connections_opened,
                 peak_connections: out.peak_connections,
                 waited_for_connection: out.waited_for_connection,
@@ -227,21 +253,20 @@ impl Report {
                 behind: Vec::new(),
             },
             thresholds: Vec::new(),
-            compat: args
-                .metrics_compat
-                .map(|peer| super::compat::Compat::from_recorder(peer, rec)),
+            compat: meta.compat.map(|peer| Compat::from_recorder(peer, rec)),
             workload: None,
             interrupted: false,
             partial: false,
             connections: ConnectionsReport {
-                keylog: url.starts_with("https://") && crate::tls::keylog_requested(),
+                keylog: url.starts_with("https://") && meta.keylog,
                 ..ConnectionsReport::from_setup(
                     &out.setup,
                     url.starts_with("https://"),
-                    args.insecure && url.starts_with("https://"),
+                    meta.insecure && url.starts_with("https://"),
                 )
             },
         };
+        report.derive();
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {
@@ -254,6 +279,16 @@ impl Report {
         }
         report.generator.warnings.extend(warnings(&report, plan));
         report
+    }
+}
+
+/// The name of an arrival process in the report's `arrival.process`.
+fn arrival_name(a: Arrival) -> &'static str {
+    match a {
+        Arrival::Constant => "constant",
+        Arrival::Poisson => "poisson",
+        Arrival::Burst { .. } => "burst",
+        Arrival::Gamma { .. } => "gamma",
     }
 }
 
@@ -372,21 +407,7 @@ pub fn behind(
 fn total(stretch: &[IntervalReport]) -> IntervalReport {
     let mut t = stretch[0].clone();
     for x in &stretch[1..] {
-        t.sent += x.sent;
-        t.ok += x.ok;
-        t.errors += x.errors;
-        t.unsent += x.unsent;
-        t.dropped += x.dropped;
-        t.waited += x.waited;
-        t.pool_full += x.pool_full;
-        t.late += x.late;
-        t.late_waiting += x.late_waiting;
-        t.scheduled += x.scheduled;
-        t.p50 = t.p50.max(x.p50);
-        t.p99 = t.p99.max(x.p99);
-        t.max = t.max.max(x.max);
-        t.send_lag_p99 = t.send_lag_p99.max(x.send_lag_p99);
-        t.work_cpu = t.work_cpu.max(x.work_cpu);
+        t.add(x);
     }
     t
 }

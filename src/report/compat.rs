@@ -10,7 +10,15 @@ use metronome_core::measure::Recorder;
 use serde::{Deserialize, Serialize};
 
 use super::Metric;
-use crate::cli::CompatArg;
+
+/// A peer whose metric definitions a report reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// vLLM's `vllm bench serve` (vllm/benchmarks/serve.py).
+    Vllm,
+    /// guidellm (src/guidellm/schemas/request_stats.py).
+    Guidellm,
+}
 
 /// The peer's view of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,7 +42,7 @@ pub struct Compat {
 
 impl Compat {
     /// The peer's metrics from a run's recorder.
-    pub fn from_recorder(peer: CompatArg, rec: &Recorder) -> Compat {
+    pub fn from_recorder(peer: Peer, rec: &Recorder) -> Compat {
         let window_s = rec.window_ns() as f64 / 1e9;
         let per_s = |n: u64| {
             if window_s > 0.0 {
@@ -46,7 +54,7 @@ impl Compat {
         let p = &rec.peers;
         let m = |name: &str, h| (name.to_string(), Metric::from_histogram(h));
         match peer {
-            CompatArg::Vllm => Compat {
+            Peer::Vllm => Compat {
                 peer: "vllm".into(),
                 sources: vec![
                     "vllm-project/vllm: vllm/benchmarks/lib/endpoint_request_func.py".into(),
@@ -72,7 +80,7 @@ impl Compat {
                         .into(),
                 ],
             },
-            CompatArg::Guidellm => Compat {
+            Peer::Guidellm => Compat {
                 peer: "guidellm".into(),
                 sources: vec![
                     "vllm-project/guidellm: src/guidellm/schemas/request_stats.py".into(),

@@ -5,17 +5,17 @@
 //! read; [`render_run_hlog`] is the log of a run (`--hlog`).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use base64::Engine as _;
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
-use metronome_core::histogram::{Histogram, V2_COMPRESSED_COOKIE, V2_MAX_LEN};
+use metronome_core::histogram::{decode_v2_compressed, Histogram};
 use metronome_core::measure::{Interval, Recorder};
 use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
-/// zlib stream (both big-endian i32), then the zlib-compressed V2 bytes.
+/// zlib stream (both big-endian i32), then the zlib-compressed V2 bytes
+/// (core's [`Histogram::encode_v2_compressed`], the implementation the C
+/// API uses too). Empty for a histogram V2 cannot carry (a counter above
+/// `i64::MAX`).
 ///
 /// # Example
 /// ```
@@ -26,18 +26,7 @@ use metronome_core::plan::Plan;
 /// assert_eq!(&bytes[..4], &0x1c84_9314u32.to_be_bytes());
 /// ```
 pub fn compress_v2(h: &Histogram) -> Vec<u8> {
-    let mut plain = vec![0u8; V2_MAX_LEN];
-    // The buffer has the maximum encoded size: encoding cannot fail for lack of room.
-    let n = h.encode_v2(&mut plain).unwrap_or(0);
-    let mut z = ZlibEncoder::new(Vec::with_capacity(n / 2 + 64), Compression::default());
-    // Writing into a Vec cannot fail.
-    let _ = z.write_all(&plain[..n]);
-    let compressed = z.finish().unwrap_or_default();
-    let mut out = Vec::with_capacity(compressed.len() + 8);
-    out.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
-    out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
-    out.extend_from_slice(&compressed);
-    out
+    h.encode_v2_compressed().unwrap_or_default()
 }
 
 /// The compressed V2 encoding in standard base64, as HdrHistogram's log
@@ -48,10 +37,10 @@ pub fn base64_v2(h: &Histogram) -> String {
 
 /// Reads the base64 text of HdrHistogram's compressed V2 encoding (as
 /// [`base64_v2`] writes it, and as Java's, Python's `hdrh` and the
-/// hdrhistogram crate's encoders do): base64, the cookie and length, zlib,
-/// then core's [`decode_v2`](metronome_core::histogram::decode_v2). Counts
-/// are exact; min and max are their buckets' bounds and the mean is
-/// approximate (the encoding holds counts only).
+/// hdrhistogram crate's encoders do): base64, then core's
+/// [`decode_v2_compressed`] (the cookie and length, zlib, the plain V2
+/// encoding). Counts are exact; min and max are their buckets' bounds and
+/// the mean is approximate (the encoding holds counts only).
 ///
 /// # Errors
 /// One line saying which layer is wrong.
@@ -67,29 +56,10 @@ pub fn base64_v2(h: &Histogram) -> String {
 /// assert!(decode_base64_v2("not base64!").is_err());
 /// ```
 pub fn decode_base64_v2(text: &str) -> Result<Histogram, String> {
-    use std::io::Read as _;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("not base64: {e}"))?;
-    if bytes.len() < 8 {
-        return Err("shorter than the 8-byte compressed V2 header".into());
-    }
-    let cookie = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if cookie & !0xf0 != V2_COMPRESSED_COOKIE & !0xf0 {
-        return Err(format!(
-            "cookie {cookie:#010x} is not HdrHistogram's compressed V2 (0x1c849314)"
-        ));
-    }
-    let len = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-    let zlib = bytes
-        .get(8..8 + len)
-        .ok_or("the zlib payload is shorter than its declared length")?;
-    let mut plain = Vec::new();
-    flate2::read::ZlibDecoder::new(zlib)
-        .take(V2_MAX_LEN as u64 + 1)
-        .read_to_end(&mut plain)
-        .map_err(|e| format!("bad zlib payload: {e}"))?;
-    metronome_core::histogram::decode_v2(&plain).map_err(|e| format!("bad V2 encoding: {e}"))
+    decode_v2_compressed(&bytes).map_err(|e| format!("bad compressed V2 encoding: {e}"))
 }
 
 /// One series of interval histograms for [`render_hlog`].

@@ -18,8 +18,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::report::sweep::Sweep;
 use crate::report::Report;
-use crate::sweep::Sweep;
 
 const CSS: &str = include_str!("html/page.css");
 const JS: &str = include_str!("html/page.js");
@@ -42,7 +42,7 @@ pub struct PageMeta {
     /// The page's reports (one, or a sweep's steps in order), each with the
     /// figures JavaScript cannot hold exactly.
     pub runs: Vec<RunMeta>,
-    /// Why a sweep's knee step did not keep up ([`crate::sweep::fell_behind`]).
+    /// Why a sweep's knee step did not keep up ([`crate::report::sweep::fell_behind`]).
     pub knee_reason: Option<String>,
     /// A sweep: the steps where the host took the generator's CPU.
     pub descheduled_steps: Vec<usize>,
@@ -327,12 +327,12 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
         runs: sw
             .steps
             .iter()
-            .map(|r| run_meta(r, crate::sweep::fell_behind(r)))
+            .map(|r| run_meta(r, crate::report::sweep::fell_behind(r)))
             .collect(),
         knee_reason: sw
             .knee
             .and_then(|k| sw.steps.get(k))
-            .and_then(crate::sweep::fell_behind),
+            .and_then(crate::report::sweep::fell_behind),
         descheduled_steps: sw
             .steps
             .iter()
@@ -344,7 +344,7 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
     let title = format!("metronome sweep: {} steps", sw.steps.len());
     Ok(page(
         &title,
-        &crate::sweep::render(sw),
+        &crate::report::sweep::render(sw),
         &script_json(sw).context("cannot serialise the sweep for the HTML page")?,
         &script_json(&meta)?,
     ))

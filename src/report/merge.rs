@@ -1,176 +1,10 @@
-//! `metronome report` (print a saved report) and `metronome merge` (combine
-//! the reports of the shards of one run, e.g. from several machines).
+//! The reports of the shards of one run (e.g. from several machines)
+//! combined into one: the shards checked ([`check_shards`]), counts added
+//! and histograms merged exactly ([`merge_reports`]), the start skew
+//! warned about ([`skew_warning`]). The command is [`crate::merge`].
 
-use anyhow::Context;
-
-use crate::cli::{FormatArg, MergeArgs, ReportArgs};
-use crate::report::{Metric, Model, Report, ShardStart, SCHEMA};
+use crate::report::{Metric, Model, Report, ShardStart};
 use crate::UsageError;
-
-/// A saved JSON document: a run's (or merge's) report, or a sweep.
-#[derive(Clone, Debug)]
-pub enum Saved {
-    /// `metronome.report/v1`.
-    Report(Box<Report>),
-    /// `metronome.sweep/v1`.
-    Sweep(crate::sweep::Sweep),
-}
-
-/// Reads a saved report or sweep, by its `schema`.
-///
-/// # Errors
-/// A [`UsageError`] when the file cannot be read or is neither.
-pub fn load_any(path: &std::path::Path) -> anyhow::Result<Saved> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    #[derive(serde::Deserialize)]
-    struct Head {
-        schema: Option<String>,
-    }
-    let head: Option<Head> = serde_json::from_str(&text).ok();
-    if head.and_then(|h| h.schema).as_deref() == Some(crate::sweep::SCHEMA) {
-        let s: crate::sweep::Sweep = serde_json::from_str(&text).map_err(|e| {
-            UsageError(format!(
-                "{} is not a {} sweep: {e}",
-                path.display(),
-                crate::sweep::SCHEMA
-            ))
-        })?;
-        return Ok(Saved::Sweep(s));
-    }
-    parse(path, &text).map(|r| Saved::Report(Box::new(r)))
-}
-
-/// Reads and checks a JSON report.
-///
-/// # Errors
-/// A [`UsageError`] when the file cannot be read or is not a v1 report.
-pub fn load(path: &std::path::Path) -> anyhow::Result<Report> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    parse(path, &text)
-}
-
-fn parse(path: &std::path::Path, text: &str) -> anyhow::Result<Report> {
-    let r: Report = serde_json::from_str(text)
-        .map_err(|e| UsageError(format!("{} is not a {SCHEMA} report: {e}", path.display())))?;
-    if r.schema != SCHEMA {
-        return Err(UsageError(format!(
-            "{}: schema '{}' is not {SCHEMA}",
-            path.display(),
-            r.schema
-        ))
-        .into());
-    }
-    Ok(r)
-}
-
-/// The `.hgrm` of a report's latency, as the run's own `--hgrm` wrote it.
-fn write_hgrm(file: &std::path::Path, r: &Report, path: &std::path::Path) -> anyhow::Result<()> {
-    let m = &r.metrics.latency;
-    let h = m.try_histogram().map_err(|e| {
-        UsageError(format!(
-            "{}: metrics.latency.hdr is unreadable: {e}",
-            file.display()
-        ))
-    })?;
-    std::fs::write(path, crate::report::hgrm::render_hgrm_with_mean(&h, m.mean))
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// `metronome report FILE` for a sweep: the table (or the JSON), `--svg`
-/// of latency against offered rate, `--hgrm` per step.
-fn report_sweep(args: &ReportArgs, s: &crate::sweep::Sweep) -> anyhow::Result<i32> {
-    if let Some(path) = &args.hgrm {
-        for r in &s.steps {
-            write_hgrm(
-                &args.file,
-                r,
-                &crate::sweep::step_path(path, r.offered_rps * shard_count(r)),
-            )?;
-        }
-    }
-    if let Some(path) = &args.svg {
-        std::fs::write(path, crate::report::svg::render_sweep_svg(s))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.html {
-        crate::report::html::write_sweep(path, s, None)?;
-    }
-    match args.format {
-        FormatArg::Text => print!("{}", crate::sweep::render(s)),
-        FormatArg::Json => println!("{}", serde_json::to_string_pretty(s)?),
-    }
-    let passed = s
-        .steps
-        .iter()
-        .all(|r| r.thresholds.iter().all(|t| t.passed));
-    Ok(if passed { 0 } else { crate::EXIT_THRESHOLD })
-}
-
-/// N of a report's shard "K/N" (1 otherwise): its `offered_rps` times N is
-/// the run's `--rate`.
-fn shard_count(r: &Report) -> f64 {
-    r.shard
-        .split_once('/')
-        .and_then(|(_, n)| n.parse::<u32>().ok())
-        .map_or(1.0, f64::from)
-}
-
-/// `metronome report FILE`: a run's or merge's report, or a sweep.
-///
-/// # Errors
-/// Bad input (exit 2) or an unwritable output.
-pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
-    let r = match load_any(&args.file)? {
-        Saved::Report(r) => r,
-        Saved::Sweep(s) => return report_sweep(args, &s),
-    };
-    if let Some(path) = &args.hgrm {
-        write_hgrm(&args.file, &r, path)?;
-    }
-    if let Some(path) = &args.svg {
-        std::fs::write(path, crate::report::svg::render_svg(&r))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.html {
-        crate::report::html::write_report(path, &r, None)?;
-    }
-    crate::run::print(&r, args.format)?;
-    Ok(if r.thresholds.iter().all(|t| t.passed) {
-        0
-    } else {
-        crate::EXIT_THRESHOLD
-    })
-}
-
-/// `metronome merge FILE...`.
-///
-/// # Errors
-/// Bad input (exit 2: unreadable, not a report, or not the distinct shards of
-/// one run, or an incomplete set without `--partial`) or an unwritable output.
-pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let reports = args
-        .files
-        .iter()
-        .map(|f| load(f).map(|r| (f.display().to_string(), r)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let inputs: Vec<(&str, &Report)> = reports.iter().map(|(f, r)| (f.as_str(), r)).collect();
-    let mut merged = merge_shards(&inputs, args.partial)?;
-    let max_skew_ns = u64::try_from(args.max_skew.as_nanos()).unwrap_or(u64::MAX);
-    if let Some(w) = skew_warning(&inputs, max_skew_ns) {
-        eprintln!("metronome: warning: {w}");
-        merged.generator.warnings.push(w);
-    }
-    if let Some(path) = &args.out {
-        std::fs::write(path, serde_json::to_string_pretty(&merged)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if args.out.is_none() || args.format == FormatArg::Text {
-        crate::run::print(&merged, args.format)?;
-    }
-    Ok(0)
-}
 
 /// Which shards of a run a set of reports covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -502,63 +336,15 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         })
         .max()
         .unwrap_or(0);
-    // Shards run side by side: the window is the longest, rates add up.
-    let w = &mut m.window;
-    w.window_s = reports
-        .iter()
-        .map(|r| r.window.window_s)
-        .fold(0.0, f64::max);
-    w.late_ok = reports.iter().map(|r| r.window.late_ok).sum();
-    w.late_output_tokens = reports.iter().map(|r| r.window.late_output_tokens).sum();
-    w.in_schedule_throughput_rps = reports
-        .iter()
-        .map(|r| r.window.in_schedule_throughput_rps)
-        .sum();
-    w.in_schedule_output_tokens_per_s = reports
-        .iter()
-        .map(|r| r.window.in_schedule_output_tokens_per_s)
-        .sum();
-    w.goodput_rps = reports.iter().map(|r| r.window.goodput_rps).sum();
-    let q = &mut m.requests;
-    *q = Default::default();
-    m.errors = Default::default();
-    for r in reports {
-        let s = &r.requests;
-        q.scheduled += s.scheduled;
-        q.sent += s.sent;
-        q.ok += s.ok;
-        q.errors += s.errors;
-        q.dropped += s.dropped;
-        q.unsent += s.unsent;
-        q.retried += s.retried;
-        q.timeouts += s.timeouts;
-        q.good += s.good;
-        for (into, from) in [
-            (&mut m.errors.by_kind, &r.errors.by_kind),
-            (&mut m.errors.by_status, &r.errors.by_status),
-            (
-                &mut m.errors.bad_framing_by_cause,
-                &r.errors.bad_framing_by_cause,
-            ),
-            (&mut m.errors.unsent_by_reason, &r.errors.unsent_by_reason),
-        ] {
-            for (k, v) in from {
-                *into.entry(k.clone()).or_default() += v;
-            }
-        }
+    // Counters add up (shards run side by side: the window is the
+    // longest, its rates add up); `derive` below sets the ratios.
+    for r in &reports[1..] {
+        m.requests.add(&r.requests);
+        m.errors.add(&r.errors);
+        m.window.add(&r.window);
+        m.generator.add(&r.generator);
     }
     m.interrupted = reports.iter().any(|r| r.interrupted);
-    let completed = m.requests.ok + m.requests.errors;
-    m.error_rate = if completed > 0 {
-        m.requests.errors as f64 / completed as f64
-    } else {
-        0.0
-    };
-    m.goodput = if m.requests.scheduled > 0 {
-        m.requests.good as f64 / m.requests.scheduled as f64
-    } else {
-        0.0
-    };
     let pick = |f: fn(&Report) -> &Metric| {
         merge_metrics(&reports.iter().map(|r| f(r)).collect::<Vec<_>>())
     };
@@ -571,7 +357,6 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.metrics.itl_chunk = pick(|r| &r.metrics.itl_chunk);
     m.metrics.ttfat = pick(|r| &r.metrics.ttfat);
     m.metrics.tail = pick(|r| &r.metrics.tail);
-    m.requests.ok_without_done = reports.iter().map(|r| r.requests.ok_without_done).sum();
     m.compat = merge_compat(reports);
     let corrected: Vec<&Metric> = reports
         .iter()
@@ -588,23 +373,7 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
             if let Some(x) = r.intervals.get(i) {
                 match &mut iv {
                     None => iv = Some(x.clone()),
-                    Some(a) => {
-                        a.sent += x.sent;
-                        a.ok += x.ok;
-                        a.errors += x.errors;
-                        a.unsent += x.unsent;
-                        a.p50 = a.p50.max(x.p50);
-                        a.p99 = a.p99.max(x.p99);
-                        a.max = a.max.max(x.max);
-                        a.send_lag_p99 = a.send_lag_p99.max(x.send_lag_p99);
-                        a.dropped += x.dropped;
-                        a.waited += x.waited;
-                        a.pool_full += x.pool_full;
-                        a.late += x.late;
-                        a.late_waiting += x.late_waiting;
-                        a.scheduled += x.scheduled;
-                        a.work_cpu = a.work_cpu.max(x.work_cpu);
-                    }
+                    Some(a) => a.add(x),
                 }
             }
         }
@@ -627,28 +396,8 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         st.p50 = st.latency.p50;
         st.p99 = st.latency.p99;
     }
+    m.derive();
     let g = &mut m.generator;
-    g.threads = reports.iter().map(|r| r.generator.threads).sum();
-    g.cpu_s = reports.iter().map(|r| r.generator.cpu_s).sum();
-    g.spin_s = reports.iter().map(|r| r.generator.spin_s).sum();
-    let sent = m.requests.sent.max(1) as f64;
-    g.cpu_us_per_request = g.cpu_s * 1e6 / sent;
-    g.work_us_per_request = (g.cpu_s - g.spin_s).max(0.0) * 1e6 / sent;
-    g.connections_opened = reports.iter().map(|r| r.generator.connections_opened).sum();
-    g.peak_connections = reports.iter().map(|r| r.generator.peak_connections).sum();
-    g.waited_for_connection = reports
-        .iter()
-        .map(|r| r.generator.waited_for_connection)
-        .sum();
-    g.connections_closed_idle = reports
-        .iter()
-        .map(|r| r.generator.connections_closed_idle)
-        .sum();
-    g.connections_unsolicited = reports
-        .iter()
-        .map(|r| r.generator.connections_unsolicited)
-        .sum();
-    g.stopped = reports.iter().any(|r| r.generator.stopped);
     g.behind = if m.model == crate::report::Model::Open {
         crate::report::build::behind(&m.intervals, None, m.max_concurrency, m.duration_s)
     } else {
@@ -688,4 +437,89 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         w.output_tokens = super::workload::TokenDist::merge(&output);
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Errors, Requests, Window};
+
+    /// The example report of docs/report.md, its ratios derived from its
+    /// counts.
+    fn example() -> Report {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        let mut r: Report = serde_json::from_str(&doc[start..end]).unwrap();
+        r.derive();
+        r
+    }
+
+    /// The fields a merge derives or adds, which must equal the input's
+    /// when there is one input.
+    fn derived(r: &Report) -> (f64, f64, f64, f64, Requests, Errors, Window) {
+        (
+            r.error_rate,
+            r.goodput,
+            r.generator.cpu_us_per_request,
+            r.generator.work_us_per_request,
+            r.requests,
+            r.errors.clone(),
+            r.window,
+        )
+    }
+
+    #[test]
+    fn a_merge_of_one_report_keeps_its_derived_numbers() {
+        let r = example();
+        assert!(r.requests.sent > 0 && r.generator.cpu_s > 0.0);
+        let m = merge_reports(&[&r]).unwrap();
+        assert_eq!(derived(&m), derived(&r));
+        assert_eq!(m.intervals, r.intervals);
+        assert_eq!(
+            (m.generator.threads, m.generator.cpu_s, m.generator.spin_s),
+            (r.generator.threads, r.generator.cpu_s, r.generator.spin_s)
+        );
+    }
+
+    /// With nothing sent, CPU per request is 0 in a run's report and in a
+    /// merge alike (a merge once divided by `max(sent, 1)`).
+    #[test]
+    fn cpu_per_request_is_zero_when_nothing_was_sent() {
+        let mut r = example();
+        r.requests.sent = 0;
+        r.requests.ok = 0;
+        r.requests.errors = 0;
+        r.generator.cpu_s = 1.5;
+        r.generator.spin_s = 0.5;
+        r.derive();
+        assert_eq!(r.generator.cpu_us_per_request, 0.0);
+        assert_eq!(r.generator.work_us_per_request, 0.0);
+        assert_eq!(r.error_rate, 0.0);
+        let m = merge_reports(&[&r, &r]).unwrap();
+        assert_eq!(m.generator.cpu_s, 3.0);
+        assert_eq!(m.generator.cpu_us_per_request, 0.0);
+        assert_eq!(m.generator.work_us_per_request, 0.0);
+        let one = merge_reports(&[&r]).unwrap();
+        assert_eq!(derived(&one), derived(&r));
+    }
+
+    /// Two shards: counts add up and the ratios come from the sums.
+    #[test]
+    fn a_merge_derives_its_ratios_from_the_summed_counts() {
+        let a = example();
+        let mut b = a.clone();
+        b.requests.errors += 10;
+        b.requests.sent += 10;
+        b.generator.cpu_s *= 2.0;
+        let m = merge_reports(&[&a, &b]).unwrap();
+        let q = m.requests;
+        assert_eq!(q.sent, a.requests.sent + b.requests.sent);
+        assert_eq!(q.ok_without_done, 2 * a.requests.ok_without_done);
+        assert_eq!(m.error_rate, q.errors as f64 / (q.ok + q.errors) as f64);
+        assert_eq!(
+            m.generator.cpu_us_per_request,
+            (a.generator.cpu_s + b.generator.cpu_s) * 1e6 / q.sent as f64
+        );
+    }
 }

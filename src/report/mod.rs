@@ -8,8 +8,25 @@
 //! - [`svg`]: the plots (`--svg`).
 //! - [`html`]: the self-contained HTML page (`--html`).
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
-//! - [`merge`]: `metronome report` (a saved report) and `metronome merge` (shards).
+//! - [`show`]: a saved report or sweep read back; either printed as text or
+//!   JSON (every command prints through it).
+//! - [`merge`]: the reports of a run's shards checked and combined.
+//! - [`sweep`]: the `metronome.sweep/v1` document: one report per rate, the
+//!   knee, the table.
 //! - [`workload`]: what `--openai` requests asked; input and output tokens.
+//! - [`compat`]: `--metrics-compat`: the stream metrics as vLLM or guidellm
+//!   define them.
+//!
+//! This layer imports no command and no argument type: a run's report is
+//! built from the plan, the engine's output and a [`build::RunMeta`]; the
+//! commands (`crate::run`, `crate::sweep`, `crate::show`, `crate::merge`)
+//! call into it, never the other way.
+//!
+//! The numbers a report derives from its counts (error rate, goodput, CPU
+//! per request) have one home, [`Report::derive`], which a run's report and
+//! a merge both call; counters add up with the `add` methods of their types
+//! ([`Requests::add`], [`Errors::add`], [`Window::add`],
+//! [`IntervalReport::add`], [`Generator::add`]).
 
 pub mod build;
 pub mod compat;
@@ -17,7 +34,9 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod merge;
+pub mod show;
 pub mod svg;
+pub mod sweep;
 pub mod text;
 pub mod threshold;
 pub mod workload;
@@ -826,5 +845,149 @@ impl Errors {
             bad_framing_by_cause,
             unsent_by_reason,
         }
+    }
+}
+
+// The numbers a report derives from its counts, and how counts add up. A
+// run's report ([`build`]) and a merge of shards ([`merge`]) both end in
+// [`Report::derive`]; a merge adds its shards' counters with the `add`
+// methods below, so a new counter is one edit in its type.
+
+/// `part / whole`, 0 when `whole` is 0.
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+/// `seconds` of CPU per request in microseconds, 0 when none was sent.
+fn us_per_request(seconds: f64, sent: u64) -> f64 {
+    if sent > 0 {
+        seconds * 1e6 / sent as f64
+    } else {
+        0.0
+    }
+}
+
+impl Report {
+    /// Sets every ratio the report derives from its counts: `error_rate`
+    /// (errors / (ok + errors)), `goodput` (good / scheduled) and the
+    /// generator's `cpu_us_per_request` and `work_us_per_request` (CPU, and
+    /// CPU minus busy-wait, per request sent); each is 0 when its
+    /// denominator is. A run's report and a merge of shards both call it,
+    /// so the two agree on every such number.
+    ///
+    /// Rates are not derived here: a run divides its counts by its own
+    /// durations, and a merge adds its shards' rates (the shards run side
+    /// by side, over windows the counts alone do not give).
+    ///
+    /// # Example
+    /// ```
+    /// # let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).unwrap();
+    /// # let mut r: metronome::report::Report =
+    /// #     serde_json::from_str(doc.split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
+    /// r.requests.sent = 0;
+    /// r.generator.cpu_s = 1.5;
+    /// r.derive();
+    /// assert_eq!(r.generator.cpu_us_per_request, 0.0);
+    /// ```
+    pub fn derive(&mut self) {
+        let q = &self.requests;
+        self.error_rate = ratio(q.errors, q.ok + q.errors);
+        self.goodput = ratio(q.good, q.scheduled);
+        let g = &mut self.generator;
+        g.cpu_us_per_request = us_per_request(g.cpu_s, q.sent);
+        g.work_us_per_request = us_per_request((g.cpu_s - g.spin_s).max(0.0), q.sent);
+    }
+}
+
+impl Requests {
+    /// Adds another shard's (or interval's) counts to these.
+    pub fn add(&mut self, other: &Requests) {
+        self.scheduled += other.scheduled;
+        self.sent += other.sent;
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.dropped += other.dropped;
+        self.unsent += other.unsent;
+        self.retried += other.retried;
+        self.timeouts += other.timeouts;
+        self.good += other.good;
+        self.ok_without_done += other.ok_without_done;
+    }
+}
+
+impl Errors {
+    /// Adds another shard's counts to these, key by key (a key present in
+    /// either is present in the sum).
+    pub fn add(&mut self, other: &Errors) {
+        for (into, from) in [
+            (&mut self.by_kind, &other.by_kind),
+            (&mut self.by_status, &other.by_status),
+            (&mut self.bad_framing_by_cause, &other.bad_framing_by_cause),
+            (&mut self.unsent_by_reason, &other.unsent_by_reason),
+        ] {
+            for (k, v) in from {
+                *into.entry(k.clone()).or_default() += v;
+            }
+        }
+    }
+}
+
+impl Window {
+    /// Adds another shard's window, run side by side with this one: the
+    /// window is the longer of the two, counts and rates add up.
+    pub fn add(&mut self, other: &Window) {
+        self.window_s = self.window_s.max(other.window_s);
+        self.late_ok += other.late_ok;
+        self.late_output_tokens += other.late_output_tokens;
+        self.in_schedule_throughput_rps += other.in_schedule_throughput_rps;
+        self.in_schedule_output_tokens_per_s += other.in_schedule_output_tokens_per_s;
+        self.goodput_rps += other.goodput_rps;
+    }
+}
+
+impl IntervalReport {
+    /// Adds another interval (the same interval of another shard, or the
+    /// next one of a stretch): counts add; quantiles cannot be merged from
+    /// summaries, so each percentile, the max and the work share are the
+    /// larger of the two (an upper bound).
+    pub fn add(&mut self, other: &IntervalReport) {
+        self.sent += other.sent;
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.unsent += other.unsent;
+        self.dropped += other.dropped;
+        self.waited += other.waited;
+        self.pool_full += other.pool_full;
+        self.late += other.late;
+        self.late_waiting += other.late_waiting;
+        self.scheduled += other.scheduled;
+        self.p50 = self.p50.max(other.p50);
+        self.p99 = self.p99.max(other.p99);
+        self.max = self.max.max(other.max);
+        self.send_lag_p99 = self.send_lag_p99.max(other.send_lag_p99);
+        self.work_cpu = self.work_cpu.max(other.work_cpu);
+    }
+}
+
+impl Generator {
+    /// Adds another shard's generator: threads, CPU times and connection
+    /// counts add up, `stopped` holds when either was stopped. The
+    /// per-request figures are left to [`Report::derive`]; `warnings` and
+    /// `behind` are left to the caller (a merge prefixes each warning with
+    /// its shard and finds the stretches again from the merged intervals).
+    pub fn add(&mut self, other: &Generator) {
+        self.threads += other.threads;
+        self.cpu_s += other.cpu_s;
+        self.spin_s += other.spin_s;
+        self.connections_opened += other.connections_opened;
+        self.peak_connections += other.peak_connections;
+        self.waited_for_connection += other.waited_for_connection;
+        self.connections_closed_idle += other.connections_closed_idle;
+        self.connections_unsolicited += other.connections_unsolicited;
+        self.stopped |= other.stopped;
     }
 }

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::report::sweep::Sweep;
 use crate::report::{Metric, Report};
-use crate::sweep::Sweep;
 
 const W: f64 = 900.0;
 const H: f64 = 340.0;
@@ -387,7 +387,7 @@ fn stream_panel(s: &mut String, r: &Report, y0: f64) {
 /// # let report: metronome::report::Report = serde_json::from_str(
 /// #     &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
 /// #         .unwrap().split("```json").nth(1).unwrap().split("```").next().unwrap()).unwrap();
-/// use metronome::sweep::{Sweep, SCHEMA};
+/// use metronome::report::sweep::{Sweep, SCHEMA};
 /// let mut fast = report.clone();
 /// fast.offered_rps = 100.0;
 /// let s = Sweep { schema: SCHEMA.into(), steps: vec![fast, report], knee: Some(1) };

@@ -5,10 +5,11 @@ use metronome_core::engine::{Control, RunOutput};
 use metronome_core::plan::Plan;
 
 use crate::cli::EngineArg;
+use crate::report::build::Engine;
 use crate::tls::ClientTls;
 use crate::UsageError;
 
-/// Runs `plan` on the chosen engine; returns the engine's name and output.
+/// Runs `plan` on the chosen engine; returns the engine that ran and its output.
 ///
 /// # Errors
 /// The engine's error (e.g. the target refuses connections), io_uring
@@ -21,7 +22,7 @@ pub fn run(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
-) -> anyhow::Result<(String, RunOutput)> {
+) -> anyhow::Result<(Engine, RunOutput)> {
     let use_uring = match choice {
         EngineArg::Std => false,
         EngineArg::Uring => match uring_probe() {
@@ -44,11 +45,11 @@ pub fn run(
         }
         let tls = tls.map(ClientTls::engine);
         return Ok((
-            "std".into(),
+            Engine::Std,
             metronome_std::run_with(plan, control, tls.as_ref())?,
         ));
     }
-    run_uring(plan, control, threads, cpus, tls).map(|out| ("uring".into(), out))
+    run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out))
 }
 
 #[cfg(target_os = "linux")]

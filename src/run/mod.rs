@@ -21,14 +21,15 @@ pub mod request;
 pub mod tokens;
 pub mod workload;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use anyhow::Context;
 use metronome_core::engine::Control;
 
-use crate::cli::{FormatArg, RunArgs};
+use crate::cli::RunArgs;
+use crate::report::build::RunMeta;
 use crate::report::{self, Report};
 use crate::{EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD};
 
@@ -82,7 +83,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         result
     })?;
     let run_id = report::build::run_id(started, args.seed);
-    let mut report = Report::from_run(&plan, &output, &engine, run_id, args);
+    let meta = RunMeta {
+        url: args.url.clone(),
+        trace_file: args.trace.as_deref().map(|p| p.display().to_string()),
+        start_at: args.start_at,
+        compat: args.metrics_compat.map(Into::into),
+        insecure: args.insecure,
+        keylog: crate::tls::keylog_requested(),
+    };
+    let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
     report.workload = p
         .workload
         .as_ref()
@@ -148,17 +157,4 @@ fn check_start_at(at: SystemTime) -> Result<(), crate::UsageError> {
             crate::units::rfc3339_ns(metronome_core::engine::unix_ns(now)),
         ))),
     }
-}
-
-/// Prints the report on stdout in the chosen format.
-pub fn print(report: &Report, format: FormatArg) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match format {
-        FormatArg::Text => out.write_all(report::text::render_text(report).as_bytes())?,
-        FormatArg::Json => {
-            serde_json::to_writer_pretty(&mut out, report)?;
-            out.write_all(b"\n")?;
-        }
-    }
-    Ok(())
 }

@@ -55,14 +55,10 @@
 
 use core::ffi::c_char;
 use std::alloc::{alloc, dealloc, Layout};
-use std::io::{Read as _, Write as _};
 
-use flate2::read::ZlibDecoder;
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
 use metronome_core::histogram::{
-    bucket_bounds, bucket_index, decode_v2, DecodeError, EncodeError, Histogram, BUCKET_COUNT,
-    V2_COMPRESSED_COOKIE, V2_COOKIE, V2_HEADER_LEN, V2_MAX_LEN,
+    bucket_bounds, bucket_index, decode_v2, decode_v2_compressed, DecodeError, EncodeError,
+    Histogram, BUCKET_COUNT, V2_HEADER_LEN, V2_INFLATE_LIMIT, V2_MAX_LEN,
 };
 
 /// A histogram: opaque to C (its size and alignment are
@@ -106,6 +102,7 @@ const _: () = assert!(core::mem::align_of::<metronome_histogram>() == METRONOME_
 const _: () = assert!(BUCKET_COUNT == METRONOME_BUCKET_COUNT);
 const _: () = assert!(V2_HEADER_LEN == METRONOME_V2_HEADER_LEN);
 const _: () = assert!(V2_MAX_LEN == METRONOME_V2_MAX_LEN);
+const _: () = assert!(V2_INFLATE_LIMIT == METRONOME_V2_INFLATE_LIMIT);
 
 /// What a function that can fail did: [`METRONOME_OK`] (0) or a negative
 /// error code; [`metronome_strerror`] describes each.
@@ -639,24 +636,6 @@ pub unsafe extern "C" fn metronome_histogram_encode_v2(
     code
 }
 
-/// HdrHistogram's compressed V2 bytes: cookie `0x1c849314`, the zlib
-/// stream's length (both big-endian 32-bit), then the zlib stream of the
-/// uncompressed encoding at the default level (the bytes metronome's CLI
-/// writes in `.hlog` files and reports).
-fn compress(h: &Histogram) -> Result<Vec<u8>, metronome_status> {
-    let mut plain = vec![0u8; h.encoded_len()];
-    let n = h.encode_v2(&mut plain).map_err(|e| encode_status(e).0)?;
-    let mut z = ZlibEncoder::new(Vec::with_capacity(n / 2 + 64), Compression::default());
-    z.write_all(&plain[..n]).map_err(|_| METRONOME_ERR_ALLOC)?;
-    let stream = z.finish().map_err(|_| METRONOME_ERR_ALLOC)?;
-    let stream_len = u32::try_from(stream.len()).map_err(|_| METRONOME_ERR_INVALID)?;
-    let mut out = Vec::with_capacity(stream.len() + 8);
-    out.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
-    out.extend_from_slice(&stream_len.to_be_bytes());
-    out.extend_from_slice(&stream);
-    Ok(out)
-}
-
 /// Writes HdrHistogram's **compressed** V2 encoding (cookie `0x1c849314`,
 /// zlib; the form in `.hlog` files and base64 exchanges) into `buf` of `cap`
 /// bytes and its length into `*len_out`. The length is only known after
@@ -687,9 +666,9 @@ pub unsafe extern "C" fn metronome_histogram_encode_v2_compressed(
         Ok(out) => out,
         Err(code) => return code,
     };
-    let bytes = match compress(h) {
+    let bytes = match h.encode_v2_compressed() {
         Ok(b) => b,
-        Err(code) => return code,
+        Err(e) => return encode_status(e).0,
     };
     // SAFETY: len_out is non-NULL and writable (contract).
     unsafe { len_out.write_unaligned(bytes.len()) };
@@ -712,40 +691,20 @@ fn decode_status(e: DecodeError) -> metronome_status {
         DecodeError::OutOfRange => METRONOME_ERR_OUT_OF_RANGE,
         DecodeError::Coarser => METRONOME_ERR_COARSER,
         DecodeError::CountOverflow => METRONOME_ERR_COUNT_OVERFLOW,
+        DecodeError::Zlib => METRONOME_ERR_ZLIB,
         _ => METRONOME_ERR_INVALID,
     }
 }
 
-/// Decodes plain or compressed V2 bytes into a histogram.
+/// Decodes plain or compressed V2 bytes into a histogram (core's one
+/// implementation of each: `decode_v2`, and `decode_v2_compressed` for the
+/// compressed cookie).
 fn decode(bytes: &[u8]) -> Result<Histogram, metronome_status> {
-    let Some(head) = bytes.get(..4) else {
-        return Err(METRONOME_ERR_TRUNCATED);
-    };
-    let cookie = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    // Java marks the word size in bits 4..8 of the cookie; readers mask it off.
-    if cookie & !0xf0 != V2_COMPRESSED_COOKIE & !0xf0 {
-        return decode_v2(bytes).map_err(decode_status);
+    match decode_v2(bytes) {
+        Err(DecodeError::Compressed) => decode_v2_compressed(bytes),
+        plain => plain,
     }
-    let Some(len) = bytes.get(4..8) else {
-        return Err(METRONOME_ERR_TRUNCATED);
-    };
-    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    let stream = bytes.get(8..8 + len).ok_or(METRONOME_ERR_TRUNCATED)?;
-    let mut plain = Vec::new();
-    ZlibDecoder::new(stream)
-        .take(METRONOME_V2_INFLATE_LIMIT as u64 + 1)
-        .read_to_end(&mut plain)
-        .map_err(|_| METRONOME_ERR_ZLIB)?;
-    if plain.len() > METRONOME_V2_INFLATE_LIMIT {
-        return Err(METRONOME_ERR_ZLIB);
-    }
-    if plain.len() >= 4
-        && u32::from_be_bytes([plain[0], plain[1], plain[2], plain[3]]) & !0xf0 != V2_COOKIE & !0xf0
-    {
-        // A compressed payload must hold a plain encoding (not another layer).
-        return Err(METRONOME_ERR_COOKIE);
-    }
-    decode_v2(&plain).map_err(decode_status)
+    .map_err(decode_status)
 }
 
 /// Replaces the contents of `h` with the histogram encoded in `bytes` (`len`
@@ -940,7 +899,12 @@ mod tests {
 
     #[test]
     fn a_compressed_payload_must_hold_a_plain_encoding() {
-        let inner = compress(&Histogram::new()).unwrap();
+        use std::io::Write as _;
+
+        use flate2::{write::ZlibEncoder, Compression};
+        use metronome_core::histogram::V2_COMPRESSED_COOKIE;
+
+        let inner = Histogram::new().encode_v2_compressed().unwrap();
         let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
         z.write_all(&inner).unwrap();
         let stream = z.finish().unwrap();
