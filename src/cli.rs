@@ -319,11 +319,12 @@ pub struct RunArgs {
     /// "body" or "body_file", "weight"} per request; chosen per arrival by weight and
     /// --seed (or --mix round-robin), reported per name (`by_request`).
     #[arg(long, value_name = "FILE",
-          conflicts_with_all = ["openai", "method", "body", "body_file", "targets"])]
+          conflicts_with_all = ["openai", "method", "body", "body_file", "targets", "closed"])]
     pub requests: Option<PathBuf>,
     /// A request mix from vegeta's targets FILE (its HTTP or JSON format), sent in turn
     /// as vegeta does (or --mix weighted, every target weighing 1).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["openai", "method", "body", "body_file"])]
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["openai", "method", "body", "body_file", "closed"])]
     pub targets: Option<PathBuf>,
     /// How arrivals choose among --requests or --targets: by weight and --seed
     /// (default for --requests) or in turn (default for --targets).

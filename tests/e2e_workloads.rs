@@ -508,10 +508,12 @@ fn path_counting_server() -> (
     (addr, counts)
 }
 
-/// The done-when, at the server: a three-name mix weighted 5:3:2
-/// sends, for a seed, exactly the counts core's rule gives for the
-/// arrivals' global indices, on every engine, with 2 io_uring threads, and
-/// as two shards whose counts add up to the same.
+/// The done-when, at the server and in the report: a three-name
+/// mix weighted 5:3:2 sends, for a seed, exactly the counts core's rule
+/// gives for the arrivals' global indices, on every engine, with 2
+/// io_uring threads, and as two shards whose counts add up to the same;
+/// `by_request` holds those counts with their own histograms, and the two
+/// shards' rows merge exactly into the whole's.
 #[test]
 fn a_weighted_mix_sends_the_seeds_counts() {
     let dir = std::env::temp_dir().join(format!("metronome-mix-{}", std::process::id()));
@@ -526,14 +528,25 @@ fn a_weighted_mix_sends_the_seeds_counts() {
     .unwrap();
     let cum = [5.0, 8.0, 10.0];
     let mix = metronome_core::mix::Mix::Weighted { cumulative: &cum };
-    let mut want = [0u64; 3];
+    let mut counts = [0u64; 3];
     for g in 0..400 {
-        want[mix.pick_global(7, g)] += 1;
+        counts[mix.pick_global(7, g)] += 1;
     }
     let want: std::collections::BTreeMap<String, u64> = ["/a", "/b", "/c?x=1"]
         .iter()
-        .zip(want)
+        .zip(counts)
         .map(|(p, n)| (p.to_string(), n))
+        .collect();
+    let rows = |r: &Report| -> Vec<(String, u64, u64, u64)> {
+        r.by_request
+            .iter()
+            .map(|q| (q.name.clone(), q.scheduled, q.ok, q.latency.count))
+            .collect()
+    };
+    let want_rows: Vec<(String, u64, u64, u64)> = ["a", "b", "c"]
+        .iter()
+        .zip(counts)
+        .map(|(n, c)| (n.to_string(), c, c, c))
         .collect();
     let file = file.to_str().unwrap();
     for engine in engines() {
@@ -554,20 +567,82 @@ fn a_weighted_mix_sends_the_seeds_counts() {
             "off",
         ];
         for extra in splits {
-            let (addr, counts) = path_counting_server();
+            let (addr, seen) = path_counting_server();
+            let hlog = dir.join(format!("{engine}.hlog"));
             let mut args = base.to_vec();
             args.extend_from_slice(&extra);
+            args.extend_from_slice(&["--hlog", hlog.to_str().unwrap()]);
             let r = run_json(addr, "/", engine, &args, 0);
-            assert_eq!(r.requests.ok, 400, "{engine} {extra:?}");
-            assert_eq!(*counts.lock().unwrap(), want, "{engine} {extra:?}");
+            let ctx = format!("{engine} {extra:?}");
+            assert_eq!(r.requests.ok, 400, "{ctx}");
+            assert_eq!(*seen.lock().unwrap(), want, "{ctx}");
+            assert_eq!(rows(&r), want_rows, "{ctx}");
+            for q in &r.by_request {
+                assert_eq!(q.sent, q.ok + q.errors, "{ctx}");
+                assert_eq!(q.send_lag.count, q.sent, "{ctx}");
+                assert_eq!(q.service_time.count, q.ok, "{ctx}");
+                assert!(q.errors_by_kind.values().all(|&n| n == 0), "{ctx}");
+            }
+            let log = std::fs::read_to_string(&hlog).unwrap();
+            for tag in [
+                "request.a.latency",
+                "request.b.service_time",
+                "request.c.send_lag",
+            ] {
+                assert!(log.contains(&format!("Tag={tag},")), "{ctx}: {tag}");
+            }
         }
-        // Two shards of the same run: their counts add up to the whole's.
-        let (addr, counts) = path_counting_server();
-        for shard in ["0/2", "1/2"] {
+        // Two shards of the same run: their counts add up to the whole's,
+        // and their rows merge exactly.
+        let (addr, seen) = path_counting_server();
+        let mut files = Vec::new();
+        for (i, shard) in ["0/2", "1/2"].iter().enumerate() {
+            let out = dir.join(format!("{engine}-{i}.json"));
             let mut args = base.to_vec();
-            args.extend_from_slice(&["--shard", shard]);
+            args.extend_from_slice(&["--shard", shard, "--out", out.to_str().unwrap()]);
             run_json(addr, "/", engine, &args, 0);
+            files.push(out);
         }
-        assert_eq!(*counts.lock().unwrap(), want, "{engine} shards");
+        assert_eq!(*seen.lock().unwrap(), want, "{engine} shards");
+        let merged = dir.join(format!("{engine}-merged.json"));
+        let out = metronome(&[
+            "merge",
+            files[0].to_str().unwrap(),
+            files[1].to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let m = common::read_report(&merged);
+        assert_eq!(rows(&m), want_rows, "{engine} merged");
+        let parts: Vec<Report> = files.iter().map(|f| common::read_report(f)).collect();
+        for (i, q) in m.by_request.iter().enumerate() {
+            let mut h = parts[0].by_request[i].latency.to_histogram();
+            h.merge(&parts[1].by_request[i].latency.to_histogram());
+            // Bucket by bucket (the mean of a decoded histogram is the
+            // buckets', so it is compared apart).
+            let whole = metronome::report::Metric::from_histogram(&h);
+            assert_eq!(
+                q.latency.buckets, whole.buckets,
+                "{engine}: {} merges exactly",
+                q.name
+            );
+            let (a, b) = (
+                &parts[0].by_request[i].latency,
+                &parts[1].by_request[i].latency,
+            );
+            assert_eq!(q.latency.count, a.count + b.count);
+            assert_eq!(
+                (q.latency.min, q.latency.max),
+                (a.min.min(b.min), a.max.max(b.max))
+            );
+            let mean = (a.mean * a.count as f64 + b.mean * b.count as f64) / q.latency.count as f64;
+            assert!((q.latency.mean - mean).abs() < 1e-9, "{engine}: {}", q.name);
+        }
     }
 }

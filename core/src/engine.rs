@@ -18,7 +18,7 @@ use std::vec::Vec;
 use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
-use crate::measure::{Interval, Recorder, StageTally, ThreadStats};
+use crate::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats};
 use crate::plan::{Plan, PlanError};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
@@ -189,6 +189,8 @@ pub struct RunOutput {
     pub intervals: Vec<Interval>,
     /// One entry per stage of a staged run (merged; empty otherwise).
     pub stages: Vec<StageTally>,
+    /// One entry per name of a request mix (merged; empty otherwise).
+    pub names: Vec<NameTally>,
     /// The engine's threads and their cost.
     pub threads: Vec<ThreadStats>,
     /// CPU time of the whole engine (all its threads), ns.
@@ -594,6 +596,7 @@ impl RunOutput {
                 .map(|_| Interval::new())
                 .collect(),
             stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
+            names: (0..plan.name_count()).map(|_| NameTally::new()).collect(),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -617,6 +620,7 @@ impl RunOutput {
             recorder: &mut self.recorder,
             intervals: &mut self.intervals,
             stages: &mut self.stages,
+            names: &mut self.names,
         }
     }
 
@@ -634,6 +638,12 @@ impl RunOutput {
             self.stages.resize_with(other.stages.len(), StageTally::new);
         }
         for (a, b) in self.stages.iter_mut().zip(&other.stages) {
+            a.merge(b);
+        }
+        if self.names.len() < other.names.len() {
+            self.names.resize_with(other.names.len(), NameTally::new);
+        }
+        for (a, b) in self.names.iter_mut().zip(&other.names) {
             a.merge(b);
         }
         self.threads.extend_from_slice(&other.threads);

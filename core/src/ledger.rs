@@ -29,24 +29,38 @@
 //! ```
 //! use metronome_core::exchange::Finish;
 //! use metronome_core::ledger::{Ledger, Tally};
-//! use metronome_core::measure::{Interval, Recorder};
+//! use metronome_core::measure::{ErrorKind, Interval, NameTally, Recorder};
 //! use metronome_core::plan::example_plan;
 //!
-//! let plan = example_plan(); // 0.5 s warmup, then one 1 s interval
+//! let mut plan = example_plan(); // 0.5 s warmup, then one 1 s interval
+//! plan.names = &[0]; // its one request is reported under name 0
 //! let ledger = Ledger::new(&plan);
 //! let mut recorder = Recorder::new();
 //! let mut intervals = [Interval::new()];
-//! let mut tally = Tally { recorder: &mut recorder, intervals: &mut intervals, stages: &mut [] };
-//! assert!(ledger.sent(&mut tally, 600_000_000, 600_001_000));
-//! assert_eq!(ledger.done(&mut tally, 600_000_000, 600_001_000, 602_000_000, Finish::Ok), Some(true));
-//! assert!(!ledger.sent(&mut tally, 100_000_000, 100_000_000)); // warmup
-//! assert_eq!((recorder.sent, recorder.ok), (1, 1));
+//! let mut names = [NameTally::new()];
+//! let mut tally = Tally {
+//!     recorder: &mut recorder,
+//!     intervals: &mut intervals,
+//!     stages: &mut [],
+//!     names: &mut names,
+//! };
+//! assert!(ledger.sent(&mut tally, 600_000_000, 0, 600_001_000));
+//! assert_eq!(ledger.done(&mut tally, 600_000_000, 0, 600_001_000, 602_000_000, Finish::Ok), Some(true));
+//! assert!(ledger.sent(&mut tally, 700_000_000, 0, 700_000_000));
+//! let failed = ledger.done(&mut tally, 700_000_000, 0, 700_000_000, 700_000_001, Finish::Status(503));
+//! assert_eq!(failed, Some(false));
+//! assert!(!ledger.sent(&mut tally, 100_000_000, 0, 100_000_000)); // warmup
+//! assert_eq!((recorder.sent, recorder.ok), (2, 1));
 //! assert_eq!(recorder.latency.max(), 2_000_000);
 //! assert_eq!(intervals[0].ok, 1);
+//! // The name's row holds the same requests.
+//! let n = &names[0];
+//! assert_eq!((n.sent, n.ok, n.errors, n.by_kind[ErrorKind::Status.index()]), (2, 1, 1, 1));
+//! assert_eq!((n.latency.max(), n.service_time.max(), n.send_lag.max()), (2_000_000, 1_999_000, 1_000));
 //! ```
 
 use crate::exchange::Finish;
-use crate::measure::{ErrorKind, Interval, Recorder, StageTally, Unsent, LATE_NS};
+use crate::measure::{ErrorKind, Interval, NameTally, Recorder, StageTally, Unsent, LATE_NS};
 use crate::plan::{Model, Plan};
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
@@ -60,11 +74,18 @@ pub struct Tally<'a> {
     /// One row per stage of a staged run, [`Plan::stage_count`] long (empty
     /// otherwise), each request in the stage of its intended time.
     pub stages: &'a mut [StageTally],
+    /// One row per name of a request mix, [`Plan::name_count`] long (empty
+    /// otherwise), each request under its own name.
+    pub names: &'a mut [NameTally],
 }
 
 impl Tally<'_> {
     fn stage(&mut self, plan: &Plan<'_>, intended_ns: u64) -> Option<&mut StageTally> {
         self.stages.get_mut(plan.stage_of(intended_ns)?)
+    }
+
+    fn named(&mut self, plan: &Plan<'_>, request: usize) -> Option<&mut NameTally> {
+        self.names.get_mut(plan.name_of(request)?)
     }
 
     fn interval(&mut self, plan: &Plan<'_>, t_ns: u64) -> Option<&mut Interval> {
@@ -92,9 +113,10 @@ impl<'p> Ledger<'p> {
         self.plan
     }
 
-    /// A request intended at `intended_ns` came due: counted as scheduled
-    /// (not during warmup). Returns whether it is measured.
-    pub fn scheduled(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+    /// A request intended at `intended_ns` came due, to send request
+    /// `request` of the plan: counted as scheduled (not during warmup).
+    /// Returns whether it is measured.
+    pub fn scheduled(&self, tally: &mut Tally<'_>, intended_ns: u64, request: usize) -> bool {
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_scheduled();
@@ -104,13 +126,16 @@ impl<'p> Ledger<'p> {
             if let Some(st) = tally.stage(self.plan, intended_ns) {
                 st.scheduled += 1;
             }
+            if let Some(n) = tally.named(self.plan, request) {
+                n.scheduled += 1;
+            }
         }
         measured
     }
 
     /// A due request was dropped (too many in flight). Returns whether it
     /// was recorded (not warmup).
-    pub fn dropped(&self, tally: &mut Tally<'_>, intended_ns: u64) -> bool {
+    pub fn dropped(&self, tally: &mut Tally<'_>, intended_ns: u64, request: usize) -> bool {
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_dropped();
@@ -119,6 +144,9 @@ impl<'p> Ledger<'p> {
             }
             if let Some(st) = tally.stage(self.plan, intended_ns) {
                 st.dropped += 1;
+            }
+            if let Some(n) = tally.named(self.plan, request) {
+                n.dropped += 1;
             }
         }
         measured
@@ -180,9 +208,15 @@ impl<'p> Ledger<'p> {
         }
     }
 
-    /// Request intended at `intended_ns` left at `sent_ns`. Returns true when
-    /// it was recorded (not warmup).
-    pub fn sent(&self, tally: &mut Tally<'_>, intended_ns: u64, sent_ns: u64) -> bool {
+    /// Request intended at `intended_ns` (request `request` of the plan)
+    /// left at `sent_ns`. Returns true when it was recorded (not warmup).
+    pub fn sent(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        request: usize,
+        sent_ns: u64,
+    ) -> bool {
         if !self.plan.is_measured(intended_ns) {
             return false;
         }
@@ -191,6 +225,10 @@ impl<'p> Ledger<'p> {
             st.sent += 1;
         }
         let lag = sent_ns.saturating_sub(intended_ns);
+        if let Some(n) = tally.named(self.plan, request) {
+            n.sent += 1;
+            n.send_lag.record(lag);
+        }
         if let Some(iv) = tally.interval(self.plan, sent_ns) {
             iv.sent += 1;
             iv.send_lag.record(lag);
@@ -209,6 +247,7 @@ impl<'p> Ledger<'p> {
         &self,
         tally: &mut Tally<'_>,
         intended_ns: u64,
+        request: usize,
         at_ns: u64,
         reason: Unsent,
     ) -> bool {
@@ -221,6 +260,9 @@ impl<'p> Ledger<'p> {
         }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             st.unsent += 1;
+        }
+        if let Some(n) = tally.named(self.plan, request) {
+            n.unsent += 1;
         }
         true
     }
@@ -260,6 +302,7 @@ impl<'p> Ledger<'p> {
         &self,
         tally: &mut Tally<'_>,
         intended_ns: u64,
+        request: usize,
         sent_ns: u64,
         done_ns: u64,
         finish: Finish<'_>,
@@ -267,7 +310,7 @@ impl<'p> Ledger<'p> {
         if !self.plan.is_measured(intended_ns) {
             return None;
         }
-        Some(self.finish(tally, intended_ns, sent_ns, done_ns, finish))
+        Some(self.finish(tally, intended_ns, request, sent_ns, done_ns, finish))
     }
 
     /// A closed-loop request sent at `sent_ns` finished at `done_ns`: as
@@ -277,6 +320,7 @@ impl<'p> Ledger<'p> {
     pub fn closed_done(
         &self,
         tally: &mut Tally<'_>,
+        request: usize,
         sent_ns: u64,
         done_ns: u64,
         finish: Finish<'_>,
@@ -285,7 +329,7 @@ impl<'p> Ledger<'p> {
         if !self.plan.is_measured(sent_ns) {
             return None;
         }
-        let ok = self.finish(tally, sent_ns, sent_ns, done_ns, finish);
+        let ok = self.finish(tally, sent_ns, request, sent_ns, done_ns, finish);
         if ok {
             let v = done_ns.saturating_sub(sent_ns);
             match expected_interval_ns {
@@ -306,16 +350,24 @@ impl<'p> Ledger<'p> {
         &self,
         tally: &mut Tally<'_>,
         intended_ns: u64,
+        request: usize,
         sent_ns: u64,
         done_ns: u64,
         finish: Finish<'_>,
     ) -> Option<bool> {
         match self.plan.model {
-            Model::Open => self.done(tally, intended_ns, sent_ns, done_ns, finish),
+            Model::Open => self.done(tally, intended_ns, request, sent_ns, done_ns, finish),
             Model::Closed {
                 expected_interval_ns,
                 ..
-            } => self.closed_done(tally, sent_ns, done_ns, finish, expected_interval_ns),
+            } => self.closed_done(
+                tally,
+                request,
+                sent_ns,
+                done_ns,
+                finish,
+                expected_interval_ns,
+            ),
         }
     }
 
@@ -328,6 +380,7 @@ impl<'p> Ledger<'p> {
         &self,
         tally: &mut Tally<'_>,
         intended_ns: u64,
+        request: usize,
         at_ns: u64,
         reason: Unsent,
         retried: bool,
@@ -336,12 +389,13 @@ impl<'p> Ledger<'p> {
             self.finished(
                 tally,
                 intended_ns,
+                request,
                 at_ns,
                 at_ns,
                 Finish::Error(ErrorKind::Reset),
             )
         } else {
-            self.unsent(tally, intended_ns, at_ns, reason);
+            self.unsent(tally, intended_ns, request, at_ns, reason);
             None
         }
     }
@@ -351,6 +405,7 @@ impl<'p> Ledger<'p> {
         &self,
         tally: &mut Tally<'_>,
         intended_ns: u64,
+        request: usize,
         sent_ns: u64,
         done_ns: u64,
         finish: Finish<'_>,
@@ -359,25 +414,38 @@ impl<'p> Ledger<'p> {
         let rec = &mut *tally.recorder;
         let tokens_before = rec.output_tokens;
         rec.record_done_at(done_ns);
-        let ok = match finish {
+        // Whether it succeeded, else the kind of its failure.
+        let failed = match finish {
             Finish::Ok => {
                 rec.record_ok(intended_ns, sent_ns, done_ns, &slo);
-                true
+                None
             }
             Finish::Status(code) => {
                 rec.record_status(code);
-                false
+                Some(ErrorKind::Status)
             }
             Finish::Error(kind) => {
                 rec.record_error(kind);
-                false
+                Some(kind)
             }
             Finish::Framing(cause) => {
                 rec.record_framing(cause);
-                false
+                Some(ErrorKind::BadFraming)
             }
-            Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).is_ok(),
+            Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).err(),
         };
+        let ok = failed.is_none();
+        if let Some(n) = tally.named(self.plan, request) {
+            match failed {
+                None => {
+                    n.ok += 1;
+                    n.latency.record(done_ns.saturating_sub(intended_ns));
+                    n.service_time.record(done_ns.saturating_sub(sent_ns));
+                }
+                Some(kind) => n.record_error(kind),
+            }
+        }
+        let rec = &mut *tally.recorder;
         if ok && done_ns > self.plan.end_ns() {
             rec.late_ok += 1;
             rec.late_tokens += rec.output_tokens - tokens_before;

@@ -88,6 +88,10 @@ pub struct Plan<'a> {
     /// Which request each arrival sends: in turn, or weighted by the seed
     /// ([`crate::mix`]).
     pub mix: crate::mix::Mix<'a>,
+    /// The name each request is reported under: `names[i]` is the row of
+    /// request `i` ([`crate::measure::NameTally`], one per distinct value,
+    /// `0..name_count()`); empty: no per-name rows.
+    pub names: &'a [u32],
     /// The arrival process.
     pub arrival: Arrival,
     /// Offered rate in requests per second (across all shards); with
@@ -308,8 +312,9 @@ impl<'a> Plan<'a> {
 pub enum PlanError {
     /// [`Plan::requests`] is empty: give at least one encoded request.
     NoRequests,
-    /// A weighted [`Plan::mix`] without one running sum per request:
-    /// build it with [`crate::mix::cumulate`] over the requests' weights.
+    /// A weighted [`Plan::mix`] without one running sum per request, or
+    /// [`Plan::names`] without one name per request: build the sums with
+    /// [`crate::mix::cumulate`] over the requests' weights.
     MixWeights,
     /// [`Plan::connections`] is 0: pre-open at least one connection.
     NoConnections,
@@ -343,7 +348,7 @@ impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             PlanError::NoRequests => "there is no request to send",
-            PlanError::MixWeights => "a weighted mix needs one weight per request",
+            PlanError::MixWeights => "a mix needs one weight and one name per request",
             PlanError::NoConnections => "at least one connection must be pre-opened",
             PlanError::MaxConnectionsBelowConnections => {
                 "the connection limit must be at least the number of pre-opened connections"
@@ -415,6 +420,9 @@ impl Plan<'_> {
             if cumulative.len() != self.requests.len() {
                 return Err(PlanError::MixWeights);
             }
+        }
+        if !self.names.is_empty() && self.names.len() != self.requests.len() {
+            return Err(PlanError::MixWeights);
         }
         if self.connections == 0 {
             return Err(PlanError::NoConnections);
@@ -489,6 +497,26 @@ impl Plan<'_> {
                     .min(self.requests.len() - 1)
             }
         }
+    }
+
+    /// The per-name rows this plan reports: one more than the largest of
+    /// [`Plan::names`] (0 without names).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let mut p = example_plan();
+    /// assert_eq!(p.name_count(), 0);
+    /// p.names = &[0, 1, 0];
+    /// assert_eq!((p.name_count(), p.name_of(2)), (2, Some(0)));
+    /// ```
+    pub fn name_count(&self) -> usize {
+        self.names.iter().max().map_or(0, |&m| m as usize + 1)
+    }
+
+    /// The row of request `request` (an index into [`Plan::requests`]), if
+    /// the plan has names.
+    pub fn name_of(&self, request: usize) -> Option<usize> {
+        self.names.get(request).map(|&n| n as usize)
     }
 
     /// Whether responses are decoded as OpenAI-style event streams.
@@ -580,6 +608,7 @@ pub fn example_plan() -> Plan<'static> {
         )),
         requests: &[REQ],
         mix: crate::mix::Mix::Cycle,
+        names: &[],
         arrival: Arrival::Constant,
         rate: 100.0,
         profile: Profile::Steady,

@@ -403,23 +403,24 @@ fn the_ledger_attributes_by_intended_time() {
         recorder: &mut rec,
         intervals: &mut intervals,
         stages: &mut stages,
+        names: &mut [],
     };
     // Warmup: nothing counted.
-    assert!(!ledger.scheduled(&mut tally, 50_000_000));
+    assert!(!ledger.scheduled(&mut tally, 50_000_000, 0));
     // Intended 999 ms, sent 1001 ms, answered 1005 ms: stage 0.
     let t = S - 1_000_000;
-    assert!(ledger.scheduled(&mut tally, t));
-    assert!(ledger.sent(&mut tally, t, S + 1_000_000));
-    let done = ledger.done(&mut tally, t, S + 1_000_000, S + 5_000_000, Finish::Ok);
+    assert!(ledger.scheduled(&mut tally, t, 0));
+    assert!(ledger.sent(&mut tally, t, 0, S + 1_000_000));
+    let done = ledger.done(&mut tally, t, 0, S + 1_000_000, S + 5_000_000, Finish::Ok);
     assert_eq!(done, Some(true));
     // Intended at 1 s exactly: stage 1, failed.
-    assert!(ledger.scheduled(&mut tally, S));
-    assert!(ledger.sent(&mut tally, S, S));
-    let failed = ledger.done(&mut tally, S, S, S + 1, Finish::Error(ErrorKind::Reset));
+    assert!(ledger.scheduled(&mut tally, S, 0));
+    assert!(ledger.sent(&mut tally, S, 0, S));
+    let failed = ledger.done(&mut tally, S, 0, S, S + 1, Finish::Error(ErrorKind::Reset));
     assert_eq!(failed, Some(false));
     // Intended at 1.5 s: dropped.
-    assert!(ledger.scheduled(&mut tally, 1_500_000_000));
-    assert!(ledger.dropped(&mut tally, 1_500_000_000));
+    assert!(ledger.scheduled(&mut tally, 1_500_000_000, 0));
+    assert!(ledger.dropped(&mut tally, 1_500_000_000, 0));
     let row = |s: &StageTally| (s.scheduled, s.sent, s.ok, s.errors, s.dropped);
     assert_eq!(row(&stages[0]), (1, 1, 1, 0, 0));
     assert_eq!(stages[0].latency.max(), 6_000_000);

@@ -42,6 +42,7 @@ impl Books {
             recorder: &mut self.recorder,
             intervals: &mut self.intervals,
             stages: &mut [],
+            names: &mut [],
         }
     }
 
@@ -59,17 +60,17 @@ fn warmup_boundary_is_exact() {
     let t = &mut b.tally();
     // One nanosecond before the warmup's end: sent and answered, never recorded.
     let early = 500 * MS - 1;
-    assert!(!ledger.scheduled(t, early));
-    assert!(!ledger.sent(t, early, early));
-    assert_eq!(ledger.done(t, early, early, 600 * MS, Finish::Ok), None);
-    assert!(!ledger.dropped(t, early));
-    assert!(!ledger.unsent(t, early, 600 * MS, Unsent::Connect));
+    assert!(!ledger.scheduled(t, early, 0));
+    assert!(!ledger.sent(t, early, 0, early));
+    assert_eq!(ledger.done(t, early, 0, early, 600 * MS, Finish::Ok), None);
+    assert!(!ledger.dropped(t, early, 0));
+    assert!(!ledger.unsent(t, early, 0, 600 * MS, Unsent::Connect));
     // Exactly at the end of the warmup: recorded.
     let first = 500 * MS;
-    assert!(ledger.scheduled(t, first));
-    assert!(ledger.sent(t, first, first + 3));
+    assert!(ledger.scheduled(t, first, 0));
+    assert!(ledger.sent(t, first, 0, first + 3));
     assert_eq!(
-        ledger.done(t, first, first + 3, first + 7 * MS, Finish::Ok),
+        ledger.done(t, first, 0, first + 3, first + 7 * MS, Finish::Ok),
         Some(true)
     );
     let r = &b.recorder;
@@ -89,24 +90,32 @@ fn sends_and_completions_count_in_their_own_intervals() {
     let t = &mut b.tally();
     // Intended at 0.6 s, sent 2 ms late, answered at 0.9 s: the send in
     // interval 0, the completion in interval 1.
-    assert!(ledger.sent(t, 600 * MS, 602 * MS));
+    assert!(ledger.sent(t, 600 * MS, 0, 602 * MS));
     assert_eq!(
-        ledger.done(t, 600 * MS, 602 * MS, 900 * MS, Finish::Ok),
+        ledger.done(t, 600 * MS, 0, 602 * MS, 900 * MS, Finish::Ok),
         Some(true)
     );
     // Intended at 1.4 s, answered at 1.7 s, after the schedule's end (1.5 s):
     // counted in the last interval.
-    assert!(ledger.sent(t, 1_400 * MS, 1_400 * MS));
+    assert!(ledger.sent(t, 1_400 * MS, 0, 1_400 * MS));
     assert_eq!(
-        ledger.done(t, 1_400 * MS, 1_400 * MS, 1_700 * MS, Finish::Status(503)),
+        ledger.done(
+            t,
+            1_400 * MS,
+            0,
+            1_400 * MS,
+            1_700 * MS,
+            Finish::Status(503)
+        ),
         Some(false)
     );
     // A request sent at 1.1 s times out at 3.1 s, long after the end.
-    assert!(ledger.sent(t, 1_100 * MS, 1_100 * MS));
+    assert!(ledger.sent(t, 1_100 * MS, 0, 1_100 * MS));
     assert_eq!(
         ledger.done(
             t,
             1_100 * MS,
+            0,
             1_100 * MS,
             3_100 * MS,
             Finish::Error(ErrorKind::Timeout)
@@ -135,10 +144,10 @@ fn unsent_requests_are_neither_ok_nor_errors() {
     let t = &mut b.tally();
     let hard_end = plan.hard_end_ns();
     assert_eq!(hard_end, 3_500 * MS);
-    assert!(ledger.scheduled(t, 1_200 * MS));
-    assert!(ledger.unsent(t, 1_200 * MS, hard_end, Unsent::Timeout));
-    assert!(ledger.scheduled(t, 600 * MS));
-    assert!(ledger.unsent(t, 600 * MS, 601 * MS, Unsent::Connect));
+    assert!(ledger.scheduled(t, 1_200 * MS, 0));
+    assert!(ledger.unsent(t, 1_200 * MS, 0, hard_end, Unsent::Timeout));
+    assert!(ledger.scheduled(t, 600 * MS, 0));
+    assert!(ledger.unsent(t, 600 * MS, 0, 601 * MS, Unsent::Connect));
     let r = &b.recorder;
     assert_eq!((r.scheduled, r.sent, r.timeouts), (2, 0, 0));
     assert_eq!(r.unsent, [1, 1]);
@@ -172,7 +181,7 @@ fn closed_model_corrects_successes_only() {
     // A success of 100 ms with an expected interval of 10 ms: HdrHistogram's
     // correction adds the values 90, 80, ..., 10 ms (10 in all).
     assert_eq!(
-        ledger.closed_done(t, 600 * MS, 700 * MS, Finish::Ok, Some(10 * MS)),
+        ledger.closed_done(t, 0, 600 * MS, 700 * MS, Finish::Ok, Some(10 * MS)),
         Some(true)
     );
     let mut expected = Histogram::new();
@@ -181,17 +190,17 @@ fn closed_model_corrects_successes_only() {
     // A failure enters neither histogram; a success without an interval
     // enters the corrected one once, uncorrected.
     assert_eq!(
-        ledger.closed_done(t, 800 * MS, 900 * MS, Finish::Status(500), Some(10 * MS)),
+        ledger.closed_done(t, 0, 800 * MS, 900 * MS, Finish::Status(500), Some(10 * MS)),
         Some(false)
     );
     assert_eq!(
-        ledger.closed_done(t, 800 * MS, 805 * MS, Finish::Ok, None),
+        ledger.closed_done(t, 0, 800 * MS, 805 * MS, Finish::Ok, None),
         Some(true)
     );
     expected.record(5 * MS);
     // Warmup: not recorded.
     assert_eq!(
-        ledger.closed_done(t, 100 * MS, 900 * MS, Finish::Ok, Some(10 * MS)),
+        ledger.closed_done(t, 0, 100 * MS, 900 * MS, Finish::Ok, Some(10 * MS)),
         None
     );
     let r = &b.recorder;
@@ -225,7 +234,7 @@ fn streams_are_judged_by_the_recorder() {
         gaps: &gaps,
     };
     assert_eq!(
-        ledger.done(t, 600 * MS, 600 * MS, 760 * MS, finish),
+        ledger.done(t, 600 * MS, 0, 600 * MS, 760 * MS, finish),
         Some(true)
     );
     // Cut before [DONE]: an error, counted as a stream cut.
@@ -236,7 +245,7 @@ fn streams_are_judged_by_the_recorder() {
         gaps: &[],
     };
     assert_eq!(
-        ledger.done(t, 700 * MS, 700 * MS, 730 * MS, finish),
+        ledger.done(t, 700 * MS, 0, 700 * MS, 730 * MS, finish),
         Some(false)
     );
     let r = &b.recorder;
@@ -268,20 +277,20 @@ fn scripted_run_keeps_the_accounting() {
     let mut i = 0u64;
     for at in schedule {
         i += 1;
-        let m = ledger.scheduled(t, at);
+        let m = ledger.scheduled(t, at, 0);
         measured += u64::from(m);
         if i % 5 == 0 {
-            dropped += u64::from(ledger.dropped(t, at));
+            dropped += u64::from(ledger.dropped(t, at, 0));
         } else if at >= 1_400 * MS {
-            unsent += u64::from(ledger.unsent(t, at, 1_450 * MS, Unsent::Timeout));
-        } else if ledger.sent(t, at, at + 1_000) {
+            unsent += u64::from(ledger.unsent(t, at, 0, 1_450 * MS, Unsent::Timeout));
+        } else if ledger.sent(t, at, 0, at + 1_000) {
             sent += 1;
-            let done = ledger.done(t, at, at + 1_000, at + 4 * MS, Finish::Ok);
+            let done = ledger.done(t, at, 0, at + 1_000, at + 4 * MS, Finish::Ok);
             ok += u64::from(done == Some(true));
         } else {
             // Warmup: sent, not recorded.
             assert_eq!(
-                ledger.done(t, at, at + 1_000, at + 4 * MS, Finish::Ok),
+                ledger.done(t, at, 0, at + 1_000, at + 4 * MS, Finish::Ok),
                 None
             );
         }
@@ -311,8 +320,8 @@ fn last_complete_interval_for_progress() {
     let ledger = Ledger::new(&plan);
     let mut b = Books::new(&plan);
     let t = &mut b.tally();
-    assert!(ledger.sent(t, 600 * MS, 600 * MS));
-    ledger.done(t, 600 * MS, 600 * MS, 640 * MS, Finish::Ok);
+    assert!(ledger.sent(t, 600 * MS, 0, 600 * MS));
+    ledger.done(t, 600 * MS, 0, 600 * MS, 640 * MS, Finish::Ok);
     assert_eq!(ledger.last_complete(&b.intervals, 700 * MS), None);
     assert_eq!(ledger.last_complete(&b.intervals, 100 * MS), None);
     let (i, p99, lag) = ledger.last_complete(&b.intervals, 760 * MS).unwrap();
@@ -332,17 +341,17 @@ fn real_window_and_late_completions() {
     let mut b = Books::new(&plan);
     let t = &mut b.tally();
     // Warmup traffic never enters the window.
-    assert!(!ledger.sent(t, 100 * MS, 100 * MS));
+    assert!(!ledger.sent(t, 100 * MS, 0, 100 * MS));
     assert_eq!(
-        ledger.done(t, 100 * MS, 100 * MS, 1_900 * MS, Finish::Ok),
+        ledger.done(t, 100 * MS, 0, 100 * MS, 1_900 * MS, Finish::Ok),
         None
     );
-    assert!(ledger.sent(t, 600 * MS, 601 * MS));
-    assert!(ledger.sent(t, 1_400 * MS, 1_400 * MS));
-    assert!(ledger.sent(t, 1_450 * MS, 1_450 * MS));
+    assert!(ledger.sent(t, 600 * MS, 0, 601 * MS));
+    assert!(ledger.sent(t, 1_400 * MS, 0, 1_400 * MS));
+    assert!(ledger.sent(t, 1_450 * MS, 0, 1_450 * MS));
     // In the schedule: a plain success.
     assert_eq!(
-        ledger.done(t, 600 * MS, 601 * MS, 700 * MS, Finish::Ok),
+        ledger.done(t, 600 * MS, 0, 601 * MS, 700 * MS, Finish::Ok),
         Some(true)
     );
     // After the end: a stream of 7 tokens (late), then a failure later still.
@@ -355,11 +364,18 @@ fn real_window_and_late_completions() {
         gaps: &[],
     };
     assert_eq!(
-        ledger.done(t, 1_400 * MS, 1_400 * MS, 1_600 * MS, finish),
+        ledger.done(t, 1_400 * MS, 0, 1_400 * MS, 1_600 * MS, finish),
         Some(true)
     );
     assert_eq!(
-        ledger.done(t, 1_450 * MS, 1_450 * MS, 2_101 * MS, Finish::Status(503)),
+        ledger.done(
+            t,
+            1_450 * MS,
+            0,
+            1_450 * MS,
+            2_101 * MS,
+            Finish::Status(503)
+        ),
         Some(false)
     );
     let r = &b.recorder;
@@ -388,22 +404,22 @@ fn drops_waits_and_cpu_per_interval() {
     let ledger = Ledger::new(&plan);
     let mut b = Books::new(&plan);
     let t = &mut b.tally();
-    assert!(!ledger.dropped(t, 499 * MS));
+    assert!(!ledger.dropped(t, 499 * MS, 0));
     assert!(!ledger.waited(t, 499 * MS, true));
-    assert!(ledger.dropped(t, 500 * MS));
-    assert!(ledger.dropped(t, 1_499 * MS));
+    assert!(ledger.dropped(t, 500 * MS, 0));
+    assert!(ledger.dropped(t, 1_499 * MS, 0));
     assert!(ledger.waited(t, 760 * MS, false));
     assert!(ledger.waited(t, 999 * MS, true));
     assert!(ledger.waited(t, 1_000 * MS, true));
     // Sends later than 1 ms count as late, in the interval of their
     // intended time; due requests count there too.
-    assert!(ledger.sent(t, 600 * MS, 600 * MS + 1_000_000));
-    assert!(ledger.sent(t, 600 * MS, 600 * MS + 1_000_001));
-    assert!(ledger.sent(t, 1_200 * MS, 1_300 * MS));
-    assert!(ledger.sent(t, 740 * MS, 800 * MS));
-    assert!(ledger.scheduled(t, 740 * MS));
-    assert!(ledger.scheduled(t, 1_499 * MS));
-    assert!(!ledger.scheduled(t, 499 * MS));
+    assert!(ledger.sent(t, 600 * MS, 0, 600 * MS + 1_000_000));
+    assert!(ledger.sent(t, 600 * MS, 0, 600 * MS + 1_000_001));
+    assert!(ledger.sent(t, 1_200 * MS, 0, 1_300 * MS));
+    assert!(ledger.sent(t, 740 * MS, 0, 800 * MS));
+    assert!(ledger.scheduled(t, 740 * MS, 0));
+    assert!(ledger.scheduled(t, 1_499 * MS, 0));
+    assert!(!ledger.scheduled(t, 499 * MS, 0));
     ledger.busy(t, 400 * MS, 7 * MS, MS); // warmup: not counted
     ledger.busy(t, 600 * MS, 50 * MS, 20 * MS);
     ledger.busy(t, 700 * MS, 40 * MS, 30 * MS);
@@ -442,4 +458,78 @@ fn drops_waits_and_cpu_per_interval() {
         (2, 3, 2, 3, 2)
     );
     assert_eq!((sum.cpu_ns, sum.spin_ns), (100 * MS, 50 * MS));
+}
+
+/// A request mix: every fact lands in the row of its request's name, the
+/// rows balance (`scheduled = sent + dropped + unsent`, `sent = ok +
+/// errors`) and add up to the run's counts; warmup facts are in no row.
+#[test]
+fn named_rows_balance_and_add_up() {
+    use metronome_core::measure::NameTally;
+    const A: &[u8] = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+    const B: &[u8] = b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    let requests: [&[u8]; 3] = [A, B, A];
+    let plan = Plan {
+        requests: &requests,
+        names: &[0, 1, 0],
+        ..plan()
+    };
+    assert_eq!(plan.name_count(), 2);
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let mut names = [NameTally::new(), NameTally::new()];
+    let t = &mut Tally {
+        recorder: &mut b.recorder,
+        intervals: &mut b.intervals,
+        stages: &mut [],
+        names: &mut names,
+    };
+    // Warmup: nothing anywhere.
+    assert!(!ledger.scheduled(t, 100 * MS, 1));
+    assert!(!ledger.sent(t, 100 * MS, 1, 100 * MS));
+    // Request 0 (a): ok in 3 ms after 1 ms of lag; request 2 (a): a 503.
+    for (at, req) in [(600 * MS, 0), (700 * MS, 2)] {
+        assert!(ledger.scheduled(t, at, req));
+        assert!(ledger.sent(t, at, req, at + MS));
+    }
+    assert_eq!(
+        ledger.done(t, 600 * MS, 0, 601 * MS, 604 * MS, Finish::Ok),
+        Some(true)
+    );
+    let failed = ledger.done(t, 700 * MS, 2, 701 * MS, 702 * MS, Finish::Status(503));
+    assert_eq!(failed, Some(false));
+    // Request 1 (b): one dropped, one never sent, one a failed retry.
+    assert!(ledger.scheduled(t, 800 * MS, 1));
+    assert!(ledger.dropped(t, 800 * MS, 1));
+    assert!(ledger.scheduled(t, 900 * MS, 1));
+    assert!(ledger.unsent(t, 900 * MS, 1, 950 * MS, Unsent::Connect));
+    assert!(ledger.scheduled(t, MS * 1000, 1));
+    assert!(ledger.sent(t, MS * 1000, 1, MS * 1000));
+    let retry = ledger.not_sent(t, MS * 1000, 1, MS * 1001, Unsent::Connect, true);
+    assert_eq!(retry, Some(false));
+    let [a, b_row] = &names;
+    assert_eq!(
+        (a.scheduled, a.sent, a.ok, a.errors, a.dropped, a.unsent),
+        (2, 2, 1, 1, 0, 0)
+    );
+    assert_eq!(
+        (
+            b_row.scheduled,
+            b_row.sent,
+            b_row.ok,
+            b_row.errors,
+            b_row.dropped,
+            b_row.unsent
+        ),
+        (3, 1, 0, 1, 1, 1)
+    );
+    assert_eq!(a.by_kind[ErrorKind::Status.index()], 1);
+    assert_eq!(b_row.by_kind[ErrorKind::Reset.index()], 1);
+    assert_eq!((a.latency.max(), a.service_time.max()), (4 * MS, 3 * MS));
+    assert_eq!((a.send_lag.count(), a.send_lag.max()), (2, MS));
+    let r = &b.recorder;
+    assert_eq!(a.scheduled + b_row.scheduled, r.scheduled);
+    assert_eq!(a.sent + b_row.sent, r.sent);
+    assert_eq!(a.ok + b_row.ok, r.ok);
+    assert_eq!(a.dropped + b_row.dropped, r.dropped);
 }

@@ -102,6 +102,7 @@ pub(crate) fn run(
                             }
                             let _ = tx.send(Fact::NotSent {
                                 intended_ns: now,
+                                request: plan.request_index(i),
                                 at_ns,
                                 reason: Unsent::Connect,
                                 retried,
@@ -111,12 +112,14 @@ pub(crate) fn run(
                             std::thread::sleep(Duration::from_millis(1));
                             continue;
                         }
-                        let request = plan.request(i);
+                        let index = plan.request_index(i);
+                        let request = plan.requests[index];
                         let sent_ns = clock.now_ns();
                         if !retried {
                             stats.sent += 1;
                             let _ = tx.send(Fact::Sent {
                                 intended_ns: sent_ns,
+                                request: index,
                                 sent_ns,
                                 waited_since: None,
                             });
@@ -149,6 +152,7 @@ pub(crate) fn run(
                                 }
                                 let _ = tx.send(Fact::Done {
                                     intended_ns: sent_ns,
+                                    request: index,
                                     sent_ns,
                                     done_ns,
                                     outcome,

@@ -17,6 +17,8 @@ pub(crate) enum Fact {
     /// for a connection since `waited_since` if it did.
     Sent {
         intended_ns: u64,
+        /// Which of the plan's requests (its name's row).
+        request: usize,
         sent_ns: u64,
         waited_since: Option<u64>,
     },
@@ -24,6 +26,7 @@ pub(crate) enum Fact {
     /// model says (closed: the send is the intended time).
     Done {
         intended_ns: u64,
+        request: usize,
         sent_ns: u64,
         done_ns: u64,
         outcome: Outcome,
@@ -33,6 +36,7 @@ pub(crate) enum Fact {
     /// that made it retry (core's `Ledger::not_sent`).
     NotSent {
         intended_ns: u64,
+        request: usize,
         at_ns: u64,
         reason: Unsent,
         retried: bool,
@@ -81,10 +85,11 @@ impl<'p> Collector<'p> {
         let (counter, done_ns) = match fact {
             Fact::Sent {
                 intended_ns,
+                request,
                 sent_ns,
                 waited_since,
             } => {
-                let sent = ledger.sent(tally, intended_ns, sent_ns);
+                let sent = ledger.sent(tally, intended_ns, request, sent_ns);
                 if let Some(since) = waited_since {
                     ledger.waited_for(tally, intended_ns, since, sent_ns);
                 }
@@ -92,11 +97,12 @@ impl<'p> Collector<'p> {
             }
             Fact::NotSent {
                 intended_ns,
+                request,
                 at_ns,
                 reason,
                 retried,
             } => {
-                let ok = ledger.not_sent(tally, intended_ns, at_ns, reason, retried);
+                let ok = ledger.not_sent(tally, intended_ns, request, at_ns, reason, retried);
                 (ok.map(|ok| counter(progress, ok)), Some(at_ns))
             }
             Fact::Retried { intended_ns } => {
@@ -113,11 +119,19 @@ impl<'p> Collector<'p> {
             }
             Fact::Done {
                 intended_ns,
+                request,
                 sent_ns,
                 done_ns,
                 outcome,
             } => {
-                let ok = ledger.finished(tally, intended_ns, sent_ns, done_ns, outcome.as_finish());
+                let ok = ledger.finished(
+                    tally,
+                    intended_ns,
+                    request,
+                    sent_ns,
+                    done_ns,
+                    outcome.as_finish(),
+                );
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
             Fact::Opened(_) | Fact::HandshakeFailed(_) => (None, None),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use metronome_core::engine::{warm_start, Control, EngineError, Origin, RunOutput, Setup, Warm};
 use metronome_core::exchange::Exchange;
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{Interval, Recorder, StageTally, ThreadStats, Unsent};
+use metronome_core::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
 use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
@@ -22,7 +22,8 @@ use crate::tls::Tls;
 /// A due request waiting for a connection.
 #[derive(Clone, Copy, Debug)]
 struct Job {
-    index: u64,
+    /// Which of the plan's requests it sends (core's `Plan::request_index`).
+    request: usize,
     intended_ns: u64,
     /// When it began to wait for a connection (run clock ns), if it did.
     waited_since: Option<u64>,
@@ -237,10 +238,13 @@ pub(crate) fn run(
             .collect();
         let mut pacer_stages: Vec<StageTally> =
             (0..plan.stage_count()).map(|_| StageTally::new()).collect();
+        let mut pacer_names: Vec<NameTally> =
+            (0..plan.name_count()).map(|_| NameTally::new()).collect();
         let tally = &mut Tally {
             recorder: &mut rec,
             intervals: &mut pacer_intervals,
             stages: &mut pacer_stages,
+            names: &mut pacer_names,
         };
         let mut cpu_mark = (thread_cpu_ns(), 0u64);
         let mut next_sample = CPU_SAMPLE_NS;
@@ -286,7 +290,8 @@ pub(crate) fn run(
                         if due % BACKLOG_STOP_CHECK == 0 && control.stopped() {
                             break;
                         }
-                        let measured = ledger.scheduled(tally, t);
+                        let request = plan.request_index(index);
+                        let measured = ledger.scheduled(tally, t, request);
                         let in_flight = shared.in_flight.load(Ordering::Relaxed);
                         let (admit, grow) = {
                             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -309,7 +314,7 @@ pub(crate) fn run(
                                 Admit::Drop => 0,
                                 Admit::Send | Admit::Wait { .. } => {
                                     q.jobs.push_back(Job {
-                                        index,
+                                        request,
                                         intended_ns: t,
                                         waited_since: matches!(admit, Admit::Wait { .. })
                                             .then_some(now),
@@ -325,7 +330,7 @@ pub(crate) fn run(
                         };
                         match admit {
                             Admit::Drop => {
-                                ledger.dropped(tally, t);
+                                ledger.dropped(tally, t, request);
                             }
                             Admit::Send | Admit::Wait { .. } => {
                                 shared.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -382,6 +387,9 @@ pub(crate) fn run(
         for (st, pacer) in out.stages.iter_mut().zip(&pacer_stages) {
             st.merge(pacer);
         }
+        for (n, pacer) in out.names.iter_mut().zip(&pacer_names) {
+            n.merge(pacer);
+        }
         Ok::<_, EngineError>((out, stats, rec, waited, stopped, stop_ns))
     })?;
 
@@ -398,7 +406,13 @@ pub(crate) fn run(
         .collect();
     let ledger = Ledger::new(plan);
     for job in left {
-        ledger.unsent(&mut out.tally(), job.intended_ns, stop_ns, Unsent::Timeout);
+        ledger.unsent(
+            &mut out.tally(),
+            job.intended_ns,
+            job.request,
+            stop_ns,
+            Unsent::Timeout,
+        );
     }
     out.threads.insert(0, pacer_stats);
     out.threads
@@ -479,7 +493,7 @@ fn worker(
         let Some(job) = job else { break };
         // Jobs are queued only after the clock started.
         let clock = origin.get_or_init(Clock::start);
-        let request = plan.request(job.index);
+        let request = plan.requests[job.request];
         let mut retried = false;
         loop {
             let now = clock.now_ns();
@@ -522,6 +536,7 @@ fn worker(
                 stats.sent += 1;
                 let _ = tx.send(Fact::Sent {
                     intended_ns: job.intended_ns,
+                    request: job.request,
                     sent_ns,
                     waited_since: job.waited_since,
                 });
@@ -552,6 +567,7 @@ fn worker(
                     }
                     let _ = tx.send(Fact::Done {
                         intended_ns: job.intended_ns,
+                        request: job.request,
                         sent_ns,
                         done_ns,
                         outcome,
@@ -592,6 +608,7 @@ fn wait_idle(shared: &Shared, n: usize, control: &Control) {
 fn never_sent_or_failed(job: Job, retried: bool, at_ns: u64, reason: Unsent) -> Fact {
     Fact::NotSent {
         intended_ns: job.intended_ns,
+        request: job.request,
         at_ns,
         reason,
         retried,

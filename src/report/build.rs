@@ -5,15 +5,15 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use metronome_core::engine::RunOutput;
-use metronome_core::measure::StageTally;
+use metronome_core::measure::{ErrorKind, NameTally, StageTally};
 use metronome_core::plan::{Model as PlanModel, Plan, Profile as PlanProfile};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, Ramp};
 
 use super::{
     ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metric,
-    Metrics, Model, Report, Requests, SloReport, StageReport, TraceReport, WarmUpReport, Window,
-    SCHEMA,
+    Metrics, Model, Report, RequestReport, Requests, SloReport, StageReport, TraceReport,
+    WarmUpReport, Window, SCHEMA,
 };
 use crate::report::compat::{Compat, Peer};
 
@@ -52,6 +52,9 @@ pub struct RunMeta {
     pub insecure: bool,
     /// A TLS key log was asked for (`SSLKEYLOGFILE`).
     pub keylog: bool,
+    /// `--requests`/`--targets`: the name of each row of the plan's names
+    /// (empty without a mix).
+    pub request_names: Vec<String>,
 }
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
@@ -237,6 +240,7 @@ impl Report {
             ),
             intervals,
             stages: stage_rows(plan, &out.stages),
+            by_request: request_rows(&meta.request_names, &out.names),
             generator: Generator {
                 threads: out.threads.len() as u32,
                 cpu_s: out.cpu_ns as f64 / 1e9,
@@ -290,6 +294,31 @@ fn arrival_name(a: Arrival) -> &'static str {
         Arrival::Burst { .. } => "burst",
         Arrival::Gamma { .. } => "gamma",
     }
+}
+
+/// The report's row of each name of a request mix, from the engine's
+/// per-name tallies (`names[i]` is row `i`'s name).
+pub fn request_rows(names: &[String], tallies: &[NameTally]) -> Vec<RequestReport> {
+    names
+        .iter()
+        .zip(tallies)
+        .map(|(name, t)| RequestReport {
+            name: name.clone(),
+            scheduled: t.scheduled,
+            sent: t.sent,
+            ok: t.ok,
+            errors: t.errors,
+            dropped: t.dropped,
+            unsent: t.unsent,
+            errors_by_kind: ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), t.by_kind[k.index()]))
+                .collect(),
+            latency: Metric::from_histogram(&t.latency),
+            service_time: Metric::from_histogram(&t.service_time),
+            send_lag: Metric::from_histogram(&t.send_lag),
+        })
+        .collect()
 }
 
 /// The report's row of each stage of a `--stages` plan, from the

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use metronome_core::histogram::{decode_v2_compressed, Histogram};
-use metronome_core::measure::{Interval, Recorder};
+use metronome_core::measure::{Interval, NameTally, Recorder};
 use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
@@ -125,7 +125,9 @@ pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
 /// come one histogram per report interval; service_time, ttft, itl, tpot
 /// and latency_corrected (each tagged with its name, those with values
 /// only) come as one histogram over the whole measured phase, since the
-/// recorder keeps them per run, not per interval.
+/// recorder keeps them per run, not per interval. A request mix adds,
+/// for each name, `request.NAME.latency`, `request.NAME.service_time` and
+/// `request.NAME.send_lag` over the whole measured phase ([`tag_name`]).
 pub fn render_run_hlog(
     start_unix_ns: u64,
     plan: &Plan<'_>,
@@ -133,6 +135,7 @@ pub fn render_run_hlog(
     rec: &Recorder,
     measured_ns: u64,
     corrected: bool,
+    names: &[(&str, &NameTally)],
 ) -> String {
     let warmup = plan.warmup_ns as f64 / 1e9;
     let width = plan.interval_ns as f64 / 1e9;
@@ -169,5 +172,42 @@ pub fn render_run_hlog(
             });
         }
     }
+    let tags: Vec<(String, &Histogram)> = names
+        .iter()
+        .flat_map(|&(name, t)| {
+            let name = tag_name(name);
+            [
+                (format!("request.{name}.latency"), &t.latency),
+                (format!("request.{name}.service_time"), &t.service_time),
+                (format!("request.{name}.send_lag"), &t.send_lag),
+            ]
+        })
+        .filter(|(_, h)| h.count() > 0)
+        .collect();
+    for (tag, h) in &tags {
+        all.push(Series {
+            tag: Some(tag),
+            intervals: vec![(warmup, whole, h)],
+        });
+    }
     render_hlog(start_unix_ns as f64 / 1e9, &all)
+}
+
+/// A request name as an hlog tag: characters other than ASCII letters,
+/// digits, `_`, `-`, `.`, `/`, `?`, `=` and `&` become `_` (a tag holds no
+/// comma or space).
+///
+/// ```
+/// assert_eq!(metronome::report::hlog::tag_name("GET /a?b=1"), "GET_/a?b=1");
+/// ```
+pub fn tag_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_-./?=&".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

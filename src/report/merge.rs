@@ -267,6 +267,52 @@ fn merge_compat(reports: &[&Report]) -> Option<crate::report::compat::Compat> {
     Some(c)
 }
 
+/// The `by_request` rows of several reports as one: rows of the same name
+/// add their counts and errors and merge their histograms exactly; names
+/// in the order they first appear.
+pub fn merge_request_rows(reports: &[&Report]) -> Vec<crate::report::RequestReport> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in reports {
+        for row in &r.by_request {
+            if !names.contains(&row.name.as_str()) {
+                names.push(&row.name);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let rows: Vec<&crate::report::RequestReport> = reports
+                .iter()
+                .flat_map(|r| r.by_request.iter().filter(|x| x.name == name))
+                .collect();
+            let sum = |f: fn(&crate::report::RequestReport) -> u64| rows.iter().map(|x| f(x)).sum();
+            let mut errors_by_kind = std::collections::BTreeMap::new();
+            for row in &rows {
+                for (k, v) in &row.errors_by_kind {
+                    *errors_by_kind.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+            let metric = |f: fn(&crate::report::RequestReport) -> &Metric| {
+                merge_metrics(&rows.iter().map(|x| f(x)).collect::<Vec<_>>())
+            };
+            crate::report::RequestReport {
+                name: name.to_string(),
+                scheduled: sum(|x| x.scheduled),
+                sent: sum(|x| x.sent),
+                ok: sum(|x| x.ok),
+                errors: sum(|x| x.errors),
+                dropped: sum(|x| x.dropped),
+                unsent: sum(|x| x.unsent),
+                errors_by_kind,
+                latency: metric(|x| &x.latency),
+                service_time: metric(|x| &x.service_time),
+                send_lag: metric(|x| &x.send_lag),
+            }
+        })
+        .collect()
+}
+
 /// Merges the metric of several reports: bucket counts add exactly; min,
 /// max and the mean are combined exactly; quantiles are recomputed from the
 /// merged buckets.
@@ -396,6 +442,9 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         st.p50 = st.latency.p50;
         st.p99 = st.latency.p99;
     }
+    // Request names: rows of one name (in any shard) add their counts and
+    // merge their histograms exactly, in the order names first appear.
+    m.by_request = merge_request_rows(reports);
     m.derive();
     let g = &mut m.generator;
     g.behind = if m.model == crate::report::Model::Open {

@@ -141,6 +141,10 @@ pub struct Report {
     /// stage of its intended time (absent otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageReport>,
+    /// `--requests`/`--targets` runs: one row per request name, each
+    /// request counted under the name it sent (absent otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_request: Vec<RequestReport>,
     /// The generator's own cost and warnings.
     pub generator: Generator,
     /// True when a signal (Ctrl-C, SIGTERM) stopped the run: the report
@@ -401,6 +405,37 @@ pub struct StageReport {
     pub p99: f64,
     /// The stage's latency histogram (merges exactly).
     pub latency: Metric,
+}
+
+/// One name of a request mix: its counts (`scheduled = sent + dropped +
+/// unsent`, `sent = ok + errors`, row by row; the rows add up to
+/// `requests`), its errors by kind, and its metrics (histograms that merge
+/// exactly).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestReport {
+    /// The name (`--requests` "name", or "METHOD path").
+    pub name: String,
+    /// Due requests of this name (measured).
+    pub scheduled: u64,
+    /// Of them, sent.
+    pub sent: u64,
+    /// Of them, succeeded.
+    pub ok: u64,
+    /// Of them, sent and failed.
+    pub errors: u64,
+    /// Of them, dropped above `--max-in-flight`.
+    pub dropped: u64,
+    /// Of them, never sent otherwise.
+    pub unsent: u64,
+    /// The failures by kind (every kind listed).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Latency (completion - intended) of the successes, ms.
+    pub latency: Metric,
+    /// Service time (completion - send) of the successes, ms.
+    pub service_time: Metric,
+    /// Send lag (send - intended) of every sent request, ms.
+    pub send_lag: Metric,
 }
 
 /// Request counts: `scheduled = sent + dropped + unsent`,

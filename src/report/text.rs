@@ -177,6 +177,37 @@ pub fn render_text(r: &Report) -> String {
             );
         }
     }
+    if !r.by_request.is_empty() {
+        let _ = writeln!(s);
+        let width = r
+            .by_request
+            .iter()
+            .map(|q| q.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(7, 40);
+        let _ = writeln!(
+            s,
+            "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}",
+            "request", "scheduled", "sent", "ok", "errors", "dropped", "p50 ms", "p99 ms", "max ms"
+        );
+        for q in &r.by_request {
+            let name: String = q.name.chars().take(40).collect();
+            let _ = writeln!(
+                s,
+                "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}",
+                name,
+                q.scheduled,
+                q.sent,
+                q.ok,
+                q.errors,
+                q.dropped,
+                fmt_ms(q.latency.p50),
+                fmt_ms(q.latency.p99),
+                fmt_ms(q.latency.max)
+            );
+        }
+    }
     if let Some(t) = &r.arrival.trace {
         let _ = writeln!(
             s,

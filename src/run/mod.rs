@@ -90,6 +90,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         compat: args.metrics_compat.map(Into::into),
         insecure: args.insecure,
         keylog: crate::tls::keylog_requested(),
+        request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
     report.workload = p
@@ -117,6 +118,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             &output.recorder,
             output.measured_ns,
             report.metrics.latency_corrected.is_some(),
+            &p.mix
+                .as_ref()
+                .map(|m| {
+                    m.names
+                        .iter()
+                        .map(String::as_str)
+                        .zip(&output.names)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
         );
         std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
     }

@@ -45,10 +45,6 @@ pub(super) struct Prepared {
 }
 
 /// A request mix, read and encoded before the clock.
-#[expect(
-    dead_code,
-    reason = "names are reported per request in by_request, next"
-)]
 pub(super) struct MixPlan {
     /// The distinct names, in first-seen order.
     pub(super) names: Vec<String>,
@@ -696,6 +692,7 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
             },
             _ => Mix::Cycle,
         },
+        names: p.mix.as_ref().map_or(&[], |m| &m.name_of),
         arrival: p.arrival,
         rate: p.load.rate,
         profile: p.load.profile(),

@@ -23,7 +23,8 @@
 //!
 //! The files, by concept: `kind.rs` (the error taxonomy), `stream.rs`
 //! (stream timing and the gap slots), `peers.rs` (the peers' metric
-//! definitions), `interval.rs` (intervals and stages); the recorder, the
+//! definitions), `interval.rs` (intervals and stages), `named.rs` (one
+//! name of a request mix); the recorder, the
 //! thread's own cost and the SLO are here. Everything is re-exported, so
 //! each item's path is `metronome_core::measure::Item`.
 
@@ -31,11 +32,13 @@ use crate::histogram::Histogram;
 
 mod interval;
 mod kind;
+mod named;
 mod peers;
 mod stream;
 
 pub use interval::{Interval, StageTally, LATE_NS};
 pub use kind::{ErrorKind, FramingCause, Unsent};
+pub use named::NameTally;
 pub use peers::Peers;
 pub use stream::{slot, StreamSummary, StreamTiming};
 

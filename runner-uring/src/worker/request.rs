@@ -42,7 +42,7 @@ impl Worker<'_> {
     pub(super) fn dispatch(&mut self, job: Job) -> io::Result<()> {
         let measured = self
             .ledger
-            .scheduled(&mut self.out.tally(), job.intended_ns);
+            .scheduled(&mut self.out.tally(), job.intended_ns, job.request);
         if self.idle.is_empty() {
             // Every connection is busy: the oldest request in flight tells
             // a lower bound of the service time (a stalled server).
@@ -59,7 +59,8 @@ impl Worker<'_> {
         }
         match self.pool.admit(self.pool_state()) {
             Admit::Drop => {
-                self.ledger.dropped(&mut self.out.tally(), job.intended_ns);
+                self.ledger
+                    .dropped(&mut self.out.tally(), job.intended_ns, job.request);
                 Ok(())
             }
             Admit::Send => {
@@ -115,7 +116,7 @@ impl Worker<'_> {
         if !job.retried
             && self
                 .ledger
-                .sent(&mut self.out.tally(), job.intended_ns, now)
+                .sent(&mut self.out.tally(), job.intended_ns, job.request, now)
         {
             self.pending.sent += 1;
             if let Some(since) = job.waited_since {
@@ -142,6 +143,7 @@ impl Worker<'_> {
         let ok = self.ledger.not_sent(
             &mut self.out.tally(),
             job.intended_ns,
+            job.request,
             at_ns,
             reason,
             job.retried,
@@ -213,6 +215,7 @@ impl Worker<'_> {
         let ok = self.ledger.finished(
             &mut self.out.tally(),
             c.job.intended_ns,
+            c.job.request,
             c.sent_ns,
             now,
             finish,
@@ -273,6 +276,7 @@ impl Worker<'_> {
             let ok = self.ledger.finished(
                 &mut self.out.tally(),
                 c.job.intended_ns,
+                c.job.request,
                 c.sent_ns,
                 now,
                 failure,

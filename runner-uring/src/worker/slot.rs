@@ -120,9 +120,10 @@ impl Worker<'_> {
                 let c = &mut self.conns[slot];
                 c.retry_at_ns = Some(now + RETRY_NS);
                 self.next_deadline_ns = self.next_deadline_ns.min(now + RETRY_NS);
-                // The worker's next request finds no connection: never sent.
+                // The worker's next request finds no connection: never sent
+                // (a closed loop has no request mix, so it has no name).
                 self.ledger
-                    .unsent(&mut self.out.tally(), now, now, Unsent::Connect);
+                    .unsent(&mut self.out.tally(), now, usize::MAX, now, Unsent::Connect);
             }
             Model::Open => {
                 // The request that would have used this connection is never sent.
