@@ -669,3 +669,83 @@ fn tokenizer_counts_equal_the_tokenizers_own() {
         }
     }
 }
+
+/// Exact percentiles beside the histogram's: against streams whose E2E
+/// values all fall in one histogram bucket (about 1 s: 50 tokens 20 ms
+/// apart), the histogram's p50, p99 and max agree (a bucket's top clamped
+/// to the max), while the exact ones are order statistics of the samples:
+/// within [min, max], ordered, never above the histogram's, over every
+/// success; per-token ITL keeps its histogram only; a merge drops them.
+#[test]
+fn exact_percentiles_where_every_sample_was_kept() {
+    let srv = ServeProcess::start(&["--sse", "--ttft", "5ms", "--itl", "20ms", "--tokens", "50"]);
+    for engine in engines() {
+        let dir =
+            std::env::temp_dir().join(format!("metronome-exact-{}-{engine}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("r.json");
+        let r = run_json(
+            srv.addr,
+            "/v1/chat/completions",
+            engine,
+            &[
+                "--openai",
+                "--rate",
+                "8",
+                "--duration",
+                "2s",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            0,
+        );
+        let m = &r.metrics;
+        for (name, metric) in [
+            ("latency", &m.latency),
+            ("service_time", &m.service_time),
+            ("ttft", &m.ttft),
+            ("tpot", &m.tpot),
+        ] {
+            let e = metric
+                .exact
+                .as_ref()
+                .unwrap_or_else(|| panic!("{engine} {name}: no exact"));
+            assert_eq!(e.count, metric.count, "{engine} {name}");
+            assert_eq!(e.count, r.requests.ok, "{engine} {name}");
+            let ordered = [metric.min, e.p50, e.p90, e.p95, e.p99, e.p999, metric.max];
+            assert!(
+                ordered.windows(2).all(|w| w[0] <= w[1]),
+                "{engine} {name}: {ordered:?}"
+            );
+            assert!(
+                e.p50 <= metric.p50 && e.p99 <= metric.p99,
+                "{engine} {name}"
+            );
+        }
+        assert!(
+            m.itl.exact.is_none(),
+            "{engine}: per-token ITL is histogram only"
+        );
+        // Every E2E in one bucket: the histogram cannot tell p50 from max.
+        if m.latency.p50 == m.latency.max {
+            let e = m.latency.exact.as_ref().unwrap();
+            assert!(e.p50 < m.latency.max, "{engine}: {e:?}");
+        }
+        let merged = dir.join("m.json");
+        let o = metronome(&[
+            "merge",
+            out.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mr = common::read_report(&merged);
+        assert!(mr.metrics.latency.exact.is_none(), "a merge has no samples");
+        assert_eq!(mr.metrics.latency.count, m.latency.count);
+    }
+}

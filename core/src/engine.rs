@@ -18,7 +18,7 @@ use std::vec::Vec;
 use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
-use crate::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats};
+use crate::measure::{Exact, Interval, NameTally, Recorder, SampleSink, StageTally, ThreadStats};
 use crate::plan::{Plan, PlanError};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
@@ -180,6 +180,70 @@ impl Progress {
     }
 }
 
+/// The exact samples of one engine thread (or a whole run, merged): one
+/// list per [`Exact`] metric, reserved before the clock and never grown
+/// while it runs ([`SampleSink::record`] counts a sample that finds no
+/// room as lost instead), so a metric's exact percentiles exist only when
+/// none was lost.
+#[derive(Clone, Debug, Default)]
+pub struct ExactSamples {
+    values: [Vec<u64>; Exact::COUNT],
+    lost: [u64; Exact::COUNT],
+}
+
+impl ExactSamples {
+    /// Room for `n` samples of each metric (0: keep none).
+    pub fn with_capacity(n: usize) -> ExactSamples {
+        ExactSamples {
+            values: core::array::from_fn(|_| Vec::with_capacity(n)),
+            lost: [0; Exact::COUNT],
+        }
+    }
+
+    /// Adds another thread's samples (after the clock: may allocate).
+    pub fn merge(&mut self, other: &ExactSamples) {
+        for i in 0..Exact::COUNT {
+            self.values[i].extend_from_slice(&other.values[i]);
+            self.lost[i] += other.lost[i];
+        }
+    }
+
+    /// Every sample of `metric`, sorted, when none was lost and at least
+    /// one was kept; `None` otherwise (the histogram is the answer then).
+    ///
+    /// ```
+    /// use metronome_core::engine::ExactSamples;
+    /// use metronome_core::measure::{Exact, SampleSink};
+    /// let mut s = ExactSamples::with_capacity(2);
+    /// s.record(Exact::Latency, 30);
+    /// s.record(Exact::Latency, 10);
+    /// assert_eq!(s.sorted(Exact::Latency).as_deref(), Some(&[10, 30][..]));
+    /// s.record(Exact::Latency, 20); // no room: lost, and no exact answer
+    /// assert_eq!(s.sorted(Exact::Latency), None);
+    /// assert_eq!(s.sorted(Exact::Ttft), None);
+    /// ```
+    pub fn sorted(&self, metric: Exact) -> Option<Vec<u64>> {
+        let v = &self.values[metric.index()];
+        if self.lost[metric.index()] > 0 || v.is_empty() {
+            return None;
+        }
+        let mut v = v.clone();
+        v.sort_unstable();
+        Some(v)
+    }
+}
+
+impl SampleSink for ExactSamples {
+    fn record(&mut self, metric: Exact, value_ns: u64) {
+        let v = &mut self.values[metric.index()];
+        if v.len() < v.capacity() {
+            v.push(value_ns);
+        } else {
+            self.lost[metric.index()] += 1;
+        }
+    }
+}
+
 /// Everything an engine measured.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
@@ -191,6 +255,9 @@ pub struct RunOutput {
     pub stages: Vec<StageTally>,
     /// One entry per name of a request mix (merged; empty otherwise).
     pub names: Vec<NameTally>,
+    /// Every success's exact per-request values, in storage reserved
+    /// before the clock ([`Plan::exact_capacity`]).
+    pub exact: ExactSamples,
     /// The engine's threads and their cost.
     pub threads: Vec<ThreadStats>,
     /// CPU time of the whole engine (all its threads), ns.
@@ -597,6 +664,7 @@ impl RunOutput {
                 .collect(),
             stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
             names: (0..plan.name_count()).map(|_| NameTally::new()).collect(),
+            exact: ExactSamples::with_capacity(plan.exact_capacity()),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -621,6 +689,7 @@ impl RunOutput {
             intervals: &mut self.intervals,
             stages: &mut self.stages,
             names: &mut self.names,
+            samples: Some(&mut self.exact),
         }
     }
 
@@ -646,6 +715,7 @@ impl RunOutput {
         for (a, b) in self.names.iter_mut().zip(&other.names) {
             a.merge(b);
         }
+        self.exact.merge(&other.exact);
         self.threads.extend_from_slice(&other.threads);
         self.cpu_ns += other.cpu_ns;
         self.spin_ns += other.spin_ns;

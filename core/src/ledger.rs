@@ -43,6 +43,7 @@
 //!     intervals: &mut intervals,
 //!     stages: &mut [],
 //!     names: &mut names,
+//!     samples: None,
 //! };
 //! assert!(ledger.sent(&mut tally, 600_000_000, 0, 600_001_000));
 //! assert_eq!(ledger.done(&mut tally, 600_000_000, 0, 600_001_000, 602_000_000, Finish::Ok), Some(true));
@@ -60,7 +61,9 @@
 //! ```
 
 use crate::exchange::Finish;
-use crate::measure::{ErrorKind, Interval, NameTally, Recorder, StageTally, Unsent, LATE_NS};
+use crate::measure::{
+    ErrorKind, Exact, Interval, NameTally, Recorder, SampleSink, StageTally, Unsent, LATE_NS,
+};
 use crate::plan::{Model, Plan};
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
@@ -77,6 +80,9 @@ pub struct Tally<'a> {
     /// One row per name of a request mix, [`Plan::name_count`] long (empty
     /// otherwise), each request under its own name.
     pub names: &'a mut [NameTally],
+    /// Where each success's exact per-request values go (storage reserved
+    /// before the clock), or `None` to keep the histograms only.
+    pub samples: Option<&'a mut dyn SampleSink>,
 }
 
 impl Tally<'_> {
@@ -435,6 +441,26 @@ impl<'p> Ledger<'p> {
             Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).err(),
         };
         let ok = failed.is_none();
+        if let (true, Some(sink)) = (ok, tally.samples.as_deref_mut()) {
+            match finish {
+                Finish::Stream { timing, .. } => {
+                    if let Ok(s) = timing.summary() {
+                        // As the recorder takes them (`Recorder::record_stream`).
+                        let end = timing.intended_ns.saturating_add(s.e2e_ns);
+                        sink.record(Exact::Latency, s.e2e_ns);
+                        sink.record(Exact::ServiceTime, end.saturating_sub(timing.sent_ns));
+                        sink.record(Exact::Ttft, s.ttft_ns);
+                        if let Some(tpot) = s.tpot_ns {
+                            sink.record(Exact::Tpot, tpot);
+                        }
+                    }
+                }
+                _ => {
+                    sink.record(Exact::Latency, done_ns.saturating_sub(intended_ns));
+                    sink.record(Exact::ServiceTime, done_ns.saturating_sub(sent_ns));
+                }
+            }
+        }
         if let Some(n) = tally.named(self.plan, request) {
             match failed {
                 None => {

@@ -173,6 +173,11 @@ pub const SETTLE_NS: u64 = 5_000_000;
 /// its first request (1 ms; requests may be waiting for it).
 pub const FRESH_SETTLE_NS: u64 = 1_000_000;
 
+/// The most exact samples per metric an engine thread keeps
+/// ([`Plan::exact_capacity`]): 500,000, so 4 MB a metric; a run with more
+/// measured requests per process reports its histograms' percentiles only.
+pub const EXACT_MAX: usize = 500_000;
+
 /// The highest rate a plan may offer, requests per second. No engine
 /// thread sends faster than about one request per microsecond (measured
 /// 1.5-30 us of CPU per request, docs/benchmarks.md), so every request of a
@@ -496,6 +501,34 @@ impl Plan<'_> {
                     .pick_global(self.seed, global)
                     .min(self.requests.len() - 1)
             }
+        }
+    }
+
+    /// How many exact samples of each per-request metric an engine thread
+    /// reserves before the clock ([`crate::measure::SampleSink`]): the
+    /// measured requests this shard's schedule offers, plus a tenth and 64
+    /// for a random process's spread; 0 (histograms only) for a closed
+    /// loop, whose count is not bounded in advance, and above
+    /// [`EXACT_MAX`] (the memory rule: 8 bytes per sample and metric).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let p = example_plan(); // 100 req/s, 1 s measured
+    /// assert_eq!(p.exact_capacity(), 174); // 100 x 1.1 + 64
+    /// let fast = Plan { rate: 1_000_000.0, ..p };
+    /// assert_eq!(fast.exact_capacity(), 0); // over EXACT_MAX
+    /// ```
+    pub fn exact_capacity(&self) -> usize {
+        if self.model != Model::Open {
+            return 0;
+        }
+        let whole = self.offered_between(self.warmup_ns, self.end_ns());
+        let share = whole / f64::from(self.shard.count.max(1));
+        let n = libm::ceil(share * 1.1) + 64.0;
+        if n > EXACT_MAX as f64 {
+            0
+        } else {
+            n as usize
         }
     }
 

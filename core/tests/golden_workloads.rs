@@ -404,6 +404,7 @@ fn the_ledger_attributes_by_intended_time() {
         intervals: &mut intervals,
         stages: &mut stages,
         names: &mut [],
+        samples: None,
     };
     // Warmup: nothing counted.
     assert!(!ledger.scheduled(&mut tally, 50_000_000, 0));

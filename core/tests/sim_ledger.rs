@@ -43,6 +43,7 @@ impl Books {
             intervals: &mut self.intervals,
             stages: &mut [],
             names: &mut [],
+            samples: None,
         }
     }
 
@@ -483,6 +484,7 @@ fn named_rows_balance_and_add_up() {
         intervals: &mut b.intervals,
         stages: &mut [],
         names: &mut names,
+        samples: None,
     };
     // Warmup: nothing anywhere.
     assert!(!ledger.scheduled(t, 100 * MS, 1));
@@ -532,4 +534,65 @@ fn named_rows_balance_and_add_up() {
     assert_eq!(a.sent + b_row.sent, r.sent);
     assert_eq!(a.ok + b_row.ok, r.ok);
     assert_eq!(a.dropped + b_row.dropped, r.dropped);
+}
+
+/// The done-when on a virtual clock: every E2E value of a run falls
+/// in one histogram bucket, so the histogram's p50, p99 and max agree; the
+/// exact samples the ledger hands to the caller's sink give the true
+/// median, and only successes enter them.
+#[test]
+fn exact_samples_give_the_sample_median() {
+    use metronome_core::measure::{linear, nearest_rank, Exact, SampleSink};
+    #[derive(Debug, Default)]
+    struct Sink(Vec<(Exact, u64)>);
+    impl SampleSink for Sink {
+        fn record(&mut self, metric: Exact, value_ns: u64) {
+            self.0.push((metric, value_ns));
+        }
+    }
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let mut sink = Sink::default();
+    let t = &mut Tally {
+        recorder: &mut b.recorder,
+        intervals: &mut b.intervals,
+        stages: &mut [],
+        names: &mut [],
+        samples: Some(&mut sink),
+    };
+    // Five E2E values within 3 ms of 2.74 s (one 16.8 ms bucket there).
+    let e2e_ms = [2_741.26, 2_740.30, 2_742.90, 2_739.95, 2_743.47];
+    for (i, ms) in e2e_ms.iter().enumerate() {
+        let at = 600 * MS + i as u64 * MS;
+        let e2e = (ms * 1e6) as u64;
+        assert!(ledger.sent(t, at, 0, at + 1_000));
+        assert_eq!(
+            ledger.done(t, at, 0, at + 1_000, at + e2e, Finish::Ok),
+            Some(true)
+        );
+    }
+    // A failure is no sample.
+    assert!(ledger.sent(t, 700 * MS, 0, 700 * MS));
+    let failed = ledger.done(t, 700 * MS, 0, 700 * MS, 701 * MS, Finish::Status(500));
+    assert_eq!(failed, Some(false));
+    let h = &b.recorder.latency;
+    assert_eq!(h.quantile(0.5), h.quantile(0.99)); // one bucket
+    let mut lat: Vec<u64> = sink
+        .0
+        .iter()
+        .filter(|(m, _)| *m == Exact::Latency)
+        .map(|&(_, v)| v)
+        .collect();
+    lat.sort_unstable();
+    assert_eq!(lat.len(), 5);
+    assert_eq!(nearest_rank(&lat, 0.5), Some(2_741_260_000));
+    assert_eq!(linear(&lat, 0.5), Some(2_741_260_000.0));
+    assert!(h.quantile(0.5) > 2_741_260_000);
+    let services = sink
+        .0
+        .iter()
+        .filter(|(m, _)| *m == Exact::ServiceTime)
+        .count();
+    assert_eq!(services, 5);
 }

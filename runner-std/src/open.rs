@@ -245,6 +245,7 @@ pub(crate) fn run(
             intervals: &mut pacer_intervals,
             stages: &mut pacer_stages,
             names: &mut pacer_names,
+            samples: None,
         };
         let mut cpu_mark = (thread_cpu_ns(), 0u64);
         let mut next_sample = CPU_SAMPLE_NS;

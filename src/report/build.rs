@@ -5,15 +5,15 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use metronome_core::engine::RunOutput;
-use metronome_core::measure::{ErrorKind, NameTally, StageTally};
+use metronome_core::measure::{ErrorKind, Exact, NameTally, StageTally};
 use metronome_core::plan::{Model as PlanModel, Plan, Profile as PlanProfile};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, Ramp};
 
 use super::{
-    ms, ArrivalReport, Behind, ConnectionsReport, Errors, Generator, IntervalReport, Metric,
-    Metrics, Model, Report, RequestReport, Requests, SloReport, StageReport, TraceReport,
-    WarmUpReport, Window, SCHEMA,
+    ms, ArrivalReport, Behind, ConnectionsReport, Errors, ExactPercentiles, Generator,
+    IntervalReport, Metric, Metrics, Model, Report, RequestReport, Requests, SloReport,
+    StageReport, TraceReport, WarmUpReport, Window, SCHEMA,
 };
 use crate::report::compat::{Compat, Peer};
 
@@ -271,6 +271,21 @@ impl Report {
             },
         };
         report.derive();
+        // Exact percentiles where every sample was kept (and they are the
+        // histogram's samples: the same count).
+        for m in Exact::ALL {
+            let metric = match m {
+                Exact::Latency => &mut report.metrics.latency,
+                Exact::ServiceTime => &mut report.metrics.service_time,
+                Exact::Ttft => &mut report.metrics.ttft,
+                Exact::Tpot => &mut report.metrics.tpot,
+            };
+            metric.exact = out
+                .exact
+                .sorted(m)
+                .filter(|v| v.len() as u64 == metric.count)
+                .and_then(|v| ExactPercentiles::of_sorted(&v));
+        }
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {

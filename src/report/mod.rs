@@ -558,6 +558,53 @@ pub struct Metric {
     /// (Absent in reports of older versions.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hdr: Option<String>,
+    /// Percentiles of the samples themselves (nearest rank), where the run
+    /// kept every sample of this metric (per-request metrics of an open
+    /// loop of up to `EXACT_MAX` measured requests per process); absent
+    /// otherwise, and after a merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<ExactPercentiles>,
+}
+
+/// Percentiles of every sample of a metric, ms: the `ceil(q x n)`-th
+/// smallest value (nearest rank), as a peer that sorts its samples reports
+/// them, without the histogram's bucket width.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExactPercentiles {
+    /// Samples (the metric's `count`).
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+}
+
+impl ExactPercentiles {
+    /// The nearest-rank percentiles of `sorted` (ns, ascending).
+    ///
+    /// ```
+    /// use metronome::report::ExactPercentiles;
+    /// let e = ExactPercentiles::of_sorted(&[1_000_000, 2_000_000, 3_000_000]).unwrap();
+    /// assert_eq!((e.count, e.p50, e.p99), (3, 2.0, 3.0));
+    /// ```
+    pub fn of_sorted(sorted: &[u64]) -> Option<ExactPercentiles> {
+        let q = |q| metronome_core::measure::nearest_rank(sorted, q).map(ms);
+        Some(ExactPercentiles {
+            count: sorted.len() as u64,
+            p50: q(0.5)?,
+            p90: q(0.9)?,
+            p95: q(0.95)?,
+            p99: q(0.99)?,
+            p999: q(0.999)?,
+        })
+    }
 }
 
 /// One report interval.
@@ -716,6 +763,7 @@ impl Metric {
             max: ms(h.max()),
             buckets: h.buckets().map(|b| (ms(b.upper), b.count)).collect(),
             hdr: Some(hlog::base64_v2(h)),
+            exact: None,
         }
     }
 

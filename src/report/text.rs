@@ -131,7 +131,7 @@ pub fn render_text(r: &Report) -> String {
             rows.push((name, m));
         }
     }
-    for (name, m) in rows {
+    for (name, m) in &rows {
         let _ = writeln!(
             s,
             "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -144,6 +144,29 @@ pub fn render_text(r: &Report) -> String {
             fmt_ms(m.max),
             fmt_ms(m.mean)
         );
+    }
+    // The samples' own percentiles, where every sample was kept.
+    let exact: Vec<_> = rows
+        .iter()
+        .filter_map(|(name, m)| m.exact.as_ref().map(|e| (name, e)))
+        .collect();
+    if !exact.is_empty() {
+        let _ = writeln!(
+            s,
+            "  exact (every sample, nearest rank; above: the histogram's, within 1/128):"
+        );
+        for (name, e) in exact {
+            let _ = writeln!(
+                s,
+                "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9}",
+                name,
+                e.count,
+                fmt_ms(e.p50),
+                fmt_ms(e.p90),
+                fmt_ms(e.p99),
+                fmt_ms(e.p999)
+            );
+        }
     }
     if !r.stages.is_empty() {
         let ramp = r.arrival.ramp.as_deref().unwrap_or("linear");

@@ -24,7 +24,8 @@
 //! The files, by concept: `kind.rs` (the error taxonomy), `stream.rs`
 //! (stream timing and the gap slots), `peers.rs` (the peers' metric
 //! definitions), `interval.rs` (intervals and stages), `named.rs` (one
-//! name of a request mix); the recorder, the
+//! name of a request mix), `samples.rs` (exact samples and their
+//! percentiles); the recorder, the
 //! thread's own cost and the SLO are here. Everything is re-exported, so
 //! each item's path is `metronome_core::measure::Item`.
 
@@ -34,12 +35,14 @@ mod interval;
 mod kind;
 mod named;
 mod peers;
+mod samples;
 mod stream;
 
 pub use interval::{Interval, StageTally, LATE_NS};
 pub use kind::{ErrorKind, FramingCause, Unsent};
 pub use named::NameTally;
 pub use peers::Peers;
+pub use samples::{linear, nearest_rank, Exact, SampleSink};
 pub use stream::{slot, StreamSummary, StreamTiming};
 
 /// Service-level objectives: a request is *good* when it succeeded and met
