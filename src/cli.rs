@@ -515,6 +515,12 @@ pub struct RunArgs {
     /// No progress line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Run the test N times (run i with seed --seed + i) and report each
+    /// headline number's mean and 95% confidence interval; per-run files
+    /// get -runK before their extension, --out the whole repeat document.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
 }
 
 /// Run the embedded target server: one FIFO server over HTTP/1.1 keep-alive.

@@ -40,6 +40,7 @@
 pub mod cli;
 pub mod demo;
 pub mod merge;
+pub mod repeat;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -28,6 +28,7 @@ fn main() {
 
 fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
+        Command::Run(args) if args.repeat > 1 => metronome::repeat::run(&args),
         Command::Run(args) => {
             let r = metronome::run::run(&args)?;
             metronome::report::show::print(&r.report, args.format.into())?;

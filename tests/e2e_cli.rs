@@ -6,7 +6,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{engines, metronome, plain, server};
+use common::{assert_valid, engines, metronome, plain, server};
 
 /// Ctrl-C and SIGTERM lose no data: scheduling stops at once, replies in
 /// flight get a bounded grace, and the partial report is printed, marked
@@ -427,4 +427,86 @@ fn sweep_finds_the_knee() {
     assert!(s.steps[2].metrics.latency.p99 > 100.0);
     let text = metronome::report::sweep::render(&s);
     assert!(text.contains("<- knee"), "{text}");
+}
+
+/// `run --repeat 3`: three runs with seeds 42, 43, 44, each a valid report
+/// whose accounting holds; every summary row is the mean, sample sd and
+/// Student-t 95% interval of the runs' own values; per-run files get
+/// `-runK`.
+#[test]
+fn repeat_summarises_the_runs() {
+    let srv = server(plain(std::time::Duration::from_millis(1)));
+    let dir = std::env::temp_dir().join(format!("metronome-repeat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hlog = dir.join("r.hlog");
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "run",
+        &url,
+        "--rate",
+        "100",
+        "--duration",
+        "500ms",
+        "--arrival",
+        "poisson",
+        "--repeat",
+        "3",
+        "--format",
+        "json",
+        "--quiet",
+        "--hlog",
+        hlog.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: metronome::report::repeat::Repeat = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc.schema, "metronome.repeat/v1");
+    assert_eq!(
+        doc.runs.iter().map(|r| r.seed).collect::<Vec<_>>(),
+        [42, 43, 44]
+    );
+    for r in &doc.runs {
+        common::assert_accounting(r);
+        assert_valid(&serde_json::to_string(r).unwrap(), "a repeat run");
+    }
+    // Poisson with three seeds: three schedules.
+    let counts: Vec<u64> = doc.runs.iter().map(|r| r.requests.scheduled).collect();
+    assert!(counts.windows(2).any(|w| w[0] != w[1]), "{counts:?}");
+    for st in &doc.summary {
+        let want: Vec<f64> = doc
+            .runs
+            .iter()
+            .map(|r| {
+                metronome::report::repeat::headline(r)
+                    .into_iter()
+                    .find(|(n, _)| *n == st.name)
+                    .unwrap()
+                    .1
+            })
+            .collect();
+        assert_eq!(st.values, want, "{}", st.name);
+        let mean = want.iter().sum::<f64>() / 3.0;
+        let sd = (want.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!((st.mean - mean).abs() < 1e-9, "{}", st.name);
+        assert!((st.sd - sd).abs() < 1e-9, "{}", st.name);
+        assert!(
+            (st.ci95 - 4.303 * sd / 3f64.sqrt()).abs() < 1e-9,
+            "{}",
+            st.name
+        );
+    }
+    let names: Vec<&str> = doc.summary.iter().map(|s| s.name.as_str()).collect();
+    for n in ["achieved_rps", "latency.p50", "latency.p99", "error_rate"] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    for k in 1..=3 {
+        assert!(
+            dir.join(format!("r-run{k}.hlog")).exists(),
+            "run {k}'s hlog"
+        );
+    }
 }

@@ -34,6 +34,7 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod merge;
+pub mod repeat;
 pub mod show;
 pub mod svg;
 pub mod sweep;
