@@ -34,6 +34,48 @@ fn parse_spin(text: &str) -> Result<SpinArg, String> {
         .map_err(|e| format!("{e}, or auto"))
 }
 
+/// `--profile`: a peer's load profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// One request at a time (guidellm's synchronous).
+    Synchronous,
+    /// N requests in flight at all times.
+    Concurrent(u32),
+    /// As many in flight as the cap allows (guidellm's throughput).
+    Throughput,
+}
+
+impl std::fmt::Display for ProfileArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileArg::Synchronous => f.write_str("synchronous"),
+            ProfileArg::Concurrent(n) => write!(f, "concurrent:{n}"),
+            ProfileArg::Throughput => f.write_str("throughput"),
+        }
+    }
+}
+
+/// The workers of guidellm's throughput profile when no
+/// `--max-concurrency` is given (its default cap).
+pub const THROUGHPUT_WORKERS: u32 = 512;
+
+fn parse_profile(text: &str) -> Result<ProfileArg, String> {
+    let t = text.trim();
+    match t {
+        "synchronous" => Ok(ProfileArg::Synchronous),
+        "throughput" => Ok(ProfileArg::Throughput),
+        _ => match t
+            .strip_prefix("concurrent:")
+            .map(|n| n.trim().parse::<u32>())
+        {
+            Some(Ok(n)) if n >= 1 => Ok(ProfileArg::Concurrent(n)),
+            _ => Err(format!(
+                "`{text}`: write synchronous, throughput or concurrent:N with N at least 1"
+            )),
+        },
+    }
+}
+
 /// `--mix`: how arrivals choose among a mix's requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum MixArg {
@@ -430,6 +472,13 @@ pub struct RunArgs {
     /// Closed loop with N workers (send, wait, send) — only to show the difference.
     #[arg(long, value_name = "N")]
     pub closed: Option<u32>,
+    /// A peer's load profile instead of a rate: synchronous (one request at a time),
+    /// concurrent:N (N requests in flight at all times, guidellm's concurrent, aiperf's
+    /// --concurrency) or throughput (as many as --max-concurrency allows, 512 by default).
+    /// Latency is from each request's send, which is its intended time in such a loop.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile,
+          conflicts_with_all = ["closed", "rate", "stages", "trace", "arrival", "ramp"])]
+    pub profile: Option<ProfileArg>,
     /// With --closed: apply HdrHistogram's coordinated-omission correction at this interval
     /// into a separate histogram.
     #[arg(long, value_parser = parse_duration, requires = "closed")]

@@ -646,3 +646,52 @@ fn a_weighted_mix_sends_the_seeds_counts() {
         }
     }
 }
+
+/// `--profile synchronous` and `concurrent:3` hold exactly 1 and 3
+/// requests at the server (a loop of that many workers), on every engine;
+/// the report names the profile and explains its latency instead of the
+/// closed loop's coordinated-omission warning.
+#[test]
+fn profiles_hold_their_concurrency_at_the_server() {
+    use std::sync::atomic::Ordering::SeqCst;
+    for engine in engines() {
+        for (profile, n) in [("synchronous", 1usize), ("concurrent:3", 3)] {
+            let srv = counting_server(Duration::from_millis(5));
+            let args = [
+                "--profile",
+                profile,
+                "--duration",
+                "500ms",
+                "--warm-up",
+                "off",
+            ];
+            let r = run_json(srv.addr, "/", engine, &args, 0);
+            let ctx = format!("{engine} {profile}: {:?}", r.requests);
+            assert_eq!(srv.peak.load(SeqCst), n, "{ctx}");
+            assert_eq!(r.profile.as_deref(), Some(profile), "{ctx}");
+            assert_eq!(r.closed_workers as usize, n, "{ctx}");
+            assert!(r.requests.ok >= 20, "{ctx}");
+            let w = &r.generator.warnings;
+            assert!(
+                w.iter()
+                    .any(|l| l.starts_with(&format!("profile {profile}:"))),
+                "{w:?}"
+            );
+            assert!(
+                !w.iter().any(|l| l.contains("coordinated omission")),
+                "{w:?}"
+            );
+        }
+    }
+    let out = metronome(&["run", "http://127.0.0.1:9/", "--profile", "concurrent:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = metronome(&[
+        "run",
+        "http://127.0.0.1:9/",
+        "--profile",
+        "synchronous",
+        "--rate",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

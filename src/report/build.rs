@@ -52,6 +52,9 @@ pub struct RunMeta {
     pub insecure: bool,
     /// A TLS key log was asked for (`SSLKEYLOGFILE`).
     pub keylog: bool,
+    /// `--profile`: the peer's load profile the run followed, e.g.
+    /// `concurrent:4`.
+    pub profile: Option<String>,
     /// `--requests`/`--targets`: the name of each row of the plan's names
     /// (empty without a mix).
     pub request_names: Vec<String>,
@@ -178,6 +181,7 @@ impl Report {
             seed: plan.seed,
             shard: format!("{}/{}", plan.shard.index, plan.shard.count),
             max_concurrency: plan.max_concurrency,
+            profile: meta.profile.clone(),
             closed_workers: match plan.model {
                 PlanModel::Closed { workers, .. } => workers,
                 PlanModel::Open => 0,
@@ -574,7 +578,15 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
              the requests that waited for them were never sent"
         ));
     }
-    if r.model == Model::Closed {
+    if let Some(p) = &r.profile {
+        w.push(format!(
+            "profile {p}: {} requests in flight at all times, each sent when one ended, so \
+             latency is from the send (its intended time in this loop); the rate is what they \
+             sustained, not an offered one (an open-loop --rate shows how the service copes \
+             with arrivals that do not wait)",
+            r.closed_workers
+        ));
+    } else if r.model == Model::Closed {
         w.push(
             "closed loop: each worker waits for its reply before sending again, so a stall \
              hides in the requests that were never sent (coordinated omission); \

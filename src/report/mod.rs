@@ -75,6 +75,10 @@ pub struct Report {
     pub shard: String,
     /// Closed-loop workers (0 for the open model).
     pub closed_workers: u32,
+    /// `--profile`: the peer's load profile the run followed
+    /// (`synchronous`, `concurrent:N`, `throughput`), absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// `--max-concurrency`: at most this many requests at the server at
     /// once, the others waiting in order (absent without the cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]

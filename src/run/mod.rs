@@ -53,6 +53,14 @@ pub struct RunResult {
 /// A [`UsageError`](crate::UsageError) for bad input (exit 2); any other error (exit 1) when the
 /// run could not be done, e.g. the target refuses connections.
 pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    let profiled;
+    let args = match args.profile {
+        Some(profile) => {
+            profiled = with_profile(args, profile);
+            &profiled
+        }
+        None => args,
+    };
     let p = plan::prepare(args)?;
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
     let plan = plan::build(args, &p, &request_refs);
@@ -90,6 +98,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         compat: args.metrics_compat.map(Into::into),
         insecure: args.insecure,
         keylog: crate::tls::keylog_requested(),
+        profile: args.profile.map(|p| p.to_string()),
         request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
@@ -153,6 +162,26 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         failure,
         report,
     })
+}
+
+/// The arguments of a `--profile` run: its loop of workers as `--closed`
+/// (synchronous: 1; concurrent:N: N; throughput: `--max-concurrency`, else
+/// 512), each sending its next request when its last one ended, so the
+/// send is the intended time and latency from the send is the honest
+/// one for this load (the offered rate is what the workers sustain).
+fn with_profile(args: &RunArgs, profile: crate::cli::ProfileArg) -> RunArgs {
+    use crate::cli::{ProfileArg, THROUGHPUT_WORKERS};
+    let workers = match profile {
+        ProfileArg::Synchronous => 1,
+        ProfileArg::Concurrent(n) => n,
+        ProfileArg::Throughput => args.max_concurrency.unwrap_or(THROUGHPUT_WORKERS),
+    };
+    let mut a = args.clone();
+    a.closed = Some(workers);
+    a.max_concurrency = None;
+    a.connections = Some(workers);
+    a.max_connections = a.max_connections.max(workers);
+    a
 }
 
 /// Refuses a `--start-at` already past (exit 2): the schedule's zero would
