@@ -776,8 +776,17 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// Offered rates, in order, comma-separated (e.g. 100,200,400,800).
-    #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "auto", num_args = 1..)]
     pub rates: Vec<f64>,
+    /// Place the rates as guidellm's sweep does: measure the synchronous rate (one request
+    /// at a time) and the throughput rate (--max-concurrency at a time, 512 by default)
+    /// first, then --auto-steps rates evenly spaced from the one to the other.
+    #[arg(long, conflicts_with = "rates")]
+    pub auto: bool,
+    /// The steps of --auto.
+    #[arg(long, default_value_t = 8, requires = "auto",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub auto_steps: u32,
     /// Stop after the first step whose achieved rate is below 99% of offered, that dropped
     /// requests, or that breached a --threshold.
     #[arg(long)]

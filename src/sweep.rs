@@ -7,7 +7,7 @@ use anyhow::Context;
 
 use crate::cli::SweepArgs;
 use crate::report::show::print_sweep;
-use crate::report::sweep::{kept_up, step_path, Sweep, SCHEMA};
+use crate::report::sweep::{auto_rates, kept_up, step_path, AutoProbes, Sweep, SCHEMA};
 use crate::UsageError;
 
 /// Runs the sweep; returns it and the exit code (3 when any step breached
@@ -16,7 +16,9 @@ use crate::UsageError;
 /// # Errors
 /// Bad input (exit 2) or a step that could not run (exit 1).
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
-    if args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+    if !args.auto
+        && (args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)))
+    {
         return Err(UsageError("--rates must be positive numbers, e.g. 100,200,400".into()).into());
     }
     if args.run.start_at.is_some() {
@@ -41,12 +43,21 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         )
         .into());
     }
+    let (rates, auto) = if args.auto {
+        let (rates, probes) = probe(args)?;
+        (rates, Some(probes))
+    } else {
+        (args.rates.clone(), None)
+    };
     let mut steps = Vec::new();
     let mut knee = None;
     let mut code = 0;
-    for (i, &rate) in args.rates.iter().enumerate() {
+    for (i, &rate) in rates.iter().enumerate() {
+        if crate::signal::interrupted() {
+            break;
+        }
         if !args.run.quiet {
-            eprintln!("sweep step {}/{}: {rate} req/s", i + 1, args.rates.len());
+            eprintln!("sweep step {}/{}: {rate} req/s", i + 1, rates.len());
         }
         let mut step = args.run.clone();
         step.rate = Some(rate);
@@ -76,9 +87,50 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             schema: SCHEMA.to_string(),
             steps,
             knee,
+            auto,
         },
         code,
     ))
+}
+
+/// `sweep --auto`'s two probes, each a run of the step's arguments with a
+/// `--profile`: synchronous, then throughput; the rates are
+/// [`auto_rates`] between their successes per second.
+fn probe(args: &SweepArgs) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
+    use crate::cli::{ProfileArg, THROUGHPUT_WORKERS};
+    let mut sustained = Vec::new();
+    for profile in [ProfileArg::Synchronous, ProfileArg::Throughput] {
+        if !args.run.quiet {
+            eprintln!("sweep --auto: probing the {profile} rate");
+        }
+        let mut a = args.run.clone();
+        a.profile = Some(profile);
+        a.rate = None;
+        a.arrival = crate::cli::ArrivalArg::Constant;
+        a.out = None;
+        a.hgrm = None;
+        a.hlog = None;
+        a.svg = None;
+        a.html = None;
+        a.thresholds = Vec::new();
+        let r = crate::run::run(&a)?;
+        if r.report.requests.ok == 0 {
+            return Err(UsageError(format!(
+                "sweep --auto: the {profile} probe had no success ({}), so there is no rate to \
+                 sweep from",
+                r.failure.unwrap_or_default()
+            ))
+            .into());
+        }
+        sustained.push(r.report.throughput_rps);
+    }
+    let (lo, hi) = (sustained[0], sustained[1].max(sustained[0]));
+    let probes = AutoProbes {
+        synchronous_rps: lo,
+        throughput_rps: sustained[1],
+        throughput_workers: args.run.max_concurrency.unwrap_or(THROUGHPUT_WORKERS),
+    };
+    Ok((auto_rates(lo, hi, args.auto_steps as usize), probes))
 }
 
 /// `metronome sweep`: runs, prints the table (or JSON), writes `--out`,

@@ -510,3 +510,44 @@ fn repeat_summarises_the_runs() {
         );
     }
 }
+
+/// `sweep --auto`: two probes (synchronous, then throughput with
+/// --max-concurrency at a time) place --auto-steps rates evenly from the
+/// one's sustained rate to the other's, as guidellm's sweep does.
+#[test]
+fn sweep_auto_places_its_steps_between_the_probes() {
+    let srv = server(plain(std::time::Duration::from_millis(2)));
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "sweep",
+        &url,
+        "--auto",
+        "--auto-steps",
+        "3",
+        "--duration",
+        "500ms",
+        "--max-concurrency",
+        "4",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: metronome::report::sweep::Sweep = serde_json::from_slice(&out.stdout).unwrap();
+    let a = s.auto.as_ref().expect("the probes");
+    assert_eq!(a.throughput_workers, 4);
+    assert!(a.synchronous_rps > 0.0 && a.throughput_rps > 0.0, "{a:?}");
+    let hi = a.throughput_rps.max(a.synchronous_rps);
+    let want = metronome::report::sweep::auto_rates(a.synchronous_rps, hi, 3);
+    let got: Vec<f64> = s.steps.iter().map(|r| r.offered_rps).collect();
+    assert_eq!(got, want);
+    assert!(s
+        .steps
+        .iter()
+        .all(|r| r.profile.is_none() && r.closed_workers == 0));
+}

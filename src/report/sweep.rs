@@ -23,6 +23,43 @@ pub struct Sweep {
     /// Index of the first step that did not keep up (see [`fell_behind`]),
     /// if any.
     pub knee: Option<usize>,
+    /// `sweep --auto`: the two probes that placed the steps (absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoProbes>,
+}
+
+/// What `sweep --auto` measured before its steps, as guidellm's sweep
+/// does: the rate one request at a time sustains and the rate as many as
+/// the cap allows sustain; the steps are evenly spaced between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoProbes {
+    /// Successes per second of the `synchronous` profile.
+    pub synchronous_rps: f64,
+    /// Successes per second of the `throughput` profile.
+    pub throughput_rps: f64,
+    /// The workers of the throughput probe.
+    pub throughput_workers: u32,
+}
+
+/// `n` rates evenly spaced from `lo` to `hi`, both included (one rate:
+/// `hi`), rounded to 0.1 req/s and never below 0.1.
+///
+/// ```
+/// use metronome::report::sweep::auto_rates;
+/// assert_eq!(auto_rates(10.0, 100.0, 4), [10.0, 40.0, 70.0, 100.0]);
+/// assert_eq!(auto_rates(10.0, 100.0, 1), [100.0]);
+/// ```
+pub fn auto_rates(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let r = |x: f64| ((x * 10.0).round() / 10.0).max(0.1);
+    match n {
+        0 => Vec::new(),
+        1 => vec![r(hi)],
+        _ => (0..n)
+            .map(|i| r(lo + (hi - lo) * i as f64 / (n - 1) as f64))
+            .collect(),
+    }
 }
 
 /// Why a step did not keep up with its schedule, or `None` when it did:
@@ -87,6 +124,13 @@ pub fn step_path(path: &std::path::Path, rate: f64) -> std::path::PathBuf {
 /// The sweep as a table, one row per step.
 pub fn render(s: &Sweep) -> String {
     let mut t = String::new();
+    if let Some(a) = &s.auto {
+        let _ = writeln!(
+            t,
+            "auto: synchronous {:.1} ok/s, throughput {:.1} ok/s ({} at a time); steps between",
+            a.synchronous_rps, a.throughput_rps, a.throughput_workers
+        );
+    }
     let _ = writeln!(
         t,
         "{:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>11}",
