@@ -378,10 +378,12 @@ fn aiperf_expected(
 }
 
 /// `Peers`' aiperf values on every recorded stream equal the ones computed
-/// from the events (exact: one request, so min = max = the value).
+/// from the events (exact: one request, so min = max = the value), and the
+/// table "aiperf on the recorded streams" of docs/metrics.md prints them.
 #[test]
 fn aiperf_view_of_every_stream() {
     let one = |h: &metronome_core::histogram::Histogram| (!h.is_empty()).then(|| h.max());
+    let mut rows = Vec::new();
     for (name, body) in SHAPES {
         if *name == "error" {
             continue;
@@ -403,8 +405,30 @@ fn aiperf_view_of_every_stream() {
             assert_eq!(p.aiperf_icl.max(), *icl.iter().max().unwrap(), "{name}");
         }
         assert_eq!(p.guidellm_tokens, osl, "{name} osl");
-        println!(
-            "{name}: ttft {ttft} ttst {ttst:?} latency {latency} itl {itl:?} tps {tps:?} icl {icl:?} osl {osl}"
-        );
+        let ms = |v: Option<u64>| cell(v.map(|v| v as f64 / 1e6));
+        let icl_mean =
+            (!icl.is_empty()).then(|| icl.iter().sum::<u64>() as f64 / icl.len() as f64 / 1e6);
+        rows.push(format!(
+            "| `{name}` | {} | {} | {} | {} | {} ({}) | {} | {osl} |",
+            ms(Some(ttft)),
+            ms(ttst),
+            ms(Some(latency)),
+            ms(itl),
+            cell(icl_mean),
+            icl.len(),
+            ms(tps),
+        ));
     }
+    println!("{}", rows.join("\n"));
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
+        .unwrap();
+    let start = doc
+        .find("### aiperf on the recorded streams")
+        .expect("docs/metrics.md has the table");
+    let table: Vec<&str> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| `"))
+        .take_while(|l| l.starts_with("| `"))
+        .collect();
+    assert_eq!(table, rows);
 }
