@@ -216,6 +216,8 @@ pub enum CompatArg {
     Vllm,
     /// guidellm (src/guidellm/schemas/request_stats.py).
     Guidellm,
+    /// NVIDIA's aiperf 0.13.0 (aiperf/metrics/types/).
+    Aiperf,
 }
 
 impl From<CompatArg> for crate::report::compat::Peer {
@@ -223,6 +225,7 @@ impl From<CompatArg> for crate::report::compat::Peer {
         match p {
             CompatArg::Vllm => Self::Vllm,
             CompatArg::Guidellm => Self::Guidellm,
+            CompatArg::Aiperf => Self::Aiperf,
         }
     }
 }
@@ -465,10 +468,12 @@ pub struct RunArgs {
     /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached).
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
-    /// With --openai: also report the stream metrics as vLLM's `bench serve` or guidellm
-    /// define them, side by side (JSON `compat`; docs/metrics.md has one table per metric).
-    #[arg(long, value_enum, value_name = "PEER")]
-    pub metrics_compat: Option<CompatArg>,
+    /// With --openai: also report the stream metrics as vLLM's `bench serve`, guidellm or
+    /// aiperf define them, side by side: a list, e.g. 'vllm,guidellm,aiperf' (also repeatable),
+    /// one view per peer in the order given (JSON `compat`; docs/metrics.md has one table per
+    /// metric).
+    #[arg(long, value_enum, value_name = "PEER[,PEER...]", value_delimiter = ',')]
+    pub metrics_compat: Vec<CompatArg>,
     /// Closed loop with N workers (send, wait, send) — only to show the difference.
     #[arg(long, value_name = "N")]
     pub closed: Option<u32>,

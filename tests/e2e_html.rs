@@ -283,9 +283,9 @@ fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
                 }
             }
         }
-        if let Some(c) = &r.compat {
+        for c in &r.compat {
             out.push((
-                "pct-compat".into(),
+                format!("pct-compat-{}", c.peer),
                 pct(c.metrics.iter().map(|(k, m)| (k.as_str(), m)).collect()),
             ));
         }
@@ -316,8 +316,17 @@ fn pct_metric<'a>(r: &'a Report, chart: &str, si: usize) -> &'a Metric {
         }
         "pct-stream-first" => vec![&m.ttft, &m.ttfat, &m.latency],
         "pct-stream-tokens" => vec![&m.itl, &m.itl_chunk, &m.tpot, &m.tail],
-        "pct-compat" => r.compat.as_ref().unwrap().metrics.values().collect(),
-        other => panic!("not a percentile chart: {other}"),
+        other => match other.strip_prefix("pct-compat-") {
+            Some(peer) => r
+                .compat
+                .iter()
+                .find(|c| c.peer == peer)
+                .unwrap()
+                .metrics
+                .values()
+                .collect(),
+            None => panic!("not a percentile chart: {other}"),
+        },
     };
     all.into_iter().filter(|m| m.count > 0).nth(si).unwrap()
 }
@@ -755,14 +764,14 @@ fn openai_stream_page() {
             "--slo",
             "tpot=10ms",
             "--metrics-compat",
-            "vllm",
+            "vllm,aiperf",
         ],
         0,
     );
-    assert!(r.metrics.ttft.count > 0 && r.compat.is_some());
+    assert!(r.metrics.ttft.count > 0 && r.compat.len() == 2);
     if let Some(exe) = exe_or_skip("the stream run") {
         let dom = check_report_page(&exe, &page, &r);
-        assert!(dom.contains("As vllm defines them"));
+        assert!(dom.contains("As vllm defines them") && dom.contains("As aiperf defines them"));
         assert!(dom.contains(&format!("Goodput {}", js(r.goodput))));
     }
 }

@@ -132,13 +132,25 @@ fn completions_stream_text_is_content() {
     }
 }
 
-/// --metrics-compat: the peers' definitions beside metronome's.
+/// --metrics-compat vllm,guidellm,aiperf: the three peers' views of one
+/// run, in the order given, each checked against the server's schedule
+/// (the openai shape: the role chunk with the head, token k at
+/// TTFT + (k - 1) ITL, then the finish chunk, the usage chunk (5 tokens)
+/// and `[DONE]`, one ITL apart) and, where two views share a definition,
+/// against each other exactly.
 #[test]
 fn metrics_compat_reports_the_peers_definitions() {
     for engine in engines() {
-        let r = run_shape(ShapeArg::Openai, engine, &["--metrics-compat", "vllm"], 0);
-        let c = r.compat.as_ref().expect("compat");
-        assert_eq!(c.peer, "vllm");
+        let r = run_shape(
+            ShapeArg::Openai,
+            engine,
+            &["--metrics-compat", "vllm,guidellm,aiperf"],
+            0,
+        );
+        let peers: Vec<&str> = r.compat.iter().map(|c| c.peer.as_str()).collect();
+        assert_eq!(peers, ["vllm", "guidellm", "aiperf"], "{engine}");
+        let (c, g, a) = (&r.compat[0], &r.compat[1], &r.compat[2]);
+
         let v = |k: &str| c.metrics[k].p50;
         // vLLM: TTFT at the role chunk (with the head), E2E at the finish
         // chunk (TTFT + 5 ITL), TPOT (E2E - TTFT) / 4, ITL over the 6 gaps
@@ -157,37 +169,165 @@ fn metrics_compat_reports_the_peers_definitions() {
         near(&format!("{engine} e2e - vllm e2el"), least, 2.0 * ITL_MS);
         assert!(c.request_throughput_rps > 0.0);
 
-        let r = run_shape(
-            ShapeArg::Openai,
-            engine,
-            &["--metrics-compat", "guidellm"],
-            0,
-        );
-        let c = r.compat.as_ref().expect("compat");
-        assert_eq!(c.peer, "guidellm");
-        let g = |k: &str| c.metrics[k].p50;
+        let gv = |k: &str| g.metrics[k].p50;
         after(
             &format!("{engine} guidellm ttft"),
-            g("time_to_first_token_ms"),
+            gv("time_to_first_token_ms"),
             TTFT_MS,
         );
         near(
             &format!("{engine} guidellm itl"),
-            g("inter_token_latency_ms"),
+            gv("inter_token_latency_ms"),
             ITL_MS,
         );
         // (last token - send) / tokens = (TTFT + 4 ITL) / 5.
         let tpot = (TTFT_MS + 4.0 * ITL_MS) / 5.0;
         near(
             &format!("{engine} guidellm tpot"),
-            g("time_per_output_token_ms"),
+            gv("time_per_output_token_ms"),
             tpot,
         );
         let e2e = TTFT_MS + 7.0 * ITL_MS;
-        after(&format!("{engine} guidellm e2e"), g("request_latency"), e2e);
-        // Without the flag: null.
-        let r = run_shape(ShapeArg::Openai, engine, &[], 0);
-        assert!(r.compat.is_none());
+        after(
+            &format!("{engine} guidellm e2e"),
+            gv("request_latency"),
+            e2e,
+        );
+
+        // aiperf: content responses are the 5 tokens (not the role, finish
+        // or usage chunks): TTFT at the first token, TTST one ITL, request
+        // latency at the last token (TTFT + 4 ITL, not [DONE]), ITL (last -
+        // first) / (5 - 1) = ITL, 1000 / ITL tokens/s per user, and 4
+        // inter-chunk gaps per request, pooled.
+        let m = |k: &str| &a.metrics[k];
+        let ctx = |k: &str| format!("{engine} aiperf {k}");
+        after(&ctx("ttft"), m("time_to_first_token").p50, TTFT_MS);
+        near(&ctx("ttst"), m("time_to_second_token").p50, ITL_MS);
+        let last = TTFT_MS + 4.0 * ITL_MS;
+        after(&ctx("request_latency"), m("request_latency").p50, last);
+        near(&ctx("itl"), m("inter_token_latency").p50, ITL_MS);
+        near(&ctx("icl"), m("inter_chunk_latency").p50, ITL_MS);
+        let tps = m("output_token_throughput_per_user").p50;
+        assert!(
+            (tps - 1000.0 / ITL_MS).abs() <= 1000.0 / (ITL_MS - TOL) - 1000.0 / ITL_MS,
+            "{engine} aiperf tokens/s/user {tps}"
+        );
+        for (k, n) in [
+            ("time_to_first_token", N),
+            ("time_to_second_token", N),
+            ("request_latency", N),
+            ("inter_token_latency", N),
+            ("inter_chunk_latency", 4 * N),
+            ("output_token_throughput_per_user", N),
+        ] {
+            assert_eq!(m(k).count, n, "{engine} aiperf {k} count");
+        }
+        // Shared definitions, exactly: aiperf's TTFT is guidellm's (first
+        // output chunk - send); its per-request ITL is guidellm's (which
+        // weighs each request by tokens - 1, equal here); its request
+        // latency is guidellm's per-token TPOT times the tokens (each
+        // rounded down to the ns: within 5 ns); the inter-chunk gaps of a
+        // request add up to its ITL times 4 (within 4 ns).
+        let gm = |k: &str| &g.metrics[k];
+        assert_eq!(
+            m("time_to_first_token"),
+            gm("time_to_first_token_ms"),
+            "{engine}"
+        );
+        assert_eq!(
+            m("inter_token_latency").mean,
+            gm("inter_token_latency_ms").mean,
+            "{engine}"
+        );
+        let ns = 1e-6;
+        let lat = m("request_latency").mean;
+        let by_tpot = 5.0 * gm("time_per_output_token_ms").mean;
+        assert!(
+            (lat - by_tpot).abs() <= 5.0 * ns + 1e-9,
+            "{engine}: {lat} vs {by_tpot}"
+        );
+        let icl = m("inter_chunk_latency").mean;
+        let itl = m("inter_token_latency").mean;
+        assert!(
+            (icl - itl).abs() <= 1.0 * ns + 1e-9,
+            "{engine}: {icl} vs {itl}"
+        );
+        // Rates over the same real window: every stream is valid, with 5
+        // tokens.
+        assert_eq!(a.request_throughput_rps, r.throughput_rps, "{engine}");
+        assert_eq!(
+            a.request_throughput_rps, c.request_throughput_rps,
+            "{engine}"
+        );
+        assert_eq!(
+            a.output_throughput_tokens_per_s, r.output_tokens_per_s,
+            "{engine}"
+        );
+        assert_eq!(
+            a.output_throughput_tokens_per_s, g.output_throughput_tokens_per_s,
+            "{engine}"
+        );
+    }
+    // Repeated, in the order given, each peer once; without the flag: none.
+    let r = run_shape(
+        ShapeArg::Openai,
+        "std",
+        &[
+            "--metrics-compat",
+            "aiperf",
+            "--metrics-compat",
+            "vllm,aiperf",
+        ],
+        0,
+    );
+    let peers: Vec<&str> = r.compat.iter().map(|c| c.peer.as_str()).collect();
+    assert_eq!(peers, ["aiperf", "vllm"]);
+    let r = run_shape(ShapeArg::Openai, "std", &[], 0);
+    assert!(r.compat.is_empty());
+}
+
+/// The text summary prints one block per view, in the order given.
+#[test]
+fn metrics_compat_text_has_one_block_per_view() {
+    let srv = server(ServeConfig {
+        sse: true,
+        shape: ShapeArg::Reasoning,
+        ttft: Duration::from_millis(TTFT_MS as u64),
+        itl: Duration::from_millis(ITL_MS as u64),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/", srv.addr());
+    let out = common::metronome(&[
+        "run",
+        &url,
+        "--openai",
+        "--rate",
+        "20",
+        "--duration",
+        "200ms",
+        "--metrics-compat",
+        "guidellm,aiperf,vllm",
+    ]);
+    srv.stop();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let at = |p: &str| {
+        text.find(&format!("as {p} defines them"))
+            .unwrap_or_else(|| panic!("no {p} block in:\n{text}"))
+    };
+    assert!(
+        at("guidellm") < at("aiperf") && at("aiperf") < at("vllm"),
+        "{text}"
+    );
+    for row in [
+        "aiperf.time_to_first_token",
+        "aiperf.time_to_second_token",
+        "aiperf.request_latency",
+        "aiperf.inter_token_latency",
+        "aiperf.inter_chunk_latency",
+        "aiperf.output_token_throughput_per_user",
+    ] {
+        assert!(text.contains(row), "no {row} in:\n{text}");
     }
 }
 

@@ -415,7 +415,10 @@ fn per_token_itl_known_counts_and_dropped_slots() {
     t.on_content(50 * MS);
     t.on_usage(5);
     t.on_done(60 * MS);
-    let slots = [slot::pack(30 * MS, 3, true), slot::pack(10 * MS, 1, true)];
+    let slots = [
+        slot::pack(30 * MS, 3, true, true),
+        slot::pack(10 * MS, 1, true, true),
+    ];
     let mut r = Box::new(Recorder::new());
     r.record_stream(&t, &slots, &Slo::default()).unwrap();
     assert_eq!(

@@ -311,3 +311,124 @@ fn shapes_succeed_or_fail_as_documented() {
     r.record_error(ErrorKind::StreamCut);
     assert_eq!(r.ok, 0);
 }
+
+/// aiperf's values of one recorded stream, computed here from the SSE
+/// events themselves (serde_json, aiperf's rules: `[DONE]` dropped; a
+/// content response has a truthy `reasoning_content`/`reasoning`, tool-call
+/// name/arguments text or `content` in `choices[0].delta`, or a truthy
+/// `choices[0].text`; OSL = the last usage's `completion_tokens`, else the
+/// content responses) and their arrival times `event_time(k)`: (TTFT,
+/// TTST, request latency, ITL, tokens/s/user x1e6, ICL gaps, OSL).
+#[allow(clippy::type_complexity)]
+fn aiperf_expected(
+    body: &[u8],
+) -> (
+    u64,
+    Option<u64>,
+    u64,
+    Option<u64>,
+    Option<u64>,
+    Vec<u64>,
+    u64,
+) {
+    let truthy = |v: &serde_json::Value| v.as_str().is_some_and(|s| !s.is_empty());
+    let mut content = Vec::new();
+    let mut osl = None;
+    for (k, e) in events(body).iter().enumerate() {
+        let line = std::str::from_utf8(e).unwrap().trim();
+        let data = line.strip_prefix("data: ").unwrap();
+        if data == "[DONE]" {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(data).unwrap();
+        if let Some(n) = v["usage"]["completion_tokens"].as_u64() {
+            osl = Some(n);
+        }
+        let c = &v["choices"][0];
+        let d = &c["delta"];
+        let tool_text = d["tool_calls"].as_array().is_some_and(|calls| {
+            calls
+                .iter()
+                .any(|t| truthy(&t["function"]["name"]) || truthy(&t["function"]["arguments"]))
+        });
+        if truthy(&d["reasoning_content"])
+            || truthy(&d["reasoning"])
+            || tool_text
+            || truthy(&d["content"])
+            || truthy(&c["text"])
+        {
+            content.push(event_time(k));
+        }
+    }
+    let osl = osl.unwrap_or(content.len() as u64);
+    let (first, last) = (content[0], *content.last().unwrap());
+    let decode = last - first;
+    let itl = (osl >= 2).then(|| decode / (osl - 1));
+    let tps = (osl >= 2 && decode > 0)
+        .then(|| ((osl - 1) as u128 * 10u128.pow(15) / decode as u128) as u64);
+    (
+        first - SENT,
+        content.get(1).map(|s| s - first),
+        last - SENT,
+        itl,
+        tps,
+        content.windows(2).map(|w| w[1] - w[0]).collect(),
+        osl,
+    )
+}
+
+/// `Peers`' aiperf values on every recorded stream equal the ones computed
+/// from the events (exact: one request, so min = max = the value), and the
+/// table "aiperf on the recorded streams" of docs/metrics.md prints them.
+#[test]
+fn aiperf_view_of_every_stream() {
+    let one = |h: &metronome_core::histogram::Histogram| (!h.is_empty()).then(|| h.max());
+    let mut rows = Vec::new();
+    for (name, body) in SHAPES {
+        if *name == "error" {
+            continue;
+        }
+        let mut r = Box::new(Recorder::new());
+        drive(&stream_reads(body), &mut r).unwrap();
+        let p = &r.peers;
+        let (ttft, ttst, latency, itl, tps, icl, osl) = aiperf_expected(body);
+        assert_eq!(one(&p.guidellm_ttft), Some(ttft), "{name} ttft");
+        assert_eq!(one(&p.aiperf_ttst), ttst, "{name} ttst");
+        assert_eq!(one(&p.aiperf_latency), Some(latency), "{name} latency");
+        assert_eq!(one(&p.aiperf_itl), itl, "{name} itl");
+        assert_eq!(one(&p.aiperf_tps_user), tps, "{name} tps/user");
+        assert_eq!(p.aiperf_icl.count(), icl.len() as u64, "{name} icl count");
+        if !icl.is_empty() {
+            let sum: u64 = icl.iter().sum();
+            assert_eq!(p.aiperf_icl.mean(), sum as f64 / icl.len() as f64, "{name}");
+            assert_eq!(p.aiperf_icl.min(), *icl.iter().min().unwrap(), "{name}");
+            assert_eq!(p.aiperf_icl.max(), *icl.iter().max().unwrap(), "{name}");
+        }
+        assert_eq!(p.guidellm_tokens, osl, "{name} osl");
+        let ms = |v: Option<u64>| cell(v.map(|v| v as f64 / 1e6));
+        let icl_mean =
+            (!icl.is_empty()).then(|| icl.iter().sum::<u64>() as f64 / icl.len() as f64 / 1e6);
+        rows.push(format!(
+            "| `{name}` | {} | {} | {} | {} | {} ({}) | {} | {osl} |",
+            ms(Some(ttft)),
+            ms(ttst),
+            ms(Some(latency)),
+            ms(itl),
+            cell(icl_mean),
+            icl.len(),
+            ms(tps),
+        ));
+    }
+    println!("{}", rows.join("\n"));
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md"))
+        .unwrap();
+    let start = doc
+        .find("### aiperf on the recorded streams")
+        .expect("docs/metrics.md has the table");
+    let table: Vec<&str> = doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| `"))
+        .take_while(|l| l.starts_with("| `"))
+        .collect();
+    assert_eq!(table, rows);
+}

@@ -211,7 +211,7 @@ fn openai_stream_every_split_same_timing() {
                 // One slot per chunk with choices after the role-only one:
                 // the first content chunk 115 ms after it (its TTFT in
                 // vLLM's terms, no ITL in metronome's), then the two gaps.
-                gaps: vec![slot::pack(115 * MS, 0, true), 30 * MS, 40 * MS],
+                gaps: vec![slot::pack(115 * MS, 0, true, true), 30 * MS, 40 * MS],
             },
             left: 0,
         }

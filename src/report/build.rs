@@ -46,8 +46,9 @@ pub struct RunMeta {
     pub trace_file: Option<String>,
     /// `--start-at`: the instant the schedule's zero was set to.
     pub start_at: Option<SystemTime>,
-    /// `--metrics-compat`: the peer whose definitions to reproduce.
-    pub compat: Option<Peer>,
+    /// `--metrics-compat`: the peers whose definitions to reproduce, in
+    /// order (each once).
+    pub compat: Vec<Peer>,
     /// `--insecure`: the server's certificate was not verified.
     pub insecure: bool,
     /// A TLS key log was asked for (`SSLKEYLOGFILE`).
@@ -261,7 +262,11 @@ impl Report {
                 behind: Vec::new(),
             },
             thresholds: Vec::new(),
-            compat: meta.compat.map(|peer| Compat::from_recorder(peer, rec)),
+            compat: meta
+                .compat
+                .iter()
+                .map(|&peer| Compat::from_recorder(peer, rec))
+                .collect(),
             workload: None,
             interrupted: false,
             partial: false,

@@ -248,13 +248,34 @@ pub fn skew_warning(inputs: &[(&str, &Report)], max_skew_ns: u64) -> Option<Stri
     })
 }
 
-/// The peers' metrics of shards, merged when every shard has them for the
-/// same peer (rates add up, histograms merge).
-fn merge_compat(reports: &[&Report]) -> Option<crate::report::compat::Compat> {
-    let all: Vec<&crate::report::compat::Compat> =
-        reports.iter().filter_map(|r| r.compat.as_ref()).collect();
+/// The peers' views of shards, merged per peer: a peer's view is kept when
+/// every shard has one (rates add up, histograms merge), in the first
+/// shard's order.
+fn merge_compat(reports: &[&Report]) -> Vec<crate::report::compat::Compat> {
+    let Some(first) = reports.first() else {
+        return Vec::new();
+    };
+    first
+        .compat
+        .iter()
+        .filter_map(|view| {
+            let all: Vec<&crate::report::compat::Compat> = reports
+                .iter()
+                .filter_map(|r| r.compat.iter().find(|c| c.peer == view.peer))
+                .collect();
+            merge_view(&all, reports.len())
+        })
+        .collect()
+}
+
+/// One peer's views of `shards` shards, merged; `None` unless every shard
+/// has one.
+fn merge_view(
+    all: &[&crate::report::compat::Compat],
+    shards: usize,
+) -> Option<crate::report::compat::Compat> {
     let first = *all.first()?;
-    if all.len() != reports.len() || all.iter().any(|c| c.peer != first.peer) {
+    if all.len() != shards {
         return None;
     }
     let mut c = first.clone();
@@ -551,6 +572,46 @@ mod tests {
         assert_eq!(m.generator.work_us_per_request, 0.0);
         let one = merge_reports(&[&r]).unwrap();
         assert_eq!(derived(&one), derived(&r));
+    }
+
+    /// Views merge per peer, in the first shard's order; a peer missing
+    /// from a shard is left out.
+    #[test]
+    fn compat_views_merge_per_peer() {
+        use crate::report::compat::Compat;
+        let view = |peer: &str, rps: f64| Compat {
+            peer: peer.into(),
+            sources: vec![],
+            request_throughput_rps: rps,
+            output_throughput_tokens_per_s: 10.0 * rps,
+            metrics: [("ttft".to_string(), Metric::empty())]
+                .into_iter()
+                .collect(),
+            notes: vec![],
+        };
+        let mut a = example();
+        a.compat = vec![
+            view("vllm", 1.0),
+            view("guidellm", 2.0),
+            view("aiperf", 3.0),
+        ];
+        let mut b = example();
+        b.compat = vec![view("aiperf", 30.0), view("vllm", 10.0)];
+        let m = merge_reports(&[&a, &b]).unwrap();
+        let got: Vec<(&str, f64, f64)> = m
+            .compat
+            .iter()
+            .map(|c| {
+                (
+                    c.peer.as_str(),
+                    c.request_throughput_rps,
+                    c.output_throughput_tokens_per_s,
+                )
+            })
+            .collect();
+        assert_eq!(got, [("vllm", 11.0, 110.0), ("aiperf", 33.0, 330.0)]);
+        b.compat.clear();
+        assert!(merge_reports(&[&a, &b]).unwrap().compat.is_empty());
     }
 
     /// Two shards: counts add up and the ratios come from the sums.

@@ -169,10 +169,12 @@ pub struct Report {
     /// (null otherwise; absent in reports of older versions).
     #[serde(default)]
     pub workload: Option<workload::Workload>,
-    /// `--metrics-compat`: the stream metrics as a peer defines them (null
-    /// without the flag).
-    #[serde(default)]
-    pub compat: Option<compat::Compat>,
+    /// `--metrics-compat`: the stream metrics as each peer asked defines
+    /// them, one view per peer in the order given (empty without the flag;
+    /// reports of older versions, which hold one view or null, read as a
+    /// list of one or none).
+    #[serde(default, deserialize_with = "compat::one_or_many")]
+    pub compat: Vec<compat::Compat>,
 }
 
 /// How the engine's connections were set up, over every connection it

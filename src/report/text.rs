@@ -246,11 +246,18 @@ pub fn render_text(r: &Report) -> String {
             r.output_tokens_per_s, r.window.window_s, r.window.in_schedule_output_tokens_per_s
         );
     }
-    if let Some(c) = &r.compat {
+    for c in &r.compat {
         let _ = writeln!(
             s,
-            "  as {} defines them (clock from the actual send; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
-            c.peer, c.request_throughput_rps, c.output_throughput_tokens_per_s
+            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
+            c.peer,
+            if c.metrics.contains_key("output_token_throughput_per_user") {
+                ", output_token_throughput_per_user tokens/s"
+            } else {
+                ""
+            },
+            c.request_throughput_rps,
+            c.output_throughput_tokens_per_s
         );
         let width = c
             .metrics

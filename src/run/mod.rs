@@ -95,7 +95,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         url: args.url.clone(),
         trace_file: args.trace.as_deref().map(|p| p.display().to_string()),
         start_at: args.start_at,
-        compat: args.metrics_compat.map(Into::into),
+        compat: crate::report::compat::peers_once(args.metrics_compat.iter().map(|&p| p.into())),
         insecure: args.insecure,
         keylog: crate::tls::keylog_requested(),
         profile: args.profile.map(|p| p.to_string()),

@@ -90,7 +90,7 @@ pub const STATUS_CODES: usize = 900;
 
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
-/// About 1.1 MiB (nineteen histograms, eight of them the peers'
+/// About 1.4 MiB (twenty-four histograms, thirteen of them the peers'
 /// definitions): engines keep it in a `Box` or in their thread state, not in
 /// a short-lived stack frame.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,7 +115,8 @@ pub struct Recorder {
     pub ttfat: Histogram,
     /// The end of the stream - its last token-bearing chunk.
     pub tail: Histogram,
-    /// vLLM bench's and guidellm's definitions, for `--metrics-compat`.
+    /// vLLM bench's, guidellm's and aiperf's definitions, for
+    /// `--metrics-compat`.
     pub peers: Peers,
     /// Successful streams that ended after a `finish_reason` without
     /// `data: [DONE]`.
@@ -363,9 +364,10 @@ impl Recorder {
         Ok(good)
     }
 
-    /// Records the per-chunk gaps (`itl_chunk`), the per-token ITL (`itl`)
-    /// and vLLM's per-chunk gaps from the slots; returns the largest
-    /// per-chunk gap.
+    /// Records the per-chunk gaps (`itl_chunk`), the per-token ITL (`itl`),
+    /// vLLM's per-chunk gaps and aiperf's gaps between output chunks (the
+    /// first of them is aiperf's time to second token) from the slots;
+    /// returns the largest per-chunk gap.
     fn record_gaps(&mut self, t: &StreamTiming, s: &StreamSummary, slots: &[u64]) -> u64 {
         // Token-bearing gaps: how many, and whether each knows its tokens.
         let (mut m, mut known) = (0u64, true);
@@ -388,9 +390,23 @@ impl Recorder {
         }
         let (mut seen, mut acc, mut carry, mut j, mut max_gap) =
             (t.first_choices_token, 0u64, 0u64, 0u64, 0u64);
+        let (mut out_seen, mut out_acc) = (t.first_choices_output, 0u64);
+        let mut ttst_seen = false;
         for &x in slots {
             let gap = slot::gap_ns(x);
             self.peers.vllm_itl.record(gap);
+            out_acc = out_acc.saturating_add(gap);
+            if slot::is_output(x) {
+                if out_seen {
+                    if !ttst_seen {
+                        self.peers.aiperf_ttst.record(out_acc);
+                        ttst_seen = true;
+                    }
+                    self.peers.aiperf_icl.record(out_acc);
+                }
+                out_seen = true;
+                out_acc = 0;
+            }
             acc = acc.saturating_add(gap);
             if !slot::is_token(x) {
                 continue;

@@ -9,36 +9,56 @@ use super::kind::ErrorKind;
 /// The slots a stream writes into the caller's gap slice: one per chunk
 /// with non-empty `choices` after the first, each a `u64` packing the gap
 /// since the previous such chunk, the tokens the chunk carried when the
-/// server says so (per-chunk usage, 0 when unknown) and whether it was
-/// token-bearing. A plain gap value (high bits clear) reads as a
-/// token-bearing chunk of unknown tokens, so a slice of raw gaps is a valid
-/// slice of slots.
+/// server says so (per-chunk usage, 0 when unknown), whether it was
+/// token-bearing and whether it was output (content, reasoning, tool call
+/// or text: aiperf's "content response"). A plain gap value (high bits
+/// clear) reads as an output chunk of unknown tokens, so a slice of raw
+/// gaps is a valid slice of slots.
 ///
 /// ```
 /// use metronome_core::measure::slot;
-/// let s = slot::pack(30_000_000, 3, true);
+/// let s = slot::pack(30_000_000, 3, true, true);
 /// assert_eq!((slot::gap_ns(s), slot::tokens(s), slot::is_token(s)), (30_000_000, 3, true));
-/// assert!(!slot::is_token(slot::pack(5, 0, false)));
+/// assert!(slot::is_output(s));
+/// assert!(!slot::is_token(slot::pack(5, 0, false, false)));
+/// // A `content: ""` chunk whose per-chunk usage grew: a token, not output.
+/// let held = slot::pack(5, 1, true, false);
+/// assert!(slot::is_token(held) && !slot::is_output(held));
 /// assert_eq!((slot::gap_ns(42), slot::tokens(42), slot::is_token(42)), (42, 0, true));
+/// assert!(slot::is_output(42));
 /// ```
 pub mod slot {
     /// Bits of the gap: up to about 73 minutes (longer gaps saturate).
     pub const GAP_BITS: u32 = 42;
     const GAP_MASK: u64 = (1 << GAP_BITS) - 1;
-    const TOKEN_BITS: u32 = 21;
+    const TOKEN_BITS: u32 = 20;
     const TOKEN_MASK: u64 = (1 << TOKEN_BITS) - 1;
+    const NOT_OUTPUT: u64 = 1 << 62;
     const NOT_TOKEN: u64 = 1 << 63;
 
-    /// Packs a gap, the chunk's tokens (0: unknown; saturates at 2^21 - 1)
-    /// and whether the chunk was token-bearing.
-    pub const fn pack(gap_ns: u64, tokens: u32, token_bearing: bool) -> u64 {
+    /// Packs a gap, the chunk's tokens (0: unknown; saturates at 2^20 - 1),
+    /// whether the chunk was token-bearing and whether it was output
+    /// (output implies token-bearing: `output` is ignored when
+    /// `token_bearing` is false).
+    pub const fn pack(gap_ns: u64, tokens: u32, token_bearing: bool, output: bool) -> u64 {
         let gap = if gap_ns > GAP_MASK { GAP_MASK } else { gap_ns };
         let t = if tokens as u64 > TOKEN_MASK {
             TOKEN_MASK
         } else {
             tokens as u64
         };
-        gap | (t << GAP_BITS) | if token_bearing { 0 } else { NOT_TOKEN }
+        let flags = match (token_bearing, output) {
+            (false, _) => NOT_TOKEN | NOT_OUTPUT,
+            (true, false) => NOT_OUTPUT,
+            (true, true) => 0,
+        };
+        gap | (t << GAP_BITS) | flags
+    }
+
+    /// Whether the chunk was output (content, reasoning, tool call or
+    /// text), the chunks aiperf times.
+    pub const fn is_output(slot: u64) -> bool {
+        slot & NOT_OUTPUT == 0
     }
 
     /// The gap since the previous chunk with `choices`, ns.
@@ -96,8 +116,11 @@ pub struct StreamTiming {
     pub first_output_ns: Option<u64>,
     /// Arrival of the latest output chunk.
     pub last_output_ns: u64,
-    /// Output chunks (guidellm's token iterations).
+    /// Output chunks (guidellm's token iterations, aiperf's content
+    /// responses).
     pub output_chunks: u32,
+    /// The first chunk with `choices` was output.
+    pub first_choices_output: bool,
     /// Tokens of the first token-bearing chunk, when per-chunk usage says.
     pub first_tokens: Option<u32>,
     /// Every chunk with `choices` so far carried usage (per-chunk counts
@@ -135,6 +158,7 @@ impl StreamTiming {
             first_output_ns: None,
             last_output_ns: 0,
             output_chunks: 0,
+            first_choices_output: false,
             first_tokens: None,
             continuous_usage: true,
             finish_seen: false,
@@ -219,12 +243,14 @@ impl StreamTiming {
             None => {
                 self.first_choices_ns = Some(now_ns);
                 self.first_choices_token = token;
+                self.first_choices_output = f.output;
                 None
             }
             Some(_) => Some(slot::pack(
                 now_ns.saturating_sub(self.last_choices_ns),
                 grew,
                 token,
+                f.output,
             )),
         };
         self.last_choices_ns = now_ns;

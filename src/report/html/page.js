@@ -585,19 +585,21 @@
           return [p[0], num(d.count), num(d.total), num(d.min), num(d.mean), num(d.p50), num(d.p90), num(d.p99), num(d.max)];
         })));
     }
-    if (r.compat) {
-      var cp = r.compat, keys = Object.keys(cp.metrics);
+    // compat: a list of views; reports of older versions hold one view or null.
+    var views = Array.isArray(r.compat) ? r.compat : (r.compat ? [r.compat] : []);
+    views.forEach(function (cp) {
+      var keys = Object.keys(cp.metrics);
       out.push(el('h3', null, 'As ' + cp.peer + ' defines them (--metrics-compat)'));
       out.push(el('div', null,
         el('div', null, pctTable(cp.peer + ' (ms)', keys.map(function (k) { return [k, k, cp.metrics[k]]; })),
           el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s')),
         el('div', null, pctTable('metronome (ms)', ['ttft', 'itl', 'tpot', 'latency', 'service_time'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })),
           el('p', null, 'throughput ' + num(r.throughput_rps) + ' ok/s, output ' + num(r.output_tokens_per_s) + ' tokens/s'))));
-      out.push(pctChart('pct-compat', 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms.',
+      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user: tokens/s).' : '.'),
         keys.map(function (k) { return [k, k, cp.metrics[k]]; })));
       out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
         cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
-    }
+    });
     return out;
   }
 
