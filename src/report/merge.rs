@@ -469,7 +469,7 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.derive();
     let g = &mut m.generator;
     g.behind = if m.model == crate::report::Model::Open {
-        crate::report::build::behind(&m.intervals, None, m.max_concurrency, m.duration_s)
+        crate::report::behind::behind(&m.intervals, None, m.max_concurrency, m.duration_s)
     } else {
         Vec::new()
     };

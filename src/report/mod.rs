@@ -2,6 +2,9 @@
 //! as the JSON documented in docs/report.md) and every form it takes.
 //!
 //! - [`build`]: a run's output and plan -> a [`Report`], with its warnings.
+//! - [`behind`]: where an open-loop run fell behind its schedule, and why.
+//! - `metric`: [`Metric`], one histogram summarised, and its
+//!   [`ExactPercentiles`].
 //! - [`text`]: the one-screen summary (`--format text`).
 //! - [`hgrm`]: HdrHistogram's percentile distribution (`--hgrm`).
 //! - [`hlog`]: HdrHistogram's compressed V2 encoding and interval log (`--hlog`).
@@ -14,8 +17,10 @@
 //! - [`sweep`]: the `metronome.sweep/v1` document: one report per rate, the
 //!   knee, the table.
 //! - [`workload`]: what `--openai` requests asked; input and output tokens.
-//! - [`compat`]: `--metrics-compat`: the stream metrics as vLLM or guidellm
-//!   define them.
+//! - [`compat`]: `--metrics-compat`: the stream metrics as vLLM, guidellm
+//!   or aiperf define them.
+//! - [`repeat`]: `run --repeat N`: the runs and each headline number's mean
+//!   and 95% confidence interval.
 //!
 //! This layer imports no command and no argument type: a run's report is
 //! built from the plan, the engine's output and a [`build::RunMeta`]; the
@@ -28,12 +33,14 @@
 //! ([`Requests::add`], [`Errors::add`], [`Window::add`],
 //! [`IntervalReport::add`], [`Generator::add`]).
 
+pub mod behind;
 pub mod build;
 pub mod compat;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod merge;
+mod metric;
 pub mod repeat;
 pub mod show;
 pub mod svg;
@@ -49,6 +56,8 @@ use metronome_core::histogram::Histogram;
 use metronome_core::measure::{ErrorKind, FramingCause, Recorder, Unsent};
 use metronome_core::plan::WarmUp;
 use serde::{Deserialize, Serialize};
+
+pub use metric::{ms, ExactPercentiles, Metric};
 
 /// The schema name written in every report.
 pub const SCHEMA: &str = "metronome.report/v1";
@@ -536,84 +545,6 @@ pub struct Metrics {
     pub latency_corrected: Option<Metric>,
 }
 
-/// One histogram summarised, in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Metric {
-    /// Values recorded.
-    pub count: u64,
-    /// Smallest value.
-    pub min: f64,
-    /// Exact mean.
-    pub mean: f64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Non-empty buckets: [upper bound ms, count], ascending.
-    pub buckets: Vec<(f64, u64)>,
-    /// The histogram itself, values in ns, as HdrHistogram's compressed V2
-    /// encoding in base64 (as in `--hlog`); read first when present.
-    /// (Absent in reports of older versions.)
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hdr: Option<String>,
-    /// Percentiles of the samples themselves (nearest rank), where the run
-    /// kept every sample of this metric (per-request metrics of an open
-    /// loop of up to `EXACT_MAX` measured requests per process); absent
-    /// otherwise, and after a merge.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exact: Option<ExactPercentiles>,
-}
-
-/// Percentiles of every sample of a metric, ms: the `ceil(q x n)`-th
-/// smallest value (nearest rank), as a peer that sorts its samples reports
-/// them, without the histogram's bucket width.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExactPercentiles {
-    /// Samples (the metric's `count`).
-    pub count: u64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-}
-
-impl ExactPercentiles {
-    /// The nearest-rank percentiles of `sorted` (ns, ascending).
-    ///
-    /// ```
-    /// use metronome::report::ExactPercentiles;
-    /// let e = ExactPercentiles::of_sorted(&[1_000_000, 2_000_000, 3_000_000]).unwrap();
-    /// assert_eq!((e.count, e.p50, e.p99), (3, 2.0, 3.0));
-    /// ```
-    pub fn of_sorted(sorted: &[u64]) -> Option<ExactPercentiles> {
-        let q = |q| metronome_core::measure::nearest_rank(sorted, q).map(ms);
-        Some(ExactPercentiles {
-            count: sorted.len() as u64,
-            p50: q(0.5)?,
-            p90: q(0.9)?,
-            p95: q(0.95)?,
-            p99: q(0.99)?,
-            p999: q(0.999)?,
-        })
-    }
-}
-
 /// One report interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -736,140 +667,6 @@ pub struct ThresholdReport {
     pub value: f64,
     /// True when it held.
     pub passed: bool,
-}
-
-/// Nanoseconds to milliseconds.
-pub fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
-impl Metric {
-    /// Summarises a histogram of nanoseconds.
-    ///
-    /// # Example
-    /// ```
-    /// use metronome_core::histogram::Histogram;
-    /// use metronome::report::Metric;
-    /// let mut h = Histogram::new();
-    /// for v in [1_000_000u64, 2_000_000, 3_000_000] { h.record(v); }
-    /// let m = Metric::from_histogram(&h);
-    /// assert_eq!(m.count, 3);
-    /// assert_eq!(m.mean, 2.0);
-    /// assert_eq!(m.max, 3.0);
-    /// ```
-    pub fn from_histogram(h: &Histogram) -> Metric {
-        Metric {
-            count: h.count(),
-            min: ms(h.min()),
-            mean: h.mean() / 1e6,
-            p50: ms(h.quantile(0.5)),
-            p90: ms(h.quantile(0.9)),
-            p95: ms(h.quantile(0.95)),
-            p99: ms(h.quantile(0.99)),
-            p999: ms(h.quantile(0.999)),
-            max: ms(h.max()),
-            buckets: h.buckets().map(|b| (ms(b.upper), b.count)).collect(),
-            hdr: Some(hlog::base64_v2(h)),
-            exact: None,
-        }
-    }
-
-    /// A metric of no values (for report fields absent in older versions).
-    pub fn empty() -> Metric {
-        Metric::from_histogram(&Histogram::new())
-    }
-
-    /// Rebuilds the histogram: from `hdr` when present (else from the
-    /// buckets), exact counts per bucket, with `min` and `max` exact (one
-    /// value at each) and the other values at their bucket's upper bound
-    /// clamped into [min, max]. The sum is not kept: use [`Metric::mean`].
-    ///
-    /// # Errors
-    /// A `hdr` that does not decode, or disagrees with `count`.
-    pub fn try_histogram(&self) -> Result<Histogram, String> {
-        let max_ns = (self.max * 1e6).round() as u64;
-        let min_ns = (self.min * 1e6).round() as u64;
-        let counts: Vec<(u64, u64)> = match &self.hdr {
-            Some(text) => {
-                let d = hlog::decode_base64_v2(text)?;
-                if d.count() != self.count {
-                    return Err(format!(
-                        "hdr holds {} values, count says {}",
-                        d.count(),
-                        self.count
-                    ));
-                }
-                d.buckets().map(|b| (b.upper, b.count)).collect()
-            }
-            None => self
-                .buckets
-                .iter()
-                .map(|&(upper_ms, count)| ((upper_ms * 1e6).round() as u64, count))
-                .collect(),
-        };
-        let mut h = Histogram::new();
-        let last = counts.len().saturating_sub(1);
-        for (i, &(upper, mut count)) in counts.iter().enumerate() {
-            if i == 0 && count > 0 {
-                h.record(min_ns);
-                count -= 1;
-            }
-            if i == last && count > 0 {
-                h.record(max_ns);
-                count -= 1;
-            }
-            h.record_n(upper.min(max_ns).max(min_ns), count);
-        }
-        Ok(h)
-    }
-
-    /// [`Metric::try_histogram`], or the buckets when `hdr` is unreadable.
-    pub fn to_histogram(&self) -> Histogram {
-        self.try_histogram().unwrap_or_else(|_| {
-            Metric {
-                hdr: None,
-                ..self.clone()
-            }
-            .try_histogram()
-            .unwrap_or_default()
-        })
-    }
-
-    /// How many recorded values are at least `ms`, counted by bucket lower
-    /// bounds, so never overcounted.
-    ///
-    /// # Example
-    /// ```
-    /// use metronome_core::histogram::Histogram;
-    /// use metronome::report::Metric;
-    /// let mut h = Histogram::new();
-    /// for v in [1_000_000u64, 300_000_000, 900_000_000] { h.record(v); }
-    /// assert_eq!(Metric::from_histogram(&h).count_at_least(250.0), 2);
-    /// ```
-    pub fn count_at_least(&self, ms: f64) -> u64 {
-        let limit = (ms * 1e6) as u64;
-        self.to_histogram()
-            .buckets()
-            .filter(|b| b.lower >= limit)
-            .map(|b| b.count)
-            .sum()
-    }
-
-    /// A quantile by label: p50, p90, p95, p99, p999, max, min, mean.
-    pub fn get(&self, label: &str) -> Option<f64> {
-        Some(match label {
-            "p50" | "median" => self.p50,
-            "p90" => self.p90,
-            "p95" => self.p95,
-            "p99" => self.p99,
-            "p999" | "p99.9" => self.p999,
-            "max" => self.max,
-            "min" => self.min,
-            "mean" | "avg" => self.mean,
-            "count" => self.count as f64,
-            _ => return None,
-        })
-    }
 }
 
 impl Metrics {
