@@ -524,7 +524,7 @@ impl Plan<'_> {
         }
         let whole = self.offered_between(self.warmup_ns, self.end_ns());
         let share = whole / f64::from(self.shard.count.max(1));
-        let n = libm::ceil(share * 1.1) + 64.0;
+        let n = libm::ceil(share * 1.1 - 1e-9) + 64.0;
         if n > EXACT_MAX as f64 {
             0
         } else {
