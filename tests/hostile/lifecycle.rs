@@ -175,9 +175,17 @@ pub(crate) fn cut_before_the_response_on_a_reused_connection() {
                     assert_eq!(r.requests().retried, N - 1, "{ctx}");
                     assert_eq!(r.seen.requests, N + N - 1, "{ctx}");
                 } else {
-                    // Odd requests open a connection and are ok; even
-                    // ones meet the cut.
-                    r.expect(&case, N, N / 2, &[("reset", N / 2)]);
+                    // A request on a fresh connection is ok; one on a
+                    // reused connection meets the cut. Which requests find
+                    // a fresh one depends on when the engine sees the cut
+                    // (under load a due request may open a connection
+                    // before the previous one's cut is seen): every
+                    // connection answers exactly its first request, and
+                    // every other request is a reset.
+                    let ok = r.requests().ok;
+                    assert_eq!(ok, r.seen.used, "{ctx}");
+                    assert!(ok >= N / 2, "{ctx}");
+                    r.expect(&case, N, ok, &[("reset", N - ok)]);
                     assert_eq!(r.requests().retried, 0, "{ctx}");
                     assert_eq!(r.seen.requests, N, "{ctx}");
                 }
