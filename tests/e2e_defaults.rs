@@ -520,10 +520,18 @@ fn a_response_on_accept_is_no_requests_response() {
 
 /// `--rate 20 --duration 1s` against an instant server: the first request
 /// leaves on time and nothing warns (three runs per engine).
+///
+/// One allowance, because the host is shared: a round whose only warnings
+/// say the host took the pacing thread's CPU (a `descheduled` stretch, the
+/// pacer having worked near 0% of the time) is honest, not a false alarm;
+/// CI saw one such round (32 ms of lag on 3 of 20 requests) on a 2-core
+/// machine. At most one such round per engine passes: an engine that
+/// overslept by its own fault would show it in every round.
 #[test]
 fn a_quiet_low_rate_run_warns_of_nothing() {
     let _serial = serial();
     let mut failed = Vec::new();
+    let descheduled: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::default();
     for round in 1..=3 {
         let case = format!("round {round}");
         failed.extend(on_each_engine(&case, |engine| {
@@ -539,8 +547,24 @@ fn a_quiet_low_rate_run_warns_of_nothing() {
             let ctx = format!("{case}; {}", story(engine, &r));
             assert_eq!(r.requests.scheduled, 20, "{ctx}");
             assert_eq!(r.requests.ok, 20, "{ctx}");
-            assert!(r.generator.warnings.is_empty(), "{ctx}");
-            assert!(r.generator.behind.is_empty(), "{ctx}");
+            let g = &r.generator;
+            let host_took_cpu = !g.behind.is_empty()
+                && g.behind.iter().all(|b| b.cause == "descheduled")
+                && g.warnings.iter().all(|w| {
+                    w.contains("(descheduled)") || w.starts_with("the generator fell behind")
+                });
+            if host_took_cpu {
+                let mut seen = descheduled.lock().unwrap();
+                assert!(
+                    !seen.contains(&engine),
+                    "a second descheduled round on {engine}; {ctx}"
+                );
+                seen.push(engine);
+                eprintln!("allowed once per engine (the host took the CPU): {ctx}");
+                return;
+            }
+            assert!(g.warnings.is_empty(), "{ctx}");
+            assert!(g.behind.is_empty(), "{ctx}");
             eprintln!("ok: {ctx}");
         }));
     }
