@@ -411,6 +411,16 @@ pub struct RunArgs {
         conflicts_with = "input_len"
     )]
     pub dataset: Option<PathBuf>,
+    /// Read a ShareGPT --dataset as whole conversations: every human turn is a request
+    /// carrying the history (earlier turns with the dataset's answers), sent when the
+    /// previous turn's answer has ended plus --think-time. (JSON Lines entries with
+    /// "turns" are conversations without this flag.)
+    #[arg(long, requires = "dataset")]
+    pub multi_turn: bool,
+    /// With conversations: the time between the end of an answer and the next turn
+    /// (its intended send time) [default: 0s].
+    #[arg(long, value_name = "DURATION", requires = "dataset", value_parser = crate::units::parse_duration)]
+    pub think_time: Option<std::time::Duration>,
     /// Synthetic prompts of N words (the token proxy), drawn from a fixed vocabulary by
     /// --seed; or lengths drawn per prompt: normal:MEAN,SD or uniform:LO..HI.
     #[arg(long, value_name = "N", requires = "openai")]

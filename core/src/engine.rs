@@ -8,6 +8,8 @@
 //! [`RunOutput::tally`], and builds the rest once, after its clock stops.
 
 use std::boxed::Box;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::format;
 use std::string::String;
@@ -244,6 +246,72 @@ impl SampleSink for ExactSamples {
     }
 }
 
+/// The next turns of conversations waiting for their intended time
+/// ([`crate::turns`]), earliest first: room reserved before the clock
+/// ([`Plan::follow_up_capacity`]) and never grown while it runs (a push
+/// that finds no room is refused, and the ledger counts the session as
+/// overflowed).
+///
+/// ```
+/// use metronome_core::engine::FollowUps;
+/// use metronome_core::turns::FollowUpSink;
+/// let mut q = FollowUps::with_capacity(2);
+/// assert!(q.push(300, 7) && q.push(100, 4));
+/// assert!(!q.push(200, 5)); // full
+/// assert_eq!(q.next_ns(), Some(100));
+/// assert_eq!(q.pop_due(99), None);
+/// assert_eq!(q.pop_due(150), Some((100, 4)));
+/// assert_eq!(q.pop_due(u64::MAX), Some((300, 7)));
+/// assert!(q.is_empty());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct FollowUps {
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl FollowUps {
+    /// Room for `n` waiting turns (0: a run without conversations).
+    pub fn with_capacity(n: usize) -> FollowUps {
+        FollowUps {
+            heap: BinaryHeap::with_capacity(n),
+        }
+    }
+
+    /// The earliest intended time waiting, if any.
+    pub fn next_ns(&self) -> Option<u64> {
+        self.heap.peek().map(|r| r.0 .0)
+    }
+
+    /// The earliest waiting turn, `(intended_ns, request)`, when it is due
+    /// by `now_ns`.
+    pub fn pop_due(&mut self, now_ns: u64) -> Option<(u64, usize)> {
+        if self.next_ns()? > now_ns {
+            return None;
+        }
+        self.heap.pop().map(|Reverse((t, r))| (t, r as usize))
+    }
+
+    /// No turn is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// How many turns are waiting.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+}
+
+impl crate::turns::FollowUpSink for FollowUps {
+    fn push(&mut self, intended_ns: u64, request: usize) -> bool {
+        if self.heap.len() >= self.heap.capacity() {
+            return false;
+        }
+        self.heap.push(Reverse((intended_ns, request as u32)));
+        true
+    }
+}
+
 /// Everything an engine measured.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
@@ -258,6 +326,10 @@ pub struct RunOutput {
     /// Every success's exact per-request values, in storage reserved
     /// before the clock ([`Plan::exact_capacity`]).
     pub exact: ExactSamples,
+    /// Conversations' next turns waiting for their intended time, in
+    /// storage reserved before the clock; the engine's pacer takes them
+    /// from here (empty after the run).
+    pub follow_ups: FollowUps,
     /// The engine's threads and their cost.
     pub threads: Vec<ThreadStats>,
     /// CPU time of the whole engine (all its threads), ns.
@@ -665,6 +737,7 @@ impl RunOutput {
             stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
             names: (0..plan.name_count()).map(|_| NameTally::new()).collect(),
             exact: ExactSamples::with_capacity(plan.exact_capacity()),
+            follow_ups: FollowUps::with_capacity(plan.follow_up_capacity()),
             threads: Vec::new(),
             cpu_ns: 0,
             spin_ns: 0,
@@ -690,6 +763,7 @@ impl RunOutput {
             stages: &mut self.stages,
             names: &mut self.names,
             samples: Some(&mut self.exact),
+            follow_ups: Some(&mut self.follow_ups),
         }
     }
 

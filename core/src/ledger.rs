@@ -65,6 +65,7 @@ use crate::measure::{
     ErrorKind, Exact, Interval, NameTally, Recorder, SampleSink, StageTally, Unsent, LATE_NS,
 };
 use crate::plan::{Model, Plan};
+use crate::turns::{After, FollowUpSink};
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
 /// recorder, and one [`Interval`] per report interval of the measured phase.
@@ -83,6 +84,9 @@ pub struct Tally<'a> {
     /// Where each success's exact per-request values go (storage reserved
     /// before the clock), or `None` to keep the histograms only.
     pub samples: Option<&'a mut dyn SampleSink>,
+    /// Where the next turn of a conversation goes when its previous turn
+    /// ends ([`crate::turns`]), or `None` for a run without conversations.
+    pub follow_ups: Option<&'a mut dyn FollowUpSink>,
 }
 
 impl Tally<'_> {
@@ -122,7 +126,19 @@ impl<'p> Ledger<'p> {
     /// A request intended at `intended_ns` came due, to send request
     /// `request` of the plan: counted as scheduled (not during warmup).
     /// Returns whether it is measured.
+    ///
+    /// With conversations, a first turn opens a session and a later one
+    /// counts as a follow-up ([`crate::turns::Sessions`], warm-up included).
     pub fn scheduled(&self, tally: &mut Tally<'_>, intended_ns: u64, request: usize) -> bool {
+        let turns = &self.plan.turns;
+        if turns.is_on() {
+            let s = &mut tally.recorder.sessions;
+            if turns.is_first(request) {
+                s.started += 1;
+            } else {
+                s.follow_ups += 1;
+            }
+        }
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_scheduled();
@@ -142,6 +158,7 @@ impl<'p> Ledger<'p> {
     /// A due request was dropped (too many in flight). Returns whether it
     /// was recorded (not warmup).
     pub fn dropped(&self, tally: &mut Tally<'_>, intended_ns: u64, request: usize) -> bool {
+        self.turn_ended(tally, request, false, intended_ns);
         let measured = self.plan.is_measured(intended_ns);
         if measured {
             tally.recorder.record_dropped();
@@ -257,6 +274,7 @@ impl<'p> Ledger<'p> {
         at_ns: u64,
         reason: Unsent,
     ) -> bool {
+        self.turn_ended(tally, request, false, at_ns);
         if !self.plan.is_measured(intended_ns) {
             return false;
         }
@@ -313,10 +331,51 @@ impl<'p> Ledger<'p> {
         done_ns: u64,
         finish: Finish<'_>,
     ) -> Option<bool> {
-        if !self.plan.is_measured(intended_ns) {
-            return None;
+        let ok = if self.plan.is_measured(intended_ns) {
+            Some(self.finish(tally, intended_ns, request, sent_ns, done_ns, finish))
+        } else {
+            None
+        };
+        if self.plan.turns.is_on() {
+            // A warm-up turn's session goes on as a measured one's would.
+            let went_well = ok.unwrap_or(match finish {
+                Finish::Ok => true,
+                Finish::Stream { timing, .. } => timing.summary().is_ok(),
+                _ => false,
+            });
+            self.turn_ended(tally, request, went_well, done_ns);
         }
-        Some(self.finish(tally, intended_ns, request, sent_ns, done_ns, finish))
+        ok
+    }
+
+    /// The turn `request` of a conversation ended at `end_ns` (`ok`: it
+    /// succeeded): core's rule ([`crate::turns::Turns::after`]) decides what
+    /// follows, the next turn goes to [`Tally::follow_ups`] and the session
+    /// is counted. Nothing happens without conversations.
+    fn turn_ended(&self, tally: &mut Tally<'_>, request: usize, ok: bool, end_ns: u64) {
+        let s = &mut tally.recorder.sessions;
+        match self
+            .plan
+            .turns
+            .after(request, ok, end_ns, self.plan.end_ns())
+        {
+            After::Nothing => {}
+            After::Completed => s.completed += 1,
+            After::Abandoned => s.abandoned += 1,
+            After::Cut => s.cut += 1,
+            After::Next {
+                intended_ns,
+                request,
+            } => {
+                let kept = tally
+                    .follow_ups
+                    .as_deref_mut()
+                    .is_some_and(|q| q.push(intended_ns, request));
+                if !kept {
+                    tally.recorder.sessions.overflowed += 1;
+                }
+            }
+        }
     }
 
     /// A closed-loop request sent at `sent_ns` finished at `done_ns`: as
@@ -467,6 +526,11 @@ impl<'p> Ledger<'p> {
                     n.ok += 1;
                     n.latency.record(done_ns.saturating_sub(intended_ns));
                     n.service_time.record(done_ns.saturating_sub(sent_ns));
+                    if let Finish::Stream { timing, .. } = finish {
+                        if let Ok(s) = timing.summary() {
+                            n.ttft.record(s.ttft_ns);
+                        }
+                    }
                 }
                 Some(kind) => n.record_error(kind),
             }

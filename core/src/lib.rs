@@ -28,6 +28,8 @@
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
+//! - [`turns`]: conversations, each later turn due when the previous answer ended plus a
+//!   think time ([`turns::Turns::after`]), and the sessions' counts.
 //! - `engine` (feature `std`, off by default): the engine contract both
 //!   engines share (control, output, errors). With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
@@ -68,3 +70,4 @@ pub mod schedule;
 pub mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;
+pub mod turns;

@@ -122,6 +122,10 @@ pub struct Plan<'a> {
     /// being dropped (up to [`Plan::max_in_flight`] in flight and waiting).
     /// `None`: no cap but the connection and in-flight limits.
     pub max_concurrency: Option<u32>,
+    /// Conversations ([`crate::turns`]): the schedule opens sessions, and
+    /// each later turn is due when the previous answer ended plus the
+    /// think time; [`Turns::NONE`](crate::turns::Turns::NONE) otherwise.
+    pub turns: crate::turns::Turns<'a>,
     /// A request unanswered this long after its send is a timeout; also how
     /// long the engine waits for replies in flight after the schedule ends.
     pub timeout_ns: u64,
@@ -177,6 +181,11 @@ pub const FRESH_SETTLE_NS: u64 = 1_000_000;
 /// ([`Plan::exact_capacity`]): 500,000, so 4 MB a metric; a run with more
 /// measured requests per process reports its histograms' percentiles only.
 pub const EXACT_MAX: usize = 500_000;
+
+/// The most next turns an engine thread holds waiting
+/// ([`Plan::follow_up_capacity`]): 1,048,576, 16 MB; a session whose next
+/// turn finds no room ends as `overflowed`, counted.
+pub const FOLLOW_UP_MAX: usize = 1 << 20;
 
 /// The highest rate a plan may offer, requests per second. No engine
 /// thread sends faster than about one request per microsecond (measured
@@ -347,6 +356,10 @@ pub enum PlanError {
     /// The schedule cannot be built (rate, burst size, burstiness or
     /// shard); see [`ScheduleError`] for the cause and fix.
     Schedule(ScheduleError),
+    /// [`Plan::turns`] is inconsistent with the requests (an index out of
+    /// range, a session that loops), or set for a closed loop: sessions
+    /// need the open loop's schedule.
+    Turns,
 }
 
 impl fmt::Display for PlanError {
@@ -369,6 +382,9 @@ impl fmt::Display for PlanError {
             PlanError::MaxHeadBytes => "the response head limit must be 64 bytes to 64 KiB",
             PlanError::RateTooHigh => "the rate is above 10,000,000 requests per second",
             PlanError::Schedule(e) => return fmt::Display::fmt(e, f),
+            PlanError::Turns => {
+                "conversations need consistent turns and the open loop (not a closed one)"
+            }
         })
     }
 }
@@ -458,6 +474,11 @@ impl Plan<'_> {
         if self.rate > MAX_RATE {
             return Err(PlanError::RateTooHigh);
         }
+        if !self.turns.is_valid(self.requests.len())
+            || (self.turns.is_on() && self.model != Model::Open)
+        {
+            return Err(PlanError::Turns);
+        }
         self.schedule(self.shard).map(|_| ())
     }
 
@@ -492,6 +513,9 @@ impl Plan<'_> {
     /// assert_eq!((p.request_index(6), p.request_index(7)), (0, 1));
     /// ```
     pub fn request_index(&self, index: u64) -> usize {
+        if self.turns.is_on() {
+            return self.turns.first(index);
+        }
         match self.mix {
             crate::mix::Mix::Cycle => (index % self.requests.len() as u64) as usize,
             weighted => {
@@ -523,13 +547,37 @@ impl Plan<'_> {
             return 0;
         }
         let whole = self.offered_between(self.warmup_ns, self.end_ns());
-        let share = whole / f64::from(self.shard.count.max(1));
+        // Each scheduled request of a conversation brings its later turns.
+        let share = whole / f64::from(self.shard.count.max(1)) * self.turns.mean_turns();
         let n = libm::ceil(share * 1.1 - 1e-9) + 64.0;
         if n > EXACT_MAX as f64 {
             0
         } else {
             n as usize
         }
+    }
+
+    /// How many next turns an engine thread can hold waiting for their
+    /// intended time ([`crate::turns::FollowUpSink`]): one per session this
+    /// shard's schedule opens (warm-up included), plus a tenth and 64, at
+    /// most [`FOLLOW_UP_MAX`] (16 bytes each); 0 without conversations.
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// use metronome_core::turns::{Turns, NO_TURN};
+    /// let p = example_plan(); // 100 req/s, 1.5 s with the warmup
+    /// assert_eq!(p.follow_up_capacity(), 0);
+    /// let talk = Plan { turns: Turns { sessions: 1, next: &[NO_TURN], think_ns: 0 }, ..p };
+    /// assert_eq!(talk.follow_up_capacity(), 229); // 150 x 1.1 + 64
+    /// ```
+    pub fn follow_up_capacity(&self) -> usize {
+        if !self.turns.is_on() {
+            return 0;
+        }
+        let whole = self.offered_between(0, self.end_ns());
+        let share = whole / f64::from(self.shard.count.max(1));
+        let n = libm::ceil(share * 1.1 - 1e-9) + 64.0;
+        n.min(FOLLOW_UP_MAX as f64) as usize
     }
 
     /// The per-name rows this plan reports: one more than the largest of
@@ -653,6 +701,7 @@ pub fn example_plan() -> Plan<'static> {
         max_connections: 64,
         max_in_flight: 1024,
         max_concurrency: None,
+        turns: crate::turns::Turns::NONE,
         timeout_ns: 2_000_000_000,
         protocol: Protocol::Http,
         model: Model::Open,

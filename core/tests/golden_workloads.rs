@@ -405,6 +405,7 @@ fn the_ledger_attributes_by_intended_time() {
         stages: &mut stages,
         names: &mut [],
         samples: None,
+        follow_ups: None,
     };
     // Warmup: nothing counted.
     assert!(!ledger.scheduled(&mut tally, 50_000_000, 0));

@@ -44,6 +44,7 @@ impl Books {
             stages: &mut [],
             names: &mut [],
             samples: None,
+            follow_ups: None,
         }
     }
 
@@ -485,6 +486,7 @@ fn named_rows_balance_and_add_up() {
         stages: &mut [],
         names: &mut names,
         samples: None,
+        follow_ups: None,
     };
     // Warmup: nothing anywhere.
     assert!(!ledger.scheduled(t, 100 * MS, 1));
@@ -560,6 +562,7 @@ fn exact_samples_give_the_sample_median() {
         stages: &mut [],
         names: &mut [],
         samples: Some(&mut sink),
+        follow_ups: None,
     };
     // Five E2E values within 3 ms of 2.74 s (one 16.8 ms bucket there).
     let e2e_ms = [2_741.26, 2_740.30, 2_742.90, 2_739.95, 2_743.47];

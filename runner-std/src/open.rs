@@ -6,13 +6,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{warm_start, Control, EngineError, Origin, RunOutput, Setup, Warm};
+use metronome_core::engine::{
+    warm_start, Control, EngineError, FollowUps, Origin, RunOutput, Setup, Warm,
+};
 use metronome_core::exchange::Exchange;
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
 use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
+use metronome_core::turns::FollowUpSink;
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
@@ -73,6 +76,47 @@ impl Shared {
             .filter(|&b| b > 0)
             .min()
             .map(|b| b - 1)
+    }
+}
+
+/// Conversations ([`metronome_core::turns`]): the next turns the collector
+/// hands the pacer, and the turns not yet ended.
+struct Talks {
+    /// Next turns waiting for their intended time (room reserved before
+    /// the clock).
+    queue: Mutex<FollowUps>,
+    /// Turns admitted by the pacer whose end the collector has not yet
+    /// recorded: while any is open, a next turn may still come.
+    open: AtomicU64,
+    /// The pacer, unparked when a next turn arrives.
+    pacer: OnceLock<std::thread::Thread>,
+}
+
+impl Talks {
+    /// The collector recorded the end of a turn: its next turn (if any)
+    /// moves from the collector's storage to the pacer's queue, and the
+    /// pacer is woken to decide again.
+    fn ended(&self, out: &mut RunOutput) {
+        if !out.follow_ups.is_empty() {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            while let Some((t, request)) = out.follow_ups.pop_due(u64::MAX) {
+                if !q.push(t, request) {
+                    out.recorder.sessions.overflowed += 1;
+                }
+            }
+        }
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        if let Some(p) = self.pacer.get() {
+            p.unpark();
+        }
+    }
+
+    /// The earliest next turn waiting, if any.
+    fn next_ns(&self) -> Option<u64> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_ns()
     }
 }
 
@@ -178,6 +222,12 @@ pub(crate) fn run(
             .collect(),
         slots_used: AtomicUsize::new(0),
     };
+    let talks = Talks {
+        queue: Mutex::new(FollowUps::with_capacity(plan.follow_up_capacity())),
+        open: AtomicU64::new(0),
+        pacer: OnceLock::new(),
+    };
+    let turns_on = plan.turns.is_on();
     let (tx, rx) = mpsc::channel::<Fact>();
     // A thread sleep wakes late by tens of microseconds or more: spin at
     // least that long so the send itself is on time.
@@ -197,7 +247,12 @@ pub(crate) fn run(
         let collector = crate::spawn_big(s, || {
             let mut c = Collector::new(plan);
             for fact in rx {
+                let ends_turn =
+                    turns_on && matches!(fact, Fact::Done { .. } | Fact::NotSent { .. });
                 c.handle(fact, &control.progress);
+                if ends_turn {
+                    talks.ended(&mut c.out);
+                }
             }
             let mut out = c.out;
             out.threads.push(ThreadStats {
@@ -246,6 +301,7 @@ pub(crate) fn run(
             stages: &mut pacer_stages,
             names: &mut pacer_names,
             samples: None,
+            follow_ups: None,
         };
         let mut cpu_mark = (thread_cpu_ns(), 0u64);
         let mut next_sample = CPU_SAMPLE_NS;
@@ -255,6 +311,8 @@ pub(crate) fn run(
         let mut next = schedule.next();
         let mut index = 0u64;
         let mut stopped = false;
+        let _ = talks.pacer.set(std::thread::current());
+        let end_ns = plan.end_ns();
         loop {
             if control.stopped() {
                 stopped = true;
@@ -271,27 +329,71 @@ pub(crate) fn run(
                 cpu_mark = (cpu, stats.spin_ns);
                 next_sample = now + CPU_SAMPLE_NS;
             }
-            match pace(now, next, tuner.slice_ns()) {
-                Pace::Done => break,
+            // The schedule's next request, or a conversation's next turn,
+            // whichever is due first.
+            let turn_next = if turns_on { talks.next_ns() } else { None };
+            let first_due = match (next, turn_next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            match pace(now, first_due, tuner.slice_ns()) {
+                Pace::Done => {
+                    // A turn not yet ended may still bring a next one.
+                    if turns_on && talks.open.load(Ordering::Relaxed) > 0 && now < end_ns {
+                        std::thread::park_timeout(Duration::from_nanos(
+                            (end_ns - now).min(MAX_SLEEP_NS),
+                        ));
+                        continue;
+                    }
+                    break;
+                }
                 Pace::Spin => {
-                    let (_, spun) = clock.spin_until(next.unwrap_or(now));
+                    let (_, spun) = clock.spin_until(first_due.unwrap_or(now));
                     stats.spin_ns += spun;
                 }
                 Pace::Sleep { until_ns } => {
                     let target = until_ns.min(now + MAX_SLEEP_NS);
-                    clock.sleep_until(target);
-                    // How late the sleep woke: the adaptive slice follows it.
-                    tuner.observe(clock.now_ns().saturating_sub(target));
+                    if turns_on {
+                        // A next turn that arrives meanwhile unparks it.
+                        std::thread::park_timeout(Duration::from_nanos(target - now));
+                        let woke = clock.now_ns();
+                        if woke >= target {
+                            tuner.observe(woke - target);
+                        }
+                    } else {
+                        clock.sleep_until(target);
+                        // How late the sleep woke: the adaptive slice follows it.
+                        tuner.observe(clock.now_ns().saturating_sub(target));
+                    }
                 }
                 Pace::Send => {
                     let mut due = 0u32;
-                    while let Some(t) = next.filter(|&t| t <= now) {
+                    loop {
                         // A backlog is sent or dropped at once, but a stop is seen.
                         due += 1;
                         if due % BACKLOG_STOP_CHECK == 0 && control.stopped() {
                             break;
                         }
-                        let request = plan.request_index(index);
+                        let turn_due = if turns_on {
+                            talks.next_ns().filter(|&f| f <= now)
+                        } else {
+                            None
+                        };
+                        let (t, request) = match (next.filter(|&t| t <= now), turn_due) {
+                            (None, None) => break,
+                            (Some(t), f) if f.map_or(true, |f| t <= f) => {
+                                let request = plan.request_index(index);
+                                index += 1;
+                                next = schedule.next();
+                                (t, request)
+                            }
+                            _ => talks
+                                .queue
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .pop_due(now)
+                                .expect("a due turn was seen"),
+                        };
                         let measured = ledger.scheduled(tally, t, request);
                         let in_flight = shared.in_flight.load(Ordering::Relaxed);
                         let (admit, grow) = {
@@ -334,6 +436,9 @@ pub(crate) fn run(
                                 ledger.dropped(tally, t, request);
                             }
                             Admit::Send | Admit::Wait { .. } => {
+                                if turns_on {
+                                    talks.open.fetch_add(1, Ordering::Relaxed);
+                                }
                                 shared.in_flight.fetch_add(1, Ordering::Relaxed);
                                 if let Admit::Wait { full, .. } = admit {
                                     if measured {
@@ -355,8 +460,6 @@ pub(crate) fn run(
                                 stats.sent += 1;
                             }
                         }
-                        index += 1;
-                        next = schedule.next();
                     }
                 }
             }

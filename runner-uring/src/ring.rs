@@ -38,6 +38,8 @@ use crate::sys::{shutdown, sockaddr};
 
 /// `user_data` of the pacing timer (a `Timeout` sqe); never a slot.
 pub(crate) const TAG_TIMER: u64 = u64::MAX;
+/// The `user_data` of an update of the pacing timer ([`Ring::timer_sooner`]).
+pub(crate) const TAG_TIMER_UPDATE: u64 = u64::MAX - 1;
 /// Operation kinds, stored in bits 32..40 of `user_data`.
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
@@ -100,6 +102,9 @@ pub(crate) struct Ring {
     family: libc::c_int,
     timespec: Box<types::Timespec>,
     timer_pending: bool,
+    /// The new expiry of an update of the pending timer, read by the kernel.
+    update_timespec: Box<types::Timespec>,
+    update_pending: bool,
     in_flight: usize,
 }
 
@@ -157,6 +162,8 @@ impl Ring {
             },
             timespec: Box::new(types::Timespec::new()),
             timer_pending: false,
+            update_timespec: Box::new(types::Timespec::new()),
+            update_pending: false,
             in_flight: 0,
         })
     }
@@ -402,6 +409,28 @@ impl Ring {
         unsafe { self.push(&entry) }.map(|()| true)
     }
 
+    /// Moves the pending pacing timer to fire in `after_ns` (from now)
+    /// instead (a wake that became sooner: a conversation's next turn),
+    /// unless no timer is pending or an update is already in flight.
+    /// Returns whether the update was pushed. The timer keeps its tag; the
+    /// update's own completion is not reported.
+    pub(crate) fn timer_sooner(&mut self, after_ns: u64) -> io::Result<bool> {
+        if !self.timer_pending || self.update_pending {
+            return Ok(false);
+        }
+        *self.update_timespec = types::Timespec::new()
+            .sec(after_ns / 1_000_000_000)
+            .nsec((after_ns % 1_000_000_000) as u32);
+        let entry =
+            opcode::TimeoutUpdate::new(TAG_TIMER, &*self.update_timespec as *const types::Timespec)
+                .build()
+                .user_data(TAG_TIMER_UPDATE);
+        self.update_pending = true;
+        // SAFETY: the timespec lives in `self.update_timespec` (invariant
+        // 1) and is rewritten only when no update is pending (checked above).
+        unsafe { self.push(&entry) }.map(|()| true)
+    }
+
     /// Closes the slot's socket. Returns true when it is closed now; false
     /// when operations are in flight: they are cut short (`shutdown`) and a
     /// [`Completion::Closed`] follows the last one.
@@ -478,6 +507,11 @@ impl Ring {
         if user_data == TAG_TIMER {
             self.timer_pending = false;
             return Some(Completion::Timer);
+        }
+        if user_data == TAG_TIMER_UPDATE {
+            // Done (or the timer had fired already): nothing to report.
+            self.update_pending = false;
+            return None;
         }
         let slot = (user_data & 0xffff_ffff) as usize;
         let op = user_data >> OP_SHIFT;
@@ -564,6 +598,10 @@ impl Drop for Ring {
             std::mem::forget(std::mem::take(&mut self.requests));
             std::mem::forget(std::mem::replace(
                 &mut self.timespec,
+                Box::new(types::Timespec::new()),
+            ));
+            std::mem::forget(std::mem::replace(
+                &mut self.update_timespec,
                 Box::new(types::Timespec::new()),
             ));
             let copy = Box::new(*self.addr);

@@ -343,6 +343,7 @@ pub fn request_rows(names: &[String], tallies: &[NameTally]) -> Vec<RequestRepor
             latency: Metric::from_histogram(&t.latency),
             service_time: Metric::from_histogram(&t.service_time),
             send_lag: Metric::from_histogram(&t.send_lag),
+            ttft: (t.ttft.count() > 0).then(|| Metric::from_histogram(&t.ttft)),
         })
         .collect()
 }

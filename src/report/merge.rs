@@ -329,6 +329,10 @@ pub fn merge_request_rows(reports: &[&Report]) -> Vec<crate::report::RequestRepo
                 latency: metric(|x| &x.latency),
                 service_time: metric(|x| &x.service_time),
                 send_lag: metric(|x| &x.send_lag),
+                ttft: {
+                    let ms: Vec<&Metric> = rows.iter().filter_map(|x| x.ttft.as_ref()).collect();
+                    (!ms.is_empty()).then(|| merge_metrics(&ms))
+                },
             }
         })
         .collect()

@@ -452,6 +452,12 @@ pub struct RequestReport {
     pub service_time: Metric,
     /// Send lag (send - intended) of every sent request, ms.
     pub send_lag: Metric,
+    /// Time to first token (first content - intended) of the successful
+    /// streams, ms; with `--dataset` conversations each row is a turn, so
+    /// this is the turn's TTFT. Absent for plain HTTP (and in reports of
+    /// older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<Metric>,
 }
 
 /// Request counts: `scheduled = sent + dropped + unsent`,

@@ -10,6 +10,7 @@
 //!
 //! The report itself is built and rendered in [`crate::report`].
 
+pub mod conversation;
 pub mod discover;
 pub mod engine;
 pub mod lengths;

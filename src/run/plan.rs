@@ -9,7 +9,9 @@ use metronome_core::pace::Spin;
 use metronome_core::plan::{Model, Plan, PlanError, Protocol, WarmUp, MAX_RATE, READ_BUF_BYTES};
 use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
+use metronome_core::turns::Turns;
 
+use super::conversation;
 use super::lengths::Length;
 use super::profile::Load;
 use super::request::{
@@ -42,6 +44,17 @@ pub(super) struct Prepared {
     pub(super) shard: Shard,
     pub(super) slo: Slo,
     pub(super) thresholds: Vec<Threshold>,
+    /// Conversations: which request follows which, and the think time.
+    pub(super) turns: Option<TurnsPlan>,
+}
+
+/// Conversations, laid out before the clock: the plan's first `sessions`
+/// requests open a session each; `next` links each request to its
+/// session's next turn (core's `Turns`).
+pub(super) struct TurnsPlan {
+    pub(super) sessions: usize,
+    pub(super) next: Vec<u32>,
+    pub(super) think_ns: u64,
 }
 
 /// A request mix, read and encoded before the clock.
@@ -139,8 +152,21 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         None
     };
     let mut mix = None;
+    let mut turns = None;
     let (requests, addr, workload) = if args.openai {
         let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
+        if let Some(t) = w.turns {
+            mix = Some(MixPlan {
+                names: t.names,
+                name_of: t.name_of,
+                cumulative: Vec::new(),
+            });
+            turns = Some(TurnsPlan {
+                sessions: t.sessions,
+                next: t.next,
+                think_ns: args.think_time.map_or(0, ns),
+            });
+        }
         (w.requests, w.addr, Some(w.workload))
     } else if let Some((path, format)) = args
         .requests
@@ -197,6 +223,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         shard,
         slo,
         thresholds,
+        turns,
     })
 }
 
@@ -275,6 +302,56 @@ struct OpenAiRequests {
     requests: Vec<Vec<u8>>,
     addr: std::net::SocketAddr,
     workload: Workload,
+    /// Conversations: the layout of the requests.
+    turns: Option<Sessions>,
+}
+
+/// The requests of conversations: the first `sessions` open one each, the
+/// later turns follow (`next`), each named by its turn ("turn-1", ...).
+struct Sessions {
+    sessions: usize,
+    next: Vec<u32>,
+    names: Vec<String>,
+    name_of: Vec<u32>,
+}
+
+/// Lays conversations out as the plan's requests: every session's first
+/// turn first (in the sessions' order), then the later turns; each
+/// request's prompt (its history included) and turn number.
+fn lay_out(
+    convs: &[conversation::Conversation],
+    default_output: u32,
+    counter: &Counter,
+) -> (Vec<Prompt>, Sessions) {
+    let sessions = convs.len();
+    let mut prompts: Vec<Prompt> = convs
+        .iter()
+        .map(|c| conversation::turn_prompt(c, 0, default_output, counter))
+        .collect();
+    let mut next = vec![metronome_core::turns::NO_TURN; sessions];
+    let mut name_of = vec![0u32; sessions];
+    for (i, c) in convs.iter().enumerate() {
+        let mut prev = i;
+        for k in 1..c.turns.len() {
+            let at = prompts.len();
+            prompts.push(conversation::turn_prompt(c, k, default_output, counter));
+            next[prev] = at as u32;
+            next.push(metronome_core::turns::NO_TURN);
+            name_of.push(k as u32);
+            prev = at;
+        }
+    }
+    let most = convs.iter().map(|c| c.turns.len()).max().unwrap_or(1);
+    let names = (1..=most).map(|k| format!("turn-{k}")).collect();
+    (
+        prompts,
+        Sessions {
+            sessions,
+            next,
+            names,
+            name_of,
+        },
+    )
 }
 
 /// A JSON object given on the command line, to merge into every body.
@@ -326,8 +403,68 @@ fn openai_requests(
         Some(path) => Counter::load(path)?,
         None => Counter::Words,
     };
-    let (mut prompts, source): (Vec<Prompt>, String) = if let Some(path) = &args.dataset {
-        let d = workload::load_dataset(path, &counter)?;
+    let mut sessions = None;
+    let dataset_text = match &args.dataset {
+        Some(path) => Some(workload::read_dataset(path)?),
+        None => None,
+    };
+    let conversations = match (&args.dataset, &dataset_text) {
+        (Some(path), Some(text))
+            if args.multi_turn
+                || (!text.trim_start().starts_with('[') && text.contains("\"turns\"")) =>
+        {
+            conversation::parse_conversations(
+                text,
+                &path.display().to_string(),
+                &counter,
+                args.multi_turn,
+            )?
+        }
+        _ => None,
+    };
+    if conversations.is_none() && args.think_time.is_some() {
+        return Err(UsageError(
+            "--think-time applies to conversations: a --dataset with \"turns\" lines, or \
+             ShareGPT with --multi-turn"
+                .into(),
+        )
+        .into());
+    }
+    let (mut prompts, source): (Vec<Prompt>, String) = if let Some(mut convs) = conversations {
+        let path = args
+            .dataset
+            .as_ref()
+            .expect("conversations come from --dataset");
+        if args.cache_bust {
+            return Err(UsageError(
+                "--cache-bust does not apply to conversations (their turns share a history \
+                 by design)"
+                    .into(),
+            )
+            .into());
+        }
+        if endpoint != Endpoint::Chat {
+            return Err(UsageError(
+                "conversations need the chat endpoint (--endpoint chat): each turn sends the \
+                 history as messages"
+                    .into(),
+            )
+            .into());
+        }
+        rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut convs);
+        rotate_for_shard(&mut convs, shard);
+        let default_output = args.output_len.map_or(args.max_tokens, |l| l.mean() as u32);
+        let (p, s) = lay_out(&convs, default_output, &counter);
+        let source = format!(
+            "dataset {} as {} conversations, {} turns",
+            path.display(),
+            s.sessions,
+            p.len()
+        );
+        sessions = Some(s);
+        (p, source)
+    } else if let (Some(path), Some(text)) = (&args.dataset, &dataset_text) {
+        let d = workload::parse_dataset(text, &path.display().to_string(), &counter)?;
         if d.skipped > 0 {
             eprintln!(
                 "metronome: --dataset {}: {} prompts, {} ShareGPT entries skipped as vLLM's \
@@ -491,6 +628,7 @@ fn openai_requests(
             counted_by: counter.name(),
             input_tokens: prompts.iter().map(|p| p.input_tokens).collect(),
         },
+        turns: sessions,
     })
 }
 
@@ -551,6 +689,9 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::Schedule(ScheduleError::InvalidShard) => {
             "bad --shard: write K/N with 0 <= K < N".into()
         }
+        PlanError::Turns => "conversations (--multi-turn, or a --dataset with \"turns\") need \
+                             the open loop: drop --closed and --profile synchronous|concurrent"
+            .into(),
         other => format!("invalid run: {other}"),
     })
 }
@@ -722,6 +863,11 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
         warm_up: warm_up(args.warm_up, requests),
+        turns: p.turns.as_ref().map_or(Turns::NONE, |t| Turns {
+            sessions: t.sessions,
+            next: &t.next,
+            think_ns: t.think_ns,
+        }),
     }
 }
 

@@ -333,12 +333,18 @@ const OUTPUT_FIELDS: [&str; 4] = [
 /// A [`UsageError`] naming the file: unreadable, not UTF-8, a bad line
 /// (with its number), or no usable prompt.
 pub fn load_dataset(path: &Path, counter: &Counter) -> Result<Dataset, UsageError> {
+    parse_dataset(&read_dataset(path)?, &path.display().to_string(), counter)
+}
+
+/// The text of `--dataset FILE`.
+///
+/// # Errors
+/// A [`UsageError`] naming the file: unreadable, or not UTF-8.
+pub fn read_dataset(path: &Path) -> Result<String, UsageError> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path)
         .map_err(|e| UsageError(format!("cannot read --dataset {name}: {e}")))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| UsageError(format!("--dataset {name} is not UTF-8 text")))?;
-    parse_dataset(&text, &name, counter)
+    String::from_utf8(bytes).map_err(|_| UsageError(format!("--dataset {name} is not UTF-8 text")))
 }
 
 /// Parses a dataset: JSON Lines, or one JSON array.
@@ -413,7 +419,11 @@ pub fn parse_dataset(text: &str, name: &str, counter: &Counter) -> Result<Datase
 }
 
 /// One entry: `Ok(None)` for a ShareGPT entry skipped as vLLM skips it.
-fn entry_prompt(entry: &Value, at: &str, counter: &Counter) -> Result<Option<Prompt>, UsageError> {
+pub(crate) fn entry_prompt(
+    entry: &Value,
+    at: &str,
+    counter: &Counter,
+) -> Result<Option<Prompt>, UsageError> {
     let Some(obj) = entry.as_object() else {
         return Err(UsageError(format!(
             "{at}: expected an object with \"prompt\", \"messages\" or \"conversations\""

@@ -164,6 +164,8 @@ pub struct Recorder {
     /// Successful requests that completed after the end of the schedule
     /// (in the grace period), a subset of `ok`.
     pub late_ok: u64,
+    /// Conversations ([`crate::turns`]): how the sessions went.
+    pub sessions: crate::turns::Sessions,
     /// Output tokens of those late successes, a subset of `output_tokens`.
     pub late_tokens: u64,
     /// Output tokens per successful stream (usage or content chunks, as
@@ -226,6 +228,7 @@ impl Recorder {
             first_sent_ns: u64::MAX,
             last_done_ns: 0,
             late_ok: 0,
+            sessions: crate::turns::Sessions::new(),
             late_tokens: 0,
             output_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
@@ -606,6 +609,7 @@ impl Recorder {
         ] {
             *a = a.saturating_add(b);
         }
+        self.sessions.merge(&other.sessions);
         self.first_sent_ns = self.first_sent_ns.min(other.first_sent_ns);
         self.last_done_ns = self.last_done_ns.max(other.last_done_ns);
         for (a, &b) in self.unsent.iter_mut().zip(&other.unsent) {

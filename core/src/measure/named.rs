@@ -31,6 +31,10 @@ pub struct NameTally {
     pub service_time: Histogram,
     /// Send lag (send - intended) of every sent request.
     pub send_lag: Histogram,
+    /// Time to first token (first content - intended) of the successful
+    /// streams of this name (empty for plain HTTP): with conversations,
+    /// each turn's TTFT.
+    pub ttft: Histogram,
 }
 
 impl NameTally {
@@ -52,6 +56,7 @@ impl NameTally {
             latency: Histogram::new(),
             service_time: Histogram::new(),
             send_lag: Histogram::new(),
+            ttft: Histogram::new(),
         }
     }
 
@@ -87,5 +92,6 @@ impl NameTally {
         self.latency.merge(&other.latency);
         self.service_time.merge(&other.service_time);
         self.send_lag.merge(&other.send_lag);
+        self.ttft.merge(&other.ttft);
     }
 }

@@ -326,7 +326,13 @@ impl<'p> Worker<'p> {
                 let stop = self.control.stopped();
                 let over = match self.model {
                     Model::Closed { .. } => now >= end_ns,
-                    Model::Open => next.is_none(),
+                    // With conversations, a turn in flight before the end
+                    // may still bring a next one.
+                    Model::Open => {
+                        next.is_none()
+                            && self.out.follow_ups.is_empty()
+                            && !(self.plan.turns.is_on() && self.in_flight > 0 && now < end_ns)
+                    }
                 };
                 if stop || over {
                     self.scheduling = false;
@@ -345,20 +351,47 @@ impl<'p> Worker<'p> {
                 .min(next_publish)
                 .min(self.next_deadline_ns.max(next_scan));
             if self.scheduling && !self.is_closed() {
-                match pace(now, next, self.tuner.slice_ns()) {
+                // The schedule's next request, or a conversation's next
+                // turn, whichever is due first.
+                let first_due = match (next, self.out.follow_ups.next_ns()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                match pace(now, first_due, self.tuner.slice_ns()) {
                     Pace::Send => {
                         let mut due = 0u32;
-                        while let Some(t) = next.filter(|&t| t <= now) {
-                            let request =
-                                self.plan.request_index(self.thread + index * self.threads);
-                            self.dispatch(Job {
-                                request,
-                                intended_ns: t,
-                                retried: false,
-                                waited_since: None,
-                            })?;
-                            index += 1;
-                            next = self.schedule.next();
+                        loop {
+                            let turn_due = self.out.follow_ups.next_ns().filter(|&f| f <= now);
+                            let sched_due = next.filter(|&t| t <= now);
+                            let job = match (sched_due, turn_due) {
+                                (None, None) => break,
+                                (Some(t), f) if f.map_or(true, |f| t <= f) => {
+                                    let request =
+                                        self.plan.request_index(self.thread + index * self.threads);
+                                    index += 1;
+                                    next = self.schedule.next();
+                                    Job {
+                                        request,
+                                        intended_ns: t,
+                                        retried: false,
+                                        waited_since: None,
+                                    }
+                                }
+                                _ => {
+                                    let (t, request) = self
+                                        .out
+                                        .follow_ups
+                                        .pop_due(now)
+                                        .expect("a due turn was seen");
+                                    Job {
+                                        request,
+                                        intended_ns: t,
+                                        retried: false,
+                                        waited_since: None,
+                                    }
+                                }
+                            };
+                            self.dispatch(job)?;
                             // A backlog (after a stall of this thread) is
                             // sent or dropped at once, but a stop is seen.
                             due += 1;
@@ -375,7 +408,7 @@ impl<'p> Worker<'p> {
                         // completion is ready (and the send is not about to
                         // be due): it is reaped (and stamped) at the top of
                         // the loop, then the spin resumes.
-                        let target = next.unwrap_or(now);
+                        let target = first_due.unwrap_or(now);
                         let mut meter = SpinMeter::start(now);
                         loop {
                             let t = meter.now_ns();
@@ -391,6 +424,9 @@ impl<'p> Worker<'p> {
                         continue;
                     }
                     Pace::Sleep { until_ns } => wake = wake.min(until_ns),
+                    // Nothing due yet, but a turn in flight may bring a
+                    // next one: wait for completions.
+                    Pace::Done if self.plan.turns.is_on() => {}
                     Pace::Done => continue,
                 }
             }
@@ -423,6 +459,12 @@ impl<'p> Worker<'p> {
             }
             let after = wake.saturating_sub(now).max(1);
             if self.ring.timer(after)? {
+                self.timer_due_ns = Some(now + after);
+            } else if self.timer_due_ns.is_some_and(|due| due > now + after)
+                && self.ring.timer_sooner(after)?
+            {
+                // The wake came sooner than the armed timer (a
+                // conversation's next turn, due before the next send).
                 self.timer_due_ns = Some(now + after);
             }
             self.ring.submit_and_wait()?;
