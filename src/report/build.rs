@@ -248,6 +248,9 @@ impl Report {
             intervals,
             stages: stage_rows(plan, &out.stages),
             by_request: request_rows(&meta.request_names, &out.names),
+            sessions: plan.turns.is_on().then(|| {
+                crate::report::SessionsReport::new(&out.recorder.sessions, plan.turns.think_ns)
+            }),
             generator: Generator {
                 threads: out.threads.len() as u32,
                 cpu_s: out.cpu_ns as f64 / 1e9,

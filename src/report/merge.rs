@@ -470,6 +470,12 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     // Request names: rows of one name (in any shard) add their counts and
     // merge their histograms exactly, in the order names first appear.
     m.by_request = merge_request_rows(reports);
+    m.sessions = crate::report::SessionsReport::merge(
+        &reports
+            .iter()
+            .filter_map(|r| r.sessions.as_ref())
+            .collect::<Vec<_>>(),
+    );
     m.derive();
     let g = &mut m.generator;
     g.behind = if m.model == crate::report::Model::Open {

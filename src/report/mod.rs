@@ -159,6 +159,9 @@ pub struct Report {
     /// request counted under the name it sent (absent otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_request: Vec<RequestReport>,
+    /// Conversations: how the sessions went (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsReport>,
     /// The generator's own cost and warnings.
     pub generator: Generator,
     /// True when a signal (Ctrl-C, SIGTERM) stopped the run: the report
@@ -458,6 +461,66 @@ pub struct RequestReport {
     /// older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft: Option<Metric>,
+}
+
+/// How a conversational run's sessions went, warm-up included (a session
+/// is a unit of the workload; its turns are measured by their own intended
+/// times): `started = completed + abandoned + cut + overflowed +
+/// unfinished`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsReport {
+    /// Sessions opened by the schedule (first turns that came due).
+    pub started: u64,
+    /// Sessions whose every turn succeeded.
+    pub completed: u64,
+    /// Sessions ended by a failed, dropped or unsent turn.
+    pub abandoned: u64,
+    /// Sessions whose next turn would have been due after the schedule's end.
+    pub cut: u64,
+    /// Sessions whose next turn found no room in the engine's storage
+    /// (reserved for every session the schedule opens: 0 unless the run
+    /// was far above its plan).
+    pub overflowed: u64,
+    /// Sessions still going when the run ended (a turn in flight or
+    /// waiting at a stop or at the hard end).
+    pub unfinished: u64,
+    /// Later turns (not first ones) that came due.
+    pub follow_ups: u64,
+    /// `--think-time`, ms.
+    pub think_time_ms: f64,
+}
+
+impl SessionsReport {
+    /// The report's view of core's counts.
+    pub fn new(s: &metronome_core::turns::Sessions, think_ns: u64) -> SessionsReport {
+        SessionsReport {
+            started: s.started,
+            completed: s.completed,
+            abandoned: s.abandoned,
+            cut: s.cut,
+            overflowed: s.overflowed,
+            unfinished: s.unfinished(),
+            follow_ups: s.follow_ups,
+            think_time_ms: think_ns as f64 / 1e6,
+        }
+    }
+
+    /// Several shards' sessions as one: counts add.
+    pub fn merge(all: &[&SessionsReport]) -> Option<SessionsReport> {
+        let first = all.first()?;
+        let sum = |f: fn(&SessionsReport) -> u64| all.iter().map(|x| f(x)).sum();
+        Some(SessionsReport {
+            started: sum(|x| x.started),
+            completed: sum(|x| x.completed),
+            abandoned: sum(|x| x.abandoned),
+            cut: sum(|x| x.cut),
+            overflowed: sum(|x| x.overflowed),
+            unfinished: sum(|x| x.unfinished),
+            follow_ups: sum(|x| x.follow_ups),
+            think_time_ms: first.think_time_ms,
+        })
+    }
 }
 
 /// Request counts: `scheduled = sent + dropped + unsent`,

@@ -209,16 +209,32 @@ pub fn render_text(r: &Report) -> String {
             .max()
             .unwrap_or(0)
             .clamp(7, 40);
+        // Streams: each row's TTFT too (with conversations, each turn's).
+        let ttft = r.by_request.iter().any(|q| q.ttft.is_some());
         let _ = writeln!(
             s,
-            "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}",
-            "request", "scheduled", "sent", "ok", "errors", "dropped", "p50 ms", "p99 ms", "max ms"
+            "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}{}",
+            "request",
+            "scheduled",
+            "sent",
+            "ok",
+            "errors",
+            "dropped",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            if ttft { "  ttft p50  ttft p99" } else { "" }
         );
         for q in &r.by_request {
             let name: String = q.name.chars().take(40).collect();
+            let ttft_cols = match (&q.ttft, ttft) {
+                (Some(t), _) => format!(" {:>9} {:>9}", fmt_ms(t.p50), fmt_ms(t.p99)),
+                (None, true) => format!(" {:>9} {:>9}", "-", "-"),
+                (None, false) => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}",
+                "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}{}",
                 name,
                 q.scheduled,
                 q.sent,
@@ -227,9 +243,30 @@ pub fn render_text(r: &Report) -> String {
                 q.dropped,
                 fmt_ms(q.latency.p50),
                 fmt_ms(q.latency.p99),
-                fmt_ms(q.latency.max)
+                fmt_ms(q.latency.max),
+                ttft_cols
             );
         }
+    }
+    if let Some(x) = &r.sessions {
+        let _ =
+            writeln!(
+            s,
+            "  sessions: {} started, {} completed, {} abandoned (a turn failed), {} cut by the \
+             end, {} unfinished{}; {} later turns; think time {} ms",
+            x.started,
+            x.completed,
+            x.abandoned,
+            x.cut,
+            x.unfinished,
+            if x.overflowed > 0 {
+                format!(", {} overflowed (no room was left for their next turn)", x.overflowed)
+            } else {
+                String::new()
+            },
+            x.follow_ups,
+            x.think_time_ms
+        );
     }
     if let Some(t) = &r.arrival.trace {
         let _ = writeln!(
