@@ -404,6 +404,7 @@ pub struct RunArgs {
     pub prompts: Vec<String>,
     /// Prompts from FILE for --openai: JSON Lines ({"prompt": ...} or {"messages": [...]},
     /// optional "output_len"/"max_tokens") or ShareGPT JSON; shuffled by --seed, cycled.
+    /// Lines with {"turns": [...]} are conversations (see --think-time).
     #[arg(
         long,
         value_name = "FILE",

@@ -125,6 +125,36 @@ fn engine_threads_allocate_nothing_while_measuring() {
         "allocations with replacements"
     );
 
+    // Conversations: each turn's end hands the next turn to the thread's
+    // storage (reserved before the clock) and the pacer sends it after the
+    // think time. Sessions 0 -> 2 -> 3 and 1, 200 sessions/s for 0.3 s.
+    static REQS4: [&[u8]; 4] = [common::REQ, common::REQ, common::REQ, common::REQ];
+    static NEXT: [u32; 4] = [
+        2,
+        metronome_core::turns::NO_TURN,
+        3,
+        metronome_core::turns::NO_TURN,
+    ];
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 200.0, Duration::from_millis(300));
+    p.requests = &REQS4;
+    p.turns = metronome_core::turns::Turns {
+        sessions: 2,
+        next: &NEXT,
+        think_ns: 5_000_000,
+    };
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    let s = out.recorder.sessions;
+    assert_eq!(s.started, 60);
+    assert!(s.follow_ups >= 50, "{s:?}");
+    assert_eq!(out.recorder.ok, out.recorder.scheduled);
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations with conversations"
+    );
+
     // Closed model.
     let server = Server::start(Behaviour::default());
     let mut p = plan(server.addr, 1.0, Duration::from_millis(200));
