@@ -109,7 +109,6 @@ fn each_end_brings_the_next_turn_or_ends_the_session() {
     ledger.not_sent(&mut t, 700 * MS, 0, 720 * MS, Unsent::Timeout, true);
     // Session I: still in flight at the end: unfinished.
     ledger.scheduled(&mut t, 800 * MS, 0);
-    drop(t);
     assert_eq!(sink.got, [(130 * MS, 2), (270 * MS, 3)]);
     let s = rec.sessions;
     assert_eq!(s.started, 9);
@@ -157,7 +156,6 @@ fn a_warm_up_turn_brings_its_next_turn_too() {
         310 * MS,
         Finish::Error(ErrorKind::Reset),
     );
-    drop(t);
     // The next turn is measured: due at 550 ms, after the warmup.
     assert_eq!(sink.got, [(550 * MS, 2)]);
     assert_eq!((rec.sessions.started, rec.sessions.abandoned), (2, 1));
