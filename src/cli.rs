@@ -792,7 +792,7 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// Offered rates, in order, comma-separated (e.g. 100,200,400,800).
-    #[arg(long, value_delimiter = ',', required_unless_present = "auto", num_args = 1..)]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["auto", "stages"], num_args = 1..)]
     pub rates: Vec<f64>,
     /// Place the rates as guidellm's sweep does: measure the synchronous rate (one request
     /// at a time) and the throughput rate (--max-concurrency at a time, 512 by default)

@@ -7,7 +7,7 @@ use anyhow::Context;
 
 use crate::cli::SweepArgs;
 use crate::report::show::print_sweep;
-use crate::report::sweep::{auto_rates, kept_up, step_path, AutoProbes, Sweep, SCHEMA};
+use crate::report::sweep::{auto_rates, kept_up, stage_knee, step_path, AutoProbes, Sweep, SCHEMA};
 use crate::UsageError;
 
 /// Runs the sweep; returns it and the exit code (3 when any step breached
@@ -16,6 +16,9 @@ use crate::UsageError;
 /// # Errors
 /// Bad input (exit 2) or a step that could not run (exit 1).
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
+    if args.run.stages.is_some() {
+        return continuous(args);
+    }
     if !args.auto
         && (args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)))
     {
@@ -35,10 +38,10 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         )
         .into());
     }
-    if args.run.stages.is_some() || args.run.trace.is_some() {
+    if args.run.trace.is_some() {
         return Err(UsageError(
-            "sweep varies a steady offered rate: it does not combine with --stages or --trace \
-             (a --stages run is itself a ramp)"
+            "sweep varies the offered rate: it does not combine with --trace (a trace sets \
+             its own times)"
                 .into(),
         )
         .into());
@@ -88,8 +91,46 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             steps,
             knee,
             auto,
+            continuous: None,
         },
         code,
+    ))
+}
+
+/// `sweep --stages`: one continuous run through the stages, each stage a
+/// step of the table (hold a rate with a stage of that target after a 0 s
+/// jump: `0s:100,10s:100,0s:200,10s:200`); the knee is the first stage
+/// that did not keep up ([`stage_knee`]).
+fn continuous(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
+    if !args.rates.is_empty() || args.auto {
+        return Err(UsageError(
+            "sweep --stages is one continuous run whose stages are the steps: give --stages \
+             or --rates/--auto, not both"
+                .into(),
+        )
+        .into());
+    }
+    if args.run.closed.is_some() || args.run.start_at.is_some() || args.run.trace.is_some() {
+        return Err(UsageError(
+            "sweep --stages does not combine with --closed, --start-at or --trace".into(),
+        )
+        .into());
+    }
+    // The run writes its own --svg, --html, --hgrm and --hlog (its plots
+    // show offered against achieved through the stages); --out is the sweep.
+    let mut run = args.run.clone();
+    run.out = None;
+    let r = crate::run::run(&run)?;
+    let knee = stage_knee(&r.report).map(|(i, _)| i);
+    Ok((
+        Sweep {
+            schema: SCHEMA.to_string(),
+            steps: Vec::new(),
+            knee,
+            auto: None,
+            continuous: Some(Box::new(r.report)),
+        },
+        r.exit_code,
     ))
 }
 
@@ -144,6 +185,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.run.out {
         std::fs::write(path, serde_json::to_string_pretty(&s)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if s.continuous.is_some() {
+        // The continuous run wrote its own plots and page.
+        print_sweep(&s, args.run.format.into())?;
+        return Ok(code);
     }
     if let Some(path) = &args.run.svg {
         std::fs::write(path, crate::report::svg::render_sweep_svg(&s))

@@ -429,6 +429,54 @@ fn sweep_finds_the_knee() {
     assert!(text.contains("<- knee"), "{text}");
 }
 
+/// `sweep --stages`: one continuous run whose stages are the steps, with
+/// exact scheduled counts per stage (50 and 600 in the two held stages);
+/// against a 5 ms FIFO server (200 req/s at most) the knee is the 600 req/s
+/// stage, where requests waited while the latency grew. The document
+/// validates, and --rates with --stages is refused.
+#[test]
+fn sweep_stages_is_one_continuous_run() {
+    let srv = server(plain(Duration::from_millis(5)));
+    let url = format!("http://{}/", srv.addr());
+    let out = metronome(&[
+        "sweep",
+        &url,
+        "--stages",
+        "0s:50,1s:50,0s:600,1s:600",
+        "--warmup",
+        "0s",
+        "--timeout",
+        "5s",
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    common::assert_valid(&text, "a continuous sweep");
+    let s: metronome::report::sweep::Sweep = serde_json::from_str(&text).unwrap();
+    assert!(s.steps.is_empty());
+    let r = s.continuous.as_ref().expect("the continuous run");
+    let scheduled: Vec<u64> = r.stages.iter().map(|st| st.scheduled).collect();
+    assert_eq!(scheduled, [0, 50, 0, 600]);
+    assert_eq!(s.knee, Some(3), "{}", metronome::report::sweep::render(&s));
+    let table = metronome::report::sweep::render(&s);
+    assert!(table.contains("one continuous run"), "{table}");
+    assert_eq!(table.matches("<- knee").count(), 1, "{table}");
+    // Two held stages, two rows.
+    assert_eq!(
+        table
+            .lines()
+            .filter(|l| l.contains("-1.0 ") || l.contains("-2.0 "))
+            .count(),
+        2,
+        "{table}"
+    );
+    let bad = metronome(&["sweep", &url, "--stages", "1s:10", "--rates", "10"]);
+    assert_eq!(bad.status.code(), Some(2));
+    srv.stop();
+}
+
 /// `run --repeat 3`: three runs with seeds 42, 43, 44, each a valid report
 /// whose accounting holds; every summary row is the mean, sample sd and
 /// Student-t 95% interval of the runs' own values; per-run files get

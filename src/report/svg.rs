@@ -390,7 +390,7 @@ fn stream_panel(s: &mut String, r: &Report, y0: f64) {
 /// use metronome::report::sweep::{Sweep, SCHEMA};
 /// let mut fast = report.clone();
 /// fast.offered_rps = 100.0;
-/// let s = Sweep { schema: SCHEMA.into(), steps: vec![fast, report], knee: Some(1), auto: None };
+/// let s = Sweep { schema: SCHEMA.into(), steps: vec![fast, report], knee: Some(1), auto: None, continuous: None };
 /// let svg = metronome::report::svg::render_sweep_svg(&s);
 /// assert_eq!(svg.matches("<polyline").count(), 3);
 /// assert!(svg.contains(">knee: "));

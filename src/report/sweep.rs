@@ -27,6 +27,11 @@ pub struct Sweep {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto: Option<AutoProbes>,
+    /// `sweep --stages`: the one continuous run whose stages are the steps
+    /// (then [`Sweep::steps`] is empty and [`Sweep::knee`] indexes the
+    /// run's `stages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuous: Option<Box<Report>>,
 }
 
 /// What `sweep --auto` measured before its steps, as guidellm's sweep
@@ -96,6 +101,76 @@ pub fn fell_behind(r: &Report) -> Option<String> {
         .map(|t| format!("threshold {} breached", t.expr))
 }
 
+/// Why a stage of a continuous sweep (`sweep --stages`) did not keep up,
+/// or `None` when it did or is no step (a 0 s jump, or wholly in the
+/// warmup): fewer than 99% of the requests its rate offers were sent,
+/// requests were dropped, or some were never sent.
+///
+/// ```
+/// use metronome::report::sweep::stage_fell_behind;
+/// # let mut st: metronome::report::StageReport = serde_json::from_str(r#"{"from_s":0,"until_s":10,
+/// #  "start_rps":100,"target_rps":100,"offered":1000,"scheduled":1000,"sent":1000,"ok":1000,
+/// #  "errors":0,"dropped":0,"unsent":0,"p50":1,"p99":2,"latency":{"count":0,"min":0,"max":0,
+/// #  "mean":0,"stdev":0,"p50":0,"p90":0,"p99":0,"p999":0,"p9999":0,"hdr":""}}"#).unwrap();
+/// assert_eq!(stage_fell_behind(&st), None);
+/// st.sent = 900;
+/// st.unsent = 100;
+/// assert_eq!(stage_fell_behind(&st).unwrap(), "sent 90.0 req/s, below 99% of the 100.0 offered");
+/// ```
+pub fn stage_fell_behind(st: &super::StageReport) -> Option<String> {
+    let span = st.until_s - st.from_s;
+    if span <= 0.0 || st.offered <= 0.0 {
+        return None;
+    }
+    if (st.sent as f64) < 0.99 * st.offered {
+        return Some(format!(
+            "sent {:.1} req/s, below 99% of the {:.1} offered",
+            st.sent as f64 / span,
+            st.offered / span
+        ));
+    }
+    if st.dropped > 0 {
+        return Some(format!("{} requests dropped", st.dropped));
+    }
+    (st.unsent > 0).then(|| format!("{} requests never sent", st.unsent))
+}
+
+/// The knee of a continuous sweep (`sweep --stages`): the first stage that
+/// is a step and did not keep up, by [`stage_fell_behind`] or by a stretch
+/// of the run behind its schedule overlapping it whose cause is the
+/// target's (`pool_exhausted`, `server_slower`: requests waited for
+/// connections while the latency grew) or the generator's CPU
+/// (`cpu_saturated`); with why.
+pub fn stage_knee(r: &Report) -> Option<(usize, String)> {
+    r.stages.iter().enumerate().find_map(|(i, st)| {
+        if st.until_s <= st.from_s || st.offered <= 0.0 {
+            return None;
+        }
+        if let Some(why) = stage_fell_behind(st) {
+            return Some((i, why));
+        }
+        // Stretches are timed from the end of the warmup, stages from the
+        // schedule's zero.
+        let (from, until) = (st.from_s - r.warmup_s, st.until_s - r.warmup_s);
+        r.generator
+            .behind
+            .iter()
+            .find(|b| {
+                matches!(
+                    b.cause.as_str(),
+                    "pool_exhausted" | "server_slower" | "cpu_saturated"
+                ) && b.from_s < until
+                    && b.until_s > from
+            })
+            .map(|b| {
+                (
+                    i,
+                    format!("behind its schedule ({}): {}", b.cause, b.detail),
+                )
+            })
+    })
+}
+
 /// True when a step kept up with its schedule and met its thresholds
 /// ([`fell_behind`] found nothing).
 pub fn kept_up(r: &Report) -> bool {
@@ -121,8 +196,65 @@ pub fn step_path(path: &std::path::Path, rate: f64) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
-/// The sweep as a table, one row per step.
+/// A continuous sweep's table: one row per stage that is a step.
+fn render_stages(s: &Sweep, r: &Report) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "one continuous run; each stage is a step\n{:>14} {:>16} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "stage s", "offered req/s", "sent/s", "errors", "dropped", "p50 ms", "p99 ms", "max ms"
+    );
+    for (i, st) in r.stages.iter().enumerate() {
+        let span = st.until_s - st.from_s;
+        if span <= 0.0 || st.offered <= 0.0 {
+            continue;
+        }
+        let offered = if st.start_rps == st.target_rps {
+            format!("{:.1}", st.target_rps)
+        } else {
+            format!("{:.0}->{:.0}", st.start_rps, st.target_rps)
+        };
+        let _ = writeln!(
+            t,
+            "{:>14} {:>16} {:>10.1} {:>8} {:>8} {:>9.3} {:>9.3} {:>9.3}{}",
+            format!("{:.1}-{:.1}", st.from_s, st.until_s),
+            offered,
+            st.sent as f64 / span,
+            st.errors,
+            st.dropped,
+            st.latency.p50,
+            st.latency.p99,
+            st.latency.max,
+            if s.knee == Some(i) { "  <- knee" } else { "" }
+        );
+    }
+    match s.knee.and_then(|i| r.stages.get(i)) {
+        Some(st) => {
+            let why = stage_knee(r).map(|(_, why)| why).unwrap_or_default();
+            let _ = writeln!(
+                t,
+                "\nIn the stage from {:.1} s to {:.1} s the run stopped keeping up: {why}.",
+                st.from_s, st.until_s
+            );
+        }
+        None => {
+            let _ = writeln!(t, "\nEvery stage kept up with its schedule.");
+        }
+    }
+    if r.generator.behind.iter().any(|b| b.cause == "descheduled") {
+        let _ = writeln!(
+            t,
+            "The host took the generator's CPU (descheduled) during the run: see its report."
+        );
+    }
+    t
+}
+
+/// The sweep as a table, one row per step (per stage for `sweep --stages`).
 pub fn render(s: &Sweep) -> String {
+    if let Some(r) = &s.continuous {
+        return render_stages(s, r);
+    }
     let mut t = String::new();
     if let Some(a) = &s.auto {
         let _ = writeln!(
