@@ -722,6 +722,15 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
         warm_up: warm_up(args.warm_up, requests),
+        // Exact samples of the peers' per-request metrics, only for the
+        // views asked (a plain run reserves nothing for them).
+        peer_samples: if args.openai {
+            crate::report::compat::exact_metrics(&crate::report::compat::peers_once(
+                args.metrics_compat.iter().map(|&p| p.into()),
+            ))
+        } else {
+            metronome_core::measure::ExactSet::EMPTY
+        },
     }
 }
 
