@@ -182,7 +182,9 @@ pub struct Compat {
     pub output_throughput_tokens_per_s: f64,
     /// The metrics under the peer's names, ms (guidellm's `itl` and `tpot`
     /// are weighted per token, as guidellm's distributions are), except
-    /// aiperf's `output_token_throughput_per_user`, in tokens/s.
+    /// aiperf's `output_token_throughput_per_user`, in tokens/s. Each
+    /// per-request metric carries `exact`, the peer's own percentiles of
+    /// every sample ([`Peer::method`]), when the run kept them.
     pub metrics: BTreeMap<String, Metric>,
     /// Where the reproduction is not exact.
     pub notes: Vec<String>,

@@ -7,8 +7,10 @@
 //! clock starts and the ledger writes each success's values into it
 //! ([`SampleSink`]); nothing allocates while the clock runs. The report
 //! then gives nearest-rank percentiles ([`nearest_rank`]) beside the
-//! histogram's, and the peers' interpolation ([`linear`]) where a view
-//! asks for it.
+//! histogram's, and in each `--metrics-compat` view the peer's own method
+//! over its per-request metrics' samples: numpy's interpolation
+//! ([`linear`]) for vLLM and aiperf, guidellm's weighted rank
+//! ([`weighted_rank`]).
 
 use core::fmt;
 
