@@ -205,7 +205,7 @@ pub struct PeerValues {
 
 impl PeerValues {
     /// The values of a successful stream of `tokens` output tokens (usage,
-    /// else token-bearing chunks), as [`Peers::record`] documents them.
+    /// else token-bearing chunks), as the fields of [`Peers`] define them.
     pub fn of(t: &StreamTiming, tokens: u32) -> PeerValues {
         let s = t.sent_ns;
         let mut v = PeerValues::default();
