@@ -749,3 +749,105 @@ fn exact_percentiles_where_every_sample_was_kept() {
         assert_eq!(mr.metrics.latency.count, m.latency.count);
     }
 }
+
+/// `--metrics-compat` on a bounded run: every per-request metric of each
+/// view carries the peer's own percentiles over every sample (numpy's
+/// linear for vLLM and aiperf, guidellm's cumulative weight share), per-
+/// chunk ones none. Checked independently of the samples path: with three
+/// requests, the histogram's exact min, max and mean give all three
+/// values (the middle one is 3 x mean - min - max), and numpy's
+/// `percentile` of three sorted values is x2 + (2q - 1)(x3 - x2) above the
+/// median. A merge drops them, and the note says so.
+#[test]
+fn compat_views_take_the_peers_percentiles_of_every_request() {
+    let srv = ServeProcess::start(&["--sse", "--ttft", "5ms", "--itl", "10ms", "--tokens", "4"]);
+    for engine in engines() {
+        let dir =
+            std::env::temp_dir().join(format!("metronome-compat-{}-{engine}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("r.json");
+        let r = run_json(
+            srv.addr,
+            "/v1/chat/completions",
+            engine,
+            &[
+                "--openai",
+                "--rate",
+                "3",
+                "--duration",
+                "1s",
+                "--metrics-compat",
+                "vllm,guidellm,aiperf",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            0,
+        );
+        assert_eq!(r.requests.ok, 3, "{engine}");
+        let linear = |x: [f64; 3], q: f64| {
+            let pos = q * 2.0;
+            let lo = pos.floor() as usize;
+            x[lo] + (pos - lo as f64) * (x[(lo + 1).min(2)] - x[lo])
+        };
+        let nearest = |x: [f64; 3], q: f64| x[((q * 3.0 - 1e-9).ceil() as usize).clamp(1, 3) - 1];
+        for view in &r.compat {
+            let per_chunk = ["itl", "inter_chunk_latency"];
+            for (name, m) in &view.metrics {
+                let ctx = format!("{engine} {}.{name}", view.peer);
+                if per_chunk.contains(&name.as_str()) {
+                    assert!(m.exact.is_none(), "{ctx}: per chunk, histogram only");
+                    continue;
+                }
+                let e = m
+                    .exact
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{ctx}: no exact"));
+                assert_eq!(e.count, m.count, "{ctx}");
+                // guidellm's per-token metrics count each request's tokens
+                // (equal here), the others one value per request.
+                let weight = m.count / 3;
+                assert_eq!(m.count, 3 * weight, "{ctx}");
+                let x = [m.min, 3.0 * m.mean - m.min - m.max, m.max];
+                let (method, want): (&str, &dyn Fn(f64) -> f64) = match view.peer.as_str() {
+                    "guidellm" => ("weighted_rank", &|q| nearest(x, q)),
+                    _ => ("linear", &|q| linear(x, q)),
+                };
+                assert_eq!(e.method.as_str(), method, "{ctx}");
+                for (q, got) in [(0.5, e.p50), (0.9, e.p90), (0.99, e.p99), (0.999, e.p999)] {
+                    let w = want(q);
+                    // The mean is the histogram's sum over 3, ns to ms.
+                    assert!(
+                        (got - w).abs() < 1e-6 * w.max(1.0),
+                        "{ctx} q {q}: {got} vs {w} ({x:?})"
+                    );
+                }
+            }
+            let note = view.notes.last().unwrap();
+            assert!(note.starts_with("percentiles: "), "{engine} {note}");
+        }
+        // A merge keeps the histograms, not the samples: the note follows.
+        let merged = dir.join("m.json");
+        let o = metronome(&[
+            "merge",
+            out.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mr = common::read_report(&merged);
+        for view in &mr.compat {
+            assert!(view.metrics.values().all(|m| m.exact.is_none()), "{engine}");
+            let note = view.notes.last().unwrap();
+            assert!(
+                note.starts_with("percentiles are histogram buckets"),
+                "{engine} {note}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

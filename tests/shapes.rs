@@ -229,11 +229,19 @@ fn metrics_compat_reports_the_peers_definitions() {
         // rounded down to the ns: within 5 ns); the inter-chunk gaps of a
         // request add up to its ITL times 4 (within 4 ns).
         let gm = |k: &str| &g.metrics[k];
+        // The same samples; each peer takes its own percentiles of them.
+        let (at, gt) = (m("time_to_first_token"), gm("time_to_first_token_ms"));
+        let histogram = |x: &metronome::report::Metric| metronome::report::Metric {
+            exact: None,
+            ..x.clone()
+        };
+        assert_eq!(histogram(at), histogram(gt), "{engine}");
+        let (ae, ge) = (at.exact.as_ref().unwrap(), gt.exact.as_ref().unwrap());
         assert_eq!(
-            m("time_to_first_token"),
-            gm("time_to_first_token_ms"),
-            "{engine}"
+            (ae.method.as_str(), ge.method.as_str()),
+            ("linear", "weighted_rank")
         );
+        assert_eq!(ae.count, ge.count, "{engine}");
         assert_eq!(
             m("inter_token_latency").mean,
             gm("inter_token_latency_ms").mean,

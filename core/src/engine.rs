@@ -20,7 +20,9 @@ use std::vec::Vec;
 use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
-use crate::measure::{Exact, Interval, NameTally, Recorder, SampleSink, StageTally, ThreadStats};
+use crate::measure::{
+    Exact, ExactSet, Interval, NameTally, Recorder, SampleSink, StageTally, ThreadStats,
+};
 use crate::plan::{Plan, PlanError};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
@@ -186,18 +188,45 @@ impl Progress {
 /// list per [`Exact`] metric, reserved before the clock and never grown
 /// while it runs ([`SampleSink::record`] counts a sample that finds no
 /// room as lost instead), so a metric's exact percentiles exist only when
-/// none was lost.
+/// none was lost. Weighted metrics ([`Exact::is_weighted`]) keep each
+/// sample's weight beside it.
 #[derive(Clone, Debug, Default)]
 pub struct ExactSamples {
     values: [Vec<u64>; Exact::COUNT],
+    weights: [Vec<u32>; Exact::COUNT],
     lost: [u64; Exact::COUNT],
 }
 
 impl ExactSamples {
-    /// Room for `n` samples of each metric (0: keep none).
+    /// Room for `n` samples of each of metronome's own metrics
+    /// ([`Exact::OWN`]; 0: keep none).
     pub fn with_capacity(n: usize) -> ExactSamples {
+        ExactSamples::with_peers(n, ExactSet::EMPTY)
+    }
+
+    /// Room for `n` samples of each of metronome's own metrics and of each
+    /// peer metric in `peers` (and their weights, for weighted ones).
+    ///
+    /// ```
+    /// use metronome_core::engine::ExactSamples;
+    /// use metronome_core::measure::{Exact, ExactSet, SampleSink};
+    /// let mut s = ExactSamples::with_peers(2, ExactSet::of(&[Exact::GuidellmItl]));
+    /// s.record_weighted(Exact::GuidellmItl, 30, 4);
+    /// s.record_weighted(Exact::GuidellmItl, 10, 1);
+    /// assert_eq!(s.weighted(Exact::GuidellmItl).as_deref(), Some(&[(10, 1), (30, 4)][..]));
+    /// s.record(Exact::VllmTtft, 5); // not asked: no room
+    /// assert_eq!(s.sorted(Exact::VllmTtft), None);
+    /// ```
+    pub fn with_peers(n: usize, peers: ExactSet) -> ExactSamples {
+        let kept = |m: Exact| Exact::OWN.contains(&m) || peers.contains(m);
         ExactSamples {
-            values: core::array::from_fn(|_| Vec::with_capacity(n)),
+            values: core::array::from_fn(|i| {
+                Vec::with_capacity(if kept(Exact::ALL[i]) { n } else { 0 })
+            }),
+            weights: core::array::from_fn(|i| {
+                let m = Exact::ALL[i];
+                Vec::with_capacity(if kept(m) && m.is_weighted() { n } else { 0 })
+            }),
             lost: [0; Exact::COUNT],
         }
     }
@@ -206,6 +235,7 @@ impl ExactSamples {
     pub fn merge(&mut self, other: &ExactSamples) {
         for i in 0..Exact::COUNT {
             self.values[i].extend_from_slice(&other.values[i]);
+            self.weights[i].extend_from_slice(&other.weights[i]);
             self.lost[i] += other.lost[i];
         }
     }
@@ -233,15 +263,52 @@ impl ExactSamples {
         v.sort_unstable();
         Some(v)
     }
+
+    /// Every sample of `metric` with its weight (1 for an unweighted
+    /// metric), sorted, under the same rule as [`ExactSamples::sorted`].
+    pub fn weighted(&self, metric: Exact) -> Option<Vec<(u64, u64)>> {
+        let i = metric.index();
+        let v = &self.values[i];
+        if self.lost[i] > 0 || v.is_empty() {
+            return None;
+        }
+        let mut p: Vec<(u64, u64)> = if metric.is_weighted() {
+            if self.weights[i].len() != v.len() {
+                return None;
+            }
+            v.iter()
+                .zip(&self.weights[i])
+                .map(|(&x, &w)| (x, u64::from(w)))
+                .collect()
+        } else {
+            v.iter().map(|&x| (x, 1)).collect()
+        };
+        p.sort_unstable();
+        Some(p)
+    }
 }
 
 impl SampleSink for ExactSamples {
     fn record(&mut self, metric: Exact, value_ns: u64) {
+        if metric.is_weighted() {
+            return self.record_weighted(metric, value_ns, 1);
+        }
         let v = &mut self.values[metric.index()];
         if v.len() < v.capacity() {
             v.push(value_ns);
         } else {
             self.lost[metric.index()] += 1;
+        }
+    }
+
+    fn record_weighted(&mut self, metric: Exact, value_ns: u64, weight: u32) {
+        let i = metric.index();
+        let (v, w) = (&mut self.values[i], &mut self.weights[i]);
+        if v.len() < v.capacity() && w.len() < w.capacity() {
+            v.push(value_ns);
+            w.push(weight);
+        } else {
+            self.lost[i] += 1;
         }
     }
 }
@@ -736,7 +803,7 @@ impl RunOutput {
                 .collect(),
             stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
             names: (0..plan.name_count()).map(|_| NameTally::new()).collect(),
-            exact: ExactSamples::with_capacity(plan.exact_capacity()),
+            exact: ExactSamples::with_peers(plan.exact_capacity(), plan.peer_samples),
             follow_ups: FollowUps::with_capacity(plan.follow_up_capacity()),
             threads: Vec::new(),
             cpu_ns: 0,

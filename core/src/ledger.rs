@@ -502,8 +502,11 @@ impl<'p> Ledger<'p> {
         let ok = failed.is_none();
         if let (true, Some(sink)) = (ok, tally.samples.as_deref_mut()) {
             match finish {
-                Finish::Stream { timing, .. } => {
+                Finish::Stream { timing, gaps } => {
                     if let Ok(s) = timing.summary() {
+                        if !self.plan.peer_samples.is_empty() {
+                            crate::measure::record_peer_samples(sink, timing, gaps, s.tokens);
+                        }
                         // As the recorder takes them (`Recorder::record_stream`).
                         let end = timing.intended_ns.saturating_add(s.e2e_ns);
                         sink.record(Exact::Latency, s.e2e_ns);

@@ -5,7 +5,7 @@
 use core::fmt;
 use core::net::SocketAddr;
 
-use crate::measure::Slo;
+use crate::measure::{ExactSet, Slo};
 use crate::pace::Spin;
 use crate::schedule::{Arrival, Schedule, ScheduleError, Shard, Stages, Trace};
 
@@ -148,6 +148,10 @@ pub struct Plan<'a> {
     /// What the engine does with each pre-opened connection before the
     /// clock starts.
     pub warm_up: WarmUp,
+    /// The peers' per-request metrics (`--metrics-compat`) whose exact
+    /// samples an open-loop run keeps besides metronome's own, each in
+    /// [`Plan::exact_capacity`] reserved before the clock; empty: none.
+    pub peer_samples: ExactSet,
 }
 
 /// What an engine does with each pre-opened connection before the clock
@@ -711,5 +715,6 @@ pub fn example_plan() -> Plan<'static> {
         max_head_bytes: crate::http::DEFAULT_MAX_HEAD,
         retry_non_idempotent: false,
         warm_up: WarmUp::Off,
+        peer_samples: ExactSet::EMPTY,
     }
 }

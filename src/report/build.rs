@@ -270,7 +270,7 @@ impl Report {
             compat: meta
                 .compat
                 .iter()
-                .map(|&peer| Compat::from_recorder(peer, rec))
+                .map(|&peer| Compat::from_recorder(peer, rec, Some(&out.exact)))
                 .collect(),
             workload: None,
             interrupted: false,
@@ -287,12 +287,13 @@ impl Report {
         report.derive();
         // Exact percentiles where every sample was kept (and they are the
         // histogram's samples: the same count).
-        for m in Exact::ALL {
+        for m in Exact::OWN {
             let metric = match m {
                 Exact::Latency => &mut report.metrics.latency,
                 Exact::ServiceTime => &mut report.metrics.service_time,
                 Exact::Ttft => &mut report.metrics.ttft,
                 Exact::Tpot => &mut report.metrics.tpot,
+                _ => continue,
             };
             metric.exact = out
                 .exact

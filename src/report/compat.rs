@@ -7,10 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use metronome_core::measure::Recorder;
+use metronome_core::engine::ExactSamples;
+use metronome_core::histogram::Histogram;
+use metronome_core::measure::{Exact, ExactSet, Recorder};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::Metric;
+use super::{ExactPercentiles, Method, Metric};
 
 /// A peer whose metric definitions a report reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +23,109 @@ pub enum Peer {
     Guidellm,
     /// NVIDIA's aiperf 0.13.0 (aiperf/metrics/types/).
     Aiperf,
+}
+
+impl Peer {
+    /// The view's `peer`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Vllm => "vllm",
+            Peer::Guidellm => "guidellm",
+            Peer::Aiperf => "aiperf",
+        }
+    }
+
+    /// The peer by its view's name.
+    pub fn from_name(name: &str) -> Option<Peer> {
+        [Peer::Vllm, Peer::Guidellm, Peer::Aiperf]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
+    /// How the peer takes percentiles from its samples: numpy's
+    /// `percentile` (linear) in vLLM's bench (`calculate_metrics` in
+    /// vllm/benchmarks/serve.py: `np.median`, `np.percentile`) and aiperf
+    /// (`MetricArray.to_result` in aiperf/metrics/metric_dicts.py:
+    /// `np.percentile`); guidellm's own weighted cumulative share
+    /// (`Percentiles.from_pdf` in src/guidellm/schemas/statistics.py).
+    pub fn method(self) -> Method {
+        match self {
+            Peer::Vllm | Peer::Aiperf => Method::Linear,
+            Peer::Guidellm => Method::WeightedRank,
+        }
+    }
+
+    /// The peer's per-request metrics whose exact samples a run keeps for
+    /// this view (guidellm's `request_latency` is metronome's service
+    /// time, always kept).
+    ///
+    /// ```
+    /// use metronome::report::compat::Peer;
+    /// use metronome_core::measure::Exact;
+    /// assert_eq!(Peer::Vllm.exact_metrics().len(), 3);
+    /// assert!(Peer::Aiperf.exact_metrics().contains(Exact::GuidellmTtft));
+    /// ```
+    pub fn exact_metrics(self) -> ExactSet {
+        ExactSet::of(match self {
+            Peer::Vllm => &[Exact::VllmTtft, Exact::VllmTpot, Exact::VllmE2e],
+            Peer::Guidellm => &[
+                Exact::GuidellmTtft,
+                Exact::GuidellmTtfot,
+                Exact::GuidellmItl,
+                Exact::GuidellmTpot,
+            ],
+            Peer::Aiperf => &[
+                Exact::GuidellmTtft,
+                Exact::AiperfTtst,
+                Exact::AiperfLatency,
+                Exact::AiperfItl,
+                Exact::AiperfTpsUser,
+            ],
+        })
+    }
+
+    /// The notes' line on percentiles: `kept` when the view's per-request
+    /// metrics carry `exact` (the peer's own method over every sample).
+    pub fn percentile_note(self, kept: bool) -> String {
+        let (how, per_chunk) = match self {
+            Peer::Vllm => (
+                "numpy's linear percentile, as vLLM (its median is p50)",
+                "; itl is per chunk and stays in its histogram",
+            ),
+            Peer::Aiperf => (
+                "numpy's linear percentile, as aiperf (which reports p1..p99)",
+                "; inter_chunk_latency is per chunk and stays in its histogram",
+            ),
+            Peer::Guidellm => (
+                "guidellm's own: the first value whose cumulative weight share reaches q, \
+                 inter_token_latency_ms and time_per_output_token_ms weighted by each \
+                 request's tokens - 1 and tokens",
+                "",
+            ),
+        };
+        if kept {
+            format!(
+                "percentiles: each per-request metric's `exact` is {how}, over every sample; \
+                 the p50..p999 beside it are histogram buckets (at most 1/128 above){per_chunk}"
+            )
+        } else {
+            format!(
+                "percentiles are histogram buckets (at most 1/128 above); {} takes them from \
+                 the samples ({}), which were not kept here (a closed loop, over 500,000 \
+                 requests per process, or a merge)",
+                self.name(),
+                self.method().as_str()
+            )
+        }
+    }
+}
+
+/// Every peer metric the views of `peers` keep exact samples of
+/// (`Plan::peer_samples`).
+pub fn exact_metrics(peers: &[Peer]) -> ExactSet {
+    peers
+        .iter()
+        .fold(ExactSet::EMPTY, |s, p| s.union(p.exact_metrics()))
 }
 
 /// The peers asked, in order, each once (a repeated peer keeps its first
@@ -77,15 +182,19 @@ pub struct Compat {
     pub output_throughput_tokens_per_s: f64,
     /// The metrics under the peer's names, ms (guidellm's `itl` and `tpot`
     /// are weighted per token, as guidellm's distributions are), except
-    /// aiperf's `output_token_throughput_per_user`, in tokens/s.
+    /// aiperf's `output_token_throughput_per_user`, in tokens/s. Each
+    /// per-request metric carries `exact`, the peer's own percentiles of
+    /// every sample ([`Peer::method`]), when the run kept them.
     pub metrics: BTreeMap<String, Metric>,
     /// Where the reproduction is not exact.
     pub notes: Vec<String>,
 }
 
 impl Compat {
-    /// The peer's metrics from a run's recorder.
-    pub fn from_recorder(peer: Peer, rec: &Recorder) -> Compat {
+    /// The peer's metrics from a run's recorder, with the peer's own
+    /// percentiles over the run's exact samples where it kept every one
+    /// (`None`: histograms only).
+    pub fn from_recorder(peer: Peer, rec: &Recorder, samples: Option<&ExactSamples>) -> Compat {
         let window_s = rec.window_ns() as f64 / 1e9;
         let per_s = |n: u64| {
             if window_s > 0.0 {
@@ -95,8 +204,15 @@ impl Compat {
             }
         };
         let p = &rec.peers;
+        // Per-chunk metrics: histogram only.
         let m = |name: &str, h| (name.to_string(), Metric::from_histogram(h));
-        match peer {
+        // Per-request metrics: with the peer's percentiles of the samples.
+        let r = |name: &str, h: &Histogram, e: Exact| {
+            let mut metric = Metric::from_histogram(h);
+            metric.exact = samples.and_then(|s| exact_of(peer.method(), s, e, metric.count));
+            (name.to_string(), metric)
+        };
+        let mut view = match peer {
             Peer::Vllm => Compat {
                 peer: "vllm".into(),
                 sources: vec![
@@ -106,10 +222,10 @@ impl Compat {
                 request_throughput_rps: per_s(rec.ok),
                 output_throughput_tokens_per_s: per_s(rec.output_tokens),
                 metrics: [
-                    m("ttft", &p.vllm_ttft),
-                    m("tpot", &p.vllm_tpot),
+                    r("ttft", &p.vllm_ttft, Exact::VllmTtft),
+                    r("tpot", &p.vllm_tpot, Exact::VllmTpot),
                     m("itl", &p.vllm_itl),
-                    m("e2el", &p.vllm_e2e),
+                    r("e2el", &p.vllm_e2e, Exact::VllmE2e),
                 ]
                 .into_iter()
                 .collect(),
@@ -117,9 +233,6 @@ impl Compat {
                     "clock from the actual send, not the intended time".into(),
                     "tokens from usage; without usage vLLM re-tokenises the text, metronome \
                      counts token-bearing chunks"
-                        .into(),
-                    "percentiles are histogram buckets (at most 1/128 above); vLLM interpolates \
-                     between samples (numpy)"
                         .into(),
                 ],
             },
@@ -135,11 +248,27 @@ impl Compat {
                 request_throughput_rps: per_s(rec.ok),
                 output_throughput_tokens_per_s: per_s(p.guidellm_tokens),
                 metrics: [
-                    m("time_to_first_token_ms", &p.guidellm_ttft),
-                    m("time_to_first_output_token_ms", &p.guidellm_ttfot),
-                    m("inter_token_latency_ms", &p.guidellm_itl),
-                    m("time_per_output_token_ms", &p.guidellm_tpot),
-                    m("request_latency", &rec.service_time),
+                    r(
+                        "time_to_first_token_ms",
+                        &p.guidellm_ttft,
+                        Exact::GuidellmTtft,
+                    ),
+                    r(
+                        "time_to_first_output_token_ms",
+                        &p.guidellm_ttfot,
+                        Exact::GuidellmTtfot,
+                    ),
+                    r(
+                        "inter_token_latency_ms",
+                        &p.guidellm_itl,
+                        Exact::GuidellmItl,
+                    ),
+                    r(
+                        "time_per_output_token_ms",
+                        &p.guidellm_tpot,
+                        Exact::GuidellmTpot,
+                    ),
+                    r("request_latency", &rec.service_time, Exact::ServiceTime),
                 ]
                 .into_iter()
                 .collect(),
@@ -173,12 +302,16 @@ impl Compat {
                 request_throughput_rps: per_s(p.guidellm_ttft.count()),
                 output_throughput_tokens_per_s: per_s(p.guidellm_tokens),
                 metrics: [
-                    m("time_to_first_token", &p.guidellm_ttft),
-                    m("time_to_second_token", &p.aiperf_ttst),
-                    m("request_latency", &p.aiperf_latency),
-                    m("inter_token_latency", &p.aiperf_itl),
+                    r("time_to_first_token", &p.guidellm_ttft, Exact::GuidellmTtft),
+                    r("time_to_second_token", &p.aiperf_ttst, Exact::AiperfTtst),
+                    r("request_latency", &p.aiperf_latency, Exact::AiperfLatency),
+                    r("inter_token_latency", &p.aiperf_itl, Exact::AiperfItl),
                     m("inter_chunk_latency", &p.aiperf_icl),
-                    m("output_token_throughput_per_user", &p.aiperf_tps_user),
+                    r(
+                        "output_token_throughput_per_user",
+                        &p.aiperf_tps_user,
+                        Exact::AiperfTpsUser,
+                    ),
                 ]
                 .into_iter()
                 .collect(),
@@ -204,15 +337,71 @@ impl Compat {
                      response; aiperf also keeps a stream cut after content (metronome: \
                      stream_cut)"
                         .into(),
-                    "percentiles are histogram buckets (at most 1/128 above); aiperf \
-                     interpolates between samples (numpy linear)"
-                        .into(),
                     "per-chunk gaps after the first 4096 of a stream are not kept (as \
                      vLLM's itl)"
                         .into(),
                 ],
             },
+        };
+        let kept = view.per_request_exact();
+        view.notes.push(peer.percentile_note(kept));
+        view
+    }
+
+    /// True when every per-request metric with values carries `exact` (and
+    /// at least one does).
+    fn per_request_exact(&self) -> bool {
+        let chunked = ["itl", "inter_chunk_latency"];
+        let mut any = false;
+        for (name, m) in &self.metrics {
+            if chunked.contains(&name.as_str()) || m.count == 0 {
+                continue;
+            }
+            if m.exact.is_none() {
+                return false;
+            }
+            any = true;
         }
+        any
+    }
+
+    /// The view after its metrics lost `exact` (a merge): the notes' line
+    /// on percentiles says so.
+    pub fn without_exact(mut self) -> Compat {
+        for m in self.metrics.values_mut() {
+            m.exact = None;
+        }
+        if let Some(peer) = Peer::from_name(&self.peer) {
+            let note = peer.percentile_note(false);
+            self.notes.retain(|n| !n.starts_with("percentiles"));
+            self.notes.push(note);
+        }
+        self
+    }
+}
+
+/// The peer's percentiles (`method`) of `metric`'s samples, when every
+/// one was kept: as many as the histogram holds (weights summed for a
+/// weighted metric).
+fn exact_of(
+    method: Method,
+    samples: &ExactSamples,
+    metric: Exact,
+    count: u64,
+) -> Option<ExactPercentiles> {
+    match method {
+        Method::WeightedRank => samples
+            .weighted(metric)
+            .filter(|v| v.iter().map(|&(_, w)| w).sum::<u64>() == count)
+            .and_then(|v| ExactPercentiles::weighted_of_sorted(&v)),
+        Method::Linear => samples
+            .sorted(metric)
+            .filter(|v| v.len() as u64 == count)
+            .and_then(|v| ExactPercentiles::linear_of_sorted(&v)),
+        Method::NearestRank => samples
+            .sorted(metric)
+            .filter(|v| v.len() as u64 == count)
+            .and_then(|v| ExactPercentiles::of_sorted(&v)),
     }
 }
 
@@ -275,7 +464,7 @@ mod tests {
         t.on_done(60 * MS);
         rec.record_stream(&t, &slots, &Slo::default()).unwrap();
         rec.record_done_at(100 * MS);
-        let v = Compat::from_recorder(Peer::Aiperf, &rec);
+        let v = Compat::from_recorder(Peer::Aiperf, &rec, None);
         assert_eq!(v.peer, "aiperf");
         // 1 request, 3 tokens over 0.1 s.
         assert_eq!(v.request_throughput_rps, 10.0);
@@ -299,6 +488,170 @@ mod tests {
         assert_eq!(v.metrics["inter_chunk_latency"].count, 2);
         // 1 / 15 ms, in tokens/s.
         assert_eq!(v.metrics["output_token_throughput_per_user"].max, 66.666666);
+    }
+
+    /// Five streams recorded as the ledger records them (the recorder's
+    /// histograms, the exact samples through `record_peer_samples`): each
+    /// view's `exact` is the peer's own method over the per-request values.
+    /// The expected values are numpy's (numpy 2.4), from
+    /// `python3 -c 'import numpy as np; print(np.percentile([20, 10, 35, 5, 25], [50, 90, 95, 99, 99.9]))'`
+    /// and likewise for each list below; guidellm's by its
+    /// `Percentiles.from_pdf` (np.unique, np.cumsum, np.searchsorted
+    /// side="left") run on the (value, weight) pairs.
+    #[test]
+    fn views_take_the_peers_percentiles_of_the_samples() {
+        use metronome_core::measure::{record_peer_samples, Exact, SampleSink, Slo, StreamTiming};
+        const MS: u64 = 1_000_000;
+        let mut rec = Box::new(Recorder::new());
+        let mut samples = ExactSamples::with_peers(
+            8,
+            exact_metrics(&[Peer::Vllm, Peer::Guidellm, Peer::Aiperf]),
+        );
+        // (content chunk arrivals ms, usage tokens, end of stream ms), all
+        // sent at 0.
+        let streams: [(&[u64], Option<u32>, u64); 5] = [
+            (&[20, 30, 50], None, 60),
+            (&[10, 40], None, 45),
+            (&[35, 36, 37, 38, 90], None, 95),
+            (&[5], None, 8),
+            (&[25, 45, 65], Some(7), 70),
+        ];
+        for (chunks, usage, end) in streams {
+            let mut t = StreamTiming::new(0, 0);
+            rec.record_sent(0, 0);
+            let mut slots = Vec::new();
+            for &at in chunks {
+                slots.extend(t.on_content(at * MS));
+            }
+            if let Some(u) = usage {
+                t.on_usage(u);
+            }
+            t.on_done(end * MS);
+            rec.record_stream(&t, &slots, &Slo::default()).unwrap();
+            rec.record_done_at(end * MS);
+            let s = t.summary().unwrap();
+            samples.record(Exact::ServiceTime, end * MS);
+            record_peer_samples(&mut samples, &t, &slots, s.tokens);
+        }
+        let close = |got: f64, want: f64| (got - want).abs() < 1e-9;
+        let check = |v: &Compat, name: &str, method: Method, want: [f64; 5]| {
+            let e = v.metrics[name]
+                .exact
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(e.method, method, "{name}");
+            let got = [e.p50, e.p90, e.p95, e.p99, e.p999];
+            assert!(
+                got.iter().zip(want).all(|(&g, w)| close(g, w)),
+                "{}.{name}: {got:?}, numpy {want:?}",
+                v.peer
+            );
+        };
+        let all = Some(&samples);
+        let v = Compat::from_recorder(Peer::Vllm, &rec, all);
+        check(&v, "ttft", Method::Linear, [20.0, 31.0, 33.0, 34.6, 34.96]);
+        // 15, 30, 13.75 and 40 / 6 ms (6.666666, ns rounded down).
+        check(
+            &v,
+            "tpot",
+            Method::Linear,
+            [14.375, 25.5, 27.75, 29.55, 29.955],
+        );
+        check(&v, "e2el", Method::Linear, [50.0, 80.0, 85.0, 89.0, 89.9]);
+        assert!(v.metrics["itl"].exact.is_none());
+        assert!(v
+            .notes
+            .last()
+            .unwrap()
+            .contains("numpy's linear percentile, as vLLM"));
+        let a = Compat::from_recorder(Peer::Aiperf, &rec, all);
+        check(
+            &a,
+            "time_to_first_token",
+            Method::Linear,
+            [20.0, 31.0, 33.0, 34.6, 34.96],
+        );
+        check(
+            &a,
+            "time_to_second_token",
+            Method::Linear,
+            [15.0, 27.0, 28.5, 29.7, 29.97],
+        );
+        check(
+            &a,
+            "request_latency",
+            Method::Linear,
+            [50.0, 80.0, 85.0, 89.0, 89.9],
+        );
+        check(
+            &a,
+            "inter_token_latency",
+            Method::Linear,
+            [14.375, 25.5, 27.75, 29.55, 29.955],
+        );
+        // 66.666666, 33.333333, 72.727272 and 150 tokens/s.
+        check(
+            &a,
+            "output_token_throughput_per_user",
+            Method::Linear,
+            [
+                69.696969,
+                126.8181816,
+                138.4090908,
+                147.68181816,
+                149.768181816,
+            ],
+        );
+        assert!(a.metrics["inter_chunk_latency"].exact.is_none());
+        let g = Compat::from_recorder(Peer::Guidellm, &rec, all);
+        let w = Method::WeightedRank;
+        check(
+            &g,
+            "time_to_first_token_ms",
+            w,
+            [20.0, 35.0, 35.0, 35.0, 35.0],
+        );
+        // (15, 2), (30, 1), (13.75, 4), (6.666666, 6).
+        check(
+            &g,
+            "inter_token_latency_ms",
+            w,
+            [13.75, 15.0, 30.0, 30.0, 30.0],
+        );
+        // (16.666666, 3), (20, 2), (18, 5), (5, 1), (9.285714, 7).
+        check(
+            &g,
+            "time_per_output_token_ms",
+            w,
+            [16.666666, 20.0, 20.0, 20.0, 20.0],
+        );
+        check(&g, "request_latency", w, [60.0, 95.0, 95.0, 95.0, 95.0]);
+        assert_eq!(
+            g.metrics["time_per_output_token_ms"]
+                .exact
+                .as_ref()
+                .unwrap()
+                .count,
+            18
+        );
+        // Without the samples (or after a merge): histograms, and the note
+        // says so.
+        let h = Compat::from_recorder(Peer::Vllm, &rec, None);
+        assert!(h.metrics.values().all(|m| m.exact.is_none()));
+        assert!(h
+            .notes
+            .last()
+            .unwrap()
+            .starts_with("percentiles are histogram buckets"));
+        let merged = v.clone().without_exact();
+        assert_eq!(merged.notes, h.notes);
+        // A plain run's samples hold no peer metric: histograms.
+        let mut plain = ExactSamples::with_capacity(8);
+        plain.record(Exact::ServiceTime, 60 * MS);
+        assert!(Compat::from_recorder(Peer::Guidellm, &rec, Some(&plain))
+            .metrics
+            .values()
+            .all(|m| m.exact.is_none()));
     }
 
     #[test]

@@ -285,7 +285,7 @@ fn merge_view(
         let ms: Vec<&Metric> = all.iter().filter_map(|c| c.metrics.get(name)).collect();
         *metric = merge_metrics(&ms);
     }
-    Some(c)
+    Some(c.without_exact())
 }
 
 /// The `by_request` rows of several reports as one: rows of the same name

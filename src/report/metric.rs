@@ -44,14 +44,21 @@ pub struct Metric {
     pub exact: Option<ExactPercentiles>,
 }
 
-/// Percentiles of every sample of a metric, ms: the `ceil(q x n)`-th
-/// smallest value (nearest rank), as a peer that sorts its samples reports
-/// them, without the histogram's bucket width.
+/// Percentiles of every sample of a metric, ms, by `method`: for
+/// metronome's own metrics the `ceil(q x n)`-th smallest value (nearest
+/// rank); in a `--metrics-compat` view, the peer's own method (numpy's
+/// linear interpolation for vLLM and aiperf, guidellm's weighted
+/// cumulative share), without the histogram's bucket width.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExactPercentiles {
-    /// Samples (the metric's `count`).
+    /// Samples (the metric's `count`; for guidellm's per-token metrics,
+    /// the sum of the requests' weights).
     pub count: u64,
+    /// How the percentiles were taken from the samples. (Absent in reports
+    /// of older versions: nearest rank.)
+    #[serde(default)]
+    pub method: Method,
     /// Median.
     pub p50: f64,
     /// 90th percentile.
@@ -64,6 +71,36 @@ pub struct ExactPercentiles {
     pub p999: f64,
 }
 
+/// How [`ExactPercentiles`] were taken from the samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// The `ceil(q x n)`-th smallest sample
+    /// ([`metronome_core::measure::nearest_rank`]).
+    #[default]
+    NearestRank,
+    /// numpy's default `percentile`, interpolating between the two nearest
+    /// ranks ([`metronome_core::measure::linear`]): vLLM's bench, aiperf.
+    Linear,
+    /// The first value whose cumulative share of the weights reaches q
+    /// ([`metronome_core::measure::weighted_rank`]): guidellm.
+    WeightedRank,
+}
+
+impl Method {
+    /// The name in the report and the notes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::NearestRank => "nearest_rank",
+            Method::Linear => "linear",
+            Method::WeightedRank => "weighted_rank",
+        }
+    }
+}
+
+/// The quantiles every [`ExactPercentiles`] holds.
+const QS: [f64; 5] = [0.5, 0.9, 0.95, 0.99, 0.999];
+
 impl ExactPercentiles {
     /// The nearest-rank percentiles of `sorted` (ns, ascending).
     ///
@@ -73,14 +110,51 @@ impl ExactPercentiles {
     /// assert_eq!((e.count, e.p50, e.p99), (3, 2.0, 3.0));
     /// ```
     pub fn of_sorted(sorted: &[u64]) -> Option<ExactPercentiles> {
-        let q = |q| metronome_core::measure::nearest_rank(sorted, q).map(ms);
+        Self::by(Method::NearestRank, sorted.len() as u64, |q| {
+            metronome_core::measure::nearest_rank(sorted, q).map(|v| v as f64)
+        })
+    }
+
+    /// numpy's linear percentiles of `sorted` (ns, ascending), as vLLM's
+    /// bench and aiperf take them.
+    ///
+    /// ```
+    /// use metronome::report::ExactPercentiles;
+    /// let e = ExactPercentiles::linear_of_sorted(&[1_000_000, 2_000_000, 4_000_000]).unwrap();
+    /// assert_eq!((e.p50, e.p90), (2.0, 3.6)); // numpy.percentile([1, 2, 4], 90) = 3.6
+    /// ```
+    pub fn linear_of_sorted(sorted: &[u64]) -> Option<ExactPercentiles> {
+        Self::by(Method::Linear, sorted.len() as u64, |q| {
+            metronome_core::measure::linear(sorted, q)
+        })
+    }
+
+    /// guidellm's percentiles of `(value ns, weight)` pairs sorted by value
+    /// ([`metronome_core::measure::weighted_rank`]).
+    ///
+    /// ```
+    /// use metronome::report::ExactPercentiles;
+    /// let e = ExactPercentiles::weighted_of_sorted(&[(1_000_000, 9), (5_000_000, 1)]).unwrap();
+    /// assert_eq!((e.count, e.p50, e.p90, e.p95), (10, 1.0, 1.0, 5.0));
+    /// ```
+    pub fn weighted_of_sorted(pairs: &[(u64, u64)]) -> Option<ExactPercentiles> {
+        let count = pairs.iter().map(|&(_, w)| w).sum();
+        Self::by(Method::WeightedRank, count, |q| {
+            metronome_core::measure::weighted_rank(pairs, q).map(|v| v as f64)
+        })
+    }
+
+    /// The percentiles `at(q)` (ns) gives for each of [`QS`], in ms.
+    fn by(method: Method, count: u64, at: impl Fn(f64) -> Option<f64>) -> Option<ExactPercentiles> {
+        let [p50, p90, p95, p99, p999] = QS.map(|q| at(q).map(|ns| ns / 1e6));
         Some(ExactPercentiles {
-            count: sorted.len() as u64,
-            p50: q(0.5)?,
-            p90: q(0.9)?,
-            p95: q(0.95)?,
-            p99: q(0.99)?,
-            p999: q(0.999)?,
+            count,
+            method,
+            p50: p50?,
+            p90: p90?,
+            p95: p95?,
+            p99: p99?,
+            p999: p999?,
         })
     }
 }

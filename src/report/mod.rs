@@ -57,7 +57,7 @@ use metronome_core::measure::{ErrorKind, FramingCause, Recorder, Unsent};
 use metronome_core::plan::WarmUp;
 use serde::{Deserialize, Serialize};
 
-pub use metric::{ms, ExactPercentiles, Metric};
+pub use metric::{ms, ExactPercentiles, Method, Metric};
 
 /// The schema name written in every report.
 pub const SCHEMA: &str = "metronome.report/v1";

@@ -303,14 +303,20 @@ pub fn render_text(r: &Report) -> String {
             .max()
             .unwrap_or(18);
         for (name, m) in &c.metrics {
+            // The peer's own percentiles of every sample where kept (`*`),
+            // else the histogram's.
+            let (p50, p99, mark) = match &m.exact {
+                Some(e) => (e.p50, e.p99, format!("  * {}", e.method.as_str())),
+                None => (m.p50, m.p99, String::new()),
+            };
             let _ = writeln!(
                 s,
-                "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}",
+                "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}{mark}",
                 format!("{}.{name}", c.peer),
                 m.count,
                 fmt_ms(m.mean),
-                fmt_ms(m.p50),
-                fmt_ms(m.p99)
+                fmt_ms(p50),
+                fmt_ms(p99)
             );
         }
     }

@@ -868,6 +868,15 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
             next: &t.next,
             think_ns: t.think_ns,
         }),
+        // Exact samples of the peers' per-request metrics, only for the
+        // views asked (a plain run reserves nothing for them).
+        peer_samples: if args.openai {
+            crate::report::compat::exact_metrics(&crate::report::compat::peers_once(
+                args.metrics_compat.iter().map(|&p| p.into()),
+            ))
+        } else {
+            metronome_core::measure::ExactSet::EMPTY
+        },
     }
 }
 

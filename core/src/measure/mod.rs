@@ -41,8 +41,8 @@ mod stream;
 pub use interval::{Interval, StageTally, LATE_NS};
 pub use kind::{ErrorKind, FramingCause, Unsent};
 pub use named::NameTally;
-pub use peers::Peers;
-pub use samples::{linear, nearest_rank, Exact, SampleSink};
+pub use peers::{record_peer_samples, time_to_second_output, PeerValues, Peers};
+pub use samples::{linear, nearest_rank, weighted_rank, Exact, ExactSet, SampleSink};
 pub use stream::{slot, StreamSummary, StreamTiming};
 
 /// Service-level objectives: a request is *good* when it succeeded and met
@@ -394,17 +394,15 @@ impl Recorder {
         let (mut seen, mut acc, mut carry, mut j, mut max_gap) =
             (t.first_choices_token, 0u64, 0u64, 0u64, 0u64);
         let (mut out_seen, mut out_acc) = (t.first_choices_output, 0u64);
-        let mut ttst_seen = false;
+        if let Some(v) = peers::time_to_second_output(t, slots) {
+            self.peers.aiperf_ttst.record(v);
+        }
         for &x in slots {
             let gap = slot::gap_ns(x);
             self.peers.vllm_itl.record(gap);
             out_acc = out_acc.saturating_add(gap);
             if slot::is_output(x) {
                 if out_seen {
-                    if !ttst_seen {
-                        self.peers.aiperf_ttst.record(out_acc);
-                        ttst_seen = true;
-                    }
                     self.peers.aiperf_icl.record(out_acc);
                 }
                 out_seen = true;

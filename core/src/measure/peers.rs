@@ -4,7 +4,8 @@
 
 use crate::histogram::Histogram;
 
-use super::stream::StreamTiming;
+use super::samples::{Exact, SampleSink};
+use super::stream::{slot, StreamTiming};
 
 /// vLLM bench's, guidellm's and aiperf's definitions of the stream
 /// metrics, recorded beside metronome's for every successful stream
@@ -126,56 +127,29 @@ impl Peers {
     /// assert_eq!((p.aiperf_icl.count(), p.aiperf_icl.max()), (2, 10 * MS));
     /// ```
     pub(super) fn record(&mut self, t: &StreamTiming, tokens: u32) {
-        let s = t.sent_ns;
-        if let Some(first) = t.first_choices_ns {
-            let ttft = first.saturating_sub(s);
-            let e2e = t.last_choices_ns.saturating_sub(s);
-            self.vllm_ttft.record(ttft);
-            self.vllm_e2e.record(e2e);
-            if tokens > 1 {
-                self.vllm_tpot
-                    .record(e2e.saturating_sub(ttft) / u64::from(tokens - 1));
+        let v = PeerValues::of(t, tokens);
+        let put = |h: &mut Histogram, x: Option<u64>| {
+            if let Some(x) = x {
+                h.record(x);
             }
+        };
+        put(&mut self.vllm_ttft, v.vllm_ttft);
+        put(&mut self.vllm_e2e, v.vllm_e2e);
+        put(&mut self.vllm_tpot, v.vllm_tpot);
+        if t.first_output_ns.is_some() {
+            self.guidellm_tokens = self.guidellm_tokens.saturating_add(u64::from(v.osl));
         }
-        if let Some(first) = t.first_output_ns {
-            let n = t.usage_tokens.unwrap_or(t.output_chunks);
-            self.guidellm_tokens = self.guidellm_tokens.saturating_add(u64::from(n));
-            self.guidellm_ttft.record(first.saturating_sub(s));
-            if n > 1 {
-                let itl = t.last_output_ns.saturating_sub(first) / u64::from(n - 1);
-                self.guidellm_itl.record_n(itl, u64::from(n - 1));
-            }
-            if n > 0 {
-                let tpot = t.last_output_ns.saturating_sub(s) / u64::from(n);
-                self.guidellm_tpot.record_n(tpot, u64::from(n));
-            }
+        put(&mut self.guidellm_ttft, v.guidellm_ttft);
+        if let Some((x, w)) = v.guidellm_itl {
+            self.guidellm_itl.record_n(x, u64::from(w));
         }
-        if let Some(a) = t.first_answer_ns {
-            self.guidellm_ttfot.record(a.saturating_sub(s));
+        if let Some((x, w)) = v.guidellm_tpot {
+            self.guidellm_tpot.record_n(x, u64::from(w));
         }
-        if let Some(first) = t.first_output_ns {
-            self.record_aiperf(t, first);
-        }
-    }
-
-    /// aiperf's per-request values of a stream whose first output chunk
-    /// arrived at `first` (its TTFT is guidellm's).
-    fn record_aiperf(&mut self, t: &StreamTiming, first: u64) {
-        let last = t.last_output_ns;
-        self.aiperf_latency.record(last.saturating_sub(t.sent_ns));
-        let osl = t.usage_tokens.unwrap_or(t.output_chunks);
-        if osl < 2 {
-            return;
-        }
-        let decode = last.saturating_sub(first);
-        let rest = u64::from(osl - 1);
-        self.aiperf_itl.record(decode / rest);
-        if decode > 0 {
-            // (osl - 1) / (decode / 1e9) tokens/s, times 1e6.
-            let micro = u128::from(rest) * 1_000_000_000_000_000 / u128::from(decode);
-            self.aiperf_tps_user
-                .record(u64::try_from(micro).unwrap_or(u64::MAX));
-        }
+        put(&mut self.guidellm_ttfot, v.guidellm_ttfot);
+        put(&mut self.aiperf_latency, v.aiperf_latency);
+        put(&mut self.aiperf_itl, v.aiperf_itl);
+        put(&mut self.aiperf_tps_user, v.aiperf_tps_user);
     }
 
     /// Adds another recorder's peers, exactly.
@@ -194,5 +168,157 @@ impl Peers {
         self.aiperf_itl.merge(&o.aiperf_itl);
         self.aiperf_tps_user.merge(&o.aiperf_tps_user);
         self.aiperf_icl.merge(&o.aiperf_icl);
+    }
+}
+
+/// One successful stream's per-request values under each peer's
+/// definition ([`Peers`] records them into its histograms; the ledger
+/// hands them to a [`SampleSink`] when `--metrics-compat` asks for exact
+/// samples), ns except `aiperf_tps_user`. `None` where the peer defines
+/// no value for this stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerValues {
+    /// vLLM `ttft`.
+    pub vllm_ttft: Option<u64>,
+    /// vLLM `e2el`.
+    pub vllm_e2e: Option<u64>,
+    /// vLLM `tpot` (tokens > 1).
+    pub vllm_tpot: Option<u64>,
+    /// guidellm `time_to_first_token_ms` (aiperf `time_to_first_token`).
+    pub guidellm_ttft: Option<u64>,
+    /// guidellm `time_to_first_output_token_ms`.
+    pub guidellm_ttfot: Option<u64>,
+    /// guidellm `inter_token_latency_ms` and its weight, tokens - 1.
+    pub guidellm_itl: Option<(u64, u32)>,
+    /// guidellm `time_per_output_token_ms` and its weight, tokens.
+    pub guidellm_tpot: Option<(u64, u32)>,
+    /// Output tokens as guidellm and aiperf count them (usage, else output
+    /// chunks).
+    pub osl: u32,
+    /// aiperf `request_latency`.
+    pub aiperf_latency: Option<u64>,
+    /// aiperf `inter_token_latency`.
+    pub aiperf_itl: Option<u64>,
+    /// aiperf `output_token_throughput_per_user`, micro-tokens/s.
+    pub aiperf_tps_user: Option<u64>,
+}
+
+impl PeerValues {
+    /// The values of a successful stream of `tokens` output tokens (usage,
+    /// else token-bearing chunks), as the fields of [`Peers`] define them.
+    pub fn of(t: &StreamTiming, tokens: u32) -> PeerValues {
+        let s = t.sent_ns;
+        let mut v = PeerValues::default();
+        if let Some(first) = t.first_choices_ns {
+            let ttft = first.saturating_sub(s);
+            let e2e = t.last_choices_ns.saturating_sub(s);
+            v.vllm_ttft = Some(ttft);
+            v.vllm_e2e = Some(e2e);
+            if tokens > 1 {
+                v.vllm_tpot = Some(e2e.saturating_sub(ttft) / u64::from(tokens - 1));
+            }
+        }
+        if let Some(first) = t.first_output_ns {
+            let n = t.usage_tokens.unwrap_or(t.output_chunks);
+            let last = t.last_output_ns;
+            v.osl = n;
+            v.guidellm_ttft = Some(first.saturating_sub(s));
+            if n > 1 {
+                let itl = last.saturating_sub(first) / u64::from(n - 1);
+                v.guidellm_itl = Some((itl, n - 1));
+            }
+            if n > 0 {
+                v.guidellm_tpot = Some((last.saturating_sub(s) / u64::from(n), n));
+            }
+            v.aiperf_latency = Some(last.saturating_sub(s));
+            if n >= 2 {
+                let decode = last.saturating_sub(first);
+                let rest = u64::from(n - 1);
+                v.aiperf_itl = Some(decode / rest);
+                if decode > 0 {
+                    // (osl - 1) / (decode / 1e9) tokens/s, times 1e6.
+                    let micro = u128::from(rest) * 1_000_000_000_000_000 / u128::from(decode);
+                    v.aiperf_tps_user = Some(u64::try_from(micro).unwrap_or(u64::MAX));
+                }
+            }
+        }
+        if let Some(a) = t.first_answer_ns {
+            v.guidellm_ttfot = Some(a.saturating_sub(s));
+        }
+        v
+    }
+
+    /// Hands every value to `sink` under its [`Exact`] metric (guidellm's
+    /// per-token ones with their weights).
+    pub fn record_into(&self, sink: &mut dyn SampleSink) {
+        for (m, x) in [
+            (Exact::VllmTtft, self.vllm_ttft),
+            (Exact::VllmE2e, self.vllm_e2e),
+            (Exact::VllmTpot, self.vllm_tpot),
+            (Exact::GuidellmTtft, self.guidellm_ttft),
+            (Exact::GuidellmTtfot, self.guidellm_ttfot),
+            (Exact::AiperfLatency, self.aiperf_latency),
+            (Exact::AiperfItl, self.aiperf_itl),
+            (Exact::AiperfTpsUser, self.aiperf_tps_user),
+        ] {
+            if let Some(x) = x {
+                sink.record(m, x);
+            }
+        }
+        for (m, x) in [
+            (Exact::GuidellmItl, self.guidellm_itl),
+            (Exact::GuidellmTpot, self.guidellm_tpot),
+        ] {
+            if let Some((x, w)) = x {
+                sink.record_weighted(m, x, w);
+            }
+        }
+    }
+}
+
+/// aiperf's `time_to_second_token` of a stream from its slots (see
+/// [`slot`]): the time from the first output chunk to the second, `None`
+/// with fewer than two. The recorder takes the same value
+/// ([`Peers::aiperf_ttst`]).
+///
+/// ```
+/// use metronome_core::measure::{slot, time_to_second_output, StreamTiming};
+/// // The first chunk with `choices` (before the slots) was a role chunk.
+/// let t = StreamTiming::new(0, 0);
+/// let slots = [
+///     slot::pack(5, 0, true, true), // first output
+///     slot::pack(3, 0, false, false), // a chunk without output
+///     slot::pack(4, 0, true, true), // second output: 3 + 4 after the first
+/// ];
+/// assert_eq!(time_to_second_output(&t, &slots), Some(7));
+/// assert_eq!(time_to_second_output(&t, &slots[..2]), None);
+/// ```
+pub fn time_to_second_output(t: &StreamTiming, slots: &[u64]) -> Option<u64> {
+    let (mut seen, mut acc) = (t.first_choices_output, 0u64);
+    for &x in slots {
+        acc = acc.saturating_add(slot::gap_ns(x));
+        if slot::is_output(x) {
+            if seen {
+                return Some(acc);
+            }
+            seen = true;
+            acc = 0;
+        }
+    }
+    None
+}
+
+/// Hands a successful stream's per-request values under every peer's
+/// definition to `sink` ([`PeerValues::record_into`], and aiperf's time
+/// to second token from the slots).
+pub fn record_peer_samples(
+    sink: &mut dyn SampleSink,
+    t: &StreamTiming,
+    slots: &[u64],
+    tokens: u32,
+) {
+    PeerValues::of(t, tokens).record_into(sink);
+    if let Some(v) = time_to_second_output(t, slots) {
+        sink.record(Exact::AiperfTtst, v);
     }
 }
