@@ -561,12 +561,21 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             || self.acks_owed > 0
             || self.pongs_owed > 0
             || (self.failed.is_some() && !self.goaway_sent)
-            || self.recv_unacked > 0
-                && self.recv_window <= i64::from(self.config.connection_window / 2)
+            || self.conn_update_due()
             || self
                 .slots
                 .iter()
                 .any(|s| matches!(s.phase, Phase::Reset(_)) || self.stream_update_due(s))
+    }
+
+    /// The connection's receive window target: what [`Config`] asks, and
+    /// never below the initial 65 535 (a window cannot shrink).
+    fn conn_target(&self) -> u32 {
+        self.config.connection_window.max(DEFAULT_WINDOW)
+    }
+
+    fn conn_update_due(&self) -> bool {
+        self.recv_unacked > 0 && self.recv_window <= i64::from(self.conn_target() / 2)
     }
 
     fn stream_update_due(&self, s: &Slot) -> bool {
@@ -594,7 +603,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             if let Some(max) = self.config.max_header_list {
                 put(setting::MAX_HEADER_LIST_SIZE, max);
             }
-            let raise = self.config.connection_window.saturating_sub(DEFAULT_WINDOW);
+            let raise = self.conn_target() - DEFAULT_WINDOW;
             let need = PREFACE.len() + HEADER_LEN + k + if raise > 0 { HEADER_LEN + 4 } else { 0 };
             let Some(dst) = out.get_mut(..need) else {
                 return 0;
@@ -674,8 +683,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 }
             }
         }
-        if self.recv_unacked > 0 && self.recv_window <= i64::from(self.config.connection_window / 2)
-        {
+        if self.conn_update_due() {
             match (Frame::WindowUpdate {
                 stream: 0,
                 increment: self.recv_unacked,
