@@ -17,7 +17,11 @@ pub struct Run {
     pub error: Option<H2Error>,
 }
 
-pub fn drive<const S: usize>(conn: &mut Connection<S>, wire: &[u8], cuts: &[usize]) -> Run {
+pub fn drive<const S: usize, const T: usize, const B: usize>(
+    conn: &mut Connection<S, T, B>,
+    wire: &[u8],
+    cuts: &[usize],
+) -> Run {
     let mut run = Run {
         events: Vec::new(),
         refused: Vec::new(),
@@ -65,7 +69,11 @@ pub fn drive<const S: usize>(conn: &mut Connection<S>, wire: &[u8], cuts: &[usiz
     run
 }
 
-pub fn flush<const S: usize>(conn: &mut Connection<S>, out: &mut [u8], written: &mut Vec<u8>) {
+pub fn flush<const S: usize, const T: usize, const B: usize>(
+    conn: &mut Connection<S, T, B>,
+    out: &mut [u8],
+    written: &mut Vec<u8>,
+) {
     while conn.wants_transmit() {
         let n = conn.poll_transmit(out);
         if n == 0 {
