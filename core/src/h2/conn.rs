@@ -852,15 +852,13 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 .min(window.max(0) as usize);
             if take == 0 && !rest.is_empty() {
                 if window <= 0 {
-                    sent.blocked = Some(
-                        if conn_window.min(slot.send_window) == slot.send_window
-                            && slot.send_window <= conn_window
-                        {
-                            Blocked::Stream
-                        } else {
-                            Blocked::Connection
-                        },
-                    );
+                    // The stream's own window first: a WINDOW_UPDATE for
+                    // the connection alone would not unblock it.
+                    sent.blocked = Some(if slot.send_window <= 0 {
+                        Blocked::Stream
+                    } else {
+                        Blocked::Connection
+                    });
                 }
                 break;
             }
