@@ -16,6 +16,8 @@ fn hex(s: &str) -> Vec<u8> {
 }
 
 type Fields = Vec<(String, String)>;
+/// Table entries, newest first: name, value, RFC size.
+type Entries<'a> = &'a [(&'a str, &'a str, usize)];
 
 fn decode<const N: usize>(dec: &mut Decoder<N>, block: &[u8]) -> Fields {
     let mut out = Vec::new();
@@ -59,7 +61,7 @@ fn t(list: &[(&str, &str, usize)]) -> Vec<(String, String, usize)> {
 
 #[test]
 fn c2_representations() {
-    let cases: [(&str, (&str, &str), &[(&str, &str, usize)]); 4] = [
+    let cases: [(&str, (&str, &str), Entries); 4] = [
         (
             "400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572",
             ("custom-key", "custom-header"),

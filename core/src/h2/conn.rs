@@ -550,6 +550,14 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             .find(|s| s.id == id && s.phase != Phase::Free)
     }
 
+    /// The slot of an open stream (waiting for its head or in its body):
+    /// the ones [`open_streams`](Self::open_streams) counts.
+    fn active(&mut self, id: u32) -> Option<&mut Slot> {
+        self.slots
+            .iter_mut()
+            .find(|s| s.id == id && matches!(s.phase, Phase::AwaitHead | Phase::Body))
+    }
+
     /// A stream id the client never opened (RFC 9113 section 5.1: idle).
     fn is_idle(&self, id: u32) -> bool {
         id % 2 == 0 || id >= self.next_id
@@ -838,7 +846,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
         let mut window = conn_window.min(slot.send_window);
         loop {
             let rest = &data[sent.consumed..];
-            if rest.is_empty() && !(end_stream && !slot.local_done) {
+            if rest.is_empty() && !end_stream {
                 break;
             }
             let room = out.len().saturating_sub(sent.written + HEADER_LEN);
@@ -1155,7 +1163,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
 
     /// Resets a stream from the client's side: a RST_STREAM is owed.
     fn reset(&mut self, stream: u32, code: ErrorCode) -> Option<Event> {
-        let s = self.slot(stream)?;
+        let s = self.active(stream)?;
         s.phase = Phase::Reset(code);
         self.open -= 1;
         Some(Event::StreamReset {
@@ -1167,7 +1175,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
 
     /// The server ended its side of the stream.
     fn remote_end(&mut self, stream: u32) {
-        if let Some(s) = self.slot(stream) {
+        if let Some(s) = self.active(stream) {
             if s.local_done {
                 *s = FREE;
             } else {
