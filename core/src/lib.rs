@@ -13,6 +13,7 @@
 //!   (plain always; zlib-compressed with the `zlib` feature).
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
+//! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine.
 //! - [`pace`]: how an engine waits for each send: the pacing decision, the
 //!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
 //! - [`mix`]: [`mix::Mix`], which request each arrival sends (in turn, or weighted by the seed).
@@ -56,6 +57,7 @@ extern crate std;
 #[cfg(feature = "std")]
 pub mod engine;
 pub mod exchange;
+pub mod h2;
 pub mod histogram;
 pub mod http;
 pub mod ledger;

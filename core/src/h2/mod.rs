@@ -1,0 +1,19 @@
+//! HTTP/2 for the client side, sans-IO (RFC 9113, RFC 7541).
+//!
+//! - [`frame`]: the frame reader and writer, with every per-frame check.
+//! - [`hpack`]: header compression: Huffman, the static table, a dynamic
+//!   table in a fixed `N`-byte buffer, a decoder and a stateless encoder.
+//! - [`conn`]: [`Connection`], the client connection: preface and
+//!   SETTINGS, streams in a fixed slot array, both levels of flow control,
+//!   PING, RST_STREAM and GOAWAY, events out.
+//!
+//! Nothing here allocates, reads a clock or touches a socket; memory per
+//! connection is fixed by three const parameters (see [`Connection`]).
+//! `docs/http2.md` says what is implemented and why it is hand-written.
+
+pub mod conn;
+pub mod frame;
+pub mod hpack;
+
+pub use conn::{Blocked, Config, Connection, Event, H2Error, SendError, Sent, Violation};
+pub use frame::ErrorCode;
