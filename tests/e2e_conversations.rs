@@ -4,8 +4,11 @@
 //! order, each carrying the history (the earlier turns with the dataset's
 //! answers), each sent no sooner than the previous answer's end plus the
 //! think time; the report's sessions and per-turn rows hold the exact
-//! counts. Real time: the think-time check is a lower bound at the server
-//! (with a loopback margin), counts are exact.
+//! counts. Also trace lines as requests: Mooncake's `input_length`,
+//! `output_length` and `hash_ids` build each line's prompt (shared ids
+//! share their blocks, word for word, at the server), and a `name` picks a
+//! `--requests` mix's request per line. Real time: the think-time check is
+//! a lower bound at the server (with a loopback margin), counts are exact.
 
 mod common;
 
@@ -22,6 +25,8 @@ use serde_json::Value;
 /// answer (both from the server's start).
 #[derive(Clone, Debug)]
 struct Seen {
+    path: String,
+    body: Value,
     messages: Vec<Value>,
     arrived: Duration,
     answered: Duration,
@@ -57,12 +62,20 @@ fn recording_server(tokens: usize, itl: Duration) -> (SocketAddr, Arc<Mutex<Vec<
                             let body: Vec<u8> = buf[end + 4..end + 4 + len].to_vec();
                             buf.drain(..end + 4 + len);
                             let arrived = t0.elapsed();
+                            let path = head.split(' ').nth(1).unwrap_or("").to_string();
                             if !head.starts_with("post") {
-                                // A warm-up check or a probe: a plain answer.
-                                let r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+                                // A plain request: a plain answer, recorded.
+                                let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
                                 if stream.write_all(r).is_err() {
                                     return;
                                 }
+                                log.lock().unwrap().push(Seen {
+                                    path,
+                                    body: Value::Null,
+                                    messages: Vec::new(),
+                                    arrived,
+                                    answered: t0.elapsed(),
+                                });
                                 continue;
                             }
                             let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -100,6 +113,8 @@ fn recording_server(tokens: usize, itl: Duration) -> (SocketAddr, Arc<Mutex<Vec<
                             }
                             let answered = t0.elapsed();
                             log.lock().unwrap().push(Seen {
+                                path,
+                                body: v,
                                 messages,
                                 arrived,
                                 answered,
@@ -413,5 +428,158 @@ fn sharegpt_multi_turn_and_bad_files() {
         &String::from_utf8_lossy(&out.stdout),
         "a conversational report",
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Mooncake's fields in a trace: each line's prompt has `input_length`
+/// words; lines that share a hash id share that block word for word at the
+/// server (block 7 opens every line, block 8 follows it in two); the output
+/// length is the request's `max_completion_tokens`; lines go in trace
+/// order, on every engine.
+#[test]
+fn a_mooncake_trace_shares_its_blocks_at_the_server() {
+    let dir = std::env::temp_dir().join(format!("metronome-moon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.jsonl");
+    // (input_length, output_length, hash_ids), 80 ms apart.
+    let lines: [(u64, u64, &[u64]); 5] = [
+        (600, 3, &[7, 8]),
+        (100, 4, &[7]),
+        (1024, 5, &[7, 8]),
+        (513, 6, &[7, 9]),
+        (5, 7, &[]),
+    ];
+    let text: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (n, o, ids))| {
+            serde_json::json!({"timestamp": i * 80, "input_length": n, "output_length": o,
+                               "hash_ids": ids})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(&trace, text).unwrap();
+    for engine in engines() {
+        let (addr, seen) = recording_server(1, Duration::from_millis(1));
+        let url = format!("http://{addr}/v1/chat/completions");
+        let r = run_url_json(
+            &url,
+            engine,
+            &[
+                "--openai",
+                "--model",
+                "m",
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
+            0,
+        );
+        assert_eq!(r.requests.ok, 5, "[{engine}]");
+        let mut log = seen.lock().unwrap().clone();
+        log.sort_by_key(|x| x.arrived);
+        let words: Vec<Vec<String>> = log
+            .iter()
+            .map(|x| {
+                x.messages[0]["content"]
+                    .as_str()
+                    .unwrap()
+                    .split(' ')
+                    .map(String::from)
+                    .collect()
+            })
+            .collect();
+        for (i, (n, o, _)) in lines.iter().enumerate() {
+            assert_eq!(words[i].len() as u64, *n, "[{engine}] line {}", i + 1);
+            assert_eq!(
+                log[i].body["max_completion_tokens"],
+                *o,
+                "[{engine}] line {}",
+                i + 1
+            );
+        }
+        // Block 7: the first 512 words of lines 1, 3, 4 and the whole of line 2.
+        let b7 = &words[0][..512];
+        assert_eq!(&words[1][..], &b7[..100]);
+        assert_eq!(&words[2][..512], b7);
+        assert_eq!(&words[3][..512], b7);
+        // Block 8 follows in lines 1 and 3; block 9 is another block.
+        assert_eq!(&words[0][512..], &words[2][512..600]);
+        assert_ne!(words[3][512], words[2][512]);
+        assert_eq!(
+            r.workload.as_ref().unwrap().distinct_requests,
+            5,
+            "[{engine}]"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trace whose lines name their request replays a `--requests` mix line
+/// by line: the server sees the named paths in the trace's order.
+#[test]
+fn a_trace_names_each_lines_request() {
+    let dir = std::env::temp_dir().join(format!("metronome-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reqs = dir.join("requests.jsonl");
+    std::fs::write(
+        &reqs,
+        "{\"name\": \"a\", \"path\": \"/a\"}\n{\"name\": \"b\", \"path\": \"/b\"}\n",
+    )
+    .unwrap();
+    let trace = dir.join("trace.jsonl");
+    let order = ["b", "a", "b", "b", "a"];
+    let text: String = order
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{{\"timestamp\": {}, \"name\": \"{n}\"}}\n", i * 60))
+        .collect();
+    std::fs::write(&trace, text).unwrap();
+    for engine in engines() {
+        let (addr, seen) = recording_server(1, Duration::from_millis(1));
+        let url = format!("http://{addr}/");
+        let r = run_url_json(
+            &url,
+            engine,
+            &[
+                "--requests",
+                reqs.to_str().unwrap(),
+                "--trace",
+                trace.to_str().unwrap(),
+                // No warm-up requests at the server (GETs would get one each).
+                "--warm-up",
+                "off",
+            ],
+            0,
+        );
+        assert_eq!(r.requests.ok, 5, "[{engine}]");
+        let mut log = seen.lock().unwrap().clone();
+        log.sort_by_key(|x| x.arrived);
+        let paths: Vec<&str> = log.iter().map(|x| x.path.as_str()).collect();
+        assert_eq!(paths, ["/b", "/a", "/b", "/b", "/a"], "[{engine}]");
+        let counts: Vec<(String, u64)> = r
+            .by_request
+            .iter()
+            .map(|q| (q.name.clone(), q.scheduled))
+            .collect();
+        assert_eq!(
+            counts,
+            [("a".to_string(), 2), ("b".to_string(), 3)],
+            "[{engine}]"
+        );
+    }
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"timestamp\": 0, \"name\": \"zzz\"}\n").unwrap();
+    let out = metronome(&[
+        "run",
+        "http://127.0.0.1:9/",
+        "--requests",
+        reqs.to_str().unwrap(),
+        "--trace",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 1: no request is named 'zzz'"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,6 @@
 //! [`Mix`]: which of a plan's requests each arrival of the schedule sends.
 //!
-//! Two rules, decided here once for both engines:
+//! Three rules, decided here once for both engines:
 //!
 //! - [`Mix::Cycle`]: arrival `j` sends request `j mod n` (round-robin, as
 //!   vegeta sends its targets, and how prompts cycle);
@@ -12,7 +12,10 @@
 //!   arrival to the next, so threads and shards that deal the arrivals by
 //!   index (`g = shard.index + j x shard.count`, the rule of the constant,
 //!   Poisson, staged and replayed schedules) choose exactly what one
-//!   process would, and a seed reproduces its counts.
+//!   process would, and a seed reproduces its counts;
+//! - [`Mix::Table`]: arrival `g` (its index in the whole run) sends
+//!   `table[g]`: a trace whose lines name their request, or carry their
+//!   own prompt, replays line `g` with its own request.
 //!
 //! The cumulative weights live in the caller's storage (built before the
 //! clock, [`cumulate`]); a choice is one hash and a binary search over
@@ -49,6 +52,12 @@ pub enum Mix<'a> {
     Weighted {
         /// The running sums of the weights ([`cumulate`]).
         cumulative: &'a [f64],
+    },
+    /// Arrival `g` (global index) sends request `table[g]` (the last entry
+    /// for arrivals beyond the table).
+    Table {
+        /// One request index per arrival of the whole run.
+        table: &'a [u32],
     },
 }
 
@@ -101,12 +110,23 @@ impl Mix<'_> {
     pub fn pick(&self, seed: u64, j: u64, n: usize) -> usize {
         match self {
             Mix::Cycle => (j % n.max(1) as u64) as usize,
-            Mix::Weighted { .. } => self.pick_global(seed, j),
+            Mix::Weighted { .. } | Mix::Table { .. } => self.pick_global(seed, j),
         }
     }
 
-    /// The weighted choice for global index `g` (for [`Mix::Cycle`]: `g mod 1`, 0).
+    /// The choice for global index `g`: weighted by the seed, or the
+    /// table's entry (for [`Mix::Cycle`]: 0).
+    ///
+    /// ```
+    /// use metronome_core::mix::Mix;
+    /// let t = Mix::Table { table: &[2, 0, 1] };
+    /// assert_eq!((t.pick_global(9, 0), t.pick_global(9, 2), t.pick_global(9, 7)), (2, 1, 1));
+    /// ```
     pub fn pick_global(&self, seed: u64, g: u64) -> usize {
+        if let Mix::Table { table } = self {
+            let i = (g as usize).min(table.len().saturating_sub(1));
+            return table.get(i).map_or(0, |&r| r as usize);
+        }
         let Mix::Weighted { cumulative } = self else {
             return 0;
         };

@@ -330,7 +330,8 @@ impl<'a> Plan<'a> {
 pub enum PlanError {
     /// [`Plan::requests`] is empty: give at least one encoded request.
     NoRequests,
-    /// A weighted [`Plan::mix`] without one running sum per request, or
+    /// A weighted [`Plan::mix`] without one running sum per request, a
+    /// table naming a request that does not exist (or empty), or
     /// [`Plan::names`] without one name per request: build the sums with
     /// [`crate::mix::cumulate`] over the requests' weights.
     MixWeights,
@@ -443,6 +444,11 @@ impl Plan<'_> {
         }
         if let crate::mix::Mix::Weighted { cumulative } = self.mix {
             if cumulative.len() != self.requests.len() {
+                return Err(PlanError::MixWeights);
+            }
+        }
+        if let crate::mix::Mix::Table { table } = self.mix {
+            if table.is_empty() || table.iter().any(|&r| r as usize >= self.requests.len()) {
                 return Err(PlanError::MixWeights);
             }
         }

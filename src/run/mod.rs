@@ -15,6 +15,7 @@ pub mod discover;
 pub mod engine;
 pub mod lengths;
 pub mod mix;
+pub mod mooncake;
 mod plan;
 mod profile;
 mod progress;

@@ -66,6 +66,8 @@ pub(super) struct MixPlan {
     /// The running sums of the weights (core's `Mix::Weighted`), or empty
     /// for round-robin.
     pub(super) cumulative: Vec<f64>,
+    /// A trace's request per line (core's `Mix::Table`), or empty.
+    pub(super) table: Vec<u32>,
 }
 
 /// Checks the arguments and derives everything a run needs before anything
@@ -155,11 +157,20 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
     let mut turns = None;
     let (requests, addr, workload) = if args.openai {
         let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
+        if let Some(table) = w.table {
+            mix = Some(MixPlan {
+                names: Vec::new(),
+                name_of: Vec::new(),
+                cumulative: Vec::new(),
+                table,
+            });
+        }
         if let Some(t) = w.turns {
             mix = Some(MixPlan {
                 names: t.names,
                 name_of: t.name_of,
                 cumulative: Vec::new(),
+                table: Vec::new(),
             });
             turns = Some(TurnsPlan {
                 sessions: t.sessions,
@@ -192,10 +203,22 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
                 UsageError(format!("{}: the weights must be positive", path.display()))
             })?;
         }
+        // A trace whose lines name their request replays each line's.
+        let table = match &args.trace {
+            Some(t) => {
+                let text = std::fs::read_to_string(t)
+                    .map_err(|e| UsageError(format!("cannot read --trace {}: {e}", t.display())))?;
+                super::mooncake::line_table(&text, &e.names, &e.name_of)
+                    .map_err(|m| UsageError(format!("--trace {}: {m}", t.display())))?
+                    .unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
         mix = Some(MixPlan {
             names: e.names,
             name_of: e.name_of,
             cumulative,
+            table,
         });
         (e.requests, target.resolve()?, None)
     } else {
@@ -304,6 +327,8 @@ struct OpenAiRequests {
     workload: Workload,
     /// Conversations: the layout of the requests.
     turns: Option<Sessions>,
+    /// A Mooncake trace: each line's own request (line `g` sends request `g`).
+    table: Option<Vec<u32>>,
 }
 
 /// The requests of conversations: the first `sessions` open one each, the
@@ -430,7 +455,42 @@ fn openai_requests(
         )
         .into());
     }
-    let (mut prompts, source): (Vec<Prompt>, String) = if let Some(mut convs) = conversations {
+    // A trace whose lines carry Mooncake's fields builds one prompt per line.
+    let trace_lines = match &args.trace {
+        Some(t) => {
+            let text = std::fs::read_to_string(t)
+                .map_err(|e| UsageError(format!("cannot read --trace {}: {e}", t.display())))?;
+            super::mooncake::read_lines(&text)
+                .map_err(|m| UsageError(format!("--trace {}: {m}", t.display())))?
+        }
+        None => None,
+    };
+    if trace_lines.is_some()
+        && (args.dataset.is_some()
+            || args.input_len.is_some()
+            || !args.prompts.is_empty()
+            || args.cache_bust)
+    {
+        return Err(UsageError(
+            "--trace with input_length builds each line's prompt (Mooncake's hash_ids blocks): \
+             drop --dataset, --input-len, --prompt and --cache-bust"
+                .into(),
+        )
+        .into());
+    }
+    let mut table = None;
+    let (mut prompts, source): (Vec<Prompt>, String) = if let Some(lines) = &trace_lines {
+        let path = args.trace.as_ref().expect("trace lines come from --trace");
+        let p = super::mooncake::prompts(lines, args.seed, &counter)?;
+        table = Some((0..p.len() as u32).collect());
+        let source = format!(
+            "trace {}: {} prompts from input_length and hash_ids (blocks of {} words)",
+            path.display(),
+            p.len(),
+            super::mooncake::BLOCK_WORDS
+        );
+        (p, source)
+    } else if let Some(mut convs) = conversations {
         let path = args
             .dataset
             .as_ref()
@@ -629,6 +689,7 @@ fn openai_requests(
             input_tokens: prompts.iter().map(|p| p.input_tokens).collect(),
         },
         turns: sessions,
+        table,
     })
 }
 
@@ -828,6 +889,7 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         addr: p.addr,
         requests,
         mix: match &p.mix {
+            Some(m) if !m.table.is_empty() => Mix::Table { table: &m.table },
             Some(m) if !m.cumulative.is_empty() => Mix::Weighted {
                 cumulative: &m.cumulative,
             },
