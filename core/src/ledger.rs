@@ -44,6 +44,7 @@
 //!     stages: &mut [],
 //!     names: &mut names,
 //!     samples: None,
+//!     follow_ups: None,
 //! };
 //! assert!(ledger.sent(&mut tally, 600_000_000, 0, 600_001_000));
 //! assert_eq!(ledger.done(&mut tally, 600_000_000, 0, 600_001_000, 602_000_000, Finish::Ok), Some(true));

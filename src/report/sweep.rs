@@ -108,10 +108,12 @@ pub fn fell_behind(r: &Report) -> Option<String> {
 ///
 /// ```
 /// use metronome::report::sweep::stage_fell_behind;
-/// # let mut st: metronome::report::StageReport = serde_json::from_str(r#"{"from_s":0,"until_s":10,
-/// #  "start_rps":100,"target_rps":100,"offered":1000,"scheduled":1000,"sent":1000,"ok":1000,
-/// #  "errors":0,"dropped":0,"unsent":0,"p50":1,"p99":2,"latency":{"count":0,"min":0,"max":0,
-/// #  "mean":0,"stdev":0,"p50":0,"p90":0,"p99":0,"p999":0,"p9999":0,"hdr":""}}"#).unwrap();
+/// use metronome::report::{Metric, StageReport};
+/// let mut st = StageReport {
+///     from_s: 0.0, until_s: 10.0, start_rps: 100.0, target_rps: 100.0, offered: 1000.0,
+///     scheduled: 1000, sent: 1000, ok: 1000, errors: 0, dropped: 0, unsent: 0, p50: 1.0,
+///     p99: 2.0, latency: Metric::from_histogram(&metronome_core::histogram::Histogram::new()),
+/// };
 /// assert_eq!(stage_fell_behind(&st), None);
 /// st.sent = 900;
 /// st.unsent = 100;
