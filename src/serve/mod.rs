@@ -41,6 +41,7 @@
 //! `connection` serves one connection; `wait` is the one `poll`, the only
 //! unsafe code of the server. This file binds, accepts and stops.
 
+mod admit;
 mod connection;
 pub mod fifo;
 mod reply;
@@ -67,7 +68,7 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
-use reply::{models_json, plain_body};
+use reply::{models_json, plain_body, Body};
 use transport::Transport;
 use wait::{wait, Woken};
 
@@ -114,6 +115,16 @@ pub struct ServeConfig {
     pub shape: crate::cli::ShapeArg,
     /// SSE: the model id `GET /v1/models` lists.
     pub model: String,
+    /// Also speak HTTP/2 (`serve --http2`): a connection that opens with
+    /// the HTTP/2 preface (h2c with prior knowledge, or h2 after TLS with
+    /// ALPN `h2`) is served by the HTTP/2 side, any other as HTTP/1.1.
+    pub http2: bool,
+    /// HTTP/2: the `SETTINGS_MAX_CONCURRENT_STREAMS` advertised (and
+    /// enforced with `REFUSED_STREAM`).
+    pub max_streams: u32,
+    /// HTTP/2 gRPC: every K-th request (1-based, in arrival order) ends
+    /// with `grpc-status: CODE` instead of 0, as `(K, CODE)`.
+    pub grpc_status_every: Option<(u64, u32)>,
 }
 
 /// A TLS server configuration, compared by identity (two configs are
@@ -147,6 +158,9 @@ impl Default for ServeConfig {
             tls: None,
             shape: crate::cli::ShapeArg::Default,
             model: "metronome".to_string(),
+            http2: false,
+            max_streams: 100,
+            grpc_status_every: None,
         }
     }
 }
@@ -169,6 +183,9 @@ impl From<ServeArgs> for ServeConfig {
             tls: None,
             shape: args.shape,
             model: args.model,
+            http2: args.http2,
+            max_streams: args.max_streams,
+            grpc_status_every: args.grpc_status_every,
         }
     }
 }
@@ -420,6 +437,16 @@ impl Shared {
         self.fifo.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The content type and bytes of `body`.
+    fn body(&self, body: Body) -> (&'static str, &[u8]) {
+        match body {
+            Body::Plain => ("text/plain", &self.plain_body),
+            Body::Text(text) => ("text/plain", text.as_bytes()),
+            Body::Json(json) => ("application/json", json.as_bytes()),
+            Body::Models => ("application/json", &self.models_json),
+        }
+    }
+
     fn since_epoch(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.epoch)
     }
@@ -558,6 +585,11 @@ mod tests {
             "64",
             "--model",
             "org/Model-7B",
+            "--http2",
+            "--max-streams",
+            "8",
+            "--grpc-status-every",
+            "3:14",
         ])
         .unwrap()
         .serve;
@@ -580,6 +612,9 @@ mod tests {
                 tls: None,
                 shape: crate::cli::ShapeArg::Default,
                 model: "org/Model-7B".into(),
+                http2: true,
+                max_streams: 8,
+                grpc_status_every: Some((3, 14)),
             }
         );
     }
@@ -590,6 +625,13 @@ mod tests {
         assert!(Cli::try_parse_from(["serve", "--stall-at", "1s"]).is_err());
         assert!(Cli::try_parse_from(["serve", "--service", "10"]).is_err());
         assert!(Cli::try_parse_from(["serve", "--listen", "nowhere:port"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--max-streams", "0"]).is_err());
+        for bad in ["3", "0:14", "3:", "x:1", "3:17"] {
+            assert!(
+                Cli::try_parse_from(["serve", "--grpc-status-every", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
