@@ -727,7 +727,9 @@ pub struct ServeArgs {
 /// # Errors
 /// A one-line message naming the bad text and the accepted form.
 pub fn parse_grpc_status_every(text: &str) -> Result<(u64, u32), String> {
-    let bad = || format!("invalid --grpc-status-every '{text}': write K:CODE, K >= 1 and CODE a gRPC status 1..16, like 10:14");
+    let bad = || {
+        format!("invalid --grpc-status-every '{text}': write K:CODE, K >= 1 and CODE a gRPC status 1..16, like 10:14")
+    };
     let (k, code) = text.trim().split_once(':').ok_or_else(bad)?;
     let k: u64 = k.trim().parse().map_err(|_| bad())?;
     let code: u32 = code.trim().parse().map_err(|_| bad())?;

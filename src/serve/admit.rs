@@ -110,7 +110,12 @@ pub(super) fn admit(
     });
     if kind == StreamKind::Normal {
         if config.shape == ShapeArg::Json {
-            return reply(start + config.ttft, Status::Ok, Body::Json(JSON_ANSWER), true);
+            return reply(
+                start + config.ttft,
+                Status::Ok,
+                Body::Json(JSON_ANSWER),
+                true,
+            );
         }
         if let Some(body) = replay_body(config.shape) {
             // A golden body: its events after the first are the "tokens".

@@ -59,10 +59,25 @@ impl<'a> Connection<'a> {
         }
     }
 
+    /// A connection whose first `bytes` were already read (at `read_at`)
+    /// while telling HTTP/1.1 from HTTP/2.
+    pub(super) fn with_bytes(
+        shared: &'a Shared,
+        stream: Transport,
+        bytes: Vec<u8>,
+        read_at: Instant,
+    ) -> Self {
+        let mut connection = Self::new(shared, stream);
+        connection.fresh = !bytes.is_empty();
+        connection.buf = bytes;
+        connection.last_read = read_at;
+        connection
+    }
+
     /// Serves until the client leaves, a response closes, or the server stops.
     pub(super) fn serve(mut self) {
         match self.serve_inner() {
-            Ok(End::Graceful) => self.linger(),
+            Ok(End::Graceful) => linger(self.shared, &mut self.stream),
             Ok(End::Abrupt) | Err(_) => {}
         }
         let _ = self.stream.socket().shutdown(Shutdown::Both);
@@ -253,34 +268,34 @@ impl<'a> Connection<'a> {
         }
         Ok(None)
     }
+}
 
-    /// Sends FIN, then drains what the client still sends for a moment, so
-    /// unread bytes do not make the kernel reset the connection (which could
-    /// destroy the response before the client reads it).
-    fn linger(&mut self) {
-        if self.stream.shutdown_write().is_err() {
-            return;
-        }
-        let wake = self.shared.wake.as_raw_fd();
-        let deadline = Instant::now() + LINGER;
-        let mut scratch = [0u8; 4096];
-        let mut drained = Vec::new();
-        while Instant::now() < deadline {
-            match wait(Some(self.stream.raw_fd()), wake, Some(deadline)) {
-                Ok(Woken::Readable) => match self.stream.read_into(&mut drained, &mut scratch) {
-                    Ok(None) | Err(_) => return,
-                    Ok(Some(_)) => drained.clear(),
-                },
-                Ok(Woken::Timeout) => {}
-                Ok(Woken::Stop) | Err(_) => return,
-            }
+/// Sends FIN, then drains what the client still sends for a moment, so
+/// unread bytes do not make the kernel reset the connection (which could
+/// destroy the response before the client reads it).
+pub(super) fn linger(shared: &Shared, stream: &mut Transport) {
+    if stream.shutdown_write().is_err() {
+        return;
+    }
+    let wake = shared.wake.as_raw_fd();
+    let deadline = Instant::now() + LINGER;
+    let mut scratch = [0u8; 4096];
+    let mut drained = Vec::new();
+    while Instant::now() < deadline {
+        match wait(Some(stream.raw_fd()), wake, Some(deadline)) {
+            Ok(Woken::Readable) => match stream.read_into(&mut drained, &mut scratch) {
+                Ok(None) | Err(_) => return,
+                Ok(Some(_)) => drained.clear(),
+            },
+            Ok(Woken::Timeout) => {}
+            Ok(Woken::Stop) | Err(_) => return,
         }
     }
 }
 
 /// How a connection ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
+pub(super) enum End {
     /// Send FIN and drain the client's leftovers.
     Graceful,
     /// Close at once (cut stream, server stopping).

@@ -44,6 +44,7 @@
 mod admit;
 mod connection;
 pub mod fifo;
+mod h2;
 mod reply;
 mod request;
 mod stream;
@@ -68,6 +69,7 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
+use h2::H2Connection;
 use reply::{models_json, plain_body, Body};
 use transport::Transport;
 use wait::{wait, Woken};
@@ -297,6 +299,20 @@ fn describe(config: &ServeConfig) -> String {
             text += &format!(", {name} every {k}");
         }
     }
+    if config.http2 {
+        text += &format!(
+            "; HTTP/2 (h2c prior knowledge{}) and HTTP/1.1, max {} streams per connection",
+            if config.tls.is_some() {
+                ", h2 by ALPN"
+            } else {
+                ""
+            },
+            config.max_streams
+        );
+        if let Some((k, code)) = config.grpc_status_every {
+            text += &format!(", grpc-status {code} every {k}");
+        }
+    }
     text
 }
 
@@ -387,8 +403,19 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let (wake_rx, wake_tx) = UnixStream::pair()?;
+    let tls = config.tls.as_ref().map(|t| {
+        if config.http2 {
+            // ALPN: h2 first, HTTP/1.1 still served.
+            let mut server = (*t.0).clone();
+            server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            Arc::new(server)
+        } else {
+            Arc::clone(&t.0)
+        }
+    });
     let shared = Arc::new(Shared {
         fifo: Mutex::new(Fifo::from_config(&config)),
+        tls,
         plain_body: plain_body(config.body_bytes),
         models_json: models_json(&config.model),
         config,
@@ -415,6 +442,9 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
 #[derive(Debug)]
 struct Shared {
     config: ServeConfig,
+    /// The TLS configuration connections use (ALPN `h2` added with
+    /// `--http2`).
+    tls: Option<Arc<rustls::ServerConfig>>,
     plain_body: Vec<u8>,
     /// The answer to `GET /v1/models`.
     models_json: Vec<u8>,
@@ -510,9 +540,22 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream) {
         .name("serve-conn".into())
         .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
-            let tls = worker.config.tls.as_ref().map(|t| &t.0);
-            if let Ok(transport) = Transport::new(stream, tls) {
-                Connection::new(&worker, transport).serve();
+            if let Ok(mut transport) = Transport::new(stream, worker.tls.as_ref()) {
+                if !worker.config.http2 {
+                    Connection::new(&worker, transport).serve();
+                } else {
+                    match h2::sniff(&worker, &mut transport) {
+                        Ok(Some((bytes, at, true))) => {
+                            H2Connection::new(&worker, transport, bytes, at).serve();
+                        }
+                        Ok(Some((bytes, at, false))) => {
+                            Connection::with_bytes(&worker, transport, bytes, at).serve();
+                        }
+                        Ok(None) | Err(_) => {
+                            let _ = transport.socket().shutdown(Shutdown::Both);
+                        }
+                    }
+                }
             }
             worker.connections().open.remove(&id);
         });
