@@ -714,9 +714,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_streams: u32,
 
-    /// With --http2: end every K-th request (in arrival order) that is a
-    /// gRPC call with grpc-status CODE (1 to 16) in a trailers-only
-    /// response, e.g. 10:14 (UNAVAILABLE).
+    /// With --http2: answer the K-th, 2K-th, ... request (in arrival order,
+    /// every request counted, as for --error-every), when it is a gRPC
+    /// call, with grpc-status CODE (1 to 16) in a trailers-only response,
+    /// e.g. 10:14 (UNAVAILABLE).
     #[arg(long, value_name = "K:CODE", value_parser = parse_grpc_status_every)]
     pub grpc_status_every: Option<(u64, u32)>,
 }

@@ -31,12 +31,20 @@
 //! injected error events). Rejections (`400`, `404`, `411`, `413`, `431`),
 //! `/v1/models`, `/health` and streams cut on purpose are not counted.
 //!
+//! - `--http2`: a connection that opens with the HTTP/2 preface (h2c with
+//!   prior knowledge, or h2 by ALPN with `--tls`) is served as HTTP/2 on
+//!   the same model, one request per stream (`--max-streams` per
+//!   connection); `application/grpc` requests get a unary gRPC answer
+//!   (`--grpc-status-every`). docs/http2.md, "serve --http2", has the rest.
+//!
 //! Threads: one accept thread and one thread per connection; fine up to
 //! thousands of connections. [`spawn`] runs it in-process (demo, tests);
 //! [`run`] is the `metronome serve` command.
 //!
-//! The pieces: [`fifo`] is the model, pure; `request` parses request heads
+//! The pieces: [`fifo`] is the model, pure; `admit` decides each
+//! request's answer for both protocols; `request` parses request heads
 //! and chat bodies; `reply` writes status lines, headers and bodies;
+//! `h2` sniffs the preface and serves HTTP/2 connections;
 //! `stream` holds the jobs a connection owes, SSE streams included;
 //! `connection` serves one connection; `wait` is the one `poll`, the only
 //! unsafe code of the server. This file binds, accepts and stops.
