@@ -693,6 +693,51 @@ pub struct ServeArgs {
     /// The model id GET /v1/models lists (--sse).
     #[arg(long, value_name = "NAME", default_value = "metronome")]
     pub model: String,
+
+    /// Also speak HTTP/2 on the same port, with the same model (FIFO
+    /// service, stall, 429s, SSE streams).
+    ///
+    /// A connection that opens with the HTTP/2 preface is served as HTTP/2:
+    /// h2c with prior knowledge on a plain port (curl
+    /// --http2-prior-knowledge), h2 with --tls (ALPN offers h2 and
+    /// http/1.1). Any other connection is HTTP/1.1. Each stream is one
+    /// request; a request with content-type application/grpc (any path) is
+    /// answered as a unary gRPC call: one empty message and trailers with
+    /// grpc-status 0. A cut SSE stream (--cut-every) is reset
+    /// (RST_STREAM INTERNAL_ERROR); malformed input ends the connection
+    /// with GOAWAY.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// With --http2: the SETTINGS_MAX_CONCURRENT_STREAMS advertised per
+    /// connection; a stream beyond it is refused (REFUSED_STREAM).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_streams: u32,
+
+    /// With --http2: answer the K-th, 2K-th, ... request (in arrival order,
+    /// every request counted, as for --error-every), when it is a gRPC
+    /// call, with grpc-status CODE (1 to 16) in a trailers-only response,
+    /// e.g. 10:14 (UNAVAILABLE).
+    #[arg(long, value_name = "K:CODE", value_parser = parse_grpc_status_every)]
+    pub grpc_status_every: Option<(u64, u32)>,
+}
+
+/// Parses `--grpc-status-every K:CODE`: K at least 1, CODE a gRPC status
+/// from 1 to 16.
+///
+/// # Errors
+/// A one-line message naming the bad text and the accepted form.
+pub fn parse_grpc_status_every(text: &str) -> Result<(u64, u32), String> {
+    let bad = || {
+        format!("invalid --grpc-status-every '{text}': write K:CODE, K >= 1 and CODE a gRPC status 1..16, like 10:14")
+    };
+    let (k, code) = text.trim().split_once(':').ok_or_else(bad)?;
+    let k: u64 = k.trim().parse().map_err(|_| bad())?;
+    let code: u32 = code.trim().parse().map_err(|_| bad())?;
+    if k == 0 || !(1..=16).contains(&code) {
+        return Err(bad());
+    }
+    Ok((k, code))
 }
 
 /// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare

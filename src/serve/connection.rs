@@ -8,10 +8,10 @@ use std::os::unix::io::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::fifo::hits;
-use super::reply::{write_reply, Body, ConnectionHeader, Status, RATE_LIMIT_JSON};
-use super::request::{parse_chat_request, parse_head, Method, RequestHead, Route};
-use super::stream::{Job, Stream, StreamKind, StreamStep};
+use super::admit::{admit, Admitted};
+use super::reply::{write_reply, Body, ConnectionHeader, Status};
+use super::request::{parse_head, Method, RequestHead};
+use super::stream::{Framing, Job, Stream, StreamStep};
 use super::transport::Transport;
 use super::wait::{wait, Woken};
 use super::Shared;
@@ -59,10 +59,25 @@ impl<'a> Connection<'a> {
         }
     }
 
+    /// A connection whose first `bytes` were already read (at `read_at`)
+    /// while telling HTTP/1.1 from HTTP/2.
+    pub(super) fn with_bytes(
+        shared: &'a Shared,
+        stream: Transport,
+        bytes: Vec<u8>,
+        read_at: Instant,
+    ) -> Self {
+        let mut connection = Self::new(shared, stream);
+        connection.fresh = !bytes.is_empty();
+        connection.buf = bytes;
+        connection.last_read = read_at;
+        connection
+    }
+
     /// Serves until the client leaves, a response closes, or the server stops.
     pub(super) fn serve(mut self) {
         match self.serve_inner() {
-            Ok(End::Graceful) => self.linger(),
+            Ok(End::Graceful) => linger(self.shared, &mut self.stream),
             Ok(End::Abrupt) | Err(_) => {}
         }
         let _ = self.stream.socket().shutdown(Shutdown::Both);
@@ -169,104 +184,43 @@ impl<'a> Connection<'a> {
     /// Decides the response to one complete request that arrived at
     /// `self.last_read`.
     fn admit(&self, head: &RequestHead, body: &[u8]) -> Job {
-        let shared = self.shared;
-        let config = &shared.config;
-        let arrival = self.last_read;
         let connection = ConnectionHeader::for_request(head, false);
-        let head_only = head.method == Method::Head;
-        let reply = |due, status, body, counted| Job::Reply {
-            due,
-            status,
-            body,
-            connection,
-            head_only,
-            counted,
-        };
-        if !config.sse {
-            let admission = shared.fifo().admit(shared.since_epoch(arrival));
-            let due = shared.epoch + admission.completion;
-            return if hits(config.error_every, admission.index) {
-                reply(
-                    due,
-                    Status::TooManyRequests,
-                    Body::Text("too many requests\n"),
-                    true,
-                )
-            } else {
-                reply(due, Status::Ok, Body::Plain, true)
-            };
-        }
-        match (head.route, head.method) {
-            (Route::Chat | Route::Completions, Method::Post) => {}
-            (Route::Models, Method::Get | Method::Head) => {
-                return reply(arrival, Status::Ok, Body::Models, false)
-            }
-            // vLLM's health check, which guidellm asks before a run: 200,
-            // no body.
-            (Route::Health, Method::Get | Method::Head) => {
-                return reply(arrival, Status::Ok, Body::Text(""), false)
-            }
-            (Route::Chat | Route::Completions | Route::Models | Route::Health, _) => {
-                return reply(
-                    arrival,
-                    Status::MethodNotAllowed,
-                    Body::Text("method not allowed\n"),
-                    false,
-                )
-            }
-            (Route::Other, _) => {
-                return reply(arrival, Status::NotFound, Body::Text("not found\n"), false)
-            }
-        }
-        let chat = parse_chat_request(body);
-        let admission = shared.fifo().admit_stream(shared.since_epoch(arrival));
-        let start = shared.epoch + admission.start;
-        if hits(config.error_every, admission.index) {
-            return reply(
+        match admit(self.shared, self.last_read, head.method, head.route, body) {
+            Admitted::Reply {
+                due,
+                status,
+                body,
+                counted,
+            } => Job::Reply {
+                due,
+                status,
+                body,
+                connection,
+                head_only: head.method == Method::Head,
+                counted,
+            },
+            Admitted::Stream {
+                arrival,
                 start,
-                Status::TooManyRequests,
-                Body::Json(RATE_LIMIT_JSON),
-                true,
-            );
+                tokens,
+                prompt_tokens,
+                kind,
+            } => Job::Stream(Stream {
+                arrival,
+                start,
+                tokens,
+                prompt_tokens,
+                kind,
+                // HTTP/1.0 has no chunked framing: the body ends at close.
+                connection: ConnectionHeader::for_request(head, head.http10),
+                framing: if head.http10 {
+                    Framing::UntilClose
+                } else {
+                    Framing::Chunked
+                },
+                step: 0,
+            }),
         }
-        let mut kind = if hits(config.error_event_every, admission.index) {
-            StreamKind::ErrorEvent
-        } else if hits(config.cut_every, admission.index) {
-            StreamKind::Cut
-        } else {
-            StreamKind::Normal
-        };
-        let mut tokens = chat.max_tokens.map_or(config.tokens, |cap| {
-            config.tokens.min(u32::try_from(cap).unwrap_or(u32::MAX))
-        });
-        if kind == StreamKind::Normal {
-            if config.shape == crate::cli::ShapeArg::Json {
-                let due = start + config.ttft;
-                return reply(
-                    due,
-                    Status::Ok,
-                    Body::Json(super::stream::JSON_ANSWER),
-                    true,
-                );
-            }
-            if let Some(body) = super::stream::replay_body(config.shape) {
-                // A golden body: its events after the first are the "tokens".
-                let events = super::stream::replay_events(body).count();
-                tokens = u32::try_from(events.saturating_sub(1)).unwrap_or(u32::MAX);
-                kind = StreamKind::Replay(body);
-            }
-        }
-        Job::Stream(Stream {
-            arrival,
-            start,
-            tokens,
-            prompt_tokens: chat.prompt_tokens,
-            kind,
-            // HTTP/1.0 has no chunked framing: the body ends at close.
-            connection: ConnectionHeader::for_request(head, head.http10),
-            chunked: !head.http10,
-            step: 0,
-        })
     }
 
     /// Writes the front job's next bytes; `Some(end)` when the connection
@@ -285,12 +239,7 @@ impl<'a> Connection<'a> {
                 counted,
                 ..
             } => {
-                let (content_type, bytes): (_, &[u8]) = match *body {
-                    Body::Plain => ("text/plain", &self.shared.plain_body),
-                    Body::Text(text) => ("text/plain", text.as_bytes()),
-                    Body::Json(json) => ("application/json", json.as_bytes()),
-                    Body::Models => ("application/json", &self.shared.models_json),
-                };
+                let (content_type, bytes) = self.shared.body(*body);
                 write_reply(
                     &mut self.out,
                     *status,
@@ -319,34 +268,34 @@ impl<'a> Connection<'a> {
         }
         Ok(None)
     }
+}
 
-    /// Sends FIN, then drains what the client still sends for a moment, so
-    /// unread bytes do not make the kernel reset the connection (which could
-    /// destroy the response before the client reads it).
-    fn linger(&mut self) {
-        if self.stream.shutdown_write().is_err() {
-            return;
-        }
-        let wake = self.shared.wake.as_raw_fd();
-        let deadline = Instant::now() + LINGER;
-        let mut scratch = [0u8; 4096];
-        let mut drained = Vec::new();
-        while Instant::now() < deadline {
-            match wait(Some(self.stream.raw_fd()), wake, Some(deadline)) {
-                Ok(Woken::Readable) => match self.stream.read_into(&mut drained, &mut scratch) {
-                    Ok(None) | Err(_) => return,
-                    Ok(Some(_)) => drained.clear(),
-                },
-                Ok(Woken::Timeout) => {}
-                Ok(Woken::Stop) | Err(_) => return,
-            }
+/// Sends FIN, then drains what the client still sends for a moment, so
+/// unread bytes do not make the kernel reset the connection (which could
+/// destroy the response before the client reads it).
+pub(super) fn linger(shared: &Shared, stream: &mut Transport) {
+    if stream.shutdown_write().is_err() {
+        return;
+    }
+    let wake = shared.wake.as_raw_fd();
+    let deadline = Instant::now() + LINGER;
+    let mut scratch = [0u8; 4096];
+    let mut drained = Vec::new();
+    while Instant::now() < deadline {
+        match wait(Some(stream.raw_fd()), wake, Some(deadline)) {
+            Ok(Woken::Readable) => match stream.read_into(&mut drained, &mut scratch) {
+                Ok(None) | Err(_) => return,
+                Ok(Some(_)) => drained.clear(),
+            },
+            Ok(Woken::Timeout) => {}
+            Ok(Woken::Stop) | Err(_) => return,
         }
     }
 }
 
 /// How a connection ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
+pub(super) enum End {
     /// Send FIN and drain the client's leftovers.
     Graceful,
     /// Close at once (cut stream, server stopping).

@@ -31,18 +31,28 @@
 //! injected error events). Rejections (`400`, `404`, `411`, `413`, `431`),
 //! `/v1/models`, `/health` and streams cut on purpose are not counted.
 //!
+//! - `--http2`: a connection that opens with the HTTP/2 preface (h2c with
+//!   prior knowledge, or h2 by ALPN with `--tls`) is served as HTTP/2 on
+//!   the same model, one request per stream (`--max-streams` per
+//!   connection); `application/grpc` requests get a unary gRPC answer
+//!   (`--grpc-status-every`). docs/http2.md, "serve --http2", has the rest.
+//!
 //! Threads: one accept thread and one thread per connection; fine up to
 //! thousands of connections. [`spawn`] runs it in-process (demo, tests);
 //! [`run`] is the `metronome serve` command.
 //!
-//! The pieces: [`fifo`] is the model, pure; `request` parses request heads
+//! The pieces: [`fifo`] is the model, pure; `admit` decides each
+//! request's answer for both protocols; `request` parses request heads
 //! and chat bodies; `reply` writes status lines, headers and bodies;
+//! `h2` sniffs the preface and serves HTTP/2 connections;
 //! `stream` holds the jobs a connection owes, SSE streams included;
 //! `connection` serves one connection; `wait` is the one `poll`, the only
 //! unsafe code of the server. This file binds, accepts and stops.
 
+mod admit;
 mod connection;
 pub mod fifo;
+mod h2;
 mod reply;
 mod request;
 mod stream;
@@ -67,7 +77,8 @@ use crate::signal;
 use crate::units::format_duration;
 use connection::Connection;
 use fifo::Fifo;
-use reply::{models_json, plain_body};
+use h2::H2Connection;
+use reply::{models_json, plain_body, Body};
 use transport::Transport;
 use wait::{wait, Woken};
 
@@ -114,6 +125,16 @@ pub struct ServeConfig {
     pub shape: crate::cli::ShapeArg,
     /// SSE: the model id `GET /v1/models` lists.
     pub model: String,
+    /// Also speak HTTP/2 (`serve --http2`): a connection that opens with
+    /// the HTTP/2 preface (h2c with prior knowledge, or h2 after TLS with
+    /// ALPN `h2`) is served by the HTTP/2 side, any other as HTTP/1.1.
+    pub http2: bool,
+    /// HTTP/2: the `SETTINGS_MAX_CONCURRENT_STREAMS` advertised (and
+    /// enforced with `REFUSED_STREAM`).
+    pub max_streams: u32,
+    /// HTTP/2 gRPC: every K-th request (1-based, in arrival order) ends
+    /// with `grpc-status: CODE` instead of 0, as `(K, CODE)`.
+    pub grpc_status_every: Option<(u64, u32)>,
 }
 
 /// A TLS server configuration, compared by identity (two configs are
@@ -147,6 +168,9 @@ impl Default for ServeConfig {
             tls: None,
             shape: crate::cli::ShapeArg::Default,
             model: "metronome".to_string(),
+            http2: false,
+            max_streams: 100,
+            grpc_status_every: None,
         }
     }
 }
@@ -169,6 +193,9 @@ impl From<ServeArgs> for ServeConfig {
             tls: None,
             shape: args.shape,
             model: args.model,
+            http2: args.http2,
+            max_streams: args.max_streams,
+            grpc_status_every: args.grpc_status_every,
         }
     }
 }
@@ -280,6 +307,20 @@ fn describe(config: &ServeConfig) -> String {
             text += &format!(", {name} every {k}");
         }
     }
+    if config.http2 {
+        text += &format!(
+            "; HTTP/2 (h2c prior knowledge{}) and HTTP/1.1, max {} streams per connection",
+            if config.tls.is_some() {
+                ", h2 by ALPN"
+            } else {
+                ""
+            },
+            config.max_streams
+        );
+        if let Some((k, code)) = config.grpc_status_every {
+            text += &format!(", grpc-status {code} every {k}");
+        }
+    }
     text
 }
 
@@ -370,8 +411,19 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let (wake_rx, wake_tx) = UnixStream::pair()?;
+    let tls = config.tls.as_ref().map(|t| {
+        if config.http2 {
+            // ALPN: h2 first, HTTP/1.1 still served.
+            let mut server = (*t.0).clone();
+            server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            Arc::new(server)
+        } else {
+            Arc::clone(&t.0)
+        }
+    });
     let shared = Arc::new(Shared {
         fifo: Mutex::new(Fifo::from_config(&config)),
+        tls,
         plain_body: plain_body(config.body_bytes),
         models_json: models_json(&config.model),
         config,
@@ -398,6 +450,9 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
 #[derive(Debug)]
 struct Shared {
     config: ServeConfig,
+    /// The TLS configuration connections use (ALPN `h2` added with
+    /// `--http2`).
+    tls: Option<Arc<rustls::ServerConfig>>,
     plain_body: Vec<u8>,
     /// The answer to `GET /v1/models`.
     models_json: Vec<u8>,
@@ -418,6 +473,16 @@ impl Shared {
 
     fn fifo(&self) -> MutexGuard<'_, Fifo> {
         self.fifo.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The content type and bytes of `body`.
+    fn body(&self, body: Body) -> (&'static str, &[u8]) {
+        match body {
+            Body::Plain => ("text/plain", &self.plain_body),
+            Body::Text(text) => ("text/plain", text.as_bytes()),
+            Body::Json(json) => ("application/json", json.as_bytes()),
+            Body::Models => ("application/json", &self.models_json),
+        }
     }
 
     fn since_epoch(&self, at: Instant) -> Duration {
@@ -483,9 +548,22 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream) {
         .name("serve-conn".into())
         .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
-            let tls = worker.config.tls.as_ref().map(|t| &t.0);
-            if let Ok(transport) = Transport::new(stream, tls) {
-                Connection::new(&worker, transport).serve();
+            if let Ok(mut transport) = Transport::new(stream, worker.tls.as_ref()) {
+                if !worker.config.http2 {
+                    Connection::new(&worker, transport).serve();
+                } else {
+                    match h2::sniff(&worker, &mut transport) {
+                        Ok(Some((bytes, at, true))) => {
+                            H2Connection::new(&worker, transport, bytes, at).serve();
+                        }
+                        Ok(Some((bytes, at, false))) => {
+                            Connection::with_bytes(&worker, transport, bytes, at).serve();
+                        }
+                        Ok(None) | Err(_) => {
+                            let _ = transport.socket().shutdown(Shutdown::Both);
+                        }
+                    }
+                }
             }
             worker.connections().open.remove(&id);
         });
@@ -558,6 +636,11 @@ mod tests {
             "64",
             "--model",
             "org/Model-7B",
+            "--http2",
+            "--max-streams",
+            "8",
+            "--grpc-status-every",
+            "3:14",
         ])
         .unwrap()
         .serve;
@@ -580,6 +663,9 @@ mod tests {
                 tls: None,
                 shape: crate::cli::ShapeArg::Default,
                 model: "org/Model-7B".into(),
+                http2: true,
+                max_streams: 8,
+                grpc_status_every: Some((3, 14)),
             }
         );
     }
@@ -590,6 +676,13 @@ mod tests {
         assert!(Cli::try_parse_from(["serve", "--stall-at", "1s"]).is_err());
         assert!(Cli::try_parse_from(["serve", "--service", "10"]).is_err());
         assert!(Cli::try_parse_from(["serve", "--listen", "nowhere:port"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--max-streams", "0"]).is_err());
+        for bad in ["3", "0:14", "3:", "x:1", "3:17"] {
+            assert!(
+                Cli::try_parse_from(["serve", "--grpc-status-every", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

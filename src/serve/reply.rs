@@ -18,6 +18,20 @@ pub(super) enum Status {
 }
 
 impl Status {
+    /// The numeric code (HTTP/2's `:status`).
+    pub(super) fn code(self) -> u16 {
+        match self {
+            Self::Ok => 200,
+            Self::BadRequest => 400,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::LengthRequired => 411,
+            Self::PayloadTooLarge => 413,
+            Self::TooManyRequests => 429,
+            Self::HeadersTooLarge => 431,
+        }
+    }
+
     pub(super) fn line(self) -> &'static str {
         match self {
             Self::Ok => "200 OK",

@@ -6,7 +6,7 @@ use super::{CHAT_PATH, COMPLETIONS_PATH};
 /// The largest request head accepted; a longer one is answered `431`.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The largest request body accepted; a longer one is answered `413`.
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub(super) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// Headers parsed per request; more is answered `431`.
 const MAX_HEADERS: usize = 64;
 
@@ -39,6 +39,35 @@ pub(super) enum Route {
     /// `/health`: vLLM's health check (guidellm asks it before a run).
     Health,
     Other,
+}
+
+impl Method {
+    /// The method named `name` (case-sensitive, as HTTP says).
+    pub(super) fn of(name: &[u8]) -> Self {
+        match name {
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            _ => Method::Other,
+        }
+    }
+}
+
+impl Route {
+    /// The route of a request target (its query ignored).
+    pub(super) fn of(target: &[u8]) -> Self {
+        let path = target
+            .iter()
+            .position(|&b| b == b'?')
+            .map_or(target, |q| &target[..q]);
+        match path {
+            p if p == CHAT_PATH.as_bytes() => Route::Chat,
+            p if p == COMPLETIONS_PATH.as_bytes() => Route::Completions,
+            b"/v1/models" => Route::Models,
+            b"/health" => Route::Health,
+            _ => Route::Other,
+        }
+    }
 }
 
 /// A request the server refuses, answered with a status and then closed.
@@ -79,21 +108,8 @@ pub(super) fn parse_head(buf: &[u8]) -> Result<Option<RequestHead>, Reject> {
         Err(_) => return Err(Reject::Malformed),
     };
     let http10 = request.version == Some(0);
-    let method = match request.method.unwrap_or("") {
-        "GET" => Method::Get,
-        "HEAD" => Method::Head,
-        "POST" => Method::Post,
-        _ => Method::Other,
-    };
-    let path = request.path.unwrap_or("/");
-    let path = path.split_once('?').map_or(path, |(p, _)| p);
-    let route = match path {
-        CHAT_PATH => Route::Chat,
-        COMPLETIONS_PATH => Route::Completions,
-        "/v1/models" => Route::Models,
-        "/health" => Route::Health,
-        _ => Route::Other,
-    };
+    let method = Method::of(request.method.unwrap_or("").as_bytes());
+    let route = Route::of(request.path.unwrap_or("/").as_bytes());
     let (mut close, mut keep_alive, mut expect_continue) = (false, false, false);
     let mut body_len: Option<usize> = None;
     for header in request.headers.iter() {

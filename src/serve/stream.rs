@@ -95,10 +95,24 @@ pub(super) struct Stream {
     pub(super) prompt_tokens: u64,
     pub(super) kind: StreamKind,
     pub(super) connection: ConnectionHeader,
-    /// Chunked framing (HTTP/1.1) or raw events until close (HTTP/1.0).
-    pub(super) chunked: bool,
+    /// How events are framed on the wire.
+    pub(super) framing: Framing,
     /// Steps done: 0 = nothing sent yet; then one per token; then the end.
     pub(super) step: u32,
+}
+
+/// How a stream's bytes are framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// HTTP/1.1: the head with the first step, each event a chunk, the
+    /// terminating chunk at the end.
+    Chunked,
+    /// HTTP/1.0: the head with the first step, raw events, the body ends at
+    /// close.
+    UntilClose,
+    /// HTTP/2: raw events only; the caller sends the head (HEADERS) and
+    /// ends the stream (END_STREAM) itself.
+    Bare,
 }
 
 /// What a stream step asks of the connection.
@@ -154,7 +168,7 @@ impl Stream {
                 event,
                 "data: {CHUNK_PREFIX}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\"}},\"finish_reason\":null}}]}}\n\n"
             );
-            push_chunk(out, event, self.chunked);
+            push_chunk(out, event, self.chunked());
             return StreamStep::More;
         }
         if step <= sent {
@@ -168,12 +182,12 @@ impl Stream {
                 event,
                 "data: {CHUNK_PREFIX}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{i} \"}},\"finish_reason\":{finish}}}]}}\n\n"
             );
-            push_chunk(out, event, self.chunked);
+            push_chunk(out, event, self.chunked());
             return StreamStep::More;
         }
         match self.kind {
             StreamKind::Cut => return StreamStep::Cut,
-            StreamKind::ErrorEvent => push_chunk(out, ERROR_EVENT, self.chunked),
+            StreamKind::ErrorEvent => push_chunk(out, ERROR_EVENT, self.chunked()),
             // Replayed bodies take `replay_step`.
             StreamKind::Normal | StreamKind::Replay(_) => {
                 let n = u64::from(self.tokens);
@@ -183,11 +197,11 @@ impl Stream {
                     "data: {CHUNK_PREFIX}\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
                     p + n
                 );
-                push_chunk(out, event, self.chunked);
-                push_chunk(out, b"data: [DONE]\n\n", self.chunked);
+                push_chunk(out, event, self.chunked());
+                push_chunk(out, b"data: [DONE]\n\n", self.chunked());
             }
         }
-        if self.chunked {
+        if self.chunked() {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         StreamStep::Done
@@ -195,11 +209,19 @@ impl Stream {
 }
 
 impl Stream {
+    fn chunked(&self) -> bool {
+        self.framing == Framing::Chunked
+    }
+
+    /// The HTTP/1.x response head (nothing for [`Framing::Bare`]).
     fn head(&self, out: &mut Vec<u8>) {
+        if self.framing == Framing::Bare {
+            return;
+        }
         let _ = write!(
             out,
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{}{}\r\n",
-            if self.chunked { "Transfer-Encoding: chunked\r\n" } else { "" },
+            if self.chunked() { "Transfer-Encoding: chunked\r\n" } else { "" },
             self.connection.line()
         );
     }
@@ -212,11 +234,11 @@ impl Stream {
         }
         match replay_events(body).nth(step as usize) {
             Some(event) => {
-                push_chunk(out, event.as_bytes(), self.chunked);
+                push_chunk(out, event.as_bytes(), self.chunked());
                 StreamStep::More
             }
             None => {
-                if self.chunked {
+                if self.chunked() {
                     out.extend_from_slice(b"0\r\n\r\n");
                 }
                 StreamStep::Done
@@ -250,7 +272,7 @@ mod tests {
             prompt_tokens: 4,
             kind: StreamKind::Normal,
             connection: ConnectionHeader::None,
-            chunked: true,
+            framing: Framing::Chunked,
             step: 0,
         };
         let (mut out, mut event) = (Vec::new(), Vec::new());
@@ -290,7 +312,7 @@ mod tests {
             prompt_tokens: 0,
             kind: StreamKind::Cut,
             connection: ConnectionHeader::None,
-            chunked: true,
+            framing: Framing::Chunked,
             step: 0,
         };
         let (mut out, mut event) = (Vec::new(), Vec::new());
@@ -333,7 +355,7 @@ mod tests {
             prompt_tokens: 0,
             kind: StreamKind::Replay(body),
             connection: ConnectionHeader::None,
-            chunked: false,
+            framing: Framing::UntilClose,
             step: 0,
         };
         let (mut out, mut event) = (Vec::new(), Vec::new());

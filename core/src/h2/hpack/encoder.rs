@@ -1,8 +1,11 @@
-//! The HPACK encoder for request heads: static-table indices and literals
-//! *without indexing* only, so the server's decoder table is never used
-//! and no encoder state exists. A request head is encoded once, before the
-//! measured phase, and the same block is sent for every request of that
-//! shape (RFC 7541 sections 6.1 and 6.2.2).
+//! The HPACK encoder for request and response heads: static-table indices
+//! and literals *without indexing* only, so the peer's decoder table is
+//! never used and no encoder state exists. A request head is encoded once,
+//! before the measured phase, and the same block is sent for every request
+//! of that shape (RFC 7541 sections 6.1 and 6.2.2). Response heads and
+//! trailers ([`encode_response`], [`encode_fields`]) serve `metronome serve
+//! --http2`; [`encode_table_size_update`] lets an encoder that uses no
+//! table say so after the peer changes `SETTINGS_HEADER_TABLE_SIZE`.
 
 use super::huffman;
 use super::table::STATIC_TABLE;
@@ -124,6 +127,24 @@ pub fn encode_request(
     ] {
         n += encode_field(name, value, huffman, out.get_mut(n..)?)?;
     }
+    n += encode_fields(headers, huffman, out.get_mut(n..)?)?;
+    Some(n)
+}
+
+/// Encodes `headers` in order with [`encode_field`], skipping those HTTP/2
+/// forbids (`connection`, `keep-alive`, `proxy-connection`,
+/// `transfer-encoding`, `upgrade`, and `host`): a trailer block, or the
+/// regular fields after the pseudo-headers. Returns the length written, or
+/// `None` when `out` is too short.
+///
+/// ```
+/// use metronome_core::h2::hpack::encode_fields;
+/// let mut out = [0u8; 32];
+/// let n = encode_fields(&[(b"grpc-status", b"0"), (b"Connection", b"close")], false, &mut out).unwrap();
+/// assert_eq!(&out[..n], b"\x00\x0bgrpc-status\x010");
+/// ```
+pub fn encode_fields(headers: &[(&[u8], &[u8])], huffman: bool, out: &mut [u8]) -> Option<usize> {
+    let mut n = 0;
     for (name, value) in headers {
         if CONNECTION_SPECIFIC
             .iter()
@@ -134,6 +155,59 @@ pub fn encode_request(
         n += encode_field(name, value, huffman, out.get_mut(n..)?)?;
     }
     Some(n)
+}
+
+/// Encodes a response head: `:status` (a static index for 200, 204, 206,
+/// 304, 400, 404 and 500, else a literal with the static name), then
+/// `headers` as [`encode_fields`] does. Returns the block's length, or
+/// `None` when `status` is not three digits (100 to 999) or `out` is too
+/// short.
+///
+/// ```
+/// use metronome_core::h2::hpack::{encode_response, Decoder};
+/// let mut block = [0u8; 64];
+/// let n = encode_response(200, &[(b"content-type", b"text/plain")], false, &mut block).unwrap();
+/// assert_eq!(&block[..n], b"\x88\x0f\x10\x0atext/plain"); // 8: ":status 200"; 31: content-type
+/// let n = encode_response(429, &[], true, &mut block).unwrap();
+/// let mut fields = Vec::new();
+/// Decoder::<4096>::new().decode(&block[..n], |k, v| fields.push((k.to_vec(), v.to_vec()))).unwrap();
+/// assert_eq!(fields, [(b":status".to_vec(), b"429".to_vec())]);
+/// ```
+pub fn encode_response(
+    status: u16,
+    headers: &[(&[u8], &[u8])],
+    huffman: bool,
+    out: &mut [u8],
+) -> Option<usize> {
+    if !(100..=999).contains(&status) {
+        return None;
+    }
+    let digits = [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ];
+    let mut n = encode_field(b":status", &digits, huffman, out)?;
+    n += encode_fields(headers, huffman, out.get_mut(n..)?)?;
+    Some(n)
+}
+
+/// Writes a dynamic table size update to `size` (RFC 7541 section 6.3):
+/// it may only open a header block. An encoder that never indexes can
+/// send `0` at the start of its first block after the peer changed
+/// `SETTINGS_HEADER_TABLE_SIZE`. Returns the length, or `None` when `out`
+/// is too short.
+///
+/// ```
+/// use metronome_core::h2::hpack::encode_table_size_update;
+/// let mut out = [0u8; 4];
+/// assert_eq!(encode_table_size_update(0, &mut out), Some(1));
+/// assert_eq!(out[0], 0x20);
+/// assert_eq!(encode_table_size_update(4096, &mut out), Some(3));
+/// assert_eq!(out[..3], [0x3f, 0xe1, 0x1f]);
+/// ```
+pub fn encode_table_size_update(size: usize, out: &mut [u8]) -> Option<usize> {
+    encode_integer(size, 5, 0x20, out)
 }
 
 #[cfg(test)]
@@ -157,5 +231,59 @@ mod tests {
         let n = encode_field(b"X-Key", b"v", false, &mut out).unwrap();
         assert_eq!(&out[..n], b"\x00\x05x-key\x01v");
         assert_eq!(encode_field(b"X-Key", b"v", false, &mut out[..4]), None);
+    }
+
+    #[test]
+    fn response_status_static_or_literal() {
+        let mut out = [0u8; 64];
+        for (status, want) in [
+            (200, &b"\x88"[..]),
+            (204, b"\x89"),
+            (206, b"\x8a"),
+            (304, b"\x8b"),
+            (400, b"\x8c"),
+            (404, b"\x8d"),
+            (500, b"\x8e"),
+            (429, b"\x08\x03429"),
+            (100, b"\x08\x03100"),
+            (999, b"\x08\x03999"),
+        ] {
+            let n = encode_response(status, &[], false, &mut out).unwrap();
+            assert_eq!(&out[..n], want, "status {status}");
+        }
+        assert_eq!(encode_response(99, &[], false, &mut out), None);
+        assert_eq!(encode_response(1000, &[], false, &mut out), None);
+        assert_eq!(encode_response(429, &[], false, &mut out[..4]), None);
+    }
+
+    #[test]
+    fn response_fields_follow_status_without_forbidden_ones() {
+        let mut out = [0u8; 64];
+        let n = encode_response(
+            200,
+            &[
+                (b"content-type", b"application/grpc"),
+                (b"Transfer-Encoding", b"chunked"),
+                (b"cache-control", b"no-cache"),
+            ],
+            false,
+            &mut out,
+        )
+        .unwrap();
+        // 31 content-type and 24 cache-control by static name index.
+        assert_eq!(
+            &out[..n],
+            b"\x88\x0f\x10\x10application/grpc\x0f\x09\x08no-cache"
+        );
+    }
+
+    #[test]
+    fn table_size_update_prefix() {
+        let mut out = [0u8; 4];
+        assert_eq!(encode_table_size_update(30, &mut out), Some(1));
+        assert_eq!(out[0], 0x3e);
+        assert_eq!(encode_table_size_update(31, &mut out), Some(2));
+        assert_eq!(out[..2], [0x3f, 0x00]);
+        assert_eq!(encode_table_size_update(4096, &mut out[..2]), None);
     }
 }

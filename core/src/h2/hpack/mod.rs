@@ -4,8 +4,10 @@
 //! - [`table`]: the static table and [`DynamicTable<N>`], a fixed `N`-byte
 //!   buffer (its cost and bound are in the module docs).
 //! - [`Decoder<N>`]: a header block in, fields out, the table updated.
-//! - [`encode_field`], [`encode_request`]: a stateless encoder (static
-//!   indices and literals without indexing).
+//! - [`encode_field`], [`encode_request`], [`encode_response`],
+//!   [`encode_fields`]: a stateless encoder (static indices and literals
+//!   without indexing), for request heads, response heads and trailers;
+//!   [`encode_table_size_update`].
 
 use core::fmt;
 
@@ -15,7 +17,10 @@ pub mod huffman;
 pub mod table;
 
 pub use decoder::{Block, Decoder};
-pub use encoder::{encode_field, encode_integer, encode_request};
+pub use encoder::{
+    encode_field, encode_fields, encode_integer, encode_request, encode_response,
+    encode_table_size_update,
+};
 pub use table::DynamicTable;
 
 /// Why a header block could not be decoded. Each is a
