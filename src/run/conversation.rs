@@ -323,6 +323,58 @@ pub fn parse_conversations(
     Ok(Some(out))
 }
 
+/// The requests of conversations: the first `sessions` open one each, the
+/// later turns follow (`next`), each named by its turn ("turn-1", ...).
+pub struct Sessions {
+    /// How many sessions: the first requests.
+    pub sessions: usize,
+    /// Each request's next turn (core's `NO_TURN` for none).
+    pub next: Vec<u32>,
+    /// The turns' row names: turn-1, turn-2, ...
+    pub names: Vec<String>,
+    /// Each request's turn row.
+    pub name_of: Vec<u32>,
+}
+
+/// Lays conversations out as the plan's requests: every session's first
+/// turn first (in the sessions' order), then the later turns; each
+/// request's prompt (its history included) and turn number.
+pub fn lay_out(
+    convs: &[Conversation],
+    default_output: u32,
+    counter: &Counter,
+) -> (Vec<Prompt>, Sessions) {
+    let sessions = convs.len();
+    let mut prompts: Vec<Prompt> = convs
+        .iter()
+        .map(|c| turn_prompt(c, 0, default_output, counter))
+        .collect();
+    let mut next = vec![metronome_core::turns::NO_TURN; sessions];
+    let mut name_of = vec![0u32; sessions];
+    for (i, c) in convs.iter().enumerate() {
+        let mut prev = i;
+        for k in 1..c.turns.len() {
+            let at = prompts.len();
+            prompts.push(turn_prompt(c, k, default_output, counter));
+            next[prev] = at as u32;
+            next.push(metronome_core::turns::NO_TURN);
+            name_of.push(k as u32);
+            prev = at;
+        }
+    }
+    let most = convs.iter().map(|c| c.turns.len()).max().unwrap_or(1);
+    let names = (1..=most).map(|k| format!("turn-{k}")).collect();
+    (
+        prompts,
+        Sessions {
+            sessions,
+            next,
+            names,
+            name_of,
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

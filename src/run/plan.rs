@@ -11,7 +11,7 @@ use metronome_core::rng;
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 use metronome_core::turns::Turns;
 
-use super::conversation;
+use super::conversation::{self, Sessions};
 use super::lengths::Length;
 use super::profile::Load;
 use super::request::{
@@ -331,54 +331,6 @@ struct OpenAiRequests {
     table: Option<Vec<u32>>,
 }
 
-/// The requests of conversations: the first `sessions` open one each, the
-/// later turns follow (`next`), each named by its turn ("turn-1", ...).
-struct Sessions {
-    sessions: usize,
-    next: Vec<u32>,
-    names: Vec<String>,
-    name_of: Vec<u32>,
-}
-
-/// Lays conversations out as the plan's requests: every session's first
-/// turn first (in the sessions' order), then the later turns; each
-/// request's prompt (its history included) and turn number.
-fn lay_out(
-    convs: &[conversation::Conversation],
-    default_output: u32,
-    counter: &Counter,
-) -> (Vec<Prompt>, Sessions) {
-    let sessions = convs.len();
-    let mut prompts: Vec<Prompt> = convs
-        .iter()
-        .map(|c| conversation::turn_prompt(c, 0, default_output, counter))
-        .collect();
-    let mut next = vec![metronome_core::turns::NO_TURN; sessions];
-    let mut name_of = vec![0u32; sessions];
-    for (i, c) in convs.iter().enumerate() {
-        let mut prev = i;
-        for k in 1..c.turns.len() {
-            let at = prompts.len();
-            prompts.push(conversation::turn_prompt(c, k, default_output, counter));
-            next[prev] = at as u32;
-            next.push(metronome_core::turns::NO_TURN);
-            name_of.push(k as u32);
-            prev = at;
-        }
-    }
-    let most = convs.iter().map(|c| c.turns.len()).max().unwrap_or(1);
-    let names = (1..=most).map(|k| format!("turn-{k}")).collect();
-    (
-        prompts,
-        Sessions {
-            sessions,
-            next,
-            names,
-            name_of,
-        },
-    )
-}
-
 /// A JSON object given on the command line, to merge into every body.
 fn json_object(flag: &str, text: &str) -> Result<serde_json::Value, UsageError> {
     match serde_json::from_str::<serde_json::Value>(text) {
@@ -514,7 +466,7 @@ fn openai_requests(
         rng::stream(args.seed, rng::PURPOSE_REQUESTS).shuffle(&mut convs);
         rotate_for_shard(&mut convs, shard);
         let default_output = args.output_len.map_or(args.max_tokens, |l| l.mean() as u32);
-        let (p, s) = lay_out(&convs, default_output, &counter);
+        let (p, s) = conversation::lay_out(&convs, default_output, &counter);
         let source = format!(
             "dataset {} as {} conversations, {} turns",
             path.display(),
