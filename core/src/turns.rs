@@ -175,6 +175,56 @@ impl Turns<'_> {
     }
 }
 
+/// What an engine sends next, of the schedule's next request (intended at
+/// `schedule_ns`) and the earliest waiting turn (`turn_ns`), by `now_ns`
+/// ([`next_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// The schedule's next request, intended at this time.
+    Schedule(u64),
+    /// The earliest waiting turn.
+    Turn,
+    /// Neither is due yet.
+    Nothing,
+}
+
+/// The earliest of the schedule's next intended time and the earliest
+/// waiting turn's: what an engine paces for.
+///
+/// ```
+/// use metronome_core::turns::earliest;
+/// assert_eq!(earliest(Some(5), Some(3)), Some(3));
+/// assert_eq!(earliest(None, Some(3)), Some(3));
+/// assert_eq!(earliest(Some(5), None), Some(5));
+/// ```
+pub fn earliest(schedule_ns: Option<u64>, turn_ns: Option<u64>) -> Option<u64> {
+    match (schedule_ns, turn_ns) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Which to send now: the one due earlier (the schedule's on a tie), if
+/// either is due by `now_ns`. Both engines send a backlog with it.
+///
+/// ```
+/// use metronome_core::turns::{next_due, Due};
+/// assert_eq!(next_due(Some(3), Some(3), 10), Due::Schedule(3));
+/// assert_eq!(next_due(Some(4), Some(3), 10), Due::Turn);
+/// assert_eq!(next_due(Some(11), Some(12), 10), Due::Nothing);
+/// assert_eq!(next_due(None, Some(9), 10), Due::Turn);
+/// ```
+pub fn next_due(schedule_ns: Option<u64>, turn_ns: Option<u64>, now_ns: u64) -> Due {
+    match (
+        schedule_ns.filter(|&t| t <= now_ns),
+        turn_ns.filter(|&t| t <= now_ns),
+    ) {
+        (None, None) => Due::Nothing,
+        (Some(t), f) if f.map_or(true, |f| t <= f) => Due::Schedule(t),
+        _ => Due::Turn,
+    }
+}
+
 /// Where the ledger puts each next turn: storage the engine reserved
 /// before the clock. An implementation must not allocate: when its room is
 /// full it refuses (`false`), and the session counts as

@@ -15,7 +15,7 @@ use metronome_core::measure::{Interval, NameTally, Recorder, StageTally, ThreadS
 use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
 use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolState};
-use metronome_core::turns::FollowUpSink;
+use metronome_core::turns::{earliest, next_due, Due, FollowUpSink};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
@@ -332,10 +332,7 @@ pub(crate) fn run(
             // The schedule's next request, or a conversation's next turn,
             // whichever is due first.
             let turn_next = if turns_on { talks.next_ns() } else { None };
-            let first_due = match (next, turn_next) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let first_due = earliest(next, turn_next);
             match pace(now, first_due, tuner.slice_ns()) {
                 Pace::Done => {
                     // A turn not yet ended may still bring a next one.
@@ -374,20 +371,16 @@ pub(crate) fn run(
                         if due % BACKLOG_STOP_CHECK == 0 && control.stopped() {
                             break;
                         }
-                        let turn_due = if turns_on {
-                            talks.next_ns().filter(|&f| f <= now)
-                        } else {
-                            None
-                        };
-                        let (t, request) = match (next.filter(|&t| t <= now), turn_due) {
-                            (None, None) => break,
-                            (Some(t), f) if f.map_or(true, |f| t <= f) => {
+                        let turn_next = if turns_on { talks.next_ns() } else { None };
+                        let (t, request) = match next_due(next, turn_next, now) {
+                            Due::Nothing => break,
+                            Due::Schedule(t) => {
                                 let request = plan.request_index(index);
                                 index += 1;
                                 next = schedule.next();
                                 (t, request)
                             }
-                            _ => talks
+                            Due::Turn => talks
                                 .queue
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())

@@ -15,7 +15,9 @@
 use serde_json::{json, Value};
 
 use crate::run::tokens::Counter;
-use crate::run::workload::{message_tokens, Input, Prompt, VOCABULARY};
+use crate::run::workload::{
+    for_each_line, message_tokens, output_len_field, Input, Prompt, VOCABULARY,
+};
 use crate::UsageError;
 
 /// One session: its system message, if any, and its turns in order.
@@ -38,14 +40,6 @@ pub struct Turn {
     /// gives one, else the recorded answer's length.
     pub output_len: Option<u32>,
 }
-
-/// The output-length fields a turn may carry, first found wins.
-const OUTPUT_FIELDS: [&str; 4] = [
-    "output_len",
-    "max_tokens",
-    "max_completion_tokens",
-    "output_tokens",
-];
 
 /// A JSONL line's `"turns"`: each a string (the user's text) or an object
 /// with the text as `"content"`, `"text"` or `"prompt"` (or `"messages"`),
@@ -117,18 +111,7 @@ pub fn parse_turns(entry: &Value, at: &str, counter: &Counter) -> Result<Convers
                         return Err(UsageError(format!("{at}: \"answer\" must be a string")))
                     }
                 };
-                let output_len = match OUTPUT_FIELDS.iter().find_map(|k| o.get(*k).map(|v| (k, v)))
-                {
-                    None | Some((_, Value::Null)) => None,
-                    Some((key, v)) => Some(
-                        v.as_u64()
-                            .filter(|&n| n >= 1)
-                            .and_then(|n| u32::try_from(n).ok())
-                            .ok_or_else(|| {
-                                UsageError(format!("{at}: \"{key}\" must be a positive integer"))
-                            })?,
-                    ),
-                };
+                let output_len = output_len_field(o, &at)?;
                 Turn {
                     output_len: output_len.or(answer.as_deref().map(|a| counter.count(a))),
                     input,
@@ -302,15 +285,7 @@ pub fn parse_conversations(
             take(entry, &format!("--dataset {name} entry {}", i + 1))?;
         }
     } else {
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let at = format!("--dataset {name} line {}", i + 1);
-            let entry: Value = serde_json::from_str(line)
-                .map_err(|e| UsageError(format!("{at}: not JSON ({e})")))?;
-            take(&entry, &at)?;
-        }
+        for_each_line(text, name, take)?;
     }
     if !any_turns {
         return Ok(None);

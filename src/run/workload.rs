@@ -395,15 +395,10 @@ pub fn parse_dataset(text: &str, name: &str, counter: &Counter) -> Result<Datase
             take(entry_prompt(&entry.0, &at, counter)?);
         }
     } else {
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let at = format!("--dataset {name} line {}", i + 1);
-            let entry: Value = serde_json::from_str(line)
-                .map_err(|e| UsageError(format!("{at}: not JSON ({e})")))?;
-            take(entry_prompt(&entry, &at, counter)?);
-        }
+        for_each_line(text, name, |entry, at| {
+            take(entry_prompt(entry, at, counter)?);
+            Ok(())
+        })?;
     }
     if prompts.is_empty() {
         return Err(UsageError(if skipped > 0 {
@@ -416,6 +411,51 @@ pub fn parse_dataset(text: &str, name: &str, counter: &Counter) -> Result<Datase
         }));
     }
     Ok(Dataset { prompts, skipped })
+}
+
+/// The output length an entry (or a conversation's turn) asks: the first
+/// of [`OUTPUT_FIELDS`] it has, a positive integer.
+///
+/// # Errors
+/// The field is there but not a positive integer (named with `at`).
+pub(crate) fn output_len_field(
+    obj: &serde_json::Map<String, Value>,
+    at: &str,
+) -> Result<Option<u32>, UsageError> {
+    match OUTPUT_FIELDS
+        .iter()
+        .find_map(|k| obj.get(*k).map(|v| (k, v)))
+    {
+        None | Some((_, Value::Null)) => Ok(None),
+        Some((key, v)) => v
+            .as_u64()
+            .filter(|&n| n >= 1)
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| UsageError(format!("{at}: \"{key}\" must be a positive integer"))),
+    }
+}
+
+/// Each non-blank line of a JSON Lines dataset as JSON, with where it is
+/// (`--dataset NAME line N`) for errors.
+///
+/// # Errors
+/// A line that is not JSON, named.
+pub(crate) fn for_each_line(
+    text: &str,
+    name: &str,
+    mut f: impl FnMut(&Value, &str) -> Result<(), UsageError>,
+) -> Result<(), UsageError> {
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("--dataset {name} line {}", i + 1);
+        let entry: Value =
+            serde_json::from_str(line).map_err(|e| UsageError(format!("{at}: not JSON ({e})")))?;
+        f(&entry, &at)?;
+    }
+    Ok(())
 }
 
 /// One entry: `Ok(None)` for a ShareGPT entry skipped as vLLM skips it.
@@ -432,18 +472,7 @@ pub(crate) fn entry_prompt(
     if let Some(conv) = obj.get("conversations") {
         return sharegpt(conv, at, counter);
     }
-    let output_len = match OUTPUT_FIELDS
-        .iter()
-        .find_map(|k| obj.get(*k).map(|v| (k, v)))
-    {
-        None | Some((_, Value::Null)) => None,
-        Some((key, v)) => Some(
-            v.as_u64()
-                .filter(|&n| n >= 1)
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| UsageError(format!("{at}: \"{key}\" must be a positive integer")))?,
-        ),
-    };
+    let output_len = output_len_field(obj, at)?;
     match (obj.get("prompt"), obj.get("messages")) {
         (Some(Value::String(p)), None) => Ok(Some(Prompt::counted(p, output_len, counter))),
         (None, Some(Value::Array(m))) if !m.is_empty() => {

@@ -456,11 +456,8 @@ impl<'a> H2Connection<'a> {
                 stream,
                 end_stream,
                 data,
-                pad,
-            } => {
-                let flow = data.len() + pad.map_or(0, |p| usize::from(p) + 1);
-                self.data(stream, end_stream, data, flow)
-            }
+                ..
+            } => self.data(stream, end_stream, data, frame.flow_len()),
             Frame::Headers {
                 stream,
                 end_stream,

@@ -977,11 +977,8 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 stream,
                 end_stream,
                 data,
-                pad,
-            } => {
-                let flow = data.len() + pad.map_or(0, |p| usize::from(p) + 1);
-                self.on_data(stream, end_stream, data.len(), flow as u32)?
-            }
+                ..
+            } => self.on_data(stream, end_stream, data.len(), frame.flow_len() as u32)?,
             Frame::Headers {
                 stream,
                 end_stream,

@@ -584,6 +584,22 @@ impl Writer<'_> {
 }
 
 impl Frame<'_> {
+    /// What a DATA frame charges to the flow-control windows (RFC 9113
+    /// 6.9.1): its whole payload, padding and the pad-length byte
+    /// included; 0 for any other frame.
+    ///
+    /// ```
+    /// use metronome_core::h2::frame::Frame;
+    /// let f = Frame::Data { stream: 1, end_stream: false, data: b"abc", pad: Some(4) };
+    /// assert_eq!(f.flow_len(), 3 + 4 + 1);
+    /// ```
+    pub fn flow_len(&self) -> usize {
+        match self {
+            Frame::Data { data, pad, .. } => data.len() + pad.map_or(0, |p| usize::from(p) + 1),
+            _ => 0,
+        }
+    }
+
     /// Writes the frame (padding as zeros) into `out` and returns its
     /// length, or `None` when `out` is too short. [`read_frame`] reads back
     /// an equal frame.

@@ -41,6 +41,7 @@ use metronome_core::pace::{
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
 use metronome_core::pool::Pool;
 use metronome_core::schedule::Schedule;
+use metronome_core::turns::{earliest, next_due, Due};
 
 use crate::clock::Clock;
 use crate::ring::{Completion, Ring};
@@ -353,19 +354,14 @@ impl<'p> Worker<'p> {
             if self.scheduling && !self.is_closed() {
                 // The schedule's next request, or a conversation's next
                 // turn, whichever is due first.
-                let first_due = match (next, self.out.follow_ups.next_ns()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                let first_due = earliest(next, self.out.follow_ups.next_ns());
                 match pace(now, first_due, self.tuner.slice_ns()) {
                     Pace::Send => {
                         let mut due = 0u32;
                         loop {
-                            let turn_due = self.out.follow_ups.next_ns().filter(|&f| f <= now);
-                            let sched_due = next.filter(|&t| t <= now);
-                            let job = match (sched_due, turn_due) {
-                                (None, None) => break,
-                                (Some(t), f) if f.map_or(true, |f| t <= f) => {
+                            let job = match next_due(next, self.out.follow_ups.next_ns(), now) {
+                                Due::Nothing => break,
+                                Due::Schedule(t) => {
                                     let request =
                                         self.plan.request_index(self.thread + index * self.threads);
                                     index += 1;
@@ -377,7 +373,7 @@ impl<'p> Worker<'p> {
                                         waited_since: None,
                                     }
                                 }
-                                _ => {
+                                Due::Turn => {
                                     let (t, request) = self
                                         .out
                                         .follow_ups
