@@ -65,7 +65,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     };
     let p = plan::prepare(args)?;
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
-    let plan = plan::build(args, &p, &request_refs);
+    let h2 = plan::h2_requests(args, &p.requests)?;
+    let h2_refs: Option<Vec<metronome_core::plan::H2Request<'_>>> = h2.as_ref().map(|h| {
+        h.blocks
+            .iter()
+            .zip(&h.body_at)
+            .zip(&p.requests)
+            .map(|((block, &at), r)| metronome_core::plan::H2Request {
+                block,
+                body: &r[at..],
+            })
+            .collect()
+    });
+    let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());
     plan.validate().map_err(|e| plan::usage(e, args))?;
     let control = Control {
         start_at: args.start_at,
