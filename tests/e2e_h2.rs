@@ -244,3 +244,134 @@ fn h2_flags_refused_where_not_implemented() {
     let out = metronome(&["run", "http://127.0.0.1:9/", "--max-streams", "4"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// nginx, found on PATH or in /usr/sbin; `None` (the test skips visibly)
+/// when it is not installed.
+fn nginx_binary() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.push("/usr/sbin".into());
+    dirs.into_iter()
+        .map(|d| d.join("nginx"))
+        .find(|p| p.is_file())
+}
+
+/// An nginx serving h2c (`listen ... http2` without TLS: prior knowledge)
+/// from a temporary prefix; killed (by its own child handle) on drop.
+struct Nginx {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Nginx {
+    fn start(bin: &std::path::Path) -> Nginx {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("metronome-nginx-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.display();
+        // nginx 1.22 (Debian 12) spells HTTP/2 as a listen parameter; 1.25+
+        // also accepts it (with a deprecation warning).
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log warn;\nevents {{ worker_connections 256; }}\n\
+             http {{\n access_log off;\n client_body_temp_path {d}/body;\n\
+             proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
+             uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
+             server {{\n  listen 127.0.0.1:{port} http2;\n\
+             location / {{ return 200 \"ok\\n\"; }}\n }}\n}}\n"
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = std::process::Command::new(bin)
+            .arg("-c")
+            .arg(&path)
+            .arg("-p")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start nginx");
+        // Ready once it accepts.
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < until,
+                "nginx did not start: see {d}/error.log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Nginx { child, dir, port }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Against nginx over h2c, a server nobody here wrote: every request ok at
+/// a fixed rate; and on one connection past nginx's 1 000 requests per
+/// connection (`http2_max_requests`, 1.19.7+), its GOAWAY loses no
+/// request: the streams it refused are retried once on a fresh connection.
+#[test]
+fn h2c_against_nginx_goaway_loses_nothing() {
+    let Some(bin) = nginx_binary() else {
+        eprintln!("SKIP h2c_against_nginx_goaway_loses_nothing: nginx is not installed");
+        return;
+    };
+    let ngx = Nginx::start(&bin);
+    let url = format!("http://127.0.0.1:{}/", ngx.port);
+    let r = common::run_url_json(
+        &url,
+        "std",
+        &[
+            "--http2-prior-knowledge",
+            "--rate",
+            "500",
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+        ],
+        0,
+    );
+    assert_eq!(r.requests.sent, 500);
+    assert_eq!(r.requests.ok, 500, "{:?}", r.errors);
+    assert_accounting(&r);
+
+    let r = common::run_url_json(
+        &url,
+        "std",
+        &[
+            "--http2-prior-knowledge",
+            "--rate",
+            "2000",
+            "--duration",
+            "1.5s",
+            "--connections",
+            "1",
+            "--max-connections",
+            "1",
+        ],
+        0,
+    );
+    assert_eq!(r.requests.sent, 3000);
+    assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
+    assert_eq!(r.requests.errors, 0);
+    assert_accounting(&r);
+    assert!(
+        r.connections.connect.as_ref().map_or(0, |c| c.count) >= 3,
+        "nginx closes each connection after 1000 requests: {:?}",
+        r.connections.connect
+    );
+}

@@ -140,6 +140,16 @@ impl Link {
         Ok(())
     }
 
+    /// Publishes the send time of the oldest stream in flight (+ 1; 0 for
+    /// none): the pacer's lower bound of the service time when every
+    /// connection is busy.
+    fn mark_busy(&self, busy: Option<&std::sync::atomic::AtomicU64>) {
+        if let Some(b) = busy {
+            let oldest = self.flights.iter().flatten().map(|f| f.sent_ns).min();
+            b.store(oldest.map_or(0, |t| t + 1), Ordering::Relaxed);
+        }
+    }
+
     fn slot_of(&self, stream: u32) -> Option<usize> {
         self.flights
             .iter()
@@ -334,7 +344,12 @@ pub(crate) fn worker(
                         let (link, changed, tx) = (&link, &changed, tx.clone());
                         let rest = o.rest;
                         reader = Some(s.spawn(move || {
-                            read_loop(plan, origin, shared, link, changed, tx, read_sock, rest)
+                            let io = Io {
+                                sock: read_sock,
+                                rest,
+                                busy: busy_since,
+                            };
+                            read_loop(plan, origin, shared, link, changed, tx, io)
                         }));
                     }
                     Err(_) => {
@@ -425,10 +440,7 @@ pub(crate) fn worker(
             if wrote.is_ok() && !request.body.is_empty() {
                 let _ = l.push_body(slot, request.body);
             }
-            if let Some(b) = busy_since {
-                let oldest = l.flights.iter().flatten().map(|f| f.sent_ns).min();
-                b.store(oldest.map_or(0, |t| t + 1), Ordering::Relaxed);
-            }
+            l.mark_busy(busy_since);
             drop(l);
             if !job.retried {
                 stats.sent += 1;
@@ -495,9 +507,16 @@ struct After {
     retry: VecDeque<Job>,
 }
 
+/// A reader's socket, the bytes read before it started, and where it
+/// publishes its oldest stream's send time.
+struct Io<'a> {
+    sock: TcpStream,
+    rest: Vec<u8>,
+    busy: Option<&'a std::sync::atomic::AtomicU64>,
+}
+
 /// A connection's reader: reads, stamps and feeds the connection until it
 /// fails, the server closes it or the dispatcher leaves.
-#[allow(clippy::too_many_arguments)]
 fn read_loop(
     plan: &Plan<'_>,
     origin: &OnceLock<Clock>,
@@ -505,9 +524,9 @@ fn read_loop(
     link: &Mutex<Link>,
     changed: &Condvar,
     tx: mpsc::Sender<Fact>,
-    sock: TcpStream,
-    rest: Vec<u8>,
+    io: Io<'_>,
 ) {
+    let Io { sock, rest, busy } = io;
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; READ_BUF_BYTES].into_boxed_slice();
     let (mut start, mut end) = (0, rest.len());
@@ -595,6 +614,7 @@ fn read_loop(
                 let _ = s.shutdown(Shutdown::Both);
             }
         }
+        l.mark_busy(busy);
         let dead = l.dead;
         drop(l);
         changed.notify_all();
