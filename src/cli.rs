@@ -533,8 +533,9 @@ pub struct RunArgs {
     /// to --max-streams). std engine only for now (--engine std).
     #[arg(long, conflicts_with = "http2")]
     pub http2_prior_knowledge: bool,
-    /// Speak HTTP/2 to an https:// URL (TLS with ALPN h2). Not implemented by the engines yet:
-    /// refused with a usage error; use --http2-prior-knowledge with an http:// URL.
+    /// Speak HTTP/2 to an https:// URL (TLS offering ALPN h2 only; a server that picks
+    /// http/1.1 is an error). Each connection carries several requests at once (up to
+    /// --max-streams). std engine only for now (--engine std).
     #[arg(long)]
     pub http2: bool,
     /// With HTTP/2: the most requests in flight on one connection [default: the server's

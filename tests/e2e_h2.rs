@@ -219,8 +219,8 @@ fn h2c_post_body_sent() {
     assert_eq!(r.requests.ok, 50, "{:?}", r.errors);
 }
 
-/// The io_uring engine refuses HTTP/2 for now, naming the std engine;
-/// `--http2` (TLS) is refused as not implemented.
+/// The io_uring engine refuses HTTP/2 for now, naming the std engine; each
+/// flag refuses the other scheme; `--max-streams` needs HTTP/2.
 #[test]
 fn h2_flags_refused_where_not_implemented() {
     let out = metronome(&[
@@ -236,10 +236,19 @@ fn h2_flags_refused_where_not_implemented() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--engine std"), "{err}");
 
-    let out = metronome(&["run", "https://127.0.0.1:9/", "--http2", "--duration", "1s"]);
+    // --http2 is for https://, --http2-prior-knowledge for http://.
+    let out = metronome(&["run", "http://127.0.0.1:9/", "--http2", "--duration", "1s"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--http2-prior-knowledge"), "{err}");
+    let out = metronome(&[
+        "run",
+        "https://127.0.0.1:9/",
+        "--http2-prior-knowledge",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 
     let out = metronome(&["run", "http://127.0.0.1:9/", "--max-streams", "4"]);
     assert_eq!(out.status.code(), Some(2));
@@ -374,4 +383,59 @@ fn h2c_against_nginx_goaway_loses_nothing() {
         "nginx closes each connection after 1000 requests: {:?}",
         r.connections.connect
     );
+}
+
+/// h2 over TLS (`--http2`, ALPN h2) against `serve --http2 --tls`; an
+/// HTTP/1.1-only TLS server is refused in one clear line.
+#[test]
+fn h2_over_tls_alpn() {
+    use metronome::serve::TlsServer;
+    use std::sync::Arc;
+    let cert = common::TestCert::new();
+    let srv = h2_server(ServeConfig {
+        service: Duration::from_micros(500),
+        tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
+        ..ServeConfig::default()
+    });
+    let r = common::run_tls_json(
+        srv.addr(),
+        "/",
+        "std",
+        &[
+            "--http2",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--connections",
+            "2",
+        ],
+        0,
+        &cert.path,
+    );
+    srv.stop();
+    assert_eq!(r.requests.sent, 200);
+    assert_eq!(r.requests.ok, 200, "{:?}", r.errors);
+    assert!(r.connections.tls, "a TLS run");
+    assert_accounting(&r);
+
+    // HTTP/1.1 only over TLS: no h2 in ALPN.
+    let srv = server(ServeConfig {
+        tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
+        ..ServeConfig::default()
+    });
+    let url = format!("https://{}/", srv.addr());
+    let out = metronome(&[
+        "run",
+        &url,
+        "--http2",
+        "--cacert",
+        cert.path.to_str().unwrap(),
+        "--duration",
+        "1s",
+    ]);
+    srv.stop();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("h2") && err.contains("drop --http2"), "{err}");
 }

@@ -30,6 +30,7 @@ use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
 use crate::conn::{Opened, Outcome};
 use crate::open::{Job, Shared};
+use crate::tls::Tls;
 
 /// Stream slots per connection (the most any plan may ask).
 const SLOTS: usize = H2_MAX_STREAMS as usize;
@@ -55,6 +56,8 @@ struct InFlight {
 struct Link {
     h2: Box<H2>,
     sock: Option<TcpStream>,
+    /// The TLS session (h2 over TLS, ALPN `h2`).
+    tls: Option<Box<rustls::ClientConnection>>,
     /// Per slot: the request in flight, and its exchange and gap storage.
     flights: Vec<Option<InFlight>>,
     exchanges: Vec<StreamExchange>,
@@ -74,6 +77,7 @@ impl Link {
         Link {
             h2: Box::new(H2::new(Config::DEFAULT)),
             sock: None,
+            tls: None,
             flights: (0..SLOTS).map(|_| None).collect(),
             exchanges: (0..SLOTS).map(|_| StreamExchange::new(sse)).collect(),
             gaps: (0..SLOTS)
@@ -113,7 +117,7 @@ impl Link {
 
     fn write_out(&mut self, n: usize) -> io::Result<()> {
         match self.sock.as_ref() {
-            Some(s) => (&*s).write_all(&self.out[..n]),
+            Some(s) => send(s, self.tls.as_deref_mut(), &self.out[..n]),
             None => Err(io::Error::from(io::ErrorKind::NotConnected)),
         }
     }
@@ -161,6 +165,7 @@ impl Link {
 /// the server's SETTINGS are kept for the reader.
 pub(crate) struct Opening {
     sock: TcpStream,
+    tls: Option<Box<rustls::ClientConnection>>,
     h2: Box<H2>,
     rest: Vec<u8>,
     opened: Opened,
@@ -178,16 +183,44 @@ impl Opening {
 ///
 /// # Errors
 /// The connect error, or a protocol error as `InvalidData`.
-pub(crate) fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Opening> {
+pub(crate) fn open(
+    addr: SocketAddr,
+    timeout: Duration,
+    target: Option<&Tls>,
+) -> io::Result<Opening> {
     let timeout = timeout.max(Duration::from_millis(1));
     let started = Instant::now();
     let sock = TcpStream::connect_timeout(&addr, timeout)?;
     let connect_ns = started.elapsed().as_nanos() as u64;
     sock.set_nodelay(true)?;
+    let mut handshake_ns = None;
+    let mut resumed = false;
+    let mut tls = match target {
+        None => None,
+        Some(target) => {
+            let shaking = Instant::now();
+            let mut conn = crate::tls::client(target)?;
+            resumed = crate::tls::handshake(target, &mut conn, &sock, started + timeout)?;
+            handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
+            if conn.alpn_protocol() != Some(&b"h2"[..]) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it \
+                         does not speak HTTP/2 over TLS here; drop --http2",
+                        conn.alpn_protocol()
+                            .map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
+                                .into_owned())
+                    ),
+                ));
+            }
+            Some(Box::new(conn))
+        }
+    };
     let mut h2 = Box::new(H2::new(Config::DEFAULT));
     let mut out = vec![0u8; 1024];
     let n = h2.poll_transmit(&mut out);
-    (&sock).write_all(&out[..n])?;
+    send(&sock, tls.as_deref_mut(), &out[..n])?;
     let mut buf = vec![0u8; 32 * 1024];
     let (mut start, mut end) = (0, 0);
     loop {
@@ -196,7 +229,10 @@ pub(crate) fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Opening> {
             return Err(io::Error::from(io::ErrorKind::TimedOut));
         }
         sock.set_read_timeout(Some(left))?;
-        let n = (&sock).read(&mut buf[end..])?;
+        let n = match tls.as_deref_mut() {
+            None => (&sock).read(&mut buf[end..])?,
+            Some(conn) => tls_read(conn, &sock, &mut buf[end..], true)?,
+        };
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -222,18 +258,19 @@ pub(crate) fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Opening> {
             if n == 0 {
                 break;
             }
-            (&sock).write_all(&out[..n])?;
+            send(&sock, tls.as_deref_mut(), &out[..n])?;
         }
         if h2.is_ready() {
             sock.set_read_timeout(None)?;
             return Ok(Opening {
                 sock,
+                tls,
                 h2,
                 rest: buf[start..end].to_vec(),
                 opened: Opened {
                     connect_ns,
-                    handshake_ns: None,
-                    resumed: false,
+                    handshake_ns,
+                    resumed,
                 },
             });
         }
@@ -255,6 +292,7 @@ pub(crate) fn open(addr: SocketAddr, timeout: Duration) -> io::Result<Opening> {
 /// requests while the connection has a free stream slot.
 pub(crate) fn worker(
     plan: &Plan<'_>,
+    tls: Option<&Tls>,
     origin: &OnceLock<Clock>,
     shared: &Shared,
     tx: mpsc::Sender<Fact>,
@@ -312,7 +350,7 @@ pub(crate) fn worker(
                         if clock.now_ns() >= hard {
                             break;
                         }
-                        let r = open(plan.addr, connect_timeout);
+                        let r = open(plan.addr, connect_timeout, tls);
                         if let Ok(o) = &r {
                             let _ = tx.send(Fact::Opened(o.opened()));
                         }
@@ -339,15 +377,18 @@ pub(crate) fn worker(
                             let mut l = lock(&link);
                             l.h2 = o.h2;
                             l.sock = Some(o.sock);
+                            l.tls = o.tls;
                             l.dead = false;
                         }
                         let (link, changed, tx) = (&link, &changed, tx.clone());
                         let rest = o.rest;
+                        let over_tls = tls.is_some();
                         reader = Some(s.spawn(move || {
                             let io = Io {
                                 sock: read_sock,
                                 rest,
                                 busy: busy_since,
+                                tls: over_tls,
                             };
                             read_loop(plan, origin, shared, link, changed, tx, io)
                         }));
@@ -483,6 +524,55 @@ pub(crate) fn worker(
     lock(all_stats).push(stats);
 }
 
+/// Writes `bytes` whole: on the socket, or through the TLS session.
+fn send(
+    sock: &TcpStream,
+    tls: Option<&mut rustls::ClientConnection>,
+    bytes: &[u8],
+) -> io::Result<()> {
+    let Some(conn) = tls else {
+        return (&*sock).write_all(bytes);
+    };
+    conn.writer().write_all(bytes)?;
+    while conn.wants_write() {
+        conn.write_tls(&mut &*sock)?;
+    }
+    Ok(())
+}
+
+/// Reads plaintext through the TLS session into `dst`: `Ok(0)` is the
+/// close; `WouldBlock` (not `blocking`) when no whole record is there.
+fn tls_read(
+    conn: &mut rustls::ClientConnection,
+    sock: &TcpStream,
+    dst: &mut [u8],
+    blocking: bool,
+) -> io::Result<usize> {
+    loop {
+        match conn.reader().read(dst) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+            Err(e) => return Err(e),
+        }
+        let n = if blocking {
+            conn.read_tls(&mut &*sock)?
+        } else {
+            conn.read_tls(&mut crate::tls::NowIo(sock))?
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        let processed = conn.process_new_packets();
+        while conn.wants_write() {
+            if conn.write_tls(&mut crate::tls::NowIo(sock)).is_err() {
+                break;
+            }
+        }
+        processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -513,6 +603,9 @@ struct Io<'a> {
     sock: TcpStream,
     rest: Vec<u8>,
     busy: Option<&'a std::sync::atomic::AtomicU64>,
+    /// The link's TLS session carries the bytes: the socket is only
+    /// watched (peeked) here, and read under the link's lock.
+    tls: bool,
 }
 
 /// A connection's reader: reads, stamps and feeds the connection until it
@@ -526,7 +619,12 @@ fn read_loop(
     tx: mpsc::Sender<Fact>,
     io: Io<'_>,
 ) {
-    let Io { sock, rest, busy } = io;
+    let Io {
+        sock,
+        rest,
+        busy,
+        tls,
+    } = io;
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; READ_BUF_BYTES].into_boxed_slice();
     let (mut start, mut end) = (0, rest.len());
@@ -541,6 +639,16 @@ fn read_loop(
         let read = if first {
             first = false;
             Ok(0usize)
+        } else if tls {
+            // Wait for bytes without taking them; rustls reads them below.
+            let mut one = [0u8; 1];
+            match sock.peek(&mut one) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(_) => Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+                Err(e) if ErrorKind::of_io(&e) == ErrorKind::Timeout => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            }
         } else {
             match (&sock).read(&mut buf[end..]) {
                 Ok(0) => Err(ErrorKind::Reset),
@@ -552,6 +660,15 @@ fn read_loop(
         };
         let now = clock.now_ns();
         let mut l = lock(link);
+        let read = match (read, l.tls.as_deref_mut()) {
+            (Ok(_), Some(conn)) if tls => match tls_read(conn, &sock, &mut buf[end..], false) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            },
+            (r, _) => r,
+        };
         let mut fault = None;
         match read {
             Ok(n) => {

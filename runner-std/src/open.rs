@@ -154,7 +154,7 @@ pub(crate) fn run(
         0
     };
     for _ in 0..h2_count {
-        match crate::h2::open(plan.addr, connect_timeout) {
+        match crate::h2::open(plan.addr, connect_timeout, tls) {
             Ok(o) => {
                 let op = o.opened();
                 setup.opened(op.connect_ns, op.handshake_ns, op.resumed);
@@ -303,7 +303,7 @@ pub(crate) fn run(
             let origin = &origin;
             let stats = &worker_stats;
             shared.threads.fetch_add(1, Ordering::Relaxed);
-            s.spawn(move || crate::h2::worker(plan, origin, shared, tx, Some(opening), stats));
+            s.spawn(move || crate::h2::worker(plan, tls, origin, shared, tx, Some(opening), stats));
         }
         for conn in pre {
             let tx = tx.clone();
@@ -499,7 +499,9 @@ pub(crate) fn run(
                                     shared.threads.fetch_add(1, Ordering::Relaxed);
                                     if plan.http2.is_some() {
                                         s.spawn(move || {
-                                            crate::h2::worker(plan, origin, shared, tx, None, stats)
+                                            crate::h2::worker(
+                                                plan, tls, origin, shared, tx, None, stats,
+                                            )
                                         });
                                     } else {
                                         s.spawn(move || {

@@ -48,44 +48,52 @@ pub(super) struct Prepared {
     pub(super) turns: Option<TurnsPlan>,
 }
 
-/// `--http2-prior-knowledge`: each request's HPACK header block, and
+/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block, and
 /// where its body starts in the HTTP/1.1 encoding, made before the clock.
 pub(super) struct H2Plan {
     pub(super) blocks: Vec<Vec<u8>>,
     pub(super) body_at: Vec<usize>,
 }
 
-/// Encodes every request for HTTP/2 (h2c: scheme `http`), before the clock.
+/// Encodes every request for HTTP/2 (`--http2-prior-knowledge`: h2c,
+/// scheme `http`; `--http2`: scheme `https`), before the clock.
 ///
 /// # Errors
 /// A [`UsageError`] naming the request that cannot go over HTTP/2.
 pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<H2Plan>> {
-    if args.http2 {
-        return Err(UsageError(
-            "--http2 (h2 over TLS with ALPN) is not implemented by the engines yet; \
-             use --http2-prior-knowledge with an http:// URL (h2c)"
-                .into(),
-        )
-        .into());
-    }
-    if !args.http2_prior_knowledge {
+    if !args.http2_prior_knowledge && !args.http2 {
         if args.max_streams.is_some() {
-            return Err(UsageError("--max-streams needs --http2-prior-knowledge".into()).into());
+            return Err(UsageError(
+                "--max-streams needs --http2 or --http2-prior-knowledge".into(),
+            )
+            .into());
         }
         return Ok(None);
     }
-    if args.url.starts_with("https://") {
+    let https = args.url.starts_with("https://");
+    if args.http2 && !https {
         return Err(UsageError(
-            "--http2-prior-knowledge is h2c on an http:// URL; https:// needs --http2 (not \
-             implemented yet)"
+            "--http2 is HTTP/2 over TLS (ALPN h2) for an https:// URL; for http:// use \
+             --http2-prior-knowledge (h2c)"
                 .into(),
         )
         .into());
     }
-    if args.engine == crate::cli::EngineArg::Uring {
+    if args.http2_prior_knowledge && https {
         return Err(UsageError(
-            "--http2-prior-knowledge runs on the std engine only for now: use --engine std".into(),
+            "--http2-prior-knowledge is h2c on an http:// URL; for https:// use --http2".into(),
         )
+        .into());
+    }
+    let flag = if args.http2 {
+        "--http2"
+    } else {
+        "--http2-prior-knowledge"
+    };
+    if args.engine == crate::cli::EngineArg::Uring {
+        return Err(UsageError(format!(
+            "{flag} runs on the std engine only for now: use --engine std"
+        ))
         .into());
     }
     if let Some(n) = args.max_streams {
@@ -101,7 +109,8 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
     let mut body_at = Vec::with_capacity(requests.len());
     for (i, r) in requests.iter().enumerate() {
         let mut out = vec![0u8; r.len() * 2 + 256];
-        let (n, at) = metronome_core::h2::request::from_http1(r, b"http", &mut out)
+        let scheme: &[u8] = if https { b"https" } else { b"http" };
+        let (n, at) = metronome_core::h2::request::from_http1(r, scheme, &mut out)
             .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?;
         out.truncate(n);
         blocks.push(out);
@@ -815,7 +824,7 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::Turns => "conversations (--multi-turn, or a --dataset with \"turns\") need \
                              the open loop: drop --closed and --profile synchronous|concurrent"
             .into(),
-        PlanError::Http2 => "--http2-prior-knowledge runs the open loop only: drop --closed, \
+        PlanError::Http2 => "HTTP/2 runs the open loop only: drop --closed, \
                              --profile synchronous|concurrent, --multi-turn and --warm-up request"
             .into(),
         other => format!("invalid run: {other}"),
