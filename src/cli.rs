@@ -528,6 +528,20 @@ pub struct RunArgs {
     /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).
     #[arg(long)]
     pub retry_non_idempotent: bool,
+    /// Speak HTTP/2 with prior knowledge (h2c) to an http:// URL: the connection opens with
+    /// the HTTP/2 preface, no Upgrade. Each connection carries several requests at once (up
+    /// to --max-streams). std engine only for now (--engine std).
+    #[arg(long, conflicts_with = "http2")]
+    pub http2_prior_knowledge: bool,
+    /// Speak HTTP/2 to an https:// URL (TLS offering ALPN h2 only; a server that picks
+    /// http/1.1 is an error). Each connection carries several requests at once (up to
+    /// --max-streams). std engine only for now (--engine std).
+    #[arg(long)]
+    pub http2: bool,
+    /// With HTTP/2: the most requests in flight on one connection [default: the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, at most 100].
+    #[arg(long, value_name = "N")]
+    pub max_streams: Option<u32>,
     /// https: also trust the certificate(s) in this PEM file (beside the system trust
     /// store): CA certificates, or the server's own self-signed one, e.g. the one
     /// `metronome serve --tls --cert-out` wrote. A server whose certificate is one of them

@@ -89,6 +89,14 @@ impl ClientTls {
         )
     }
 
+    /// `--http2`: the connections offer ALPN `h2` only (a server that
+    /// answers without it, or with `http/1.1`, is refused by the engine).
+    pub fn offer_h2_only(&mut self) {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        self.config = Arc::new(config);
+    }
+
     /// The client side for `host`: the system trust store plus `--cacert`,
     /// or no verification with `--insecure`; the client certificate of
     /// `--cert/--key`; key logging when `SSLKEYLOGFILE` is set.

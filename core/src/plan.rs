@@ -152,6 +152,50 @@ pub struct Plan<'a> {
     /// samples an open-loop run keeps besides metronome's own, each in
     /// [`Plan::exact_capacity`] reserved before the clock; empty: none.
     pub peer_samples: ExactSet,
+    /// HTTP/2 instead of HTTP/1.1 ([`Http2`]): h2c with prior knowledge on
+    /// a plain connection, h2 (ALPN) over TLS. `None`: HTTP/1.1.
+    pub http2: Option<Http2<'a>>,
+}
+
+/// The most streams an engine carries at once on one HTTP/2 connection
+/// ([`Http2::max_streams`]); each has a slot allocated before the clock.
+pub const H2_MAX_STREAMS: u32 = 100;
+
+/// A run over HTTP/2: each of [`Plan::requests`] encoded once, before the
+/// clock, as its header block and body (core's
+/// [`from_http1`](crate::h2::request::from_http1)).
+///
+/// ```
+/// use metronome_core::plan::{example_plan, H2Request, Http2, PlanError};
+/// let reqs = [H2Request { block: b"\x82", body: b"" }];
+/// let plan = metronome_core::plan::Plan {
+///     http2: Some(Http2 { requests: &reqs, max_streams: 0 }),
+///     ..example_plan()
+/// };
+/// assert_eq!(plan.validate(), Ok(()));
+/// let bad = metronome_core::plan::Plan {
+///     http2: Some(Http2 { requests: &reqs, max_streams: 101 }),
+///     ..example_plan()
+/// };
+/// assert_eq!(bad.validate(), Err(PlanError::Http2));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http2<'a> {
+    /// `requests[i]` is [`Plan::requests`]`[i]` for HTTP/2 (same length).
+    pub requests: &'a [H2Request<'a>],
+    /// Streams per connection at most: 0 takes the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; either way at most
+    /// [`H2_MAX_STREAMS`].
+    pub max_streams: u32,
+}
+
+/// One request for HTTP/2, encoded before the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct H2Request<'a> {
+    /// The HPACK header block (stateless: valid on every connection).
+    pub block: &'a [u8],
+    /// The body, sent in DATA frames (empty: the HEADERS end the stream).
+    pub body: &'a [u8],
 }
 
 /// What an engine does with each pre-opened connection before the clock
@@ -365,6 +409,10 @@ pub enum PlanError {
     /// range, a session that loops), or set for a closed loop: sessions
     /// need the open loop's schedule.
     Turns,
+    /// HTTP/2 requests that do not match the plan's requests, more than
+    /// [`H2_MAX_STREAMS`] streams, or with a closed loop, a warm-up request
+    /// or conversations (not supported over HTTP/2 yet).
+    Http2,
 }
 
 impl fmt::Display for PlanError {
@@ -389,6 +437,10 @@ impl fmt::Display for PlanError {
             PlanError::Schedule(e) => return fmt::Display::fmt(e, f),
             PlanError::Turns => {
                 "conversations need consistent turns and the open loop (not a closed one)"
+            }
+            PlanError::Http2 => {
+                "HTTP/2 needs one encoded request per request, at most 100 streams, the open \
+                 loop, no warm-up request and no conversations"
             }
         })
     }
@@ -488,6 +540,16 @@ impl Plan<'_> {
             || (self.turns.is_on() && self.model != Model::Open)
         {
             return Err(PlanError::Turns);
+        }
+        if let Some(h2) = self.http2 {
+            if h2.requests.len() != self.requests.len()
+                || h2.max_streams > H2_MAX_STREAMS
+                || self.model != Model::Open
+                || self.warm_up == WarmUp::Request
+                || self.turns.is_on()
+            {
+                return Err(PlanError::Http2);
+            }
         }
         self.schedule(self.shard).map(|_| ())
     }
@@ -722,5 +784,6 @@ pub fn example_plan() -> Plan<'static> {
         retry_non_idempotent: false,
         warm_up: WarmUp::Off,
         peer_samples: ExactSet::EMPTY,
+        http2: None,
     }
 }

@@ -933,3 +933,26 @@ fn cancel_and_early_response() {
     assert_eq!(conn.open_streams(), 0);
     let _: Run = run;
 }
+
+/// `data_of` hands each DATA event's payload, padding excluded, as a slice
+/// of the input given to `handle_read` (what a per-stream SSE decoder reads).
+#[test]
+fn data_of_gives_each_payload_without_padding() {
+    let (mut conn, _) = client();
+    let wire = server();
+    let mut pos = 0;
+    let mut payloads: Vec<(u32, Vec<u8>)> = Vec::new();
+    while let Ok((used, event)) = conn.handle_read(&wire[pos..]) {
+        if let Some(Event::Data { stream, len, .. }) = event {
+            let data = conn.data_of(&wire[pos..], len);
+            assert_eq!(data.len(), len);
+            payloads.push((stream, data.to_vec()));
+        }
+        if used == 0 {
+            break;
+        }
+        pos += used;
+    }
+    assert!(!payloads.is_empty());
+    assert_eq!(payloads[0], (1, b"data: hi\n\n".to_vec()));
+}

@@ -43,7 +43,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    fn from_finish(finish: Finish<'_>) -> Outcome {
+    pub(crate) fn from_finish(finish: Finish<'_>) -> Outcome {
         match finish {
             Finish::Ok => Outcome::Ok,
             Finish::Status(code) => Outcome::Status(code),

@@ -30,6 +30,7 @@ mod clock;
 mod closed;
 mod collector;
 mod conn;
+mod h2;
 mod open;
 #[allow(unsafe_code)]
 mod sys;

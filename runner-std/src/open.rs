@@ -24,43 +24,48 @@ use crate::tls::Tls;
 
 /// A due request waiting for a connection.
 #[derive(Clone, Copy, Debug)]
-struct Job {
+pub(crate) struct Job {
     /// Which of the plan's requests it sends (core's `Plan::request_index`).
-    request: usize,
-    intended_ns: u64,
+    pub(crate) request: usize,
+    pub(crate) intended_ns: u64,
     /// When it began to wait for a connection (run clock ns), if it did.
-    waited_since: Option<u64>,
+    pub(crate) waited_since: Option<u64>,
+    /// Sent once already and refused (HTTP/2: a GOAWAY or REFUSED_STREAM):
+    /// this is its one retry.
+    pub(crate) retried: bool,
 }
 
-struct Queue {
-    jobs: VecDeque<Job>,
+pub(crate) struct Queue {
+    pub(crate) jobs: VecDeque<Job>,
     /// Core's admission and growth rules, with the service-time estimate
     /// the connection threads feed.
-    pool: Pool,
-    /// Connection threads waiting for a job.
-    idle: usize,
+    pub(crate) pool: Pool,
+    /// Connection threads waiting for a job (HTTP/2: their free stream
+    /// slots, a connection being idle while it has one).
+    pub(crate) idle: usize,
     /// Connection threads started but not yet connected.
-    connecting: usize,
+    pub(crate) connecting: usize,
     /// The schedule is over: exit once the queue is empty.
-    closing: bool,
+    pub(crate) closing: bool,
 }
 
-struct Shared {
-    queue: Mutex<Queue>,
-    ready: Condvar,
-    in_flight: AtomicU64,
-    open_connections: AtomicU64,
-    peak_connections: AtomicU64,
-    opened: AtomicU64,
+pub(crate) struct Shared {
+    pub(crate) queue: Mutex<Queue>,
+    pub(crate) ready: Condvar,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) open_connections: AtomicU64,
+    pub(crate) peak_connections: AtomicU64,
+    pub(crate) opened: AtomicU64,
     /// No request is sent, and no reply awaited, after this time (ns).
-    hard_end_ns: AtomicU64,
-    threads: AtomicUsize,
+    pub(crate) hard_end_ns: AtomicU64,
+    pub(crate) threads: AtomicUsize,
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
-    dropped_gaps: AtomicU64,
+    pub(crate) dropped_gaps: AtomicU64,
     /// Each connection thread's request in flight: its send time + 1 (ns
-    /// on the run's clock), 0 when none; the first `slots_used` are taken.
-    busy_since: Box<[AtomicU64]>,
-    slots_used: AtomicUsize,
+    /// on the run's clock), 0 when none; the first `slots_used` are taken
+    /// (HTTP/2: the oldest stream's).
+    pub(crate) busy_since: Box<[AtomicU64]>,
+    pub(crate) slots_used: AtomicUsize,
 }
 
 impl Shared {
@@ -141,7 +146,37 @@ pub(crate) fn run(
 
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
-    for _ in 0..plan.connections {
+    // HTTP/2: connections through their SETTINGS exchange.
+    let mut pre_h2 = Vec::new();
+    let h2_count = if plan.http2.is_some() {
+        plan.connections
+    } else {
+        0
+    };
+    for _ in 0..h2_count {
+        match crate::h2::open(plan.addr, connect_timeout, tls) {
+            Ok(o) => {
+                let op = o.opened();
+                setup.opened(op.connect_ns, op.handshake_ns, op.resumed);
+                pre_h2.push(o);
+            }
+            Err(e) if pre_h2.is_empty() => return Err(crate::connect_error(e)),
+            Err(e) => {
+                warnings.push(format!(
+                    "only {} of {} connections could be pre-opened: {e}",
+                    pre_h2.len(),
+                    plan.connections
+                ));
+                break;
+            }
+        }
+    }
+    let h1_count = if plan.http2.is_some() {
+        0
+    } else {
+        plan.connections
+    };
+    for _ in 0..h1_count {
         match Conn::connect(
             plan.addr,
             connect_timeout,
@@ -170,7 +205,7 @@ pub(crate) fn run(
     }
 
     let mut warm = Warm::default();
-    let opened_first = pre.len() as u64;
+    let opened_first = (pre.len() + pre_h2.len()) as u64;
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
         // Core's warm start over this engine's connections.
         let open = || {
@@ -193,7 +228,7 @@ pub(crate) fn run(
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut pool = Pool::new(
         rate,
-        pre.len() as u32,
+        (pre.len() + pre_h2.len()) as u32,
         plan.max_connections,
         plan.max_in_flight,
     );
@@ -210,14 +245,14 @@ pub(crate) fn run(
         }),
         ready: Condvar::new(),
         in_flight: AtomicU64::new(0),
-        open_connections: AtomicU64::new(pre.len() as u64),
-        peak_connections: AtomicU64::new(pre.len() as u64),
+        open_connections: AtomicU64::new((pre.len() + pre_h2.len()) as u64),
+        peak_connections: AtomicU64::new((pre.len() + pre_h2.len()) as u64),
         // Every connect made so far: the first ones (kept or not) and the warm-up's.
         opened: AtomicU64::new(opened_first + warm.reopened),
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
-        busy_since: (0..plan.max_connections.max(pre.len() as u32))
+        busy_since: (0..plan.max_connections.max((pre.len() + pre_h2.len()) as u32))
             .map(|_| AtomicU64::new(0))
             .collect(),
         slots_used: AtomicUsize::new(0),
@@ -261,7 +296,15 @@ pub(crate) fn run(
             });
             out
         })?;
-        let pre_count = pre.len();
+        let pre_count = pre.len() + pre_h2.len();
+        for opening in pre_h2 {
+            let tx = tx.clone();
+            let shared = &shared;
+            let origin = &origin;
+            let stats = &worker_stats;
+            shared.threads.fetch_add(1, Ordering::Relaxed);
+            s.spawn(move || crate::h2::worker(plan, tls, origin, shared, tx, Some(opening), stats));
+        }
         for conn in pre {
             let tx = tx.clone();
             let shared = &shared;
@@ -414,6 +457,7 @@ pub(crate) fn run(
                                         intended_ns: t,
                                         waited_since: matches!(admit, Admit::Wait { .. })
                                             .then_some(now),
+                                        retried: false,
                                     });
                                     match admit {
                                         Admit::Wait { open, .. } => open,
@@ -446,9 +490,17 @@ pub(crate) fn run(
                                     let origin = &origin;
                                     let stats = &worker_stats;
                                     shared.threads.fetch_add(1, Ordering::Relaxed);
-                                    s.spawn(move || {
-                                        worker(plan, tls, origin, shared, tx, None, stats)
-                                    });
+                                    if plan.http2.is_some() {
+                                        s.spawn(move || {
+                                            crate::h2::worker(
+                                                plan, tls, origin, shared, tx, None, stats,
+                                            )
+                                        });
+                                    } else {
+                                        s.spawn(move || {
+                                            worker(plan, tls, origin, shared, tx, None, stats)
+                                        });
+                                    }
                                 }
                                 stats.sent += 1;
                             }

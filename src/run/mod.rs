@@ -63,9 +63,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         }
         None => args,
     };
-    let p = plan::prepare(args)?;
+    let mut p = plan::prepare(args)?;
+    if args.http2 {
+        // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
+        if let Some(t) = p.tls.as_mut() {
+            t.offer_h2_only();
+        }
+    }
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
-    let plan = plan::build(args, &p, &request_refs);
+    let h2 = plan::h2_requests(args, &p.requests)?;
+    let h2_refs: Option<Vec<metronome_core::plan::H2Request<'_>>> = h2.as_ref().map(|h| {
+        h.blocks
+            .iter()
+            .zip(&h.body_at)
+            .zip(&p.requests)
+            .map(|((block, &at), r)| metronome_core::plan::H2Request {
+                block,
+                body: &r[at..],
+            })
+            .collect()
+    });
+    let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());
     plan.validate().map_err(|e| plan::usage(e, args))?;
     let control = Control {
         start_at: args.start_at,
@@ -90,7 +108,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         );
         done.store(true, Ordering::Relaxed);
         let _ = watcher.join();
-        result
+        result.map_err(|e| {
+            if args.http2 && format!("{e:#}").contains("no_application_protocol") {
+                anyhow::anyhow!(
+                    "{e:#}: the server does not offer h2 in ALPN (an HTTP/1.1-only TLS \
+                     server); drop --http2"
+                )
+            } else {
+                e
+            }
+        })
     })?;
     let run_id = report::build::run_id(started, args.seed);
     let meta = RunMeta {

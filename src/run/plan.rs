@@ -48,6 +48,77 @@ pub(super) struct Prepared {
     pub(super) turns: Option<TurnsPlan>,
 }
 
+/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block, and
+/// where its body starts in the HTTP/1.1 encoding, made before the clock.
+pub(super) struct H2Plan {
+    pub(super) blocks: Vec<Vec<u8>>,
+    pub(super) body_at: Vec<usize>,
+}
+
+/// Encodes every request for HTTP/2 (`--http2-prior-knowledge`: h2c,
+/// scheme `http`; `--http2`: scheme `https`), before the clock.
+///
+/// # Errors
+/// A [`UsageError`] naming the request that cannot go over HTTP/2.
+pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<H2Plan>> {
+    if !args.http2_prior_knowledge && !args.http2 {
+        if args.max_streams.is_some() {
+            return Err(UsageError(
+                "--max-streams needs --http2 or --http2-prior-knowledge".into(),
+            )
+            .into());
+        }
+        return Ok(None);
+    }
+    let https = args.url.starts_with("https://");
+    if args.http2 && !https {
+        return Err(UsageError(
+            "--http2 is HTTP/2 over TLS (ALPN h2) for an https:// URL; for http:// use \
+             --http2-prior-knowledge (h2c)"
+                .into(),
+        )
+        .into());
+    }
+    if args.http2_prior_knowledge && https {
+        return Err(UsageError(
+            "--http2-prior-knowledge is h2c on an http:// URL; for https:// use --http2".into(),
+        )
+        .into());
+    }
+    let flag = if args.http2 {
+        "--http2"
+    } else {
+        "--http2-prior-knowledge"
+    };
+    if args.engine == crate::cli::EngineArg::Uring {
+        return Err(UsageError(format!(
+            "{flag} runs on the std engine only for now: use --engine std"
+        ))
+        .into());
+    }
+    if let Some(n) = args.max_streams {
+        if n == 0 || n > metronome_core::plan::H2_MAX_STREAMS {
+            return Err(UsageError(format!(
+                "--max-streams {n} must be 1 to {}",
+                metronome_core::plan::H2_MAX_STREAMS
+            ))
+            .into());
+        }
+    }
+    let mut blocks = Vec::with_capacity(requests.len());
+    let mut body_at = Vec::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        let mut out = vec![0u8; r.len() * 2 + 256];
+        let scheme: &[u8] = if https { b"https" } else { b"http" };
+        let (n, at) = metronome_core::h2::request::from_http1(r, scheme, &mut out)
+            .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?;
+        out.truncate(n);
+        blocks.push(out);
+        body_at.push(at);
+    }
+    Ok(Some(H2Plan { blocks, body_at }))
+}
+
 /// Conversations, laid out before the clock: the plan's first `sessions`
 /// requests open a session each; `next` links each request to its
 /// session's next turn (core's `Turns`).
@@ -705,6 +776,9 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::Turns => "conversations (--multi-turn, or a --dataset with \"turns\") need \
                              the open loop: drop --closed and --profile synchronous|concurrent"
             .into(),
+        PlanError::Http2 => "HTTP/2 runs the open loop only: drop --closed, \
+                             --profile synchronous|concurrent, --multi-turn and --warm-up request"
+            .into(),
         other => format!("invalid run: {other}"),
     })
 }
@@ -829,7 +903,12 @@ fn ns(d: Duration) -> u64 {
 
 /// The core [`Plan`] of a run: the arguments and what [`prepare`] derived
 /// from them; `requests` are `p.requests` as slices.
-pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]]) -> Plan<'a> {
+pub(super) fn build<'a>(
+    args: &RunArgs,
+    p: &'a Prepared,
+    requests: &'a [&'a [u8]],
+    h2: Option<&'a [metronome_core::plan::H2Request<'a>]>,
+) -> Plan<'a> {
     let model = match args.closed {
         Some(workers) => Model::Closed {
             workers,
@@ -876,7 +955,13 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         interval_ns: ns(args.interval),
         max_head_bytes: args.max_header_bytes,
         retry_non_idempotent: args.retry_non_idempotent,
-        warm_up: warm_up(args.warm_up, requests),
+        // The warm-up request is an HTTP/1.1 exchange: HTTP/2 connections
+        // are checked only (and opened with their SETTINGS exchange).
+        warm_up: if h2.is_some() {
+            WarmUp::Check
+        } else {
+            warm_up(args.warm_up, requests)
+        },
         turns: p.turns.as_ref().map_or(Turns::NONE, |t| Turns {
             sessions: t.sessions,
             next: &t.next,
@@ -884,6 +969,10 @@ pub(super) fn build<'a>(args: &RunArgs, p: &'a Prepared, requests: &'a [&'a [u8]
         }),
         // Exact samples of the peers' per-request metrics, only for the
         // views asked (a plain run reserves nothing for them).
+        http2: h2.map(|requests| metronome_core::plan::Http2 {
+            requests,
+            max_streams: args.max_streams.unwrap_or(0),
+        }),
         peer_samples: if args.openai {
             crate::report::compat::exact_metrics(&crate::report::compat::peers_once(
                 args.metrics_compat.iter().map(|&p| p.into()),

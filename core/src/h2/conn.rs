@@ -441,6 +441,9 @@ pub struct Connection<const S: usize, const T: usize = 4096, const B: usize = 40
     recv_window: i64,
     recv_unacked: u32,
     blocked_sends: u64,
+    /// Where the payload of the last [`Event::Data`] starts in the input
+    /// of the [`handle_read`](Self::handle_read) that returned it.
+    data_at: usize,
 }
 
 impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
@@ -472,7 +475,25 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             recv_window: i64::from(DEFAULT_WINDOW),
             recv_unacked: 0,
             blocked_sends: 0,
+            data_at: 0,
         }
+    }
+
+    /// The payload of the [`Event::Data`] the last
+    /// [`handle_read`](Self::handle_read) returned, as a slice of the
+    /// `input` given to it (`len` from the event): the body bytes of one
+    /// stream, for its decoder (an SSE stream's events). Padding excluded.
+    ///
+    /// ```
+    /// use metronome_core::h2::Connection;
+    /// // Bytes as the server sent them are tested in tests/golden_h2.rs;
+    /// // here: a slice of the input, never longer than it.
+    /// let c: Connection<1> = Connection::new(Default::default());
+    /// assert_eq!(c.data_of(b"abc", 0), b"");
+    /// ```
+    pub fn data_of<'i>(&self, input: &'i [u8], len: usize) -> &'i [u8] {
+        let start = self.data_at.min(input.len());
+        &input[start..(start + len).min(input.len())]
     }
 
     /// Streams open (requests in flight).
@@ -978,7 +999,11 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 end_stream,
                 data,
                 ..
-            } => self.on_data(stream, end_stream, data.len(), frame.flow_len() as u32)?,
+            } => {
+                // A subslice of `input`: its offset, for `data_of`.
+                self.data_at = (data.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
+                self.on_data(stream, end_stream, data.len(), frame.flow_len() as u32)?
+            }
             Frame::Headers {
                 stream,
                 end_stream,

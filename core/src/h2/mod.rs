@@ -14,6 +14,9 @@
 pub mod conn;
 pub mod frame;
 pub mod hpack;
+pub mod request;
+pub mod stream;
 
 pub use conn::{Blocked, Config, Connection, Event, H2Error, SendError, Sent, Violation};
 pub use frame::ErrorCode;
+pub use stream::StreamExchange;

@@ -1,0 +1,924 @@
+//! HTTP/2 with prior knowledge (h2c) on the std engine: each connection
+//! carries up to its stream limit of requests at once. Every protocol
+//! decision is core's ([`Connection`] for the connection, [`StreamExchange`]
+//! per stream); this file moves bytes, reads the clock and hands facts to
+//! the collector.
+//!
+//! Two threads per connection: the *dispatcher* takes due requests from
+//! the pacer's queue while its connection has a free stream slot (it counts
+//! its free slots as idle for core's admission rule) and writes their
+//! HEADERS and DATA; the *reader* blocks on the socket, stamps what arrives,
+//! feeds it to the connection and ends streams (their response complete,
+//! reset, or past their timeout). They share the connection under a mutex.
+//! A GOAWAY's refused streams go back to the queue for one retry on a
+//! fresh connection; the dispatcher reopens its connection once the old
+//! one has no stream left.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use metronome_core::exchange::{compact, Finish, GAP_CAP};
+use metronome_core::h2::{Config, Connection, Event, SendError, StreamExchange};
+use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
+use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+
+use crate::clock::{thread_cpu_ns, Clock};
+use crate::collector::Fact;
+use crate::conn::{Opened, Outcome};
+use crate::open::{Job, Shared};
+use crate::tls::Tls;
+
+/// Stream slots per connection (the most any plan may ask).
+const SLOTS: usize = H2_MAX_STREAMS as usize;
+/// The longest a blocking read waits before the reader looks at the
+/// deadlines again.
+const SLICE: Duration = Duration::from_millis(10);
+/// Bytes of frames written at once (a request's HEADERS and DATA, or the
+/// connection's own frames).
+const OUT_BYTES: usize = 64 * 1024;
+
+type H2 = Connection<SLOTS>;
+
+/// A request in flight on one stream.
+struct InFlight {
+    stream: u32,
+    job: Job,
+    sent_ns: u64,
+    /// Bytes of the body not yet sent (a server window stopped them).
+    body_at: usize,
+}
+
+/// One connection's state, shared by its dispatcher and its reader.
+struct Link {
+    h2: Box<H2>,
+    sock: Option<TcpStream>,
+    /// The TLS session (h2 over TLS, ALPN `h2`).
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// Per slot: the request in flight, and its exchange and gap storage.
+    flights: Vec<Option<InFlight>>,
+    exchanges: Vec<StreamExchange>,
+    gaps: Vec<Box<[u64]>>,
+    out: Box<[u8]>,
+    /// The connection failed or was closed: reopen it.
+    dead: bool,
+    /// The dispatcher is leaving: the reader ends with the last stream.
+    leaving: bool,
+    /// Inter-token gaps dropped (beyond each slot's storage).
+    dropped_gaps: u64,
+}
+
+impl Link {
+    fn new(plan: &Plan<'_>) -> Link {
+        let sse = matches!(plan.protocol, Protocol::OpenAiSse);
+        Link {
+            h2: Box::new(H2::new(Config::DEFAULT)),
+            sock: None,
+            tls: None,
+            flights: (0..SLOTS).map(|_| None).collect(),
+            exchanges: (0..SLOTS).map(|_| StreamExchange::new(sse)).collect(),
+            gaps: (0..SLOTS)
+                .map(|_| vec![0u64; if sse { GAP_CAP } else { 0 }].into_boxed_slice())
+                .collect(),
+            out: vec![0u8; OUT_BYTES].into_boxed_slice(),
+            dead: true,
+            leaving: false,
+            dropped_gaps: 0,
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.flights.iter().filter(|f| f.is_some()).count()
+    }
+
+    /// Streams this connection may still open now.
+    fn free(&self, cap: usize) -> usize {
+        if self.dead || !self.h2.can_start() {
+            return 0;
+        }
+        let limit = self.h2.max_streams().min(cap);
+        limit.saturating_sub(self.in_flight())
+    }
+
+    /// Writes whatever the connection owes (acks, window updates, resets).
+    fn flush(&mut self) -> io::Result<()> {
+        while self.h2.wants_transmit() {
+            let n = self.h2.poll_transmit(&mut self.out);
+            if n == 0 {
+                break;
+            }
+            self.write_out(n)?;
+        }
+        Ok(())
+    }
+
+    fn write_out(&mut self, n: usize) -> io::Result<()> {
+        match self.sock.as_ref() {
+            Some(s) => send(s, self.tls.as_deref_mut(), &self.out[..n]),
+            None => Err(io::Error::from(io::ErrorKind::NotConnected)),
+        }
+    }
+
+    /// Sends what the windows allow of the body of the request in `slot`.
+    fn push_body(&mut self, slot: usize, body: &[u8]) -> Result<(), SendError> {
+        let Some(f) = self.flights[slot].as_ref() else {
+            return Ok(());
+        };
+        let (stream, at) = (f.stream, f.body_at);
+        if at >= body.len() {
+            return Ok(());
+        }
+        let sent = self
+            .h2
+            .send_data(stream, &body[at..], true, &mut self.out)?;
+        if sent.written > 0 {
+            self.write_out(sent.written)
+                .map_err(|_| SendError::Closed)?;
+        }
+        if let Some(f) = self.flights[slot].as_mut() {
+            f.body_at = at + sent.consumed;
+        }
+        Ok(())
+    }
+
+    /// Publishes the send time of the oldest stream in flight (+ 1; 0 for
+    /// none): the pacer's lower bound of the service time when every
+    /// connection is busy.
+    fn mark_busy(&self, busy: Option<&std::sync::atomic::AtomicU64>) {
+        if let Some(b) = busy {
+            let oldest = self.flights.iter().flatten().map(|f| f.sent_ns).min();
+            b.store(oldest.map_or(0, |t| t + 1), Ordering::Relaxed);
+        }
+    }
+
+    fn slot_of(&self, stream: u32) -> Option<usize> {
+        self.flights
+            .iter()
+            .position(|f| f.as_ref().is_some_and(|f| f.stream == stream))
+    }
+}
+
+/// A connection opened and through its SETTINGS exchange; bytes read after
+/// the server's SETTINGS are kept for the reader.
+pub(crate) struct Opening {
+    sock: TcpStream,
+    tls: Option<Box<rustls::ClientConnection>>,
+    h2: Box<H2>,
+    rest: Vec<u8>,
+    opened: Opened,
+}
+
+impl Opening {
+    /// How it was opened.
+    pub(crate) fn opened(&self) -> Opened {
+        self.opened
+    }
+}
+
+/// Opens an h2c connection: the TCP connect, the preface and SETTINGS, and
+/// the server's SETTINGS read, all within `timeout`.
+///
+/// # Errors
+/// The connect error, or a protocol error as `InvalidData`.
+pub(crate) fn open(
+    addr: SocketAddr,
+    timeout: Duration,
+    target: Option<&Tls>,
+) -> io::Result<Opening> {
+    let timeout = timeout.max(Duration::from_millis(1));
+    let started = Instant::now();
+    let sock = TcpStream::connect_timeout(&addr, timeout)?;
+    let connect_ns = started.elapsed().as_nanos() as u64;
+    sock.set_nodelay(true)?;
+    let mut handshake_ns = None;
+    let mut resumed = false;
+    let mut tls = match target {
+        None => None,
+        Some(target) => {
+            let shaking = Instant::now();
+            let mut conn = crate::tls::client(target)?;
+            resumed = crate::tls::handshake(target, &mut conn, &sock, started + timeout)?;
+            handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
+            if conn.alpn_protocol() != Some(&b"h2"[..]) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it \
+                         does not speak HTTP/2 over TLS here; drop --http2",
+                        conn.alpn_protocol()
+                            .map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
+                                .into_owned())
+                    ),
+                ));
+            }
+            Some(Box::new(conn))
+        }
+    };
+    let mut h2 = Box::new(H2::new(Config::DEFAULT));
+    let mut out = vec![0u8; 1024];
+    let n = h2.poll_transmit(&mut out);
+    send(&sock, tls.as_deref_mut(), &out[..n])?;
+    let mut buf = vec![0u8; 32 * 1024];
+    let (mut start, mut end) = (0, 0);
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        sock.set_read_timeout(Some(left))?;
+        let n = match tls.as_deref_mut() {
+            None => (&sock).read(&mut buf[end..])?,
+            Some(conn) => tls_read(conn, &sock, &mut buf[end..], true)?,
+        };
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection before its HTTP/2 SETTINGS (is it HTTP/2?)",
+            ));
+        }
+        end += n;
+        loop {
+            let (used, event) = h2.handle_read(&buf[start..end]).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("HTTP/2 handshake with the server failed: {e}"),
+                )
+            })?;
+            start += used;
+            if used == 0 {
+                break;
+            }
+            let _ = event;
+        }
+        while h2.wants_transmit() {
+            let n = h2.poll_transmit(&mut out);
+            if n == 0 {
+                break;
+            }
+            send(&sock, tls.as_deref_mut(), &out[..n])?;
+        }
+        if h2.is_ready() {
+            sock.set_read_timeout(None)?;
+            return Ok(Opening {
+                sock,
+                tls,
+                h2,
+                rest: buf[start..end].to_vec(),
+                opened: Opened {
+                    connect_ns,
+                    handshake_ns,
+                    resumed,
+                },
+            });
+        }
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+        }
+        if end == buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "HTTP/2 SETTINGS too large",
+            ));
+        }
+    }
+}
+
+/// A connection's dispatcher (and, in a scope, its readers): takes due
+/// requests while the connection has a free stream slot.
+pub(crate) fn worker(
+    plan: &Plan<'_>,
+    tls: Option<&Tls>,
+    origin: &OnceLock<Clock>,
+    shared: &Shared,
+    tx: mpsc::Sender<Fact>,
+    first: Option<Opening>,
+    all_stats: &Mutex<Vec<ThreadStats>>,
+) {
+    let Some(h2plan) = plan.http2 else { return };
+    let cap = match h2plan.max_streams {
+        0 => SLOTS,
+        n => n as usize,
+    };
+    let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
+    let busy_slot = shared.slots_used.fetch_add(1, Ordering::Relaxed);
+    let busy_since = shared.busy_since.get(busy_slot);
+    let link = Mutex::new(Link::new(plan));
+    let changed = Condvar::new();
+    let mut stats = ThreadStats::default();
+    let grown = first.is_none();
+    std::thread::scope(|s| {
+        let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        let mut pending = first;
+        let mut connected_once = false;
+        loop {
+            // 1. A usable connection with a free stream slot.
+            let need_open = {
+                let mut l = lock(&link);
+                loop {
+                    if l.dead {
+                        break true;
+                    }
+                    if l.free(cap) > 0 {
+                        break false;
+                    }
+                    if queue_closing(shared) {
+                        break false;
+                    }
+                    l = changed
+                        .wait_timeout(l, Duration::from_millis(20))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            };
+            if need_open {
+                if let Some(r) = reader.take() {
+                    let _ = r.join();
+                }
+                let opening = match pending.take() {
+                    Some(o) => Ok(o),
+                    None => {
+                        let clock = origin.get_or_init(Clock::start);
+                        if queue_closing(shared) {
+                            break;
+                        }
+                        let hard = shared.hard_end_ns.load(Ordering::Relaxed);
+                        if clock.now_ns() >= hard {
+                            break;
+                        }
+                        let r = open(plan.addr, connect_timeout, tls);
+                        if let Ok(o) = &r {
+                            let _ = tx.send(Fact::Opened(o.opened()));
+                        }
+                        r
+                    }
+                };
+                if grown && !connected_once {
+                    let mut q = lock(&shared.queue);
+                    q.connecting -= 1;
+                }
+                match opening {
+                    Ok(o) => {
+                        if grown && !connected_once {
+                            count_open(shared);
+                        } else if connected_once {
+                            shared.opened.fetch_add(1, Ordering::Relaxed);
+                        }
+                        connected_once = true;
+                        let read_sock = match o.sock.try_clone() {
+                            Ok(r) => r,
+                            Err(_) => continue,
+                        };
+                        {
+                            let mut l = lock(&link);
+                            l.h2 = o.h2;
+                            l.sock = Some(o.sock);
+                            l.tls = o.tls;
+                            l.dead = false;
+                        }
+                        let (link, changed, tx) = (&link, &changed, tx.clone());
+                        let rest = o.rest;
+                        let over_tls = tls.is_some();
+                        reader = Some(s.spawn(move || {
+                            let io = Io {
+                                sock: read_sock,
+                                rest,
+                                busy: busy_since,
+                                tls: over_tls,
+                            };
+                            read_loop(plan, origin, shared, link, changed, tx, io)
+                        }));
+                    }
+                    Err(_) => {
+                        connected_once = true;
+                        // No connection: a waiting request is not sent.
+                        let job = lock(&shared.queue).jobs.pop_front();
+                        let clock = origin.get_or_init(Clock::start);
+                        if let Some(job) = job {
+                            let _ = tx.send(Fact::NotSent {
+                                intended_ns: job.intended_ns,
+                                request: job.request,
+                                at_ns: clock.now_ns(),
+                                reason: Unsent::Connect,
+                                retried: job.retried,
+                            });
+                            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                continue;
+            }
+            // 2. A due request (its free slots count as idle meanwhile).
+            let free = lock(&link).free(cap);
+            if free == 0 {
+                if queue_closing(shared) {
+                    break;
+                }
+                continue;
+            }
+            let job = {
+                let mut q = lock(&shared.queue);
+                loop {
+                    if let Some(j) = q.jobs.pop_front() {
+                        break Some(j);
+                    }
+                    if q.closing {
+                        break None;
+                    }
+                    q.idle += free;
+                    q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                    q.idle -= free;
+                }
+            };
+            let Some(job) = job else { break };
+            // 3. Its HEADERS (and body) on a new stream.
+            let clock = origin.get_or_init(Clock::start);
+            let request = h2plan.requests[job.request];
+            let mut l = lock(&link);
+            let now = clock.now_ns();
+            if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
+                drop(l);
+                let _ = tx.send(Fact::NotSent {
+                    intended_ns: job.intended_ns,
+                    request: job.request,
+                    at_ns: now,
+                    reason: Unsent::Timeout,
+                    retried: job.retried,
+                });
+                shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                continue;
+            }
+            let slot = l.flights.iter().position(Option::is_none);
+            let started = match (slot, l.free(cap) > 0) {
+                (Some(slot), true) => {
+                    let Link { h2, out, .. } = &mut *l;
+                    h2.start_request(request.block, request.body.is_empty(), out)
+                        .map(|r| (slot, r))
+                }
+                _ => Err(SendError::StreamLimit),
+            };
+            let Ok((slot, (stream, written))) = started else {
+                // The connection cannot take it after all: back to the front.
+                drop(l);
+                lock(&shared.queue).jobs.push_front(job);
+                shared.ready.notify_one();
+                continue;
+            };
+            let sent_ns = clock.now_ns();
+            let wrote = l.write_out(written);
+            l.exchanges[slot].begin(job.intended_ns, sent_ns);
+            l.flights[slot] = Some(InFlight {
+                stream,
+                job,
+                sent_ns,
+                body_at: 0,
+            });
+            if wrote.is_ok() && !request.body.is_empty() {
+                let _ = l.push_body(slot, request.body);
+            }
+            l.mark_busy(busy_since);
+            drop(l);
+            if !job.retried {
+                stats.sent += 1;
+                let _ = tx.send(Fact::Sent {
+                    intended_ns: job.intended_ns,
+                    request: job.request,
+                    sent_ns,
+                    waited_since: job.waited_since,
+                });
+            }
+        }
+        // Leaving: the streams in flight end (answered, or at their
+        // deadline, which the reader watches), then the socket closes.
+        {
+            let mut l = lock(&link);
+            l.leaving = true;
+            while !l.dead && l.in_flight() > 0 {
+                l = changed
+                    .wait_timeout(l, Duration::from_millis(20))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            if let Some(sock) = l.sock.as_ref() {
+                let _ = sock.shutdown(Shutdown::Both);
+            }
+        }
+        if let Some(r) = reader.take() {
+            let _ = r.join();
+        }
+    });
+    if let Some(b) = busy_since {
+        b.store(0, Ordering::Relaxed);
+    }
+    stats.cpu_ns = thread_cpu_ns();
+    let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
+    let dropped: u64 = l.exchanges.iter().map(StreamExchange::dropped_gaps).sum();
+    shared
+        .dropped_gaps
+        .fetch_add(dropped + l.dropped_gaps, Ordering::Relaxed);
+    lock(all_stats).push(stats);
+}
+
+/// Writes `bytes` whole: on the socket, or through the TLS session.
+fn send(
+    sock: &TcpStream,
+    tls: Option<&mut rustls::ClientConnection>,
+    bytes: &[u8],
+) -> io::Result<()> {
+    let Some(conn) = tls else {
+        return (&*sock).write_all(bytes);
+    };
+    conn.writer().write_all(bytes)?;
+    while conn.wants_write() {
+        conn.write_tls(&mut &*sock)?;
+    }
+    Ok(())
+}
+
+/// Reads plaintext through the TLS session into `dst`: `Ok(0)` is the
+/// close; `WouldBlock` (not `blocking`) when no whole record is there.
+fn tls_read(
+    conn: &mut rustls::ClientConnection,
+    sock: &TcpStream,
+    dst: &mut [u8],
+    blocking: bool,
+) -> io::Result<usize> {
+    loop {
+        match conn.reader().read(dst) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+            Err(e) => return Err(e),
+        }
+        let n = if blocking {
+            conn.read_tls(&mut &*sock)?
+        } else {
+            conn.read_tls(&mut crate::tls::NowIo(sock))?
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        let processed = conn.process_new_packets();
+        while conn.wants_write() {
+            if conn.write_tls(&mut crate::tls::NowIo(sock)).is_err() {
+                break;
+            }
+        }
+        processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn queue_closing(shared: &Shared) -> bool {
+    let q = lock(&shared.queue);
+    q.closing && q.jobs.is_empty()
+}
+
+fn count_open(shared: &Shared) {
+    shared.opened.fetch_add(1, Ordering::Relaxed);
+    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
+}
+
+/// What the reader hands the queue once the connection's lock is released.
+#[derive(Default)]
+struct After {
+    /// The last (done, service) times, for the pool's estimate.
+    sample: Option<(u64, u64)>,
+    /// Requests refused by a GOAWAY, to send again on a fresh connection.
+    retry: VecDeque<Job>,
+}
+
+/// A reader's socket, the bytes read before it started, and where it
+/// publishes its oldest stream's send time.
+struct Io<'a> {
+    sock: TcpStream,
+    rest: Vec<u8>,
+    busy: Option<&'a std::sync::atomic::AtomicU64>,
+    /// The link's TLS session carries the bytes: the socket is only
+    /// watched (peeked) here, and read under the link's lock.
+    tls: bool,
+}
+
+/// A connection's reader: reads, stamps and feeds the connection until it
+/// fails, the server closes it or the dispatcher leaves.
+fn read_loop(
+    plan: &Plan<'_>,
+    origin: &OnceLock<Clock>,
+    shared: &Shared,
+    link: &Mutex<Link>,
+    changed: &Condvar,
+    tx: mpsc::Sender<Fact>,
+    io: Io<'_>,
+) {
+    let Io {
+        sock,
+        rest,
+        busy,
+        tls,
+    } = io;
+    let clock = origin.get_or_init(Clock::start);
+    let mut buf = vec![0u8; READ_BUF_BYTES].into_boxed_slice();
+    let (mut start, mut end) = (0, rest.len());
+    buf[..end].copy_from_slice(&rest);
+    let _ = sock.set_read_timeout(Some(SLICE));
+    let mut after = After {
+        sample: None,
+        retry: VecDeque::with_capacity(SLOTS),
+    };
+    let mut first = end > 0;
+    loop {
+        let read = if first {
+            first = false;
+            Ok(0usize)
+        } else if tls {
+            // Wait for bytes without taking them; rustls reads them below.
+            let mut one = [0u8; 1];
+            match sock.peek(&mut one) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(_) => Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+                Err(e) if ErrorKind::of_io(&e) == ErrorKind::Timeout => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            }
+        } else {
+            match (&sock).read(&mut buf[end..]) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+                Err(e) if ErrorKind::of_io(&e) == ErrorKind::Timeout => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            }
+        };
+        let now = clock.now_ns();
+        let mut l = lock(link);
+        let read = match (read, l.tls.as_deref_mut()) {
+            (Ok(_), Some(conn)) if tls => match tls_read(conn, &sock, &mut buf[end..], false) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            },
+            (r, _) => r,
+        };
+        let mut fault = None;
+        match read {
+            Ok(n) => {
+                end += n;
+                if let Err(kind) = feed(
+                    &mut l,
+                    plan,
+                    shared,
+                    &tx,
+                    &buf[start..end],
+                    now,
+                    &mut start,
+                    &mut after,
+                ) {
+                    fault = Some(kind);
+                }
+                if fault.is_none() {
+                    if let Err(kind) = compact(&mut buf, &mut start, &mut end) {
+                        fault = Some(kind);
+                    }
+                }
+            }
+            Err(kind) => fault = Some(kind),
+        }
+        // Deadlines: a stream unanswered past its timeout, or the run's end.
+        let hard = shared.hard_end_ns.load(Ordering::Relaxed);
+        for slot in 0..SLOTS {
+            let due = l.flights[slot]
+                .as_ref()
+                .is_some_and(|f| now >= f.sent_ns.saturating_add(plan.timeout_ns) || now >= hard);
+            if due {
+                let stream = l.flights[slot].as_ref().map_or(0, |f| f.stream);
+                l.h2.cancel(stream);
+                end_stream(
+                    &mut l,
+                    slot,
+                    shared,
+                    &tx,
+                    now,
+                    Err(ErrorKind::Timeout),
+                    &mut after,
+                );
+            }
+        }
+        if fault.is_none() && l.flush().is_err() {
+            fault = Some(ErrorKind::Reset);
+        }
+        let goaway_drained = l.h2.goaway().is_some() && l.in_flight() == 0;
+        let leaving = l.leaving && l.in_flight() == 0;
+        if fault.is_some() || goaway_drained {
+            // The connection is gone: its streams end with it.
+            for slot in 0..SLOTS {
+                if l.flights[slot].is_some() {
+                    let kind = l.exchanges[slot].on_reset(metronome_core::h2::ErrorCode::CANCEL);
+                    end_stream(&mut l, slot, shared, &tx, now, Err(kind), &mut after);
+                }
+            }
+            l.dead = true;
+            if let Some(s) = l.sock.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+        l.mark_busy(busy);
+        let dead = l.dead;
+        drop(l);
+        changed.notify_all();
+        hand_over(shared, &mut after);
+        if dead || leaving {
+            return;
+        }
+    }
+}
+
+/// Pool samples and retries, given to the queue without the link's lock.
+fn hand_over(shared: &Shared, after: &mut After) {
+    if after.sample.is_none() && after.retry.is_empty() {
+        return;
+    }
+    let mut q = lock(&shared.queue);
+    if let Some((done, service)) = after.sample.take() {
+        q.pool.observe(done, service);
+    }
+    let n = after.retry.len();
+    while let Some(job) = after.retry.pop_back() {
+        q.jobs.push_front(job);
+    }
+    drop(q);
+    for _ in 0..n {
+        shared.ready.notify_one();
+    }
+}
+
+/// Hands the buffered frames to the connection; stream events go to their
+/// exchanges. `Err`: the connection failed.
+#[allow(clippy::too_many_arguments)]
+fn feed(
+    l: &mut Link,
+    plan: &Plan<'_>,
+    shared: &Shared,
+    tx: &mpsc::Sender<Fact>,
+    input: &[u8],
+    now: u64,
+    start: &mut usize,
+    after: &mut After,
+) -> Result<(), ErrorKind> {
+    let mut pos = 0;
+    loop {
+        let (used, event) =
+            l.h2.handle_read(&input[pos..])
+                .map_err(|_| ErrorKind::BadFraming)?;
+        let frame = &input[pos..pos + used];
+        pos += used;
+        *start += used;
+        let Some(event) = event else {
+            if used == 0 {
+                return Ok(());
+            }
+            continue;
+        };
+        match event {
+            Event::Headers {
+                stream,
+                status,
+                event_stream,
+                end_stream: ended,
+                ..
+            } => {
+                if let Some(slot) = l.slot_of(stream) {
+                    l.exchanges[slot].on_head(now, status, event_stream);
+                    if ended {
+                        finish_ok(l, slot, shared, tx, now, after);
+                    }
+                }
+            }
+            Event::Data {
+                stream,
+                len,
+                end_stream: ended,
+            } => {
+                if let Some(slot) = l.slot_of(stream) {
+                    let data = l.h2.data_of(frame, len);
+                    let Link {
+                        exchanges, gaps, ..
+                    } = &mut *l;
+                    exchanges[slot].on_data(now, data, &mut gaps[slot]);
+                    if ended {
+                        finish_ok(l, slot, shared, tx, now, after);
+                    }
+                }
+            }
+            Event::Trailers { stream, .. } => {
+                if let Some(slot) = l.slot_of(stream) {
+                    finish_ok(l, slot, shared, tx, now, after);
+                }
+            }
+            Event::StreamReset { stream, code, .. } => {
+                if let Some(slot) = l.slot_of(stream) {
+                    let retry = code == metronome_core::h2::ErrorCode::REFUSED_STREAM;
+                    let retried = l.flights[slot].as_ref().is_some_and(|f| f.job.retried);
+                    if retry && !retried {
+                        requeue(l, slot, tx, after);
+                    } else {
+                        let kind = l.exchanges[slot].on_reset(code);
+                        end_stream(l, slot, shared, tx, now, Err(kind), after);
+                    }
+                }
+            }
+            Event::GoAway { .. } => {
+                while let Some(stream) = l.h2.take_refused() {
+                    if let Some(slot) = l.slot_of(stream) {
+                        if l.flights[slot].as_ref().is_some_and(|f| f.job.retried) {
+                            end_stream(l, slot, shared, tx, now, Err(ErrorKind::Reset), after);
+                        } else {
+                            requeue(l, slot, tx, after);
+                        }
+                    }
+                }
+            }
+            Event::Unblocked => {
+                for slot in 0..SLOTS {
+                    let Some(f) = l.flights[slot].as_ref() else {
+                        continue;
+                    };
+                    let body = plan
+                        .http2
+                        .map_or(&[][..], |h| h.requests[f.job.request].body);
+                    if f.body_at < body.len() {
+                        let _ = l.push_body(slot, body);
+                    }
+                }
+            }
+            Event::Ready | Event::Pong { .. } => {}
+        }
+    }
+}
+
+/// A stream refused before the server processed it: its request goes back
+/// to the front of the queue, to be sent once more on a fresh connection.
+fn requeue(l: &mut Link, slot: usize, tx: &mpsc::Sender<Fact>, after: &mut After) {
+    if let Some(f) = l.flights[slot].take() {
+        let _ = tx.send(Fact::Retried {
+            intended_ns: f.job.intended_ns,
+        });
+        after.retry.push_back(Job {
+            retried: true,
+            ..f.job
+        });
+    }
+}
+
+fn finish_ok(
+    l: &mut Link,
+    slot: usize,
+    shared: &Shared,
+    tx: &mpsc::Sender<Fact>,
+    now: u64,
+    after: &mut After,
+) {
+    let Link {
+        exchanges, gaps, ..
+    } = &mut *l;
+    exchanges[slot].on_end(now, &mut gaps[slot]);
+    end_stream(l, slot, shared, tx, now, Ok(()), after);
+}
+
+/// The stream in `slot` ended at `now`: answered (`Ok`, its exchange says
+/// how) or failed by `kind`. Its request becomes a ledger fact.
+fn end_stream(
+    l: &mut Link,
+    slot: usize,
+    shared: &Shared,
+    tx: &mpsc::Sender<Fact>,
+    now: u64,
+    how: Result<(), ErrorKind>,
+    after: &mut After,
+) {
+    let Some(f) = l.flights[slot].take() else {
+        return;
+    };
+    let outcome = match how {
+        Ok(()) => Outcome::from_finish(l.exchanges[slot].finish(&l.gaps[slot])),
+        Err(kind) => Outcome::Failed(Finish::Error(kind)),
+    };
+    let _ = tx.send(Fact::Done {
+        intended_ns: f.job.intended_ns,
+        request: f.job.request,
+        sent_ns: f.sent_ns,
+        done_ns: now,
+        outcome,
+    });
+    after.sample = Some((now, now.saturating_sub(f.sent_ns)));
+    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+}
