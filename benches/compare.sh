@@ -47,9 +47,31 @@
 #                             search is bounded by wrk's maximum instead.
 #                             Defaults then: TOOLS without floor, MICRO=0,
 #                             OUT=docs/benchmarks-https-latest.md
+#   HTTP2=1                   every tool speaks HTTP/2 to nginx (`http2` on its
+#                             listen line): with SCHEME=https h2 by ALPN
+#                             (metronome --http2, oha --http2 --insecure,
+#                             h2load), with SCHEME=http h2c with prior
+#                             knowledge (metronome --http2-prior-knowledge,
+#                             oha --http2, h2load). H2_STREAMS (default 1) is
+#                             h2load's -m and oha's -p: requests in flight per
+#                             connection for the closed-loop tools (metronome
+#                             opens as many streams as its schedule needs).
+#                             h2load's maximum is the reference of the
+#                             overload and search runs. Defaults then:
+#                             TOOLS="metronome-uring metronome-std oha h2load",
+#                             CONNECTIONS=16, MICRO=0,
+#                             OUT=docs/benchmarks-h2-latest.md
 set -euo pipefail
 
 SCHEME=${SCHEME:-http}
+HTTP2=${HTTP2:-0}
+H2_STREAMS=${H2_STREAMS:-1}
+if [[ $HTTP2 == 1 ]]; then
+    TOOLS=${TOOLS:-"metronome-uring metronome-std oha h2load"}
+    CONNECTIONS=${CONNECTIONS:-16}
+    MICRO=${MICRO:-0}
+    OUT=${OUT:-docs/benchmarks-h2-latest.md}
+fi
 if [[ $SCHEME == https ]]; then
     TOOLS=${TOOLS:-"metronome-uring metronome-std wrk oha hey h2load"}
     MICRO=${MICRO:-0}
@@ -305,7 +327,8 @@ def report(raw):
     L.append("")
     L.append(f"Machine: {meta['nproc']} CPUs ({meta['cpu']}), Linux {meta['kernel']}. "
              f"Server: {meta['nginx']}, 1 worker on CPU {meta['server_cpu']}, fixed 2-byte response"
-             f"{' over TLS 1.3 (ECDSA P-256 certificate, session cache on)' if meta.get('scheme') == 'https' else ''}. "
+             f"{' over TLS 1.3 (ECDSA P-256 certificate, session cache on)' if meta.get('scheme') == 'https' else ''}"
+             f"{(', HTTP/2 (' + ('h2 by ALPN' if meta.get('scheme') == 'https' else 'h2c, prior knowledge') + ')') if meta.get('http2') else ''}. "
              f"Generator on CPU {meta['gen_cpu']}, {meta['connections']} connections, "
              f"{meta['duration']} s per point, medians of {meta['repeats']} (max-rate points: {meta['max_repeats']}).")
     L.append("")
@@ -326,6 +349,9 @@ def report(raw):
     how = {"floor": "closed loop, io_uring, no pacing", "wrk": "closed loop (no rate option)",
            "h2load": "closed loop (--h1)", "oha": "unlimited (no -q)", "hey": "unlimited (no -q)",
            }
+    if meta.get("http2"):
+        how["h2load"] = f"closed loop, {meta.get('h2_streams', 1)} stream(s) per connection"
+        how["oha"] = f"unlimited (no -q), --http2 -p {meta.get('h2_streams', 1)}"
     for t in tools:
         m = get(t, "max")
         if not m:
@@ -563,6 +589,8 @@ if [[ $SCHEME == https ]]; then
     TLS_CONF="ssl_certificate $WORK/nginx/cert.pem; ssl_certificate_key $WORK/nginx/key.pem;
         ssl_protocols TLSv1.3; ssl_session_cache shared:TLS:1m; ssl_session_tickets on;"
 fi
+LISTEN_H2=""
+[[ $HTTP2 == 1 ]] && LISTEN_H2=" http2"
 # worker_cpu_affinity takes a bit mask, rightmost bit = CPU 0.
 MASK="1$(printf '%*s' "$SERVER_CPU" '' | tr ' ' 0)"
 cat >"$WORK/nginx/nginx.conf" <<EOF
@@ -583,7 +611,9 @@ http {
     uwsgi_temp_path $WORK/nginx/uwsgi;
     scgi_temp_path $WORK/nginx/scgi;
     server {
-        listen 127.0.0.1:$PORT$LISTEN_TLS backlog=4096;
+        listen 127.0.0.1:$PORT$LISTEN_TLS$LISTEN_H2 backlog=4096;
+        http2_max_requests 100000000;
+        http2_max_concurrent_streams 1024;
         $TLS_CONF
         location / { default_type text/plain; return 200 "ok"; }
     }
@@ -602,6 +632,10 @@ say "nginx $NGINX_PID on $URL, worker pinned to CPU $SERVER_CPU; generator on CP
 
 TLS_ARGS=()
 [[ $SCHEME == https ]] && TLS_ARGS=(--cacert "$WORK/nginx/cert.pem")
+# HTTP/2: metronome's flags for the scheme (TLS_ARGS goes with every run).
+if [[ $HTTP2 == 1 ]]; then
+    if [[ $SCHEME == https ]]; then TLS_ARGS+=(--http2); else TLS_ARGS+=(--http2-prior-knowledge); fi
+fi
 # metronome's io_uring engine may be missing or refused by the kernel.
 for engine in uring std; do
     want "metronome-$engine" || continue
@@ -639,13 +673,19 @@ run_point() {
                 --connections "$CONNECTIONS" --max-connections "$CONNECTIONS" --threads 1 --cpus "$GEN_CPU"
                 --engine "${tool#metronome-}" --format json --quiet) ;;
         wrk) cmd=(wrk -t1 "-c$CONNECTIONS" "-d${DURATION}s" --latency "$URL") ;;
-        h2load) cmd=(h2load --h1 -c "$CONNECTIONS" -t 1 -D "$DURATION" "$URL") ;;
+        h2load)
+            if [[ $HTTP2 == 1 ]]; then
+                cmd=(h2load -c "$CONNECTIONS" -m "$H2_STREAMS" -t 1 -D "$DURATION" "$URL")
+            else
+                cmd=(h2load --h1 -c "$CONNECTIONS" -t 1 -D "$DURATION" "$URL")
+            fi ;;
         oha)
             # One tokio worker: it has one core. At a fixed rate, latency is
             # corrected to the intended send time like metronome's.
             cmd=(oha -z "${DURATION}s" -c "$CONNECTIONS" --worker-threads 1 --no-tui --output-format json)
             [[ $mode == rate ]] && cmd+=(-q "$offered" --latency-correction)
             [[ $SCHEME == https ]] && cmd+=(--insecure)
+            [[ $HTTP2 == 1 ]] && cmd+=(--http2 -p "$H2_STREAMS")
             cmd+=("$URL") ;;
         hey)
             cmd=(hey -z "${DURATION}s" -c "$CONNECTIONS")
@@ -699,6 +739,15 @@ v = [json.loads(l)["achieved_rps"] for l in open(sys.argv[1]) if json.loads(l)["
 print(int(statistics.median(v)) if v else 0)' "$WORK/raw.jsonl")
     say "floor: $FLOOR_MAX req/s"
 fi
+if [[ $FLOOR_MAX -eq 0 && $HTTP2 == 1 ]] && want h2load; then
+    # No floor and no wrk over HTTP/2: h2load's closed-loop maximum is the reference.
+    for rep in $(seq "$MAX_REPEATS"); do run_point h2load max 0 "$rep"; done
+    FLOOR_MAX=$(python3 -c '
+import json, statistics, sys
+v = [json.loads(l)["achieved_rps"] for l in open(sys.argv[1]) if json.loads(l)["tool"] == "h2load"]
+print(int(statistics.median(v)) if v else 0)' "$WORK/raw.jsonl")
+    say "h2load (the reference over HTTP/2): $FLOOR_MAX req/s"
+fi
 if [[ $FLOOR_MAX -eq 0 && $SCHEME == https ]] && want wrk; then
     # No floor over TLS: wrk's closed-loop maximum is the reference.
     for rep in $(seq "$MAX_REPEATS"); do run_point wrk max 0 "$rep"; done
@@ -715,6 +764,7 @@ for rep in $(seq "$MAX_REPEATS"); do
         case $t in
             floor) ;;
             wrk) [[ $SCHEME == https ]] || run_point "$t" max 0 "$rep" ;;
+            h2load) [[ $HTTP2 == 1 ]] || run_point "$t" max 0 "$rep" ;;
             metronome-*) run_point "$t" max "$OVERLOAD" "$rep" ;;
             *) run_point "$t" max 0 "$rep" ;;
         esac
@@ -784,8 +834,8 @@ python3 - "$WORK/meta.json" <<PY
 import json, sys
 meta = {
     "date": "$(date -u '+%Y-%m-%d %H:%M UTC')",
-    "command": "SCHEME=$SCHEME TOOLS='$TOOLS' DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' MICRO=$MICRO bash benches/compare.sh",
-    "scheme": "$SCHEME",
+    "command": "SCHEME=$SCHEME HTTP2=$HTTP2 H2_STREAMS=$H2_STREAMS CONNECTIONS=$CONNECTIONS TOOLS='$TOOLS' DURATION=$DURATION REPEATS=$REPEATS MAX_REPEATS=$MAX_REPEATS SEARCH_STEPS=$SEARCH_STEPS RATES='$RATES' MICRO=$MICRO bash benches/compare.sh",
+    "scheme": "$SCHEME", "http2": $HTTP2, "h2_streams": $H2_STREAMS,
     "nproc": "$(nproc)", "kernel": "$(uname -r)",
     "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')",
     "nginx": "$(nginx -v 2>&1 | sed 's/^nginx version: //')",
