@@ -545,7 +545,9 @@ pub(crate) fn run(
     // The pacer's own counts: scheduled and dropped.
     out.recorder.merge(&pacer_rec);
     // Requests still queued when every connection thread has left (none
-    // could be opened, or all failed): never sent.
+    // could be opened, or all failed): never sent, or, for one sent once
+    // already and waiting for its retry, failed as the reset that made it
+    // retry (it is counted sent).
     let left: Vec<Job> = shared
         .queue
         .lock()
@@ -555,12 +557,13 @@ pub(crate) fn run(
         .collect();
     let ledger = Ledger::new(plan);
     for job in left {
-        ledger.unsent(
+        ledger.not_sent(
             &mut out.tally(),
             job.intended_ns,
             job.request,
             stop_ns,
             Unsent::Timeout,
+            job.retried,
         );
     }
     out.threads.insert(0, pacer_stats);

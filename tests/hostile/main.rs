@@ -33,3 +33,5 @@ mod huge;
 mod openai;
 // The same hostile servers over TLS.
 mod tls;
+// The scenarios that apply to HTTP/2 (h2c).
+mod h2;

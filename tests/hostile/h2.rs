@@ -1,0 +1,375 @@
+//! The hostile scenarios that apply to HTTP/2 (h2c with prior knowledge):
+//! a server that resets streams, refuses them, says GOAWAY while streams are
+//! in flight, never answers, closes mid-answer, stalls, answers 429, limits
+//! its streams to one, or breaks the framing.
+//!
+//! The server side is written here from RFC 9113 by hand (frame headers and
+//! HPACK static-table bytes), not with core's client or serve's code, so a
+//! shared misreading of the RFC cannot make both ends agree.
+
+use std::time::Duration;
+
+use crate::case::{run, with, N, SHORT, SLOW};
+use crate::common::engines;
+use crate::script::{script, Peer, Script};
+
+/// Frame types (RFC 9113 section 6).
+const DATA: u8 = 0;
+const HEADERS: u8 = 1;
+const RST_STREAM: u8 = 3;
+const SETTINGS: u8 = 4;
+const PING: u8 = 6;
+const GOAWAY: u8 = 7;
+/// Flags.
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+/// Error codes (RFC 9113 section 7).
+const NO_ERROR: u32 = 0;
+const INTERNAL_ERROR: u32 = 2;
+const REFUSED_STREAM: u32 = 7;
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A frame: the 9-byte header and the payload.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// `:status 200` is static-table index 8 (RFC 7541 Appendix A).
+const STATUS_200: &[u8] = &[0x88];
+/// `:status 429`: a literal without indexing, its name static index 8.
+const STATUS_429: &[u8] = &[0x08, 3, b'4', b'2', b'9'];
+/// `content-type: text/plain`: static name index 31, a literal value.
+fn content_type_plain() -> Vec<u8> {
+    let mut v = vec![0x0f, 31 - 15, 10];
+    v.extend_from_slice(b"text/plain");
+    v
+}
+
+/// A whole answer on `stream`: HEADERS `status` then DATA "ok" ending it.
+fn answer(stream: u32, status: &[u8]) -> Vec<u8> {
+    let mut block = status.to_vec();
+    block.extend(content_type_plain());
+    let mut out = frame(HEADERS, END_HEADERS, stream, &block);
+    out.extend(frame(DATA, END_STREAM, stream, b"ok"));
+    out
+}
+
+/// The server's half of an HTTP/2 connection, over a scripted [`Peer`].
+struct H2<'a> {
+    peer: &'a mut Peer,
+}
+
+impl<'a> H2<'a> {
+    /// Reads the client's preface and sends the server's SETTINGS
+    /// (`max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS when given); `None`
+    /// when the client went away first.
+    fn accept(peer: &'a mut Peer, max_streams: Option<u32>) -> Option<H2<'a>> {
+        while peer.buf.len() < PREFACE.len() {
+            if !peer.fill() {
+                return None;
+            }
+        }
+        assert_eq!(&peer.buf[..PREFACE.len()], PREFACE, "the client preface");
+        peer.buf.drain(..PREFACE.len());
+        let mut settings = Vec::new();
+        if let Some(n) = max_streams {
+            settings.extend_from_slice(&3u16.to_be_bytes());
+            settings.extend_from_slice(&n.to_be_bytes());
+        }
+        if !peer.send(&frame(SETTINGS, 0, 0, &settings)) {
+            return None;
+        }
+        Some(H2 { peer })
+    }
+
+    /// The next frame from the client (kind, flags, stream, payload),
+    /// answering its SETTINGS and PINGs on the way; `None` at its close.
+    fn frame(&mut self) -> Option<(u8, u8, u32, Vec<u8>)> {
+        loop {
+            let b = &self.peer.buf;
+            if b.len() >= 9 {
+                let len = (usize::from(b[0]) << 16) | (usize::from(b[1]) << 8) | usize::from(b[2]);
+                if b.len() >= 9 + len {
+                    let (kind, flags) = (b[3], b[4]);
+                    let stream = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff;
+                    let payload = b[9..9 + len].to_vec();
+                    self.peer.buf.drain(..9 + len);
+                    match kind {
+                        SETTINGS if flags & ACK == 0 => {
+                            self.peer.send(&frame(SETTINGS, ACK, 0, &[]));
+                        }
+                        PING if flags & ACK == 0 => {
+                            self.peer.send(&frame(PING, ACK, 0, &payload));
+                        }
+                        _ => return Some((kind, flags, stream, payload)),
+                    }
+                    continue;
+                }
+            }
+            if !self.peer.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// The stream of the next whole request (a GET: HEADERS with
+    /// END_STREAM), counted as the server's request; `None` at the client's
+    /// close.
+    fn request(&mut self) -> Option<u32> {
+        loop {
+            let (kind, flags, stream, _) = self.frame()?;
+            if (kind == HEADERS || kind == DATA) && flags & END_STREAM != 0 {
+                self.peer.counted();
+                return Some(stream);
+            }
+        }
+    }
+
+    /// The next request if it arrives within `wait`.
+    fn request_within(&mut self, wait: Duration) -> Option<u32> {
+        self.peer.deadline = Some(std::time::Instant::now() + wait);
+        let r = self.request();
+        self.peer.deadline = None;
+        r
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> bool {
+        self.peer.send(bytes)
+    }
+}
+
+/// A script that runs `f` on each connection once the HTTP/2 handshake is
+/// done.
+fn h2(max_streams: Option<u32>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
+    script(move |p| {
+        if let Some(mut c) = H2::accept(p, max_streams) {
+            f(&mut c);
+        }
+    })
+}
+
+/// A GOAWAY frame.
+fn goaway(last: u32, code: u32) -> Vec<u8> {
+    let mut p = last.to_be_bytes().to_vec();
+    p.extend_from_slice(&code.to_be_bytes());
+    frame(GOAWAY, 0, 0, &p)
+}
+
+fn h2c(args: &[&'static str]) -> Vec<&'static str> {
+    with(args, &["--http2-prior-knowledge"])
+}
+
+/// Answers, resets, refusals and GOAWAYs: each request has the outcome the
+/// server gave its stream, a refused stream is sent once more, and a GOAWAY
+/// loses nothing.
+#[test]
+fn h2_streams_reset_refused_and_goaway_lose_nothing() {
+    let ok = h2(None, |c| {
+        while let Some(s) = c.request() {
+            if !c.send(&answer(s, STATUS_200)) {
+                break;
+            }
+        }
+    });
+    let too_many = h2(None, |c| {
+        while let Some(s) = c.request() {
+            if !c.send(&answer(s, STATUS_429)) {
+                break;
+            }
+        }
+    });
+    let resets = h2(None, |c| {
+        while let Some(s) = c.request() {
+            if !c.send(&frame(RST_STREAM, 0, s, &INTERNAL_ERROR.to_be_bytes())) {
+                break;
+            }
+        }
+    });
+    // The first stream of every connection is refused (never processed:
+    // the client may send it again), the rest answered.
+    let refuse_first = h2(None, |c| {
+        let mut first = true;
+        while let Some(s) = c.request() {
+            let bytes = if first {
+                frame(RST_STREAM, 0, s, &REFUSED_STREAM.to_be_bytes())
+            } else {
+                answer(s, STATUS_200)
+            };
+            first = false;
+            if !c.send(&bytes) {
+                break;
+            }
+        }
+    });
+    // Three answers, then GOAWAY NO_ERROR naming the third stream and a
+    // close: every connection carries three requests.
+    let goaway_after_3 = h2(None, |c| {
+        let mut last = 0;
+        for _ in 0..3 {
+            let Some(s) = c.request() else { return };
+            last = s;
+            if !c.send(&answer(s, STATUS_200)) {
+                return;
+            }
+        }
+        c.send(&goaway(last, NO_ERROR));
+        c.peer.pause(Duration::from_millis(20));
+    });
+    // On the first connection, two requests in flight: GOAWAY names the
+    // first, which is answered; the second was never processed and is sent
+    // again on a new connection, where every request is answered (a
+    // request arrives every 50 ms; the server holds the first until the
+    // second is there).
+    let goaway_in_flight = h2(None, |c| {
+        if c.peer.index == 0 {
+            let Some(first) = c.request() else { return };
+            let Some(second) = c.request_within(Duration::from_millis(500)) else {
+                return;
+            };
+            assert!(second > first);
+            c.send(&goaway(first, NO_ERROR));
+            c.send(&answer(first, STATUS_200));
+            c.peer.pause(Duration::from_millis(20));
+            return;
+        }
+        while let Some(s) = c.request() {
+            if !c.send(&answer(s, STATUS_200)) {
+                break;
+            }
+        }
+    });
+    for engine in engines() {
+        let r = run(engine, &ok, "/", &h2c(SHORT));
+        r.expect("h2 ok", N, N, &[]);
+        r.expect_connections("h2 ok", 1);
+
+        let r = run(engine, &too_many, "/", &h2c(SHORT));
+        r.expect("h2 429", N, 0, &[("status", N)]);
+        assert_eq!(
+            r.report.errors.by_status.get("429"),
+            Some(&N),
+            "{}",
+            r.ctx("h2 429")
+        );
+
+        let r = run(engine, &resets, "/", &h2c(SHORT));
+        r.expect("h2 RST_STREAM", N, 0, &[("reset", N)]);
+        r.expect_connections("h2 RST_STREAM", 1);
+
+        let r = run(engine, &refuse_first, "/", &h2c(SHORT));
+        r.expect("h2 REFUSED_STREAM", N, N, &[]);
+        assert_eq!(r.seen.requests, N + 1, "{}", r.ctx("h2 REFUSED_STREAM"));
+
+        let r = run(engine, &goaway_after_3, "/", &h2c(SHORT));
+        r.expect("h2 GOAWAY after 3", N, N, &[]);
+        assert_eq!(r.seen.used, N.div_ceil(3), "{}", r.ctx("h2 GOAWAY after 3"));
+
+        let r = run(engine, &goaway_in_flight, "/", &h2c(SHORT));
+        r.expect("h2 GOAWAY in flight", N, N, &[]);
+        let ctx = r.ctx("h2 GOAWAY in flight");
+        assert_eq!(
+            r.seen.requests,
+            N + 1,
+            "the refused stream was sent again: {ctx}"
+        );
+        assert_eq!(r.requests().retried, 1, "{ctx}");
+    }
+}
+
+/// A server that never answers gives timeouts; one that closes mid-answer
+/// gives resets; one that stalls its first answer for 600 ms does not
+/// stall the requests behind it: on one connection they go out on their
+/// own streams, on time, while the stalled one's latency counts from its
+/// intended send time.
+#[test]
+fn h2_silence_close_and_stall() {
+    let silent = h2(None, |c| while c.request().is_some() {});
+    let close_mid = h2(None, |c| {
+        if let Some(s) = c.request() {
+            let mut block = STATUS_200.to_vec();
+            block.extend(content_type_plain());
+            c.send(&frame(HEADERS, END_HEADERS, s, &block));
+            c.send(&frame(DATA, 0, s, b"partial"));
+        }
+    });
+    let stall_first = h2(None, |c| {
+        let Some(first) = c.request() else { return };
+        let t = std::time::Instant::now();
+        let mut later = Vec::new();
+        while t.elapsed() < Duration::from_millis(600) {
+            if let Some(s) = c.request_within(Duration::from_millis(600) - t.elapsed()) {
+                later.push(s);
+            }
+        }
+        c.send(&answer(first, STATUS_200));
+        for s in later {
+            c.send(&answer(s, STATUS_200));
+        }
+        while let Some(s) = c.request() {
+            if !c.send(&answer(s, STATUS_200)) {
+                break;
+            }
+        }
+    });
+    for engine in engines() {
+        let r = run(engine, &silent, "/", &h2c(SHORT));
+        r.expect("h2 silent", N, 0, &[("timeout", N)]);
+
+        // Each connection carries one request and closes mid-answer.
+        let r = run(engine, &close_mid, "/", &h2c(SHORT));
+        r.expect("h2 close mid-answer", N, 0, &[("reset", N)]);
+
+        // Five requests 200 ms apart on one connection; the first is held
+        // 600 ms, so the second, third and fourth arrive while it waits.
+        let args = with(&h2c(SLOW), &["--max-connections", "1"]);
+        let r = run(engine, &stall_first, "/", &args);
+        let ctx = r.ctx("h2 stall");
+        r.expect("h2 stall", 5, 5, &[]);
+        r.expect_connections("h2 stall", 1);
+        let m = &r.report.metrics;
+        assert!(m.send_lag.max < 100.0, "sends waited on the stall: {ctx}");
+        assert!(
+            m.latency.max >= 590.0,
+            "the stalled answer's latency: {ctx}"
+        );
+    }
+}
+
+/// A server that allows one stream per connection: with one connection,
+/// requests wait at the client for the stream (counted as send lag, none
+/// lost); with room to grow, the pool opens connections instead.
+#[test]
+fn h2_one_stream_per_connection() {
+    let slow_one = h2(Some(1), |c| {
+        while let Some(s) = c.request() {
+            c.peer.pause(Duration::from_millis(150));
+            if !c.send(&answer(s, STATUS_200)) {
+                break;
+            }
+        }
+    });
+    for engine in engines() {
+        // Ten requests 50 ms apart, each served in 150 ms on the one stream.
+        const PACED: &[&str] = &["--rate", "20", "--duration", "500ms", "--connections", "1"];
+        let args = with(&h2c(PACED), &["--max-connections", "1", "--timeout", "3s"]);
+        let r = run(engine, &slow_one, "/", &args);
+        let ctx = r.ctx("h2 one stream, one connection");
+        r.expect("h2 one stream, one connection", N, N, &[]);
+        assert!(
+            r.report.metrics.send_lag.max >= 500.0,
+            "requests waited for the stream: {ctx}"
+        );
+
+        let args = with(&h2c(PACED), &["--max-connections", "8", "--timeout", "3s"]);
+        let r = run(engine, &slow_one, "/", &args);
+        let ctx = r.ctx("h2 one stream, growing");
+        r.expect("h2 one stream, growing", N, N, &[]);
+        assert!(r.seen.used >= 3, "the pool grew for streams: {ctx}");
+    }
+}
