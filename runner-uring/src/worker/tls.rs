@@ -212,6 +212,11 @@ impl Worker<'_> {
             let shake = now.saturating_sub(self.conns[slot].shake_at_ns);
             self.out.setup.tls_handshake.record(shake);
             self.out.setup.resumed += u64::from(resumed);
+            if self.h2.is_some() {
+                // HTTP/2 (ALPN h2): still connecting until its SETTINGS.
+                self.h2_greet(slot, got)?;
+                return Ok(None);
+            }
             self.connecting -= 1;
             self.out.connections_opened += 1;
             self.open += 1;
