@@ -14,6 +14,9 @@ use super::{State, Worker};
 
 impl Worker<'_> {
     pub(super) fn on_completion(&mut self, c: Completion) -> io::Result<()> {
+        if let Completion::Send { slot, .. } = c {
+            self.conns[slot].tx_busy = false;
+        }
         if self.h2.is_some() {
             return self.h2_completion(c);
         }

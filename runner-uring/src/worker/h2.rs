@@ -353,6 +353,7 @@ impl Worker<'_> {
     /// Writes what the connection owes, then hands the staged frames to
     /// the ring (or rustls) unless a send is in flight.
     pub(super) fn h2_flush(&mut self, slot: usize) -> io::Result<()> {
+        let busy = self.tx_pending(slot);
         let Some(h2) = self.h2.as_mut() else {
             return Ok(());
         };
@@ -374,7 +375,7 @@ impl Worker<'_> {
             l.out_len -= n;
             return self.tls_flush(slot);
         }
-        if self.ring.send_pending(slot) {
+        if busy {
             return Ok(());
         }
         let tx = self.ring.tx(slot);
@@ -384,7 +385,7 @@ impl Worker<'_> {
         l.out_len -= n;
         c.tx_off = 0;
         c.tx_end = n;
-        self.ring.send_tx(slot, 0, n)
+        self.start_tx(slot, 0, n)
     }
 
     /// A send of `slot` completed with `res` (plain: bytes of the ring's
@@ -404,9 +405,9 @@ impl Worker<'_> {
             c.tx_off += res as usize;
             if c.tx_off < c.tx_end {
                 let (from, to) = (c.tx_off, c.tx_end);
-                return self.ring.send_tx(slot, from, to);
+                return self.start_tx(slot, from, to);
             }
-        } else if self.ring.send_pending(slot) {
+        } else if self.tx_pending(slot) {
             return Ok(());
         }
         // Room again: bodies cut short by the buffer, then staged frames.

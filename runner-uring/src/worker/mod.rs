@@ -182,6 +182,7 @@ impl<'p> Worker<'p> {
                 tls: None,
                 tx_off: 0,
                 tx_end: 0,
+                tx_busy: false,
                 plain_at: 0,
                 held: false,
                 connect_at_ns: 0,

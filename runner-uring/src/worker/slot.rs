@@ -69,6 +69,9 @@ pub(super) struct Conn {
     /// TLS: ciphertext in the ring's send buffer is `tx_off..tx_end`.
     pub(super) tx_off: usize,
     pub(super) tx_end: usize,
+    /// A send from the send buffer is in flight or its completion not yet
+    /// handled ([`Worker::tx_pending`]).
+    pub(super) tx_busy: bool,
     /// TLS: where in the plaintext buffer the armed recv delivers.
     pub(super) plain_at: usize,
     /// TLS: the armed "recv" is a `Nop` delivering plaintext rustls held back.
