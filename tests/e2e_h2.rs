@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_accounting, metronome, run_json, server};
+use common::{assert_accounting, engines, metronome, run_json, server};
 use metronome::serve::ServeConfig;
 
 fn h2_server(cfg: ServeConfig) -> metronome::serve::ServerHandle {
@@ -16,32 +16,35 @@ fn h2_server(cfg: ServeConfig) -> metronome::serve::ServerHandle {
 /// At a constant rate every request is sent, answered and counted once.
 #[test]
 fn h2c_counts_exact_at_constant_rate() {
-    let srv = h2_server(ServeConfig {
-        service: Duration::from_micros(200),
-        ..ServeConfig::default()
-    });
-    let r = run_json(
-        srv.addr(),
-        "/",
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--rate",
-            "400",
-            "--duration",
-            "1s",
-            "--connections",
-            "2",
-        ],
-        0,
-    );
-    srv.stop();
-    assert_eq!(r.requests.scheduled, 400);
-    assert_eq!(r.requests.sent, 400);
-    assert_eq!(r.requests.ok, 400, "{:?}", r.errors);
-    assert_eq!(r.requests.errors, 0);
-    assert_eq!(r.metrics.latency.count, 400);
-    assert_accounting(&r);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let srv = h2_server(ServeConfig {
+            service: Duration::from_micros(200),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "400",
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.scheduled, 400);
+        assert_eq!(r.requests.sent, 400);
+        assert_eq!(r.requests.ok, 400, "{:?}", r.errors);
+        assert_eq!(r.requests.errors, 0);
+        assert_eq!(r.metrics.latency.count, 400);
+        assert_accounting(&r);
+    }
 }
 
 /// One connection carries many streams at once: against a server slower
@@ -50,191 +53,206 @@ fn h2c_counts_exact_at_constant_rate() {
 /// dropped; with `--max-streams 1` the same run queues at the client.
 #[test]
 fn h2c_many_streams_on_one_connection() {
-    let cfg = ServeConfig {
-        service: Duration::from_millis(20),
-        ..ServeConfig::default()
-    };
-    let args = |streams: Option<&'static str>| {
-        let mut a = vec![
-            "--http2-prior-knowledge",
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-            "--max-connections",
-            "1",
-            "--timeout",
-            "10s",
-        ];
-        if let Some(s) = streams {
-            a.extend(["--max-streams", s]);
-        }
-        a
-    };
-    let srv = h2_server(cfg.clone());
-    let r = run_json(srv.addr(), "/", "std", &args(None), 0);
-    srv.stop();
-    assert_eq!(r.requests.sent, 100);
-    assert_eq!(r.requests.ok, 100, "{:?}", r.errors);
-    assert_eq!(r.requests.dropped, 0);
-    assert_eq!(r.generator.peak_connections, 1);
-    // Queued at the server, not at the client: sent on time...
-    assert!(
-        r.metrics.send_lag.p99 < 10.0,
-        "send lag {:?}",
-        r.metrics.send_lag
-    );
-    // ... and waiting there: the last ones waited about 1 s (100 x 20 ms
-    // of service for 1 s of arrivals).
-    assert!(
-        r.metrics.latency.max > 500.0,
-        "latency {:?}",
-        r.metrics.latency
-    );
-    assert_accounting(&r);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let cfg = ServeConfig {
+            service: Duration::from_millis(20),
+            ..ServeConfig::default()
+        };
+        let args = |streams: Option<&'static str>| {
+            let mut a = vec![
+                "--http2-prior-knowledge",
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+                "--max-connections",
+                "1",
+                "--timeout",
+                "10s",
+            ];
+            if let Some(s) = streams {
+                a.extend(["--max-streams", s]);
+            }
+            a
+        };
+        let srv = h2_server(cfg.clone());
+        let r = run_json(srv.addr(), "/", engine, &args(None), 0);
+        srv.stop();
+        assert_eq!(r.requests.sent, 100);
+        assert_eq!(r.requests.ok, 100, "{:?}", r.errors);
+        assert_eq!(r.requests.dropped, 0);
+        assert_eq!(r.generator.peak_connections, 1);
+        // Queued at the server, not at the client: sent on time...
+        assert!(
+            r.metrics.send_lag.p99 < 10.0,
+            "send lag {:?}",
+            r.metrics.send_lag
+        );
+        // ... and waiting there: the last ones waited about 1 s (100 x 20 ms
+        // of service for 1 s of arrivals).
+        assert!(
+            r.metrics.latency.max > 500.0,
+            "latency {:?}",
+            r.metrics.latency
+        );
+        assert_accounting(&r);
 
-    let srv = h2_server(cfg);
-    let r = run_json(srv.addr(), "/", "std", &args(Some("1")), 0);
-    srv.stop();
-    assert_eq!(r.requests.ok, 100, "{:?}", r.errors);
-    assert!(
-        r.metrics.send_lag.p99 > 300.0,
-        "one stream: the requests wait at the client; send lag {:?}",
-        r.metrics.send_lag
-    );
+        let srv = h2_server(cfg);
+        let r = run_json(srv.addr(), "/", engine, &args(Some("1")), 0);
+        srv.stop();
+        assert_eq!(r.requests.ok, 100, "{:?}", r.errors);
+        assert!(
+            r.metrics.send_lag.p99 > 300.0,
+            "one stream: the requests wait at the client; send lag {:?}",
+            r.metrics.send_lag
+        );
+    }
 }
 
 /// `--openai` over h2c: TTFT, ITL and E2E match the server's timing.
 #[test]
 fn h2c_openai_sse_ttft_itl() {
-    let srv = h2_server(ServeConfig {
-        sse: true,
-        tokens: 5,
-        ttft: Duration::from_millis(60),
-        itl: Duration::from_millis(20),
-        ..ServeConfig::default()
-    });
-    let r = run_json(
-        srv.addr(),
-        "/",
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--openai",
-            "--rate",
-            "20",
-            "--duration",
-            "1s",
-            "--max-tokens",
-            "5",
-            "--connections",
-            "1",
-        ],
-        0,
-    );
-    srv.stop();
-    let tol = 15.0;
-    assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
-    let m = &r.metrics;
-    assert_eq!(m.ttft.count, 20);
-    assert!(
-        m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
-        "ttft {:?}",
-        m.ttft
-    );
-    assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
-    assert!(
-        m.itl.p50 >= 20.0 - tol && m.itl.p50 <= 20.0 + tol,
-        "itl {:?}",
-        m.itl
-    );
-    assert!(
-        m.latency.min >= 138.0 && m.latency.p50 <= 140.0 + tol,
-        "e2e {:?}",
-        m.latency
-    );
-    let tokens = r.output_tokens_per_s * r.window.window_s;
-    assert!((tokens - 100.0).abs() < 0.5, "{tokens} tokens");
-    assert_accounting(&r);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let srv = h2_server(ServeConfig {
+            sse: true,
+            tokens: 5,
+            ttft: Duration::from_millis(60),
+            itl: Duration::from_millis(20),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--openai",
+                "--rate",
+                "20",
+                "--duration",
+                "1s",
+                "--max-tokens",
+                "5",
+                "--connections",
+                "1",
+            ],
+            0,
+        );
+        srv.stop();
+        let tol = 15.0;
+        assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
+        let m = &r.metrics;
+        assert_eq!(m.ttft.count, 20);
+        assert!(
+            m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+            "ttft {:?}",
+            m.ttft
+        );
+        assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
+        assert!(
+            m.itl.p50 >= 20.0 - tol && m.itl.p50 <= 20.0 + tol,
+            "itl {:?}",
+            m.itl
+        );
+        assert!(
+            m.latency.min >= 138.0 && m.latency.p50 <= 140.0 + tol,
+            "e2e {:?}",
+            m.latency
+        );
+        let tokens = r.output_tokens_per_s * r.window.window_s;
+        assert!((tokens - 100.0).abs() < 0.5, "{tokens} tokens");
+        assert_accounting(&r);
+    }
 }
 
 /// 429s over h2c are counted by status and enter no histogram.
 #[test]
 fn h2c_status_429_counted() {
-    let srv = h2_server(ServeConfig {
-        service: Duration::ZERO,
-        error_every: Some(5),
-        ..ServeConfig::default()
-    });
-    let r = run_json(
-        srv.addr(),
-        "/",
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-        ],
-        0,
-    );
-    srv.stop();
-    assert_eq!(r.requests.sent, 100);
-    assert_eq!(r.requests.errors, 20);
-    assert_eq!(r.errors.by_status.get("429"), Some(&20));
-    assert_eq!(r.requests.ok, 80);
-    assert_eq!(r.metrics.latency.count, 80);
-    assert_accounting(&r);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let srv = h2_server(ServeConfig {
+            service: Duration::ZERO,
+            error_every: Some(5),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.sent, 100);
+        assert_eq!(r.requests.errors, 20);
+        assert_eq!(r.errors.by_status.get("429"), Some(&20));
+        assert_eq!(r.requests.ok, 80);
+        assert_eq!(r.metrics.latency.count, 80);
+        assert_accounting(&r);
+    }
 }
 
 /// A POST body goes out in DATA frames (the server counts it: a chat
 /// request needs its JSON body).
 #[test]
 fn h2c_post_body_sent() {
-    let srv = h2_server(ServeConfig {
-        service: Duration::ZERO,
-        ..ServeConfig::default()
-    });
-    let r = run_json(
-        srv.addr(),
-        "/",
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--rate",
-            "50",
-            "--duration",
-            "1s",
-            "--method",
-            "POST",
-            "--body",
-            "{\"hello\": \"world\"}",
-        ],
-        0,
-    );
-    srv.stop();
-    assert_eq!(r.requests.ok, 50, "{:?}", r.errors);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let srv = h2_server(ServeConfig {
+            service: Duration::ZERO,
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "50",
+                "--duration",
+                "1s",
+                "--method",
+                "POST",
+                "--body",
+                "{\"hello\": \"world\"}",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.ok, 50, "{:?}", r.errors);
+    }
 }
 
-/// The io_uring engine refuses HTTP/2 for now, naming the std engine; each
-/// flag refuses the other scheme; `--max-streams` needs HTTP/2.
+/// Both engines take the HTTP/2 flags (a closed port is a connect
+/// failure, exit 1, not a usage error); each flag refuses the other
+/// scheme; `--max-streams` needs HTTP/2.
 #[test]
 fn h2_flags_refused_where_not_implemented() {
-    let out = metronome(&[
-        "run",
-        "http://127.0.0.1:9/",
-        "--http2-prior-knowledge",
-        "--engine",
-        "uring",
-        "--duration",
-        "1s",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--engine std"), "{err}");
+    for engine in engines() {
+        let out = metronome(&[
+            "run",
+            "http://127.0.0.1:9/",
+            "--http2-prior-knowledge",
+            "--engine",
+            engine,
+            "--duration",
+            "1s",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{engine}: {err}");
+        assert!(!err.contains("--engine std"), "{engine}: {err}");
+    }
 
     // --http2 is for https://, --http2-prior-knowledge for http://.
     let out = metronome(&["run", "http://127.0.0.1:9/", "--http2", "--duration", "1s"]);
@@ -355,106 +373,114 @@ fn h2c_against_nginx_goaway_loses_nothing() {
         eprintln!("SKIP h2c_against_nginx_goaway_loses_nothing: nginx is not installed");
         return;
     };
-    let ngx = Nginx::start(&bin);
-    let url = format!("http://127.0.0.1:{}/", ngx.port);
-    let r = common::run_url_json(
-        &url,
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--rate",
-            "500",
-            "--duration",
-            "1s",
-            "--connections",
-            "2",
-        ],
-        0,
-    );
-    assert_eq!(r.requests.sent, 500);
-    assert_eq!(r.requests.ok, 500, "{:?}", r.errors);
-    assert_accounting(&r);
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let ngx = Nginx::start(&bin);
+        let url = format!("http://127.0.0.1:{}/", ngx.port);
+        let r = common::run_url_json(
+            &url,
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "500",
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+            ],
+            0,
+        );
+        assert_eq!(r.requests.sent, 500);
+        assert_eq!(r.requests.ok, 500, "{:?}", r.errors);
+        assert_accounting(&r);
 
-    let r = common::run_url_json(
-        &url,
-        "std",
-        &[
-            "--http2-prior-knowledge",
-            "--rate",
-            "2000",
-            "--duration",
-            "1.5s",
-            "--connections",
-            "1",
-            "--max-connections",
-            "1",
-        ],
-        0,
-    );
-    assert_eq!(r.requests.sent, 3000);
-    assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
-    assert_eq!(r.requests.errors, 0);
-    assert_accounting(&r);
-    assert!(
-        r.connections.connect.as_ref().map_or(0, |c| c.count) >= 3,
-        "nginx closes each connection after 1000 requests: {:?}",
-        r.connections.connect
-    );
+        let r = common::run_url_json(
+            &url,
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "2000",
+                "--duration",
+                "1.5s",
+                "--connections",
+                "1",
+                "--max-connections",
+                "1",
+            ],
+            0,
+        );
+        assert_eq!(r.requests.sent, 3000);
+        assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
+        assert_eq!(r.requests.errors, 0);
+        assert_accounting(&r);
+        assert!(
+            r.connections.connect.as_ref().map_or(0, |c| c.count) >= 3,
+            "nginx closes each connection after 1000 requests: {:?}",
+            r.connections.connect
+        );
+    }
 }
 
 /// h2 over TLS (`--http2`, ALPN h2) against `serve --http2 --tls`; an
 /// HTTP/1.1-only TLS server is refused in one clear line.
 #[test]
 fn h2_over_tls_alpn() {
-    use metronome::serve::TlsServer;
-    use std::sync::Arc;
-    let cert = common::TestCert::new();
-    let srv = h2_server(ServeConfig {
-        service: Duration::from_micros(500),
-        tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
-        ..ServeConfig::default()
-    });
-    let r = common::run_tls_json(
-        srv.addr(),
-        "/",
-        "std",
-        &[
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        use metronome::serve::TlsServer;
+        use std::sync::Arc;
+        let cert = common::TestCert::new();
+        let srv = h2_server(ServeConfig {
+            service: Duration::from_micros(500),
+            tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
+            ..ServeConfig::default()
+        });
+        let r = common::run_tls_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2",
+                "--rate",
+                "200",
+                "--duration",
+                "1s",
+                "--connections",
+                "2",
+            ],
+            0,
+            &cert.path,
+        );
+        srv.stop();
+        assert_eq!(r.requests.sent, 200);
+        assert_eq!(r.requests.ok, 200, "{:?}", r.errors);
+        assert!(r.connections.tls, "a TLS run");
+        assert_accounting(&r);
+
+        // HTTP/1.1 only over TLS: no h2 in ALPN.
+        let srv = server(ServeConfig {
+            tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
+            ..ServeConfig::default()
+        });
+        let url = format!("https://{}/", srv.addr());
+        let out = metronome(&[
+            "run",
+            &url,
             "--http2",
-            "--rate",
-            "200",
+            "--cacert",
+            cert.path.to_str().unwrap(),
             "--duration",
             "1s",
-            "--connections",
-            "2",
-        ],
-        0,
-        &cert.path,
-    );
-    srv.stop();
-    assert_eq!(r.requests.sent, 200);
-    assert_eq!(r.requests.ok, 200, "{:?}", r.errors);
-    assert!(r.connections.tls, "a TLS run");
-    assert_accounting(&r);
-
-    // HTTP/1.1 only over TLS: no h2 in ALPN.
-    let srv = server(ServeConfig {
-        tls: Some(TlsServer(Arc::clone(&cert.tls.config))),
-        ..ServeConfig::default()
-    });
-    let url = format!("https://{}/", srv.addr());
-    let out = metronome(&[
-        "run",
-        &url,
-        "--http2",
-        "--cacert",
-        cert.path.to_str().unwrap(),
-        "--duration",
-        "1s",
-    ]);
-    srv.stop();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("h2") && err.contains("drop --http2"), "{err}");
+            "--engine",
+            engine,
+        ]);
+        srv.stop();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("h2") && err.contains("drop --http2"), "{err}");
+    }
 }
 
 /// A self-signed certificate for 127.0.0.1 and its key, as `cert.pem` and
@@ -504,45 +530,50 @@ fn h2_over_tls_against_nginx() {
         eprintln!("SKIP h2_over_tls_against_nginx: openssl is not installed");
         return;
     };
-    let cacert = certs.join("cert.pem");
-    let ngx = Nginx::start_with(&bin, Some((&certs, true)));
-    let r = common::run_url_json(
-        &format!("https://127.0.0.1:{}/", ngx.port),
-        "std",
-        &[
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let cacert = certs.join("cert.pem");
+        let ngx = Nginx::start_with(&bin, Some((&certs, true)));
+        let r = common::run_url_json(
+            &format!("https://127.0.0.1:{}/", ngx.port),
+            engine,
+            &[
+                "--http2",
+                "--cacert",
+                cacert.to_str().unwrap(),
+                "--rate",
+                "2000",
+                "--duration",
+                "1.5s",
+                "--connections",
+                "1",
+                "--max-connections",
+                "1",
+            ],
+            0,
+        );
+        drop(ngx);
+        assert_eq!(r.requests.sent, 3000);
+        assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
+        assert!(r.connections.tls);
+        assert_accounting(&r);
+
+        let ngx = Nginx::start_with(&bin, Some((&certs, false)));
+        let out = metronome(&[
+            "run",
+            &format!("https://127.0.0.1:{}/", ngx.port),
             "--http2",
             "--cacert",
             cacert.to_str().unwrap(),
-            "--rate",
-            "2000",
             "--duration",
-            "1.5s",
-            "--connections",
-            "1",
-            "--max-connections",
-            "1",
-        ],
-        0,
-    );
-    drop(ngx);
-    assert_eq!(r.requests.sent, 3000);
-    assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
-    assert!(r.connections.tls);
-    assert_accounting(&r);
-
-    let ngx = Nginx::start_with(&bin, Some((&certs, false)));
-    let out = metronome(&[
-        "run",
-        &format!("https://127.0.0.1:{}/", ngx.port),
-        "--http2",
-        "--cacert",
-        cacert.to_str().unwrap(),
-        "--duration",
-        "1s",
-    ]);
-    drop(ngx);
+            "1s",
+            "--engine",
+            engine,
+        ]);
+        drop(ngx);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("drop --http2"), "{err}");
+    }
     let _ = std::fs::remove_dir_all(&certs);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("drop --http2"), "{err}");
 }

@@ -3,7 +3,7 @@
 //! every thread on one clock origin, and the merge of their outputs. Each
 //! thread's event loop is [`crate::worker`].
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use metronome_core::schedule::Shard;
 
 use crate::clock::Clock;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::Worker;
+use crate::worker::{Greeted, Worker, H2};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
@@ -31,8 +31,9 @@ pub(crate) struct Share {
     pub(crate) cpu: Option<usize>,
     pub(crate) shard: Shard,
     pub(crate) threads: usize,
-    /// Pre-opened connections, with their TLS session on https.
-    pub(crate) streams: Vec<(TcpStream, Option<Box<ClientConnection>>)>,
+    /// Pre-opened connections, with their TLS session on https and, for
+    /// HTTP/2, their state after the SETTINGS exchange.
+    pub(crate) streams: Vec<(Stream, Option<Greeted>)>,
     pub(crate) slots: usize,
     pub(crate) max_in_flight: usize,
     /// Closed model: the first global worker index of this thread.
@@ -88,7 +89,8 @@ pub(crate) fn run(
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
     for _ in 0..wanted {
-        match pre_open(plan, opts, connect_timeout, &mut setup) {
+        let opened = pre_open(plan, opts, connect_timeout, &mut setup);
+        match opened.and_then(|s| greet_if_h2(plan, s, connect_timeout)) {
             Ok(s) => streams.push(s),
             // A refused certificate fails every connection alike.
             Err(e) if metronome_core::tls::TlsFailure::of(&e).is_some() => {
@@ -110,9 +112,11 @@ pub(crate) fn run(
     }
     let mut warm = Warm::default();
     let opened_first = streams.len() as u64;
-    if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() {
+    // HTTP/2 connections are usable once greeted (no warm-up request).
+    let http2 = plan.http2.is_some();
+    if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
         // Core's warm start over this engine's blocking pre-clock I/O.
-        let pre: Vec<Pre> = streams.into_iter().map(Pre).collect();
+        let pre: Vec<Pre> = streams.into_iter().map(|(s, _)| Pre(s)).collect();
         let open = || {
             pre_open(plan, opts, connect_timeout, &mut setup)
                 .ok()
@@ -120,7 +124,7 @@ pub(crate) fn run(
         };
         streams = warm_start(plan, control, pre, open, &mut warm)
             .into_iter()
-            .map(|p| p.0)
+            .map(|p| (p.0, None))
             .collect();
     }
     let kept = streams.len() as u64;
@@ -296,6 +300,92 @@ fn pre_open(
         resumed,
     );
     Ok((s, Some(Box::new(conn))))
+}
+
+/// For HTTP/2: the SETTINGS exchange on a pre-opened connection, before
+/// the clock (over TLS, after checking that the server chose h2 by ALPN).
+fn greet_if_h2(
+    plan: &Plan<'_>,
+    (sock, mut tls): Stream,
+    timeout: Duration,
+) -> io::Result<(Stream, Option<Greeted>)> {
+    if plan.http2.is_none() {
+        return Ok(((sock, tls), None));
+    }
+    if let Some(conn) = tls.as_deref() {
+        if conn.alpn_protocol() != Some(&b"h2"[..]) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it does \
+                     not speak HTTP/2 over TLS here; drop --http2",
+                    conn.alpn_protocol()
+                        .map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
+                            .into_owned())
+                ),
+            ));
+        }
+    }
+    let until = Instant::now() + timeout.max(Duration::from_millis(1));
+    let mut conn = Box::new(H2::new(metronome_core::h2::Config::DEFAULT));
+    let mut out = vec![0u8; 4096];
+    let mut buf = vec![0u8; 32 * 1024];
+    let (mut start, mut end) = (0, 0);
+    loop {
+        // What the connection owes: first the preface and SETTINGS, then acks.
+        loop {
+            let n = conn.poll_transmit(&mut out);
+            if n == 0 {
+                break;
+            }
+            match tls.as_deref_mut() {
+                None => (&sock).write_all(&out[..n])?,
+                Some(t) => rustls::Stream::new(t, &mut &sock).write_all(&out[..n])?,
+            }
+        }
+        if conn.is_ready() {
+            sock.set_read_timeout(None)?;
+            let rest = buf[start..end].to_vec();
+            return Ok(((sock, tls), Some(Greeted { conn, rest })));
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no HTTP/2 SETTINGS from the server within the connect timeout (is it HTTP/2?)",
+            ));
+        }
+        if end == buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "HTTP/2 SETTINGS too large",
+            ));
+        }
+        sock.set_read_timeout(Some(left))?;
+        let n = match tls.as_deref_mut() {
+            None => (&sock).read(&mut buf[end..])?,
+            Some(t) => rustls::Stream::new(t, &mut &sock).read(&mut buf[end..])?,
+        };
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection before its HTTP/2 SETTINGS (is it HTTP/2?)",
+            ));
+        }
+        end += n;
+        loop {
+            let (used, _) = conn.handle_read(&buf[start..end]).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("HTTP/2 handshake with the server failed: {e}"),
+                )
+            })?;
+            if used == 0 {
+                break;
+            }
+            start += used;
+        }
+    }
 }
 
 /// The start line: threads report ready (or failed); the caller starts the

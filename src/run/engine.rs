@@ -25,9 +25,6 @@ pub fn run(
 ) -> anyhow::Result<(Engine, RunOutput)> {
     let use_uring = match choice {
         EngineArg::Std => false,
-        // HTTP/2 runs on the std engine only for now (the CLI refuses
-        // `--engine uring` with it).
-        _ if plan.http2.is_some() => false,
         EngineArg::Uring => match uring_probe() {
             Ok(()) => true,
             Err(why) => anyhow::bail!(

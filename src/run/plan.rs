@@ -85,17 +85,6 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
         )
         .into());
     }
-    let flag = if args.http2 {
-        "--http2"
-    } else {
-        "--http2-prior-knowledge"
-    };
-    if args.engine == crate::cli::EngineArg::Uring {
-        return Err(UsageError(format!(
-            "{flag} runs on the std engine only for now: use --engine std"
-        ))
-        .into());
-    }
     if let Some(n) = args.max_streams {
         if n == 0 || n > metronome_core::plan::H2_MAX_STREAMS {
             return Err(UsageError(format!(

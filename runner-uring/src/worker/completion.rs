@@ -14,6 +14,12 @@ use super::{State, Worker};
 
 impl Worker<'_> {
     pub(super) fn on_completion(&mut self, c: Completion) -> io::Result<()> {
+        if let Completion::Send { slot, .. } = c {
+            self.conns[slot].tx_busy = false;
+        }
+        if self.h2.is_some() {
+            return self.h2_completion(c);
+        }
         // TLS: ciphertext becomes plaintext (or nothing) before the
         // handlers below, which see what plain HTTP would have given.
         let c = match c {
@@ -33,33 +39,15 @@ impl Worker<'_> {
         };
         match c {
             Completion::Timer => {
-                // A timer that ended the wait tells how late the ring's
-                // timers wake: the adaptive spin slice follows it.
-                let due = self.timer_due_ns.take();
-                if let (Some(woke), Some(due)) = (self.woke_ns, due) {
-                    if woke >= due {
-                        self.tuner.observe(woke - due);
-                    }
-                }
+                self.timer_fired();
                 Ok(())
             }
             Completion::Closed { slot } => self.closed_now(slot),
             Completion::Connect { slot, res } => {
-                if res < 0 {
-                    self.connecting -= 1;
-                    self.ring.close(slot);
-                    self.conns[slot].state = State::Free;
-                    self.connect_failed(slot)?;
-                    return self.grow();
+                if self.connected(slot, res)? {
+                    return Ok(());
                 }
                 let now = self.clock.now_ns();
-                let connect_ns = now.saturating_sub(self.conns[slot].connect_at_ns);
-                if let Some(tls) = &self.opts.tls {
-                    // Still "connecting" until the handshake is done.
-                    self.out.setup.connect.record(connect_ns);
-                    return self.tls_start(slot, tls, now);
-                }
-                self.out.setup.opened(connect_ns, None, false);
                 if self.model == Model::Open && self.plan.warm_up != WarmUp::Off {
                     // Still "connecting" for the pool until it has settled.
                     let c = &mut self.conns[slot];
@@ -131,6 +119,80 @@ impl Worker<'_> {
         }
     }
 
+    /// A timer that ended the wait tells how late the ring's timers wake:
+    /// the adaptive spin slice follows it.
+    fn timer_fired(&mut self) {
+        let due = self.timer_due_ns.take();
+        if let (Some(woke), Some(due)) = (self.woke_ns, due) {
+            if woke >= due {
+                self.tuner.observe(woke - due);
+            }
+        }
+    }
+
+    /// A connect of `slot` ended with `res`: a failure is counted and the
+    /// pool regrows; over TLS the handshake starts. True when handled
+    /// here; false: a plain connection is open (its connect time recorded).
+    fn connected(&mut self, slot: usize, res: i32) -> io::Result<bool> {
+        if res < 0 {
+            self.connecting -= 1;
+            self.ring.close(slot);
+            self.conns[slot].state = State::Free;
+            self.connect_failed(slot)?;
+            self.grow()?;
+            return Ok(true);
+        }
+        let now = self.clock.now_ns();
+        let connect_ns = now.saturating_sub(self.conns[slot].connect_at_ns);
+        if let Some(tls) = &self.opts.tls {
+            // Still "connecting" until the handshake is done.
+            self.out.setup.connect.record(connect_ns);
+            self.tls_start(slot, tls, now)?;
+            return Ok(true);
+        }
+        self.out.setup.opened(connect_ns, None, false);
+        Ok(false)
+    }
+
+    /// HTTP/2: the completions of a slot go to `h2`'s handlers, TLS
+    /// translated first as for HTTP/1.1.
+    fn h2_completion(&mut self, c: Completion) -> io::Result<()> {
+        match c {
+            Completion::Timer => {
+                self.timer_fired();
+                Ok(())
+            }
+            Completion::Closed { slot } => self.closed_now(slot),
+            Completion::Connect { slot, res } => {
+                if self.connected(slot, res)? {
+                    return Ok(());
+                }
+                // Still "connecting" until the server's SETTINGS.
+                self.h2_greet(slot, 0)
+            }
+            Completion::Send { slot, res } => {
+                if self.conns[slot].tls.is_some() {
+                    match self.tls_sent(slot, res)? {
+                        Some(res) => self.h2_sent(slot, res),
+                        None => self.h2_sent(slot, 0),
+                    }
+                } else {
+                    self.h2_sent(slot, res)
+                }
+            }
+            Completion::Recv { slot, res } => {
+                if self.conns[slot].tls.is_some() {
+                    match self.tls_recv(slot, res)? {
+                        Some(res) => self.h2_recv(slot, res),
+                        None => Ok(()),
+                    }
+                } else {
+                    self.h2_recv(slot, res)
+                }
+            }
+        }
+    }
+
     /// Timeouts of requests past their deadline; settling sends past it;
     /// closed-model reconnects due. Recomputes the earliest deadline.
     pub(super) fn scan(&mut self, now: u64) -> io::Result<()> {
@@ -141,10 +203,12 @@ impl Worker<'_> {
                 (State::Handshaking, _) if now >= c.deadline_ns => {
                     self.handshake_failed(slot, HandshakeFailure::Timeout)?
                 }
-                (State::Handshaking | State::Fresh, _) if now < c.deadline_ns => {
+                (State::Greeting, _) if now >= c.deadline_ns => self.h2_greet_failed(slot)?,
+                (State::Handshaking | State::Fresh | State::Greeting, _) if now < c.deadline_ns => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
                 }
                 (State::Fresh, _) => self.settled(slot)?,
+                (State::Idle, _) if self.h2.is_some() => self.h2_scan(slot, now)?,
                 (State::Busy, _) if now >= c.deadline_ns => self.fault(slot, ErrorKind::Timeout)?,
                 (State::Busy, _) => {
                     self.next_deadline_ns = self.next_deadline_ns.min(c.deadline_ns)
@@ -173,8 +237,10 @@ impl Worker<'_> {
     /// The hard end: requests in flight time out, waiting ones were never sent.
     pub(super) fn expire_all(&mut self, now: u64) -> io::Result<()> {
         for slot in 0..self.conns.len() {
-            if self.conns[slot].state == State::Busy {
-                self.fault(slot, ErrorKind::Timeout)?;
+            match self.conns[slot].state {
+                State::Idle if self.h2.is_some() => self.h2_expire(slot)?,
+                State::Busy => self.fault(slot, ErrorKind::Timeout)?,
+                _ => {}
             }
         }
         while let Some(job) = self.waiting.pop_front() {

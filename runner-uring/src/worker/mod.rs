@@ -23,7 +23,8 @@
 //! - `slot`: connection slots, opened, made ready, closed and replaced;
 //! - `request`: admission of a due request, its send, its response and end;
 //! - `completion`: the ring's completions and the deadlines;
-//! - `tls`: rustls driven over the ring's buffers.
+//! - `tls`: rustls driven over the ring's buffers;
+//! - `h2`: HTTP/2, many streams per connection slot.
 
 use std::collections::VecDeque;
 use std::io;
@@ -49,10 +50,14 @@ use crate::sys::thread_cpu_ns;
 use crate::threads::{Share, ThreadOut};
 use crate::{Phase, UringOptions};
 
+use h2::H2State;
 use request::Job;
 use slot::{Conn, State};
 
+pub(crate) use h2::{Greeted, H2, OUT_BYTES as H2_OUT_BYTES};
+
 mod completion;
+mod h2;
 mod request;
 mod slot;
 mod tls;
@@ -96,6 +101,8 @@ pub(crate) struct Worker<'p> {
     clock: Clock,
     ring: Ring,
     conns: Vec<Conn>,
+    /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
+    h2: Option<H2State>,
     gaps: Box<[u64]>,
     /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
     /// the ring's read buffer then holds ciphertext. Empty for plain HTTP.
@@ -149,7 +156,12 @@ impl<'p> Worker<'p> {
     ) -> io::Result<Worker<'p>> {
         let slots = share.slots.max(1);
         let tls = opts.tls.is_some();
-        let tx_len = if tls { TX_BYTES } else { 0 };
+        let http2 = plan.http2.is_some();
+        let tx_len = match (tls, http2) {
+            (true, _) => TX_BYTES,
+            (false, true) => H2_OUT_BYTES,
+            (false, false) => 0,
+        };
         let mut ring = Ring::new(slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
         let mut conns: Vec<Conn> = (0..slots)
             .map(|i| Conn {
@@ -170,6 +182,7 @@ impl<'p> Worker<'p> {
                 tls: None,
                 tx_off: 0,
                 tx_end: 0,
+                tx_busy: false,
                 plain_at: 0,
                 held: false,
                 connect_at_ns: 0,
@@ -178,12 +191,14 @@ impl<'p> Worker<'p> {
             .collect();
         let pre = share.streams.len() as u64;
         let mut idle = Vec::with_capacity(slots);
-        for (i, (s, session)) in share.streams.into_iter().enumerate() {
+        let mut greeted = Vec::with_capacity(share.streams.len());
+        for (i, ((s, session), greeting)) in share.streams.into_iter().enumerate() {
             ring.adopt(i, s);
             conns[i].tls = session;
             conns[i].state = State::Idle;
             conns[i].unused = true;
             idle.push(i);
+            greeted.push(greeting);
         }
         idle.reverse();
         // The plan was validated, and a thread's part of a valid shard is valid.
@@ -204,7 +219,8 @@ impl<'p> Worker<'p> {
             Model::Closed { workers, .. } => u64::from(workers),
             Model::Open => 0,
         };
-        Ok(Worker {
+        let h2 = H2State::new(plan, slots, share.max_in_flight);
+        let mut worker = Worker {
             plan,
             control,
             opts,
@@ -212,6 +228,7 @@ impl<'p> Worker<'p> {
             clock: Clock::at(Instant::now()),
             ring,
             conns,
+            h2,
             gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
             plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
             idle,
@@ -238,7 +255,13 @@ impl<'p> Worker<'p> {
             cpu_mark: (0, 0),
             last_send_ns: 0,
             rate,
-        })
+        };
+        for (i, g) in greeted.into_iter().enumerate() {
+            if let Some(g) = g {
+                worker.h2_adopt(i, g);
+            }
+        }
+        Ok(worker)
     }
 
     fn is_closed(&self) -> bool {
@@ -267,6 +290,7 @@ impl<'p> Worker<'p> {
         self.out.cpu_ns = self.stats.cpu_ns;
         self.out.spin_ns = self.stats.spin_ns;
         self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
+        self.out.dropped_gaps += self.h2.as_ref().map_or(0, H2State::dropped_gaps);
         Ok(ThreadOut {
             out: self.out,
             stopped_at,
@@ -290,7 +314,12 @@ impl<'p> Worker<'p> {
         // idle connection is (see `ready`).
         for slot in 0..self.conns.len() {
             if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
-                self.arm_recv(slot, 0)?;
+                if self.h2.is_some() {
+                    // Frames read after the server's SETTINGS, then the recv.
+                    self.h2_process(slot)?;
+                } else {
+                    self.arm_recv(slot, 0)?;
+                }
             }
         }
         if self.is_closed() {

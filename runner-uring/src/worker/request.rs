@@ -46,12 +46,15 @@ impl Worker<'_> {
         if self.idle.is_empty() {
             // Every connection is busy: the oldest request in flight tells
             // a lower bound of the service time (a stalled server).
-            let oldest = self
-                .conns
-                .iter()
-                .filter(|c| c.state == State::Busy)
-                .map(|c| c.sent_ns)
-                .min();
+            let oldest = match self.h2.as_ref() {
+                Some(h2) => h2.oldest_sent(),
+                None => self
+                    .conns
+                    .iter()
+                    .filter(|c| c.state == State::Busy)
+                    .map(|c| c.sent_ns)
+                    .min(),
+            };
             if let Some(sent) = oldest {
                 let now = self.clock.now_ns();
                 self.pool.observe_in_flight(now, now.saturating_sub(sent));
@@ -89,6 +92,9 @@ impl Worker<'_> {
 
     /// Sends `job` on the idle connection `slot`.
     pub(super) fn start(&mut self, slot: usize, job: Job) -> io::Result<()> {
+        if self.h2.is_some() {
+            return self.h2_start(slot, job);
+        }
         let now = self.clock.now_ns();
         if now >= self.hard_end_ns {
             // The run's hard end came first: never sent.

@@ -27,7 +27,10 @@ pub(super) enum State {
     /// first request: bytes that arrive now were asked for by no request
     /// (a server writing on accept); they close it, counted as unsolicited.
     Fresh,
-    /// Open, no request.
+    /// HTTP/2: connected (and handshaken), the preface and SETTINGS sent;
+    /// usable once the server's SETTINGS arrive.
+    Greeting,
+    /// Open, no request (HTTP/2: open, whatever its streams).
     Idle,
     /// A request is in flight.
     Busy,
@@ -66,6 +69,9 @@ pub(super) struct Conn {
     /// TLS: ciphertext in the ring's send buffer is `tx_off..tx_end`.
     pub(super) tx_off: usize,
     pub(super) tx_end: usize,
+    /// A send from the send buffer is in flight or its completion not yet
+    /// handled ([`Worker::tx_pending`]).
+    pub(super) tx_busy: bool,
     /// TLS: where in the plaintext buffer the armed recv delivers.
     pub(super) plain_at: usize,
     /// TLS: the armed "recv" is a `Nop` delivering plaintext rustls held back.
@@ -170,6 +176,9 @@ impl Worker<'_> {
     /// `slot` is open and free: the next waiting request, the next closed-loop
     /// send, or the idle list.
     pub(super) fn ready(&mut self, slot: usize) -> io::Result<()> {
+        if self.h2.is_some() {
+            return self.h2_ready(slot);
+        }
         self.conns[slot].state = State::Idle;
         // Watch the idle connection, a fresh one too: a close, a half-close,
         // a 408 or stray bytes are seen at once, before its (first) use.
@@ -204,7 +213,7 @@ impl Worker<'_> {
         if matches!(c.state, State::Free | State::Closing | State::Connecting) {
             return Ok(());
         }
-        if matches!(c.state, State::Handshaking | State::Fresh) {
+        if matches!(c.state, State::Handshaking | State::Fresh | State::Greeting) {
             self.connecting -= 1;
         }
         if matches!(c.state, State::Idle | State::Busy | State::Settling) {

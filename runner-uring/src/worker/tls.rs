@@ -78,9 +78,23 @@ impl Worker<'_> {
         self.tls_flush(slot)
     }
 
+    /// True while a send from `slot`'s send buffer is in flight or its
+    /// completion has not been handled yet (a completion reaped in the same
+    /// batch as an earlier one is not handled yet: the buffer and
+    /// `tx_off..tx_end` still belong to it).
+    pub(super) fn tx_pending(&self, slot: usize) -> bool {
+        self.ring.send_pending(slot) || self.conns[slot].tx_busy
+    }
+
+    /// Starts a send of `tx(slot)[from..to]`; busy until its completion is handled.
+    pub(super) fn start_tx(&mut self, slot: usize, from: usize, to: usize) -> io::Result<()> {
+        self.conns[slot].tx_busy = true;
+        self.ring.send_tx(slot, from, to)
+    }
+
     /// Starts a send of what rustls has queued, unless one is in flight.
     pub(super) fn tls_flush(&mut self, slot: usize) -> io::Result<()> {
-        if self.ring.send_pending(slot) {
+        if self.tx_pending(slot) {
             return Ok(());
         }
         let c = &mut self.conns[slot];
@@ -98,7 +112,7 @@ impl Worker<'_> {
         c.tx_off = 0;
         c.tx_end = end;
         if end > 0 {
-            self.ring.send_tx(slot, 0, end)?;
+            self.start_tx(slot, 0, end)?;
         }
         Ok(())
     }
@@ -114,7 +128,7 @@ impl Worker<'_> {
         c.tx_off += res as usize;
         if c.tx_off < c.tx_end {
             let (from, to) = (c.tx_off, c.tx_end);
-            self.ring.send_tx(slot, from, to)?;
+            self.start_tx(slot, from, to)?;
             return Ok(None);
         }
         let more = c.tls.as_ref().is_some_and(|t| t.wants_write());
@@ -212,6 +226,11 @@ impl Worker<'_> {
             let shake = now.saturating_sub(self.conns[slot].shake_at_ns);
             self.out.setup.tls_handshake.record(shake);
             self.out.setup.resumed += u64::from(resumed);
+            if self.h2.is_some() {
+                // HTTP/2 (ALPN h2): still connecting until its SETTINGS.
+                self.h2_greet(slot, got)?;
+                return Ok(None);
+            }
             self.connecting -= 1;
             self.out.connections_opened += 1;
             self.open += 1;

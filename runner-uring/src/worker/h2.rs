@@ -1,0 +1,840 @@
+//! HTTP/2 on the ring (`--http2-prior-knowledge`, `--http2`): each
+//! connection slot carries up to its stream limit of requests at once.
+//! Every protocol decision is core's: [`Connection`] for the connection,
+//! one [`StreamExchange`] per stream slot for the response and its timing
+//! (so SSE works as over HTTP/1.1, and what core's `Finish` classifies is
+//! classified alike); this file moves bytes, reads the clock and keeps the
+//! books.
+//!
+//! Admission is by stream slot: a connection with a free stream slot (its
+//! server's `MAX_CONCURRENT_STREAMS`, `--max-streams`, room in its output
+//! buffer) is on the worker's idle list, so core's pool rule counts it as
+//! idle; a due request waits, or the pool grows, only when every slot of
+//! every connection is busy. Frames leave through a per-connection staging
+//! buffer copied into the ring's send buffer (plain) or handed to rustls
+//! (TLS) whenever no send is in flight. Everything here is allocated in
+//! [`H2State::new`], before the clock.
+
+use std::io::{self, Write};
+
+use metronome_core::exchange::{compact, Finish, GAP_CAP};
+use metronome_core::h2::{Config, Connection, ErrorCode, Event, StreamExchange};
+use metronome_core::measure::{ErrorKind, Unsent};
+use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+
+use super::{Job, State, Worker};
+
+/// Stream slots per connection (the most any plan may ask).
+pub(crate) const SLOTS: usize = H2_MAX_STREAMS as usize;
+/// Each connection's staging buffer for outgoing frames, and the ring's
+/// send buffer of an h2c slot.
+pub(crate) const OUT_BYTES: usize = 32 * 1024;
+/// A flight's `gap` when it has no gap storage.
+const NO_GAP: u32 = u32::MAX;
+
+/// The client connection of one slot.
+pub(crate) type H2 = Connection<SLOTS>;
+
+/// A connection opened and through its SETTINGS exchange before the clock:
+/// its state and the bytes read after the server's SETTINGS.
+pub(crate) struct Greeted {
+    pub(crate) conn: Box<H2>,
+    pub(crate) rest: Vec<u8>,
+}
+
+/// A request in flight on one stream (`stream` 0: the slot is free).
+#[derive(Clone, Copy, Debug, Default)]
+struct Flight {
+    stream: u32,
+    job: Job,
+    sent_ns: u64,
+    deadline_ns: u64,
+    /// Bytes of the body sent so far (windows or the buffer stopped the rest).
+    body_at: usize,
+    /// Index of its gap storage in the pool, or [`NO_GAP`].
+    gap: u32,
+}
+
+/// One connection slot's HTTP/2 state.
+pub(super) struct Link {
+    conn: Box<H2>,
+    flights: Box<[Flight]>,
+    exchanges: Box<[StreamExchange]>,
+    /// Frames written, not yet handed to the ring (or rustls): `out[..out_len]`.
+    out: Box<[u8]>,
+    out_len: usize,
+    /// On the worker's idle list.
+    listed: bool,
+    /// Flights in use.
+    open: usize,
+    /// A body was cut short by the buffer (not a window): push on the next send.
+    body_pending: bool,
+}
+
+impl Link {
+    fn new(sse: bool) -> Link {
+        Link {
+            conn: Box::new(H2::new(Config::DEFAULT)),
+            flights: vec![Flight::default(); SLOTS].into_boxed_slice(),
+            exchanges: (0..SLOTS).map(|_| StreamExchange::new(sse)).collect(),
+            out: vec![0u8; OUT_BYTES].into_boxed_slice(),
+            out_len: 0,
+            listed: false,
+            open: 0,
+            body_pending: false,
+        }
+    }
+
+    fn flight_of(&self, stream: u32) -> Option<usize> {
+        if stream == 0 {
+            return None;
+        }
+        self.flights.iter().position(|f| f.stream == stream)
+    }
+}
+
+/// The worker's HTTP/2 state: a [`Link`] per connection slot and the gap
+/// storage of SSE streams (a pool: one buffer per request in flight).
+pub(super) struct H2State {
+    pub(super) links: Vec<Link>,
+    gaps: Box<[u64]>,
+    gap_free: Vec<u32>,
+    /// Streams per connection at most (`--max-streams`, else all slots).
+    cap: usize,
+    /// Output room a new stream needs: the largest request's HEADERS.
+    room: usize,
+}
+
+impl H2State {
+    /// Everything for `slots` connections and `max_in_flight` requests.
+    pub(super) fn new(plan: &Plan<'_>, slots: usize, max_in_flight: usize) -> Option<H2State> {
+        let h2 = plan.http2?;
+        let sse = matches!(plan.protocol, Protocol::OpenAiSse);
+        let pool = if sse {
+            (slots * SLOTS).min(max_in_flight.max(1))
+        } else {
+            0
+        };
+        let room = h2
+            .requests
+            .iter()
+            .map(|r| r.block.len() + 9 * (1 + r.block.len() / 16_384))
+            .max()
+            .unwrap_or(0)
+            + 64;
+        Some(H2State {
+            links: (0..slots).map(|_| Link::new(sse)).collect(),
+            gaps: vec![0u64; pool * GAP_CAP].into_boxed_slice(),
+            gap_free: (0..pool as u32).rev().collect(),
+            cap: match h2.max_streams {
+                0 => SLOTS,
+                n => (n as usize).min(SLOTS),
+            },
+            room: room.min(OUT_BYTES),
+        })
+    }
+
+    fn gaps_of(gaps: &mut [u64], gap: u32) -> &mut [u64] {
+        if gap == NO_GAP {
+            return &mut [];
+        }
+        let at = gap as usize * GAP_CAP;
+        &mut gaps[at..at + GAP_CAP]
+    }
+
+    /// Inter-token gaps dropped over the run.
+    pub(super) fn dropped_gaps(&self) -> u64 {
+        self.links
+            .iter()
+            .flat_map(|l| l.exchanges.iter())
+            .map(StreamExchange::dropped_gaps)
+            .sum()
+    }
+
+    /// The send time of the oldest stream in flight.
+    pub(super) fn oldest_sent(&self) -> Option<u64> {
+        self.links
+            .iter()
+            .filter(|l| l.open > 0)
+            .flat_map(|l| l.flights.iter())
+            .filter(|f| f.stream != 0)
+            .map(|f| f.sent_ns)
+            .min()
+    }
+}
+
+/// How a stream ended, for [`Worker::h2_end`].
+#[derive(Clone, Copy, Debug)]
+enum End {
+    /// The response is complete: its exchange says how it went.
+    Answered,
+    /// Failed as this kind.
+    Failed(ErrorKind),
+    /// Refused before the server processed it: sent once more.
+    Retry,
+}
+
+impl Worker<'_> {
+    /// The pre-opened, greeted connection `greeted` in `slot`.
+    pub(super) fn h2_adopt(&mut self, slot: usize, greeted: Greeted) {
+        let tls = self.conns[slot].tls.is_some();
+        let n = greeted.rest.len().min(READ_BUF_BYTES - 1);
+        let buf = if tls {
+            &mut self.plain[slot * READ_BUF_BYTES..(slot + 1) * READ_BUF_BYTES]
+        } else {
+            self.ring.buf(slot)
+        };
+        buf[..n].copy_from_slice(&greeted.rest[..n]);
+        self.conns[slot].start = 0;
+        self.conns[slot].end = n;
+        if let Some(s) = self.conns[slot].tls.as_mut() {
+            // Plaintext rustls still holds goes through the first "recv".
+            self.conns[slot].held = s
+                .process_new_packets()
+                .is_ok_and(|st| st.plaintext_bytes_to_read() > 0);
+        }
+        if let Some(h2) = self.h2.as_mut() {
+            h2.links[slot].conn = greeted.conn;
+            h2.links[slot].listed = true;
+        }
+    }
+
+    /// Whether `slot` can open one more stream now.
+    fn h2_free(&self, slot: usize) -> bool {
+        let Some(h2) = self.h2.as_ref() else {
+            return false;
+        };
+        let l = &h2.links[slot];
+        self.conns[slot].state == State::Idle
+            && l.conn.can_start()
+            && l.open < l.conn.max_streams().min(h2.cap)
+            && OUT_BYTES - l.out_len >= h2.room
+    }
+
+    /// Puts `slot` on the idle list when it has a free stream slot, takes
+    /// it off when it has none.
+    fn h2_relist(&mut self, slot: usize) {
+        let free = self.h2_free(slot);
+        let Some(h2) = self.h2.as_mut() else { return };
+        let l = &mut h2.links[slot];
+        if free && !l.listed {
+            l.listed = true;
+            self.idle.push(slot);
+        } else if !free && l.listed {
+            l.listed = false;
+            self.idle.retain(|&s| s != slot);
+        }
+    }
+
+    /// `slot` is open (or has a free stream again): it takes waiting
+    /// requests while it has free stream slots, then goes on the idle list.
+    pub(super) fn h2_ready(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].state = State::Idle;
+        while !self.waiting.is_empty() && self.h2_free(slot) {
+            let Some(job) = self.waiting.pop_front() else {
+                break;
+            };
+            let before = self.waiting.len();
+            self.h2_unlist(slot);
+            self.h2_start(slot, job)?;
+            if self.waiting.len() > before {
+                // Put back: the connection could not take it after all.
+                break;
+            }
+        }
+        self.h2_relist(slot);
+        Ok(())
+    }
+
+    fn h2_unlist(&mut self, slot: usize) {
+        if let Some(h2) = self.h2.as_mut() {
+            if h2.links[slot].listed {
+                h2.links[slot].listed = false;
+                self.idle.retain(|&s| s != slot);
+            }
+        }
+    }
+
+    /// Waiting requests go to any connection with a free stream slot; the
+    /// pool grows by core's rule when none has one.
+    fn h2_drain_waiting(&mut self) -> io::Result<()> {
+        while !self.waiting.is_empty() {
+            let Some(&slot) = self.idle.last() else {
+                return self.grow();
+            };
+            let before = self.waiting.len();
+            self.h2_ready(slot)?;
+            if self.waiting.len() == before {
+                // Listed but unable to take it: off the list, try the next.
+                self.h2_unlist(slot);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `job` on a new stream of `slot` (taken off the idle list by
+    /// the caller, listed again here while it has a free stream slot).
+    pub(super) fn h2_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
+        let now = self.clock.now_ns();
+        if let Some(h2) = self.h2.as_mut() {
+            h2.links[slot].listed = false;
+        }
+        if now >= self.hard_end_ns {
+            // The run's hard end came first: never sent.
+            self.in_flight -= 1;
+            self.never_sent(job, now, Unsent::Timeout);
+            self.h2_relist(slot);
+            return Ok(());
+        }
+        let Some(plan_h2) = self.plan.http2 else {
+            return Ok(());
+        };
+        let request = plan_h2.requests[job.request];
+        let deadline = now
+            .saturating_add(self.plan.timeout_ns)
+            .min(self.hard_end_ns);
+        let Some(h2) = self.h2.as_mut() else {
+            return Ok(());
+        };
+        let l = &mut h2.links[slot];
+        let started = match l.flights.iter().position(|f| f.stream == 0) {
+            Some(fi) => l
+                .conn
+                .start_request(
+                    request.block,
+                    request.body.is_empty(),
+                    &mut l.out[l.out_len..],
+                )
+                .map(|r| (fi, r))
+                .ok(),
+            None => None,
+        };
+        let Some((fi, (stream, written))) = started else {
+            // The connection cannot take it after all: back to the front.
+            self.waiting.push_front(job);
+            self.h2_relist(slot);
+            return Ok(());
+        };
+        l.out_len += written;
+        let gap = h2.gap_free.pop().unwrap_or(NO_GAP);
+        let l = &mut h2.links[slot];
+        l.flights[fi] = Flight {
+            stream,
+            job,
+            sent_ns: now,
+            deadline_ns: deadline,
+            body_at: 0,
+            gap,
+        };
+        l.open += 1;
+        l.exchanges[fi].begin(job.intended_ns, now);
+        if !request.body.is_empty() {
+            push_body(l, fi, request.body);
+        }
+        self.conns[slot].unused = false;
+        self.next_deadline_ns = self.next_deadline_ns.min(deadline);
+        // A retry was counted as sent the first time.
+        if !job.retried
+            && self
+                .ledger
+                .sent(&mut self.out.tally(), job.intended_ns, job.request, now)
+        {
+            self.pending.sent += 1;
+            if let Some(since) = job.waited_since {
+                self.ledger
+                    .waited_for(&mut self.out.tally(), job.intended_ns, since, now);
+            }
+        }
+        self.h2_flush(slot)?;
+        self.h2_relist(slot);
+        Ok(())
+    }
+
+    /// Writes what the connection owes, then hands the staged frames to
+    /// the ring (or rustls) unless a send is in flight.
+    pub(super) fn h2_flush(&mut self, slot: usize) -> io::Result<()> {
+        let busy = self.tx_pending(slot);
+        let Some(h2) = self.h2.as_mut() else {
+            return Ok(());
+        };
+        let l = &mut h2.links[slot];
+        while l.conn.wants_transmit() {
+            let n = l.conn.poll_transmit(&mut l.out[l.out_len..]);
+            if n == 0 {
+                break;
+            }
+            l.out_len += n;
+        }
+        if l.out_len == 0 {
+            return Ok(());
+        }
+        let c = &mut self.conns[slot];
+        if let Some(session) = c.tls.as_mut() {
+            let n = session.writer().write(&l.out[..l.out_len]).unwrap_or(0);
+            l.out.copy_within(n..l.out_len, 0);
+            l.out_len -= n;
+            return self.tls_flush(slot);
+        }
+        if busy {
+            return Ok(());
+        }
+        let tx = self.ring.tx(slot);
+        let n = l.out_len.min(tx.len());
+        tx[..n].copy_from_slice(&l.out[..n]);
+        l.out.copy_within(n..l.out_len, 0);
+        l.out_len -= n;
+        c.tx_off = 0;
+        c.tx_end = n;
+        self.start_tx(slot, 0, n)
+    }
+
+    /// A send of `slot` completed with `res` (plain: bytes of the ring's
+    /// send buffer; TLS: translated by `tls_sent`).
+    pub(super) fn h2_sent(&mut self, slot: usize, res: i32) -> io::Result<()> {
+        if !matches!(self.conns[slot].state, State::Idle | State::Greeting) {
+            return Ok(());
+        }
+        if res < 0 {
+            if self.conns[slot].state == State::Greeting {
+                return self.h2_greet_failed(slot);
+            }
+            return self.h2_conn_failed(slot);
+        }
+        if self.conns[slot].tls.is_none() {
+            let c = &mut self.conns[slot];
+            c.tx_off += res as usize;
+            if c.tx_off < c.tx_end {
+                let (from, to) = (c.tx_off, c.tx_end);
+                return self.start_tx(slot, from, to);
+            }
+        } else if self.tx_pending(slot) {
+            return Ok(());
+        }
+        // Room again: bodies cut short by the buffer, then staged frames.
+        if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.http2) {
+            let l = &mut h2.links[slot];
+            if std::mem::take(&mut l.body_pending) {
+                for fi in 0..SLOTS {
+                    let f = l.flights[fi];
+                    if f.stream != 0 {
+                        push_body(l, fi, plan_h2.requests[f.job.request].body);
+                    }
+                }
+            }
+        }
+        self.h2_flush(slot)?;
+        if self.conns[slot].state == State::Idle {
+            self.h2_ready(slot)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the HTTP/2 greeting on the connected (and, over TLS,
+    /// handshaken) `slot`: the preface and SETTINGS; it is usable once the
+    /// server's SETTINGS arrive. `filled`: plaintext already read (TLS).
+    pub(super) fn h2_greet(&mut self, slot: usize, filled: usize) -> io::Result<()> {
+        if let Some(tls) = self.conns[slot].tls.as_ref() {
+            if tls.alpn_protocol() != Some(&b"h2"[..]) {
+                // The server does not speak HTTP/2 here (checked before the
+                // clock for the first connections, with the message).
+                return self
+                    .handshake_failed(slot, metronome_core::engine::HandshakeFailure::Protocol);
+            }
+        }
+        let now = self.clock.now_ns();
+        let deadline = now.saturating_add(self.plan.connect_timeout_ns());
+        let Some(h2) = self.h2.as_mut() else {
+            return Ok(());
+        };
+        let l = &mut h2.links[slot];
+        *l.conn = H2::new(Config::DEFAULT);
+        l.out_len = 0;
+        l.open = 0;
+        l.body_pending = false;
+        let c = &mut self.conns[slot];
+        c.state = State::Greeting;
+        c.deadline_ns = deadline;
+        c.start = 0;
+        c.end = filled;
+        c.unused = true;
+        self.next_deadline_ns = self.next_deadline_ns.min(deadline);
+        self.h2_flush(slot)?;
+        self.h2_process(slot)
+    }
+
+    /// The greeting of `slot` failed (closed, timed out, not HTTP/2): as a
+    /// refused connect, and replaced only when a request needs it.
+    pub(super) fn h2_greet_failed(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].on_demand = true;
+        self.connect_failed(slot)?;
+        self.close(slot)?;
+        self.grow()
+    }
+
+    /// A recv of `slot` completed with `res` (plaintext over TLS).
+    pub(super) fn h2_recv(&mut self, slot: usize, res: i32) -> io::Result<()> {
+        let state = self.conns[slot].state;
+        if !matches!(state, State::Idle | State::Greeting) {
+            return Ok(());
+        }
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            let end = self.conns[slot].end;
+            return self.arm_recv(slot, end);
+        }
+        if res <= 0 {
+            if state == State::Greeting {
+                return self.h2_greet_failed(slot);
+            }
+            return self.h2_conn_failed(slot);
+        }
+        self.conns[slot].end += res as usize;
+        self.h2_process(slot)
+    }
+
+    /// Feeds the buffered bytes of `slot` to its connection, one frame at a
+    /// time, and each stream event to its exchange; then writes what is
+    /// owed, re-arms the recv and hands out free stream slots.
+    pub(super) fn h2_process(&mut self, slot: usize) -> io::Result<()> {
+        let now = self.clock.now_ns();
+        let Some(plan_h2) = self.plan.http2 else {
+            return Ok(());
+        };
+        let Some(h2) = self.h2.as_mut() else {
+            return Ok(());
+        };
+        let tls = self.conns[slot].tls.is_some();
+        let buf = if tls {
+            &mut self.plain[slot * READ_BUF_BYTES..(slot + 1) * READ_BUF_BYTES]
+        } else {
+            self.ring.buf(slot)
+        };
+        let c = &mut self.conns[slot];
+        let H2State {
+            links,
+            gaps,
+            gap_free,
+            ..
+        } = h2;
+        let l = &mut links[slot];
+        let mut ready = false;
+        let mut failed = false;
+        let mut retries = 0usize;
+        let mut ends = Ends {
+            ledger: &self.ledger,
+            out: &mut self.out,
+            pool: &mut self.pool,
+            pending: &mut self.pending,
+            in_flight: &mut self.in_flight,
+            waiting: &mut self.waiting,
+            gap_free,
+            retries: &mut retries,
+        };
+        loop {
+            let input = &buf[c.start..c.end];
+            let (used, event) = match l.conn.handle_read(input) {
+                Ok(r) => r,
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            };
+            let frame = &input[..used];
+            c.start += used;
+            let Some(event) = event else {
+                if used == 0 {
+                    break;
+                }
+                continue;
+            };
+            match event {
+                Event::Ready => ready = true,
+                Event::Headers {
+                    stream,
+                    status,
+                    event_stream,
+                    end_stream,
+                    ..
+                } => {
+                    if let Some(fi) = l.flight_of(stream) {
+                        l.exchanges[fi].on_head(now, status, event_stream);
+                        if end_stream {
+                            let g = H2State::gaps_of(gaps, l.flights[fi].gap);
+                            l.exchanges[fi].on_end(now, g);
+                            ends.end(l, gaps, fi, now, End::Answered);
+                        }
+                    }
+                }
+                Event::Data {
+                    stream,
+                    len,
+                    end_stream,
+                } => {
+                    if let Some(fi) = l.flight_of(stream) {
+                        let data = l.conn.data_of(frame, len);
+                        let g = H2State::gaps_of(gaps, l.flights[fi].gap);
+                        l.exchanges[fi].on_data(now, data, g);
+                        if end_stream {
+                            l.exchanges[fi].on_end(now, g);
+                            ends.end(l, gaps, fi, now, End::Answered);
+                        }
+                    }
+                }
+                Event::Trailers { stream, .. } => {
+                    if let Some(fi) = l.flight_of(stream) {
+                        let g = H2State::gaps_of(gaps, l.flights[fi].gap);
+                        l.exchanges[fi].on_end(now, g);
+                        ends.end(l, gaps, fi, now, End::Answered);
+                    }
+                }
+                Event::StreamReset { stream, code, .. } => {
+                    if let Some(fi) = l.flight_of(stream) {
+                        let how = if code == ErrorCode::REFUSED_STREAM && !l.flights[fi].job.retried
+                        {
+                            End::Retry
+                        } else {
+                            End::Failed(l.exchanges[fi].on_reset(code))
+                        };
+                        ends.end(l, gaps, fi, now, how);
+                    }
+                }
+                Event::GoAway { .. } => {
+                    while let Some(stream) = l.conn.take_refused() {
+                        if let Some(fi) = l.flight_of(stream) {
+                            let how = if l.flights[fi].job.retried {
+                                End::Failed(ErrorKind::Reset)
+                            } else {
+                                End::Retry
+                            };
+                            ends.end(l, gaps, fi, now, how);
+                        }
+                    }
+                }
+                Event::Unblocked => {
+                    for fi in 0..SLOTS {
+                        let f = l.flights[fi];
+                        if f.stream != 0 {
+                            push_body(l, fi, plan_h2.requests[f.job.request].body);
+                        }
+                    }
+                }
+                Event::Pong { .. } => {}
+            }
+        }
+        if !failed && compact(buf, &mut c.start, &mut c.end).is_err() {
+            failed = true;
+        }
+        let (goaway, open) = (l.conn.goaway().is_some(), l.open);
+        let end = c.end;
+        let state = c.state;
+        if failed {
+            return match state {
+                State::Greeting => self.h2_greet_failed(slot),
+                _ => self.h2_conn_failed(slot),
+            };
+        }
+        self.h2_flush(slot)?;
+        if goaway && open == 0 {
+            // Every stream it kept is done: replaced by a fresh connection.
+            self.h2_unlist(slot);
+            return self.close(slot).and_then(|()| self.h2_drain_waiting());
+        }
+        if !self.ring.recv_pending(slot) {
+            self.arm_recv(slot, end)?;
+        }
+        if state == State::Greeting {
+            if ready {
+                // Counted open, then it takes waiting requests.
+                return self.settled(slot);
+            }
+            return Ok(());
+        }
+        self.h2_ready(slot)?;
+        if retries > 0 || goaway {
+            self.h2_drain_waiting()?;
+        }
+        Ok(())
+    }
+
+    /// The connection of `slot` failed (closed, reset, a protocol error):
+    /// its streams fail with it (a reset, or a cut stream after an SSE
+    /// head); it is closed and replaced.
+    pub(super) fn h2_conn_failed(&mut self, slot: usize) -> io::Result<()> {
+        self.h2_end_all(slot, None);
+        self.h2_unlist(slot);
+        self.close(slot)?;
+        self.h2_drain_waiting()
+    }
+
+    /// Ends every stream of `slot`: as `kind`, or (`None`) as its exchange
+    /// says a reset ends it.
+    fn h2_end_all(&mut self, slot: usize, kind: Option<ErrorKind>) {
+        let now = self.clock.now_ns();
+        let Some(h2) = self.h2.as_mut() else { return };
+        let H2State {
+            links,
+            gaps,
+            gap_free,
+            ..
+        } = h2;
+        let l = &mut links[slot];
+        let mut retries = 0;
+        let mut ends = Ends {
+            ledger: &self.ledger,
+            out: &mut self.out,
+            pool: &mut self.pool,
+            pending: &mut self.pending,
+            in_flight: &mut self.in_flight,
+            waiting: &mut self.waiting,
+            gap_free,
+            retries: &mut retries,
+        };
+        for fi in 0..SLOTS {
+            let f = l.flights[fi];
+            if f.stream == 0 {
+                continue;
+            }
+            if kind.is_some() {
+                l.conn.cancel(f.stream);
+            }
+            let k = kind.unwrap_or_else(|| l.exchanges[fi].on_reset(ErrorCode::CANCEL));
+            ends.end(l, gaps, fi, now, End::Failed(k));
+        }
+    }
+
+    /// Streams of `slot` past their deadline are cancelled (`RST_STREAM
+    /// CANCEL`) and counted as timeouts; the earliest deadline left is noted.
+    pub(super) fn h2_scan(&mut self, slot: usize, now: u64) -> io::Result<()> {
+        let Some(h2) = self.h2.as_mut() else {
+            return Ok(());
+        };
+        let H2State {
+            links,
+            gaps,
+            gap_free,
+            ..
+        } = h2;
+        let l = &mut links[slot];
+        if l.open == 0 {
+            return Ok(());
+        }
+        let mut retries = 0;
+        let mut expired = false;
+        let mut next = self.next_deadline_ns;
+        let mut ends = Ends {
+            ledger: &self.ledger,
+            out: &mut self.out,
+            pool: &mut self.pool,
+            pending: &mut self.pending,
+            in_flight: &mut self.in_flight,
+            waiting: &mut self.waiting,
+            gap_free,
+            retries: &mut retries,
+        };
+        for fi in 0..SLOTS {
+            let f = l.flights[fi];
+            if f.stream == 0 {
+                continue;
+            }
+            if now >= f.deadline_ns {
+                l.conn.cancel(f.stream);
+                ends.end(l, gaps, fi, now, End::Failed(ErrorKind::Timeout));
+                expired = true;
+            } else {
+                next = next.min(f.deadline_ns);
+            }
+        }
+        self.next_deadline_ns = next;
+        if expired {
+            self.h2_flush(slot)?;
+            self.h2_ready(slot)?;
+        }
+        Ok(())
+    }
+
+    /// The hard end: every stream of `slot` is cancelled, a timeout.
+    pub(super) fn h2_expire(&mut self, slot: usize) -> io::Result<()> {
+        self.h2_end_all(slot, Some(ErrorKind::Timeout));
+        self.h2_flush(slot)
+    }
+}
+
+/// Sends what the server's windows and the staging buffer allow of the
+/// body of flight `fi`; notes a body cut short by the buffer.
+fn push_body(l: &mut Link, fi: usize, body: &[u8]) {
+    let f = l.flights[fi];
+    if f.stream == 0 || f.body_at >= body.len() {
+        return;
+    }
+    let Ok(sent) = l
+        .conn
+        .send_data(f.stream, &body[f.body_at..], true, &mut l.out[l.out_len..])
+    else {
+        return;
+    };
+    l.out_len += sent.written;
+    l.flights[fi].body_at += sent.consumed;
+    if l.flights[fi].body_at < body.len() && sent.blocked.is_none() {
+        l.body_pending = true;
+    }
+}
+
+/// The books a stream's end touches, borrowed apart from the connection.
+struct Ends<'a, 'p> {
+    ledger: &'a metronome_core::ledger::Ledger<'p>,
+    out: &'a mut metronome_core::engine::RunOutput,
+    pool: &'a mut metronome_core::pool::Pool,
+    pending: &'a mut super::Pending,
+    in_flight: &'a mut usize,
+    waiting: &'a mut std::collections::VecDeque<Job>,
+    gap_free: &'a mut Vec<u32>,
+    /// Retries queued by this pass (kept in order at the queue's front).
+    retries: &'a mut usize,
+}
+
+impl Ends<'_, '_> {
+    /// Flight `fi` of `l` ended at `now` as `how`: a ledger fact, or (a
+    /// refused stream) back to the front of the queue, counted retried.
+    fn end(&mut self, l: &mut Link, gaps: &mut [u64], fi: usize, now: u64, how: End) {
+        let f = std::mem::take(&mut l.flights[fi]);
+        if f.stream == 0 {
+            return;
+        }
+        l.open -= 1;
+        match how {
+            End::Retry => {
+                self.ledger
+                    .retried(&mut self.out.tally(), f.job.intended_ns);
+                let at = (*self.retries).min(self.waiting.len());
+                self.waiting.insert(
+                    at,
+                    Job {
+                        retried: true,
+                        ..f.job
+                    },
+                );
+                *self.retries += 1;
+            }
+            End::Answered | End::Failed(_) => {
+                self.pool.observe(now, now.saturating_sub(f.sent_ns));
+                let g = H2State::gaps_of(gaps, f.gap);
+                let finish = match how {
+                    End::Failed(kind) => Finish::Error(kind),
+                    _ => l.exchanges[fi].finish(g),
+                };
+                let ok = self.ledger.finished(
+                    &mut self.out.tally(),
+                    f.job.intended_ns,
+                    f.job.request,
+                    f.sent_ns,
+                    now,
+                    finish,
+                );
+                self.pending.count(ok);
+                *self.in_flight -= 1;
+            }
+        }
+        if f.gap != NO_GAP {
+            self.gap_free.push(f.gap);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The io_uring engine's threads allocate nothing between the start of the
+//! clock and the end of the event loop over HTTP/2 either (h2c against
+//! `serve --http2`, in this process): a counting global allocator, switched
+//! on per thread by the engine's phase hook (as runner-uring's
+//! `zero_alloc` test does for HTTP/1.1; the server's threads are not
+//! counted).
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use metronome::serve::ServeConfig;
+use metronome_core::engine::Control;
+use metronome_core::plan::{example_plan, H2Request, Http2};
+use metronome_uring::{run, Phase, UringOptions};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static MEASURING_THREADS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; the
+// counter is a plain atomic and the flag a const-initialised thread-local
+// (no allocation, no destructor).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if counting() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn hook(phase: Phase) {
+    match phase {
+        Phase::Measuring => {
+            MEASURING_THREADS.fetch_add(1, Ordering::Relaxed);
+            COUNTING.with(|c| c.set(true));
+        }
+        Phase::Draining => {}
+        Phase::Done => COUNTING.with(|c| c.set(false)),
+    }
+}
+
+/// Both cases in one test function, so the counter belongs to one run at
+/// a time: GETs on at most 2 streams per connection against a 5 ms server
+/// (the pool grows, each new connection greeted during the run), then
+/// POSTs with a body in DATA frames.
+#[test]
+fn uring_h2_threads_allocate_nothing_while_measuring() {
+    if metronome_uring::probe().is_err() {
+        eprintln!("SKIP uring_h2_threads_allocate_nothing_while_measuring: no io_uring here");
+        return;
+    }
+    let opts = UringOptions {
+        threads: Some(2),
+        phase_hook: Some(hook),
+        ..UringOptions::default()
+    };
+    let srv = common::server(ServeConfig {
+        http2: true,
+        service: Duration::from_millis(5),
+        ..ServeConfig::default()
+    });
+    let get = format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", srv.addr());
+    let post = format!(
+        "POST /p HTTP/1.1\r\nHost: {}\r\nContent-Length: 17\r\n\r\n{{\"hello\":\"world\"}}",
+        srv.addr()
+    );
+    for (msg, max_streams) in [(&get, 2), (&post, 0)] {
+        let mut block = vec![0u8; 512];
+        let (n, body_at) =
+            metronome_core::h2::request::from_http1(msg.as_bytes(), b"http", &mut block).unwrap();
+        block.truncate(n);
+        let h2 = [H2Request {
+            block: &block,
+            body: &msg.as_bytes()[body_at..],
+        }];
+        let requests = [msg.as_bytes()];
+        let mut p = example_plan();
+        p.addr = srv.addr();
+        p.requests = &requests;
+        p.rate = 400.0;
+        p.duration_ns = 500_000_000;
+        p.warmup_ns = 100_000_000;
+        p.connections = 2;
+        p.max_connections = 32;
+        p.http2 = Some(Http2 {
+            requests: &h2,
+            max_streams,
+        });
+        let out = run(&p, &Control::default(), &opts).unwrap();
+        assert_eq!(out.recorder.scheduled, 200);
+        assert_eq!(out.recorder.ok, 200, "max_streams {max_streams}");
+        if max_streams == 2 {
+            assert!(
+                out.connections_opened > 2,
+                "no growth: {}",
+                out.connections_opened
+            );
+        }
+        assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+        assert_eq!(
+            ALLOCATIONS.swap(0, Ordering::Relaxed),
+            0,
+            "allocations while measuring (max_streams {max_streams})"
+        );
+    }
+    srv.stop();
+}
