@@ -234,6 +234,197 @@ fn h2c_post_body_sent() {
     }
 }
 
+/// Free stream slots count as idle connections for core's pool rule: at
+/// 5 000 req/s against an instant server, `--connections 4` (400 stream
+/// slots) carry the run without the pool growing. Before the slots were
+/// counted continuously (only while a dispatcher waited), the same run at
+/// 20k req/s opened 8 to 13 connections (docs/http2.md).
+#[test]
+fn h2c_pool_does_not_grow_while_streams_are_free() {
+    for engine in engines() {
+        let srv = h2_server(ServeConfig {
+            service: Duration::ZERO,
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "5000",
+                "--duration",
+                "1s",
+                "--connections",
+                "4",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.requests.ok, 5000, "{:?}", r.errors);
+        assert_accounting(&r);
+        // A run starved of CPU for 80 ms (400 requests due, none picked up)
+        // may still grow the pool by core's rule; one connection is allowed.
+        assert!(
+            r.generator.peak_connections <= 5,
+            "{engine}: peak {} connections, opened {}, {} requests waited for one",
+            r.generator.peak_connections,
+            r.generator.connections_opened,
+            r.generator.waited_for_connection
+        );
+    }
+}
+
+/// What a hostile h2c server does once it has seen a request's HEADERS.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// A DATA frame on stream 0 (a malformed frame: our `PROTOCOL_ERROR`).
+    MalformedFrame,
+    /// A header block HPACK cannot decode (our `COMPRESSION_ERROR`).
+    MalformedHpack,
+    /// GOAWAY `PROTOCOL_ERROR` letting every stream complete, then close.
+    GoAwayProtocolError,
+    /// Close the connection without a word.
+    Close,
+}
+
+/// A tiny h2c server thread: SETTINGS on each connection, then `mode` at
+/// the first request of the connection; stops with its listener's last
+/// connection after `stop` is set.
+fn hostile_h2_server(
+    mode: Hostile,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    std::thread::spawn(move || {
+        while !stopping.load(Ordering::Relaxed) {
+            let mut sock = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                }
+            };
+            std::thread::spawn(move || {
+                sock.set_nonblocking(false).unwrap();
+                sock.set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                // Empty SETTINGS: the client is ready.
+                if sock.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+                    return;
+                }
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let mut at = 24; // the client's preface
+                loop {
+                    match sock.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    while buf.len() >= at + 9 {
+                        let len = usize::from(buf[at]) << 16
+                            | usize::from(buf[at + 1]) << 8
+                            | usize::from(buf[at + 2]);
+                        let kind = buf[at + 3];
+                        let stream = u32::from_be_bytes([
+                            buf[at + 5],
+                            buf[at + 6],
+                            buf[at + 7],
+                            buf[at + 8],
+                        ]) & 0x7fff_ffff;
+                        if buf.len() < at + 9 + len {
+                            break;
+                        }
+                        at += 9 + len;
+                        if kind != 1 {
+                            continue;
+                        }
+                        let id = stream.to_be_bytes();
+                        let reply: Vec<u8> = match mode {
+                            Hostile::MalformedFrame => vec![0, 0, 1, 0, 0, 0, 0, 0, 0, b'x'],
+                            // An indexed field past both tables (index 127+).
+                            Hostile::MalformedHpack => {
+                                vec![0, 0, 3, 1, 4, id[0], id[1], id[2], id[3], 0xff, 0xff, 0x7f]
+                            }
+                            Hostile::GoAwayProtocolError => vec![
+                                0, 0, 8, 7, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1,
+                            ],
+                            Hostile::Close => Vec::new(),
+                        };
+                        let _ = sock.write_all(&reply);
+                        std::thread::sleep(Duration::from_millis(20));
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, stop)
+}
+
+/// A server's connection-level protocol error ends the requests it hit
+/// as `bad_framing` (cause `http2_protocol`), as a malformed HTTP/1.1
+/// reply is: a malformed frame or header block (our connection error) or
+/// its GOAWAY `PROTOCOL_ERROR`. A connection closed without a word is a
+/// `reset`.
+#[test]
+fn h2c_server_protocol_error_is_bad_framing() {
+    for (engine, mode) in engines().into_iter().flat_map(|e| {
+        [
+            Hostile::MalformedFrame,
+            Hostile::MalformedHpack,
+            Hostile::GoAwayProtocolError,
+            Hostile::Close,
+        ]
+        .map(|m| (e, m))
+    }) {
+        let (addr, stop) = hostile_h2_server(mode);
+        let r = common::run_json_checked(
+            addr,
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "20",
+                "--duration",
+                "500ms",
+                "--connections",
+                "1",
+                "--timeout",
+                "2s",
+            ],
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_accounting(&r);
+        assert_eq!(r.requests.sent, 10, "{engine} {mode:?}: {:?}", r.requests);
+        assert_eq!(r.requests.ok, 0, "{engine} {mode:?}");
+        let kind = |k: &str| r.errors.by_kind.get(k).copied().unwrap_or(0);
+        let cause = r.errors.bad_framing_by_cause.get("http2_protocol").copied();
+        match mode {
+            Hostile::Close => {
+                assert_eq!(kind("reset"), 10, "{engine} {mode:?}: {:?}", r.errors);
+                assert_eq!(cause, Some(0), "{engine} {mode:?}: {:?}", r.errors);
+            }
+            _ => {
+                assert_eq!(kind("bad_framing"), 10, "{engine} {mode:?}: {:?}", r.errors);
+                assert_eq!(cause, Some(10), "{engine} {mode:?}: {:?}", r.errors);
+                assert_eq!(kind("reset"), 0, "{engine} {mode:?}: {:?}", r.errors);
+            }
+        }
+    }
+}
+
 /// Both engines take the HTTP/2 flags (a closed port is a connect
 /// failure, exit 1, not a usage error); each flag refuses the other
 /// scheme; `--max-streams` needs HTTP/2.

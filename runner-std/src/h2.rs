@@ -22,7 +22,7 @@ use std::sync::{mpsc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use metronome_core::exchange::{compact, Finish, GAP_CAP};
-use metronome_core::h2::{Config, Connection, Event, SendError, StreamExchange};
+use metronome_core::h2::{Config, Connection, ErrorCode, Event, SendError, StreamExchange};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
 
@@ -69,10 +69,20 @@ struct Link {
     leaving: bool,
     /// Inter-token gaps dropped (beyond each slot's storage).
     dropped_gaps: u64,
+    /// The stream limit the plan sets (`--max-streams`, else [`SLOTS`]).
+    cap: usize,
+    /// This connection's free stream slots as counted in the queue's
+    /// `idle` ([`Link::sync_idle`]).
+    counted: usize,
+    /// The code of this client's connection error (a malformed frame or
+    /// header block from the server), if the connection failed on one.
+    error: Option<ErrorCode>,
+    /// The code of the server's last GOAWAY on this connection.
+    goaway_code: Option<ErrorCode>,
 }
 
 impl Link {
-    fn new(plan: &Plan<'_>) -> Link {
+    fn new(plan: &Plan<'_>, cap: usize) -> Link {
         let sse = matches!(plan.protocol, Protocol::OpenAiSse);
         Link {
             h2: Box::new(H2::new(Config::DEFAULT)),
@@ -87,6 +97,10 @@ impl Link {
             dead: true,
             leaving: false,
             dropped_gaps: 0,
+            cap,
+            counted: 0,
+            error: None,
+            goaway_code: None,
         }
     }
 
@@ -95,12 +109,27 @@ impl Link {
     }
 
     /// Streams this connection may still open now.
-    fn free(&self, cap: usize) -> usize {
-        if self.dead || !self.h2.can_start() {
+    fn free(&self) -> usize {
+        if self.dead || self.leaving || !self.h2.can_start() {
             return 0;
         }
-        let limit = self.h2.max_streams().min(cap);
+        let limit = self.h2.max_streams().min(self.cap);
         limit.saturating_sub(self.in_flight())
+    }
+
+    /// Brings this connection's share of the queue's `idle` count to its
+    /// free stream slots now, so core's pool rule sees every free slot of
+    /// every connection as an idle connection: called by the dispatcher
+    /// when it opens a connection or starts a stream, and by the reader
+    /// after each read (streams ended, SETTINGS, GOAWAY, a failure). The
+    /// link's lock is held (the lock order is link, then queue).
+    fn sync_idle(&mut self, shared: &Shared) {
+        let free = self.free();
+        if free != self.counted {
+            let mut q = lock(&shared.queue);
+            q.idle = (q.idle + free).saturating_sub(self.counted);
+            self.counted = free;
+        }
     }
 
     /// Writes whatever the connection owes (acks, window updates, resets).
@@ -307,7 +336,7 @@ pub(crate) fn worker(
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let busy_slot = shared.slots_used.fetch_add(1, Ordering::Relaxed);
     let busy_since = shared.busy_since.get(busy_slot);
-    let link = Mutex::new(Link::new(plan));
+    let link = Mutex::new(Link::new(plan, cap));
     let changed = Condvar::new();
     let mut stats = ThreadStats::default();
     let grown = first.is_none();
@@ -315,6 +344,7 @@ pub(crate) fn worker(
         let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
         let mut pending = first;
         let mut connected_once = false;
+        let mut linked = false;
         loop {
             // 1. A usable connection with a free stream slot.
             let need_open = {
@@ -323,7 +353,7 @@ pub(crate) fn worker(
                     if l.dead {
                         break true;
                     }
-                    if l.free(cap) > 0 {
+                    if l.free() > 0 {
                         break false;
                     }
                     if queue_closing(shared) {
@@ -379,6 +409,13 @@ pub(crate) fn worker(
                             l.sock = Some(o.sock);
                             l.tls = o.tls;
                             l.dead = false;
+                            l.error = None;
+                            l.goaway_code = None;
+                            l.sync_idle(shared);
+                            if !linked {
+                                linked = true;
+                                lock(&shared.queue).h2_linked += 1;
+                            }
                         }
                         let (link, changed, tx) = (&link, &changed, tx.clone());
                         let rest = o.rest;
@@ -413,8 +450,9 @@ pub(crate) fn worker(
                 }
                 continue;
             }
-            // 2. A due request (its free slots count as idle meanwhile).
-            let free = lock(&link).free(cap);
+            // 2. A due request (the link's free slots are counted as idle
+            // in the queue all along: `Link::sync_idle`).
+            let free = lock(&link).free();
             if free == 0 {
                 if queue_closing(shared) {
                     break;
@@ -430,9 +468,7 @@ pub(crate) fn worker(
                     if q.closing {
                         break None;
                     }
-                    q.idle += free;
                     q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                    q.idle -= free;
                 }
             };
             let Some(job) = job else { break };
@@ -454,7 +490,7 @@ pub(crate) fn worker(
                 continue;
             }
             let slot = l.flights.iter().position(Option::is_none);
-            let started = match (slot, l.free(cap) > 0) {
+            let started = match (slot, l.free() > 0) {
                 (Some(slot), true) => {
                     let Link { h2, out, .. } = &mut *l;
                     h2.start_request(request.block, request.body.is_empty(), out)
@@ -481,6 +517,7 @@ pub(crate) fn worker(
             if wrote.is_ok() && !request.body.is_empty() {
                 let _ = l.push_body(slot, request.body);
             }
+            l.sync_idle(shared);
             l.mark_busy(busy_since);
             drop(l);
             if !job.retried {
@@ -498,6 +535,7 @@ pub(crate) fn worker(
         {
             let mut l = lock(&link);
             l.leaving = true;
+            l.sync_idle(shared);
             while !l.dead && l.in_flight() > 0 {
                 l = changed
                     .wait_timeout(l, Duration::from_millis(20))
@@ -708,22 +746,28 @@ fn read_loop(
                     shared,
                     &tx,
                     now,
-                    Err(ErrorKind::Timeout),
+                    Err(Finish::Error(ErrorKind::Timeout)),
                     &mut after,
                 );
             }
         }
         if fault.is_none() && l.flush().is_err() {
             fault = Some(ErrorKind::Reset);
+        } else if fault.is_some() && l.error.is_some() {
+            // Our GOAWAY with the error's code, on a best-effort basis.
+            let _ = l.flush();
         }
         let goaway_drained = l.h2.goaway().is_some() && l.in_flight() == 0;
         let leaving = l.leaving && l.in_flight() == 0;
         if fault.is_some() || goaway_drained {
-            // The connection is gone: its streams end with it.
+            // The connection is gone: its streams end with it, as bad
+            // framing when it died of malformed bytes (ours or the
+            // server's GOAWAY says so), else reset or cut.
+            let error = l.error.or(l.goaway_code);
             for slot in 0..SLOTS {
                 if l.flights[slot].is_some() {
-                    let kind = l.exchanges[slot].on_reset(metronome_core::h2::ErrorCode::CANCEL);
-                    end_stream(&mut l, slot, shared, &tx, now, Err(kind), &mut after);
+                    let finish = l.exchanges[slot].on_connection_end(error);
+                    end_stream(&mut l, slot, shared, &tx, now, Err(finish), &mut after);
                 }
             }
             l.dead = true;
@@ -731,6 +775,7 @@ fn read_loop(
                 let _ = s.shutdown(Shutdown::Both);
             }
         }
+        l.sync_idle(shared);
         l.mark_busy(busy);
         let dead = l.dead;
         drop(l);
@@ -776,9 +821,13 @@ fn feed(
 ) -> Result<(), ErrorKind> {
     let mut pos = 0;
     loop {
-        let (used, event) =
-            l.h2.handle_read(&input[pos..])
-                .map_err(|_| ErrorKind::BadFraming)?;
+        let (used, event) = match l.h2.handle_read(&input[pos..]) {
+            Ok(r) => r,
+            Err(e) => {
+                l.error = Some(e.code());
+                return Err(ErrorKind::BadFraming);
+            }
+        };
         let frame = &input[pos..pos + used];
         pos += used;
         *start += used;
@@ -824,23 +873,29 @@ fn feed(
                     finish_ok(l, slot, shared, tx, now, after);
                 }
             }
-            Event::StreamReset { stream, code, .. } => {
+            Event::StreamReset {
+                stream,
+                code,
+                remote,
+            } => {
                 if let Some(slot) = l.slot_of(stream) {
-                    let retry = code == metronome_core::h2::ErrorCode::REFUSED_STREAM;
+                    let retry = code == ErrorCode::REFUSED_STREAM;
                     let retried = l.flights[slot].as_ref().is_some_and(|f| f.job.retried);
                     if retry && !retried {
                         requeue(l, slot, tx, after);
                     } else {
-                        let kind = l.exchanges[slot].on_reset(code);
-                        end_stream(l, slot, shared, tx, now, Err(kind), after);
+                        let finish = l.exchanges[slot].on_stream_reset(code, remote);
+                        end_stream(l, slot, shared, tx, now, Err(finish), after);
                     }
                 }
             }
-            Event::GoAway { .. } => {
+            Event::GoAway { code, .. } => {
+                l.goaway_code = Some(code);
                 while let Some(stream) = l.h2.take_refused() {
                     if let Some(slot) = l.slot_of(stream) {
                         if l.flights[slot].as_ref().is_some_and(|f| f.job.retried) {
-                            end_stream(l, slot, shared, tx, now, Err(ErrorKind::Reset), after);
+                            let reset = Finish::Error(ErrorKind::Reset);
+                            end_stream(l, slot, shared, tx, now, Err(reset), after);
                         } else {
                             requeue(l, slot, tx, after);
                         }
@@ -895,14 +950,14 @@ fn finish_ok(
 }
 
 /// The stream in `slot` ended at `now`: answered (`Ok`, its exchange says
-/// how) or failed by `kind`. Its request becomes a ledger fact.
+/// how) or failed (`Err`, how). Its request becomes a ledger fact.
 fn end_stream(
     l: &mut Link,
     slot: usize,
     shared: &Shared,
     tx: &mpsc::Sender<Fact>,
     now: u64,
-    how: Result<(), ErrorKind>,
+    how: Result<(), Finish<'static>>,
     after: &mut After,
 ) {
     let Some(f) = l.flights[slot].take() else {
@@ -910,7 +965,7 @@ fn end_stream(
     };
     let outcome = match how {
         Ok(()) => Outcome::from_finish(l.exchanges[slot].finish(&l.gaps[slot])),
-        Err(kind) => Outcome::Failed(Finish::Error(kind)),
+        Err(finish) => Outcome::from_finish(finish),
     };
     let _ = tx.send(Fact::Done {
         intended_ns: f.job.intended_ns,

@@ -45,6 +45,9 @@ pub(crate) struct Queue {
     pub(crate) idle: usize,
     /// Connection threads started but not yet connected.
     pub(crate) connecting: usize,
+    /// HTTP/2 connection threads that have had a connection (their free
+    /// slots counted in `idle`): the start gate counts these.
+    pub(crate) h2_linked: usize,
     /// The schedule is over: exit once the queue is empty.
     pub(crate) closing: bool,
 }
@@ -241,6 +244,7 @@ pub(crate) fn run(
             pool,
             idle: 0,
             connecting: 0,
+            h2_linked: 0,
             closing: false,
         }),
         ready: Condvar::new(),
@@ -317,7 +321,7 @@ pub(crate) fn run(
         // connection's thread waits for a job, so the first sends are
         // neither charged the threads' start-up nor handed to a connection
         // opened because no thread was waiting yet.
-        wait_idle(&shared, pre_count, control);
+        wait_idle(&shared, pre_count, plan.http2.is_some(), control);
         // The clock's zero: now, or `--start-at` (waited for here).
         let zero = Origin::for_run(control);
         let late_ns = zero.wait_unless(&control.stop);
@@ -745,10 +749,12 @@ fn worker(
 }
 
 /// Waits, at most [`READY_LIMIT`] and not past a stop, until `n`
-/// connection threads wait for a job.
-fn wait_idle(shared: &Shared, n: usize, control: &Control) {
+/// connection threads wait for a job (HTTP/2: have their connection,
+/// whose free stream slots then count as idle).
+fn wait_idle(shared: &Shared, n: usize, h2: bool, control: &Control) {
     let start = Instant::now();
-    while shared.queue.lock().unwrap_or_else(|e| e.into_inner()).idle < n
+    let ready = |q: &Queue| if h2 { q.h2_linked } else { q.idle };
+    while ready(&shared.queue.lock().unwrap_or_else(|e| e.into_inner())) < n
         && start.elapsed() < READY_LIMIT
         && !control.stopped()
     {

@@ -107,6 +107,24 @@ impl ErrorCode {
     pub const INADEQUATE_SECURITY: Self = Self(0xc);
     /// Use HTTP/1.1 for this request.
     pub const HTTP_1_1_REQUIRED: Self = Self(0xd);
+
+    /// True for the codes that say the bytes on the connection were
+    /// malformed: `PROTOCOL_ERROR`, `FRAME_SIZE_ERROR` and
+    /// `COMPRESSION_ERROR`. A connection (or a response) ended by one is
+    /// bad framing, as a malformed HTTP/1.1 reply is; every other code (a
+    /// close, `NO_ERROR`, `INTERNAL_ERROR`, `FLOW_CONTROL_ERROR`, ...) is
+    /// not.
+    ///
+    /// ```
+    /// use metronome_core::h2::ErrorCode;
+    /// assert!(ErrorCode::PROTOCOL_ERROR.is_malformed());
+    /// assert!(ErrorCode::COMPRESSION_ERROR.is_malformed());
+    /// assert!(!ErrorCode::NO_ERROR.is_malformed());
+    /// assert!(!ErrorCode::CANCEL.is_malformed());
+    /// ```
+    pub const fn is_malformed(self) -> bool {
+        matches!(self.0, 0x1 | 0x6 | 0x9)
+    }
 }
 
 impl fmt::Display for ErrorCode {

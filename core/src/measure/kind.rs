@@ -153,11 +153,17 @@ pub enum FramingCause {
     Tls,
     /// The port speaks HTTP/2 only.
     Http2,
+    /// An HTTP/2 connection failed on malformed bytes: a frame or header
+    /// block from the server that broke the protocol, or the server's
+    /// GOAWAY saying so (`PROTOCOL_ERROR`, `FRAME_SIZE_ERROR`,
+    /// `COMPRESSION_ERROR`; see `h2::StreamExchange::on_connection_end`),
+    /// or a response this client reset as malformed (`PROTOCOL_ERROR`).
+    Http2Protocol,
 }
 
 impl FramingCause {
     /// Number of causes.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
     /// Every cause, in index order.
     pub const ALL: [FramingCause; FramingCause::COUNT] = [
         FramingCause::Head,
@@ -167,6 +173,7 @@ impl FramingCause {
         FramingCause::Upgrade,
         FramingCause::Tls,
         FramingCause::Http2,
+        FramingCause::Http2Protocol,
     ];
 
     /// What a user reads: the cause and, where there is one, the fix.
@@ -179,6 +186,10 @@ impl FramingCause {
             FramingCause::Upgrade => "unsupported 101 Switching Protocols",
             FramingCause::Tls => "the port speaks TLS: use https://",
             FramingCause::Http2 => "the port speaks HTTP/2 only: metronome speaks HTTP/1.1",
+            FramingCause::Http2Protocol => {
+                "HTTP/2 protocol error: a malformed frame, header block or response from \
+                 the server, or its GOAWAY with a protocol error"
+            }
         }
     }
 
@@ -192,6 +203,7 @@ impl FramingCause {
             FramingCause::Upgrade => "upgrade",
             FramingCause::Tls => "tls",
             FramingCause::Http2 => "http2",
+            FramingCause::Http2Protocol => "http2_protocol",
         }
     }
 
