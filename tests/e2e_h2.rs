@@ -366,7 +366,8 @@ impl Drop for Nginx {
 /// Against nginx over h2c, a server nobody here wrote: every request ok at
 /// a fixed rate; and on one connection past nginx's 1 000 requests per
 /// connection (`http2_max_requests`, 1.19.7+), its GOAWAY loses no
-/// request: the streams it refused are retried once on a fresh connection.
+/// request: the streams it refused are retried once on a fresh connection,
+/// at 2 000 and at 10 000 req/s.
 #[test]
 fn h2c_against_nginx_goaway_loses_nothing() {
     let Some(bin) = nginx_binary() else {
@@ -418,6 +419,35 @@ fn h2c_against_nginx_goaway_loses_nothing() {
         assert!(
             r.connections.connect.as_ref().map_or(0, |c| c.count) >= 3,
             "nginx closes each connection after 1000 requests: {:?}",
+            r.connections.connect
+        );
+
+        // Faster: streams are in flight when each GOAWAY comes (those above
+        // its last id are retried), and sends are in flight when each
+        // connection closes.
+        let r = common::run_url_json(
+            &url,
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "10000",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+                "--max-connections",
+                "1",
+            ],
+            0,
+        );
+        assert_eq!(r.requests.sent, 10_000);
+        assert_eq!(r.requests.ok, 10_000, "{:?}", r.errors);
+        assert_eq!(r.requests.errors, 0);
+        assert_accounting(&r);
+        assert!(
+            r.connections.connect.as_ref().map_or(0, |c| c.count) >= 10,
+            "{:?}",
             r.connections.connect
         );
     }
