@@ -234,6 +234,42 @@ fn h2c_post_body_sent() {
     }
 }
 
+/// A stream past `--timeout` is cancelled (`RST_STREAM CANCEL`) and
+/// counted a timeout; the connection lives on for the next ones.
+#[test]
+fn h2c_timeout_cancels_streams() {
+    for engine in engines() {
+        eprintln!("-- engine {engine}");
+        let srv = h2_server(ServeConfig {
+            service: Duration::from_millis(100),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--http2-prior-knowledge",
+                "--rate",
+                "50",
+                "--duration",
+                "1s",
+                "--timeout",
+                "30ms",
+                "--connections",
+                "1",
+            ],
+            1,
+        );
+        srv.stop();
+        assert_eq!(r.requests.sent, 50);
+        assert_eq!(r.requests.timeouts, 50, "{:?}", r.errors);
+        assert_eq!(r.requests.ok, 0);
+        assert_eq!(r.metrics.latency.count, 0);
+        assert_accounting(&r);
+    }
+}
+
 /// Both engines take the HTTP/2 flags (a closed port is a connect
 /// failure, exit 1, not a usage error); each flag refuses the other
 /// scheme; `--max-streams` needs HTTP/2.
