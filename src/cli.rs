@@ -530,12 +530,12 @@ pub struct RunArgs {
     pub retry_non_idempotent: bool,
     /// Speak HTTP/2 with prior knowledge (h2c) to an http:// URL: the connection opens with
     /// the HTTP/2 preface, no Upgrade. Each connection carries several requests at once (up
-    /// to --max-streams). std engine only for now (--engine std).
+    /// to --max-streams). Both engines.
     #[arg(long, conflicts_with = "http2")]
     pub http2_prior_knowledge: bool,
     /// Speak HTTP/2 to an https:// URL (TLS offering ALPN h2 only; a server that picks
     /// http/1.1 is an error). Each connection carries several requests at once (up to
-    /// --max-streams). std engine only for now (--engine std).
+    /// --max-streams). Both engines.
     #[arg(long)]
     pub http2: bool,
     /// With HTTP/2: the most requests in flight on one connection [default: the server's

@@ -226,6 +226,8 @@ impl Worker<'_> {
         c.tls = None;
         c.tx_off = 0;
         c.tx_end = 0;
+        // The ring reports no completion of a closing slot.
+        c.tx_busy = false;
         c.held = false;
         if self.ring.close(slot) {
             self.closed_now(slot)
