@@ -85,7 +85,9 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
         )
         .into());
     }
-    let flag = if args.http2 {
+    let flag = if args.grpc.is_some() {
+        "--grpc (HTTP/2)"
+    } else if args.http2 {
         "--http2"
     } else {
         "--http2-prior-knowledge"
@@ -205,6 +207,12 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
                 .map_err(|e| UsageError(format!("cannot read --body-file {}: {e}", f.display())))?,
         ),
         (None, None) => None,
+    };
+    // A gRPC call's body is its message behind the 5-byte prefix; no
+    // --body-file is an empty message.
+    let body = match &args.grpc {
+        Some(_) => Some(super::grpc::frame(body.as_deref().unwrap_or_default())?),
+        None => body,
     };
     let tls = if target.tls {
         Some(crate::tls::ClientTls::new(
@@ -941,6 +949,8 @@ pub(super) fn build<'a>(
         timeout_ns: ns(args.timeout),
         protocol: if args.openai {
             Protocol::OpenAiSse
+        } else if args.grpc.is_some() {
+            Protocol::Grpc
         } else {
             Protocol::Http
         },

@@ -29,11 +29,15 @@ pub enum ErrorKind {
     /// A stream was asked for, and a 2xx response came without
     /// `Content-Type: text/event-stream` (a server that ignores `stream: true`).
     NotEventStream,
+    /// A gRPC call answered HTTP `200` ended with a `grpc-status` other
+    /// than 0 (`OK`); [`Recorder::grpc`](super::Recorder::grpc) counts
+    /// them by code.
+    GrpcStatus,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 
     /// The kind of a socket error on an established connection, the same
     /// on both engines: a read or write that timed out (or would block
@@ -66,11 +70,12 @@ impl ErrorKind {
         ErrorKind::StreamError,
         ErrorKind::NoContent,
         ErrorKind::NotEventStream,
+        ErrorKind::GrpcStatus,
     ];
 
     /// The kind's key in reports: `reset`, `timeout`, `status`,
     /// `bad_framing`, `too_large`, `stream_cut`, `stream_error`,
-    /// `no_content`, `not_event_stream`.
+    /// `no_content`, `not_event_stream`, `grpc_status`.
     ///
     /// # Example
     /// ```
@@ -88,6 +93,7 @@ impl ErrorKind {
             ErrorKind::StreamError => "stream_error",
             ErrorKind::NoContent => "no_content",
             ErrorKind::NotEventStream => "not_event_stream",
+            ErrorKind::GrpcStatus => "grpc_status",
         }
     }
 
@@ -153,11 +159,15 @@ pub enum FramingCause {
     Tls,
     /// The port speaks HTTP/2 only.
     Http2,
+    /// A gRPC response (HTTP `200`) that ended without a `grpc-status`
+    /// (in its trailers or a trailers-only head), or with one that is not
+    /// a number: not a gRPC server, or a broken one.
+    NoGrpcStatus,
 }
 
 impl FramingCause {
     /// Number of causes.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
     /// Every cause, in index order.
     pub const ALL: [FramingCause; FramingCause::COUNT] = [
         FramingCause::Head,
@@ -167,6 +177,7 @@ impl FramingCause {
         FramingCause::Upgrade,
         FramingCause::Tls,
         FramingCause::Http2,
+        FramingCause::NoGrpcStatus,
     ];
 
     /// What a user reads: the cause and, where there is one, the fix.
@@ -179,6 +190,9 @@ impl FramingCause {
             FramingCause::Upgrade => "unsupported 101 Switching Protocols",
             FramingCause::Tls => "the port speaks TLS: use https://",
             FramingCause::Http2 => "the port speaks HTTP/2 only: metronome speaks HTTP/1.1",
+            FramingCause::NoGrpcStatus => {
+                "a gRPC response without grpc-status: is the target a gRPC server?"
+            }
         }
     }
 
@@ -192,6 +206,7 @@ impl FramingCause {
             FramingCause::Upgrade => "upgrade",
             FramingCause::Tls => "tls",
             FramingCause::Http2 => "http2",
+            FramingCause::NoGrpcStatus => "no_grpc_status",
         }
     }
 
