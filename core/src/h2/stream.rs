@@ -262,7 +262,14 @@ mod tests {
                 s.on_grpc_status(t);
             }
             s.on_end(4, &mut []);
-            s.finish(&[])
+            match s.finish(&[]) {
+                Finish::Ok => Finish::Ok,
+                Finish::Status(c) => Finish::Status(c),
+                Finish::GrpcStatus(c) => Finish::GrpcStatus(c),
+                Finish::Framing(c) => Finish::Framing(c),
+                Finish::Error(k) => Finish::Error(k),
+                Finish::Stream { .. } => panic!("a gRPC call is no event stream"),
+            }
         };
         // Trailers-only responses.
         assert_eq!(run(200, Some(0), None), Finish::Ok);
