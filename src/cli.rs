@@ -542,6 +542,15 @@ pub struct RunArgs {
     /// SETTINGS_MAX_CONCURRENT_STREAMS, at most 100].
     #[arg(long, value_name = "N")]
     pub max_streams: Option<u32>,
+    /// Unary gRPC: call SERVICE/METHOD (like grpc.health.v1.Health/Check) on the URL's
+    /// server (no path in the URL): POST /SERVICE/METHOD, content-type application/grpc,
+    /// te: trailers, the message from --body-file (protobuf, already encoded; none or an
+    /// empty file: an empty message) behind gRPC's 5-byte prefix. Implies HTTP/2 (h2c for
+    /// http://, ALPN h2 for https://). A call succeeds on HTTP 200 with grpc-status 0;
+    /// other codes are counted in errors.by_grpc_status (docs/http2.md).
+    #[arg(long, value_name = "SERVICE/METHOD",
+          conflicts_with_all = ["openai", "requests", "targets", "method", "body"])]
+    pub grpc: Option<String>,
     /// https: also trust the certificate(s) in this PEM file (beside the system trust
     /// store): CA certificates, or the server's own self-signed one, e.g. the one
     /// `metronome serve --tls --cert-out` wrote. A server whose certificate is one of them

@@ -106,6 +106,9 @@ pub enum Finish<'a> {
     Ok,
     /// A complete response with a non-2xx status.
     Status(u16),
+    /// A gRPC call answered HTTP `200` that ended with this non-zero
+    /// `grpc-status` ([`ErrorKind::GrpcStatus`]; see [`Finish::for_grpc`]).
+    GrpcStatus(u32),
     /// A fault, by kind.
     Error(ErrorKind),
     /// A response with bad HTTP framing, by cause
@@ -122,6 +125,34 @@ pub enum Finish<'a> {
 }
 
 impl Finish<'static> {
+    /// How a unary gRPC call ended, from its response's `:status` and the
+    /// `grpc-status` of its trailers (or of a trailers-only head): the
+    /// rule both engines share.
+    ///
+    /// - `:status` other than `200` (or none): [`Finish::Status`], counted
+    ///   by HTTP status whatever `grpc-status` says;
+    /// - `200` and `grpc-status: 0`: [`Finish::Ok`];
+    /// - `200` and another code: [`Finish::GrpcStatus`], counted by code;
+    /// - `200` and no `grpc-status` (or one that is not a number): bad
+    ///   framing, [`FramingCause::NoGrpcStatus`].
+    ///
+    /// ```
+    /// use metronome_core::exchange::Finish;
+    /// use metronome_core::measure::FramingCause;
+    /// assert_eq!(Finish::for_grpc(Some(200), Some(0)), Finish::Ok);
+    /// assert_eq!(Finish::for_grpc(Some(200), Some(14)), Finish::GrpcStatus(14));
+    /// assert_eq!(Finish::for_grpc(Some(200), None), Finish::Framing(FramingCause::NoGrpcStatus));
+    /// assert_eq!(Finish::for_grpc(Some(503), Some(14)), Finish::Status(503));
+    /// ```
+    pub fn for_grpc(status: Option<u16>, grpc_status: Option<u32>) -> Finish<'static> {
+        match (status, grpc_status) {
+            (Some(200), Some(0)) => Finish::Ok,
+            (Some(200), Some(code)) => Finish::GrpcStatus(code),
+            (Some(200), None) => Finish::Framing(FramingCause::NoGrpcStatus),
+            (other, _) => Finish::Status(other.unwrap_or(0)),
+        }
+    }
+
     /// How a complete response ended: a non-2xx status is `Status`, an
     /// error event in a 2xx stream is a stream error, any other 2xx plain
     /// response is `Ok`. `None` means a 2xx stream without an error event:

@@ -490,6 +490,10 @@ impl<'p> Ledger<'p> {
                 rec.record_status(code);
                 Some(ErrorKind::Status)
             }
+            Finish::GrpcStatus(code) => {
+                rec.record_grpc_status(code);
+                Some(ErrorKind::GrpcStatus)
+            }
             Finish::Error(kind) => {
                 rec.record_error(kind);
                 Some(kind)

@@ -17,6 +17,10 @@ pub enum Protocol {
     /// OpenAI-style streaming chat completions: an HTTP/1.1 response whose
     /// body is a `text/event-stream` ending in `data: [DONE]`.
     OpenAiSse,
+    /// Unary gRPC over HTTP/2 ([`Plan::http2`] is required): a call
+    /// succeeds on `:status 200` with `grpc-status: 0`
+    /// ([`Finish::for_grpc`](crate::exchange::Finish::for_grpc) has the rule).
+    Grpc,
 }
 
 /// Open loop (the point of metronome) or closed loop (only to show the difference).
@@ -411,7 +415,8 @@ pub enum PlanError {
     Turns,
     /// HTTP/2 requests that do not match the plan's requests, more than
     /// [`H2_MAX_STREAMS`] streams, or with a closed loop, a warm-up request
-    /// or conversations (not supported over HTTP/2 yet).
+    /// or conversations (not supported over HTTP/2 yet); or
+    /// [`Protocol::Grpc`] without HTTP/2.
     Http2,
 }
 
@@ -440,7 +445,7 @@ impl fmt::Display for PlanError {
             }
             PlanError::Http2 => {
                 "HTTP/2 needs one encoded request per request, at most 100 streams, the open \
-                 loop, no warm-up request and no conversations"
+                 loop, no warm-up request and no conversations; gRPC needs HTTP/2"
             }
         })
     }
@@ -550,6 +555,8 @@ impl Plan<'_> {
             {
                 return Err(PlanError::Http2);
             }
+        } else if self.protocol == Protocol::Grpc {
+            return Err(PlanError::Http2);
         }
         self.schedule(self.shard).map(|_| ())
     }

@@ -155,8 +155,8 @@ fn no_content_and_no_done_are_errors_that_enter_no_histogram() {
     }
     assert_eq!((r.ok, r.good, r.output_tokens), (0, 0, 0));
     // reset, timeout, status, bad_framing, too_large, stream_cut,
-    // stream_error, no_content, not_event_stream
-    assert_eq!(r.errors, [0, 1, 1, 0, 0, 1, 0, 1, 0]);
+    // stream_error, no_content, not_event_stream, grpc_status
+    assert_eq!(r.errors, [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]);
     assert_eq!(r.timeouts, 1);
     assert_eq!(r.status[403], 1);
     assert_eq!(r.errors_total(), 4);
@@ -301,10 +301,11 @@ fn error_kind_names_and_indices() {
             "stream_cut",
             "stream_error",
             "no_content",
-            "not_event_stream"
+            "not_event_stream",
+            "grpc_status"
         ]
     );
-    assert_eq!(ErrorKind::COUNT, 9);
+    assert_eq!(ErrorKind::COUNT, 10);
     for (i, k) in ErrorKind::ALL.into_iter().enumerate() {
         assert_eq!(k.index(), i);
         assert_eq!(k.to_string(), k.name());
@@ -324,6 +325,7 @@ fn scripted(seed: u64) -> Box<Recorder> {
         match (i + seed) % 5 {
             0 => r.record_error(ErrorKind::ALL[(i % 8) as usize]),
             1 => r.record_status(400 + (i % 100) as u16),
+            2 if i % 3 == 0 => r.record_grpc_status((i + seed) as u32 % 20),
             2 => r.record_dropped(),
             _ => {
                 r.record_sent(intended, intended + i * 1_000);
@@ -362,6 +364,10 @@ fn merge_is_exact() {
     for i in 0..500 {
         assert_eq!(m.status[i], a.status[i] + b.status[i]);
     }
+    assert!(a.grpc.iter().sum::<u64>() > 0 && b.grpc.iter().sum::<u64>() > 0);
+    for i in 0..metronome_core::measure::GRPC_CODES {
+        assert_eq!(m.grpc[i], a.grpc[i] + b.grpc[i]);
+    }
     let mut lat = a.latency.clone();
     lat.merge(&b.latency);
     assert_eq!(m.latency, lat);
@@ -375,9 +381,10 @@ fn merge_is_exact() {
     n.merge(&a);
     assert_eq!(m, n);
     // Exact numbers of the script: seed 1 has 8 plain ok of 20 plus the stream,
-    // 4 errors by kind, 4 statuses and 4 drops.
-    assert_eq!((a.ok, a.errors_total(), a.dropped), (9, 8, 4));
+    // 4 errors by kind, 4 statuses, 1 grpc-status (7) and 3 drops.
+    assert_eq!((a.ok, a.errors_total(), a.dropped), (9, 9, 3));
     assert_eq!(a.status.iter().sum::<u64>(), 4);
+    assert_eq!((a.grpc[7], a.grpc.iter().sum::<u64>()), (1, 1));
 }
 
 #[test]

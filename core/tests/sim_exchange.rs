@@ -38,6 +38,7 @@ enum End {
 enum Owned {
     Ok,
     Status(u16),
+    GrpcStatus(u32),
     Error(ErrorKind),
     Framing(FramingCause),
     Stream {
@@ -50,6 +51,7 @@ fn own(f: Finish<'_>) -> Owned {
     match f {
         Finish::Ok => Owned::Ok,
         Finish::Status(c) => Owned::Status(c),
+        Finish::GrpcStatus(c) => Owned::GrpcStatus(c),
         Finish::Error(k) => Owned::Error(k),
         Finish::Framing(c) => Owned::Framing(c),
         Finish::Stream { timing, gaps } => Owned::Stream {

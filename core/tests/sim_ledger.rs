@@ -599,3 +599,39 @@ fn exact_samples_give_the_sample_median() {
         .count();
     assert_eq!(services, 5);
 }
+
+/// gRPC outcomes: `grpc-status 0` is ok, another code an error by code,
+/// none bad framing; every one counted once, the accounting exact.
+#[test]
+fn grpc_outcomes_counted_by_code() {
+    use metronome_core::measure::{FramingCause, GRPC_OTHER};
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    let outcomes = [
+        Finish::for_grpc(Some(200), Some(0)),
+        Finish::for_grpc(Some(200), Some(14)),
+        Finish::for_grpc(Some(200), Some(14)),
+        Finish::for_grpc(Some(200), Some(5)),
+        Finish::for_grpc(Some(200), Some(40)),
+        Finish::for_grpc(Some(200), None),
+        Finish::for_grpc(Some(429), Some(14)),
+    ];
+    for (i, f) in outcomes.into_iter().enumerate() {
+        let at = 600 * MS + i as u64 * MS;
+        assert!(ledger.scheduled(t, at, 0));
+        assert!(ledger.sent(t, at, 0, at));
+        let ok = ledger.done(t, at, 0, at, at + MS, f);
+        assert_eq!(ok, Some(i == 0), "{f:?}");
+    }
+    let r = &b.recorder;
+    assert_eq!((r.sent, r.ok, r.errors_total()), (7, 1, 6));
+    assert_eq!(r.errors[ErrorKind::GrpcStatus.index()], 4);
+    assert_eq!((r.grpc[14], r.grpc[5], r.grpc[GRPC_OTHER]), (2, 1, 1));
+    assert_eq!(r.grpc.iter().sum::<u64>(), 4);
+    assert_eq!(r.errors[ErrorKind::BadFraming.index()], 1);
+    assert_eq!(r.framing[FramingCause::NoGrpcStatus.index()], 1);
+    assert_eq!((r.errors[ErrorKind::Status.index()], r.status[329]), (1, 1));
+    assert_eq!(b.column(|iv| iv.errors).iter().sum::<u64>(), 6);
+}

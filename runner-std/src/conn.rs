@@ -30,7 +30,8 @@ pub(crate) enum Outcome {
     Ok,
     /// A complete response with a non-2xx status.
     Status(u16),
-    /// A failure that is not a status: a fault by kind, or bad framing.
+    /// A failure that is not an HTTP status: a fault by kind, bad framing,
+    /// a non-zero `grpc-status`.
     Failed(Finish<'static>),
     /// A streamed response (OpenAI-style SSE) that reached its end; the
     /// recorder decides whether it succeeded (it needs content and `[DONE]`).
@@ -47,6 +48,7 @@ impl Outcome {
         match finish {
             Finish::Ok => Outcome::Ok,
             Finish::Status(code) => Outcome::Status(code),
+            Finish::GrpcStatus(code) => Outcome::Failed(Finish::GrpcStatus(code)),
             Finish::Error(kind) => Outcome::Failed(Finish::Error(kind)),
             Finish::Framing(cause) => Outcome::Failed(Finish::Framing(cause)),
             Finish::Stream { timing, gaps } => Outcome::Stream {

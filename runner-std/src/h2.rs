@@ -84,12 +84,15 @@ struct Link {
 impl Link {
     fn new(plan: &Plan<'_>, cap: usize) -> Link {
         let sse = matches!(plan.protocol, Protocol::OpenAiSse);
+        let protocol = plan.protocol;
         Link {
             h2: Box::new(H2::new(Config::DEFAULT)),
             sock: None,
             tls: None,
             flights: (0..SLOTS).map(|_| None).collect(),
-            exchanges: (0..SLOTS).map(|_| StreamExchange::new(sse)).collect(),
+            exchanges: (0..SLOTS)
+                .map(|_| StreamExchange::for_protocol(protocol))
+                .collect(),
             gaps: (0..SLOTS)
                 .map(|_| vec![0u64; if sse { GAP_CAP } else { 0 }].into_boxed_slice())
                 .collect(),
@@ -842,11 +845,12 @@ fn feed(
                 stream,
                 status,
                 event_stream,
+                grpc_status,
                 end_stream: ended,
-                ..
             } => {
                 if let Some(slot) = l.slot_of(stream) {
                     l.exchanges[slot].on_head(now, status, event_stream);
+                    l.exchanges[slot].on_grpc_status(grpc_status);
                     if ended {
                         finish_ok(l, slot, shared, tx, now, after);
                     }
@@ -868,8 +872,12 @@ fn feed(
                     }
                 }
             }
-            Event::Trailers { stream, .. } => {
+            Event::Trailers {
+                stream,
+                grpc_status,
+            } => {
                 if let Some(slot) = l.slot_of(stream) {
+                    l.exchanges[slot].on_grpc_status(grpc_status);
                     finish_ok(l, slot, shared, tx, now, after);
                 }
             }

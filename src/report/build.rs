@@ -214,7 +214,10 @@ impl Report {
                 good: rec.good,
                 ok_without_done: rec.ok_without_done,
             },
-            errors: Errors::from_recorder(rec),
+            errors: Errors::from_recorder(
+                rec,
+                plan.protocol == metronome_core::plan::Protocol::Grpc,
+            ),
             // Ratios of the counts: set by `derive` below.
             error_rate: 0.0,
             goodput: 0.0,
@@ -636,6 +639,16 @@ pub fn no_success_line(r: &Report) -> Option<String> {
             })
             .max_by_key(|c| r.errors.bad_framing_by_cause[c.name()])
             .map_or_else(String::new, |c| c.describe().to_string()),
+        "grpc_status" => r
+            .errors
+            .by_grpc_status
+            .iter()
+            .flatten()
+            .max_by_key(|(_, &c)| c)
+            .map_or_else(String::new, |(code, c)| {
+                let name = super::grpc_code_name(code).map_or(String::new(), |n| format!(" {n}"));
+                format!("grpc-status {code}{name} on {c}")
+            }),
         "timeout" => "no complete response within --timeout".to_string(),
         "reset" => "the connection was reset or closed before the response completed".to_string(),
         "too_large" => "the response head was over --max-header-bytes".to_string(),
@@ -692,6 +705,14 @@ mod tests {
             no_success_line(&r).unwrap(),
             "no request succeeded: 3 of 5 sent failed with not_event_stream (e.g. a 2xx answer \
              without Content-Type: text/event-stream (the server ignored stream: true))"
+        );
+        r.errors.by_kind.insert("not_event_stream".into(), 0);
+        r.errors.by_kind.insert("grpc_status".into(), 3);
+        r.errors.by_grpc_status = Some([("5".into(), 1), ("14".into(), 2)].into());
+        assert_eq!(
+            no_success_line(&r).unwrap(),
+            "no request succeeded: 3 of 5 sent failed with grpc_status (e.g. grpc-status 14 \
+             UNAVAILABLE on 2)"
         );
         for v in r.errors.by_kind.values_mut() {
             *v = 0;

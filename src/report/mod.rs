@@ -559,16 +559,22 @@ pub struct Requests {
 #[serde(deny_unknown_fields)]
 pub struct Errors {
     /// Sent requests that failed, by kind (every kind listed): reset, timeout, status,
-    /// bad_framing, too_large, stream_cut, stream_error, no_content, not_event_stream.
+    /// bad_framing, too_large, stream_cut, stream_error, no_content, not_event_stream,
+    /// grpc_status.
     pub by_kind: BTreeMap<String, u64>,
     /// Non-success responses by status code (every code seen, 100..=999); they sum to
     /// `by_kind.status`.
     pub by_status: BTreeMap<String, u64>,
     /// `bad_framing` by cause (every cause listed): head, content_length, chunk_size,
-    /// chunk_framing, upgrade, tls, http2, http2_protocol.
+    /// chunk_framing, upgrade, tls, http2, http2_protocol, no_grpc_status.
     pub bad_framing_by_cause: BTreeMap<String, u64>,
     /// Requests never sent, by reason (every reason listed): connect, timeout.
     pub unsent_by_reason: BTreeMap<String, u64>,
+    /// `--grpc` runs only (absent otherwise): gRPC calls answered HTTP 200 that ended with
+    /// a non-zero `grpc-status`, by code ("1" to "16", "other" above); they sum to
+    /// `by_kind.grpc_status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_grpc_status: Option<BTreeMap<String, u64>>,
 }
 
 /// SLO bounds in ms.
@@ -774,8 +780,9 @@ impl Metrics {
 }
 
 impl Errors {
-    /// Errors of a recorder by kind (all kinds listed) and status code.
-    pub fn from_recorder(rec: &Recorder) -> Errors {
+    /// Errors of a recorder by kind (all kinds listed) and status code;
+    /// `grpc`: a gRPC run, whose errors also go by `grpc-status`.
+    pub fn from_recorder(rec: &Recorder, grpc: bool) -> Errors {
         let by_kind = ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), rec.errors[k.index()]))
@@ -795,13 +802,62 @@ impl Errors {
             .iter()
             .map(|u| (u.name().to_string(), rec.unsent[u.index()]))
             .collect();
+        let by_grpc_status = grpc.then(|| {
+            rec.grpc
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (grpc_code_key(i), n))
+                .collect()
+        });
         Errors {
             by_kind,
             by_status,
             bad_framing_by_cause,
             unsent_by_reason,
+            by_grpc_status,
         }
     }
+}
+
+/// The report key of [`Recorder::grpc`]'s index `i`: the code, or
+/// `other` for [`GRPC_OTHER`](metronome_core::measure::GRPC_OTHER).
+fn grpc_code_key(i: usize) -> String {
+    if i == metronome_core::measure::GRPC_OTHER {
+        "other".to_string()
+    } else {
+        i.to_string()
+    }
+}
+
+/// The name of gRPC status `code` (as `grpc-status` carries it), or
+/// `None` for a code the gRPC spec does not define.
+///
+/// ```
+/// assert_eq!(metronome::report::grpc_code_name("14"), Some("UNAVAILABLE"));
+/// assert_eq!(metronome::report::grpc_code_name("other"), None);
+/// ```
+pub fn grpc_code_name(code: &str) -> Option<&'static str> {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    NAMES.get(code.parse::<usize>().ok()?).copied()
 }
 
 // The numbers a report derives from its counts, and how counts add up. A
@@ -885,6 +941,13 @@ impl Errors {
             (&mut self.bad_framing_by_cause, &other.bad_framing_by_cause),
             (&mut self.unsent_by_reason, &other.unsent_by_reason),
         ] {
+            for (k, v) in from {
+                *into.entry(k.clone()).or_default() += v;
+            }
+        }
+        // Present in the sum when present in either (a gRPC shard's).
+        if let Some(from) = &other.by_grpc_status {
+            let into = self.by_grpc_status.get_or_insert_with(BTreeMap::new);
             for (k, v) in from {
                 *into.entry(k.clone()).or_default() += v;
             }

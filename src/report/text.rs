@@ -72,6 +72,14 @@ pub fn render_text(r: &Report) -> String {
                     .iter()
                     .map(|(c, n)| format!("HTTP {c}: {n}")),
             )
+            .chain(
+                grpc_codes(r)
+                    .into_iter()
+                    .map(|(c, n)| match super::grpc_code_name(&c) {
+                        Some(name) => format!("grpc-status {c} {name}: {n}"),
+                        None => format!("grpc-status {c}: {n}"),
+                    }),
+            )
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
         // The parser's cause, each once: the fix is often in the URL.
@@ -395,4 +403,18 @@ fn fmt_ms(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// A gRPC run's `by_grpc_status`, in code order (`other` last).
+fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
+    let mut codes: Vec<(String, u64)> = r
+        .errors
+        .by_grpc_status
+        .iter()
+        .flatten()
+        .filter(|(_, &n)| n > 0)
+        .map(|(c, &n)| (c.clone(), n))
+        .collect();
+    codes.sort_by_key(|(c, _)| c.parse::<u64>().unwrap_or(u64::MAX));
+    codes
 }

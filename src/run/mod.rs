@@ -6,6 +6,7 @@
 //! - [`workload`]: `--openai` prompts: `--prompt`, `--dataset`, synthetic.
 //! - [`discover`]: `--model` from `GET /v1/models` when not given.
 //! - [`engine`]: the engine chosen (`uring` or `std`) and run.
+//! - `grpc`: `--grpc SERVICE/METHOD`, the call as an HTTP/2 request.
 //! - `progress`: the progress line on stderr, and Ctrl-C into the stop flag.
 //!
 //! The report itself is built and rendered in [`crate::report`].
@@ -13,6 +14,7 @@
 pub mod conversation;
 pub mod discover;
 pub mod engine;
+mod grpc;
 pub mod lengths;
 pub mod mix;
 pub mod mooncake;
@@ -60,6 +62,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         Some(profile) => {
             profiled = with_profile(args, profile);
             &profiled
+        }
+        None => args,
+    };
+    let called;
+    let args = match grpc::args(args)? {
+        Some(a) => {
+            called = a;
+            &called
         }
         None => args,
     };

@@ -195,6 +195,12 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         ),
         (None, None) => None,
     };
+    // A gRPC call's body is its message behind the 5-byte prefix; no
+    // --body-file is an empty message.
+    let body = match &args.grpc {
+        Some(_) => Some(super::grpc::frame(body.as_deref().unwrap_or_default())?),
+        None => body,
+    };
     let tls = if target.tls {
         Some(crate::tls::ClientTls::new(
             &target.host,
@@ -930,6 +936,8 @@ pub(super) fn build<'a>(
         timeout_ns: ns(args.timeout),
         protocol: if args.openai {
             Protocol::OpenAiSse
+        } else if args.grpc.is_some() {
+            Protocol::Grpc
         } else {
             Protocol::Http
         },

@@ -236,6 +236,13 @@ pub fn assert_accounting(r: &Report) {
         sum(&e.bad_framing_by_cause),
         "bad_framing = sum(by cause); {ctx}"
     );
+    // Reports of older versions have no grpc_status kind; plain runs no
+    // by_grpc_status.
+    assert_eq!(
+        e.by_kind.get("grpc_status").copied().unwrap_or(0),
+        e.by_grpc_status.as_ref().map_or(0, sum),
+        "grpc_status = sum(by_grpc_status); {ctx}"
+    );
     assert_eq!(
         q.timeouts, e.by_kind["timeout"],
         "timeouts = by_kind.timeout; {ctx}"

@@ -8,6 +8,12 @@
 //! [`StreamTiming`] as over HTTP/1.1, so both protocols record the same
 //! facts for the same events at the same times.
 //!
+//! A unary gRPC call ([`StreamExchange::for_protocol`] with
+//! [`Protocol::Grpc`]) also takes the `grpc-status` of its trailers (or
+//! of a trailers-only head) through [`StreamExchange::on_grpc_status`],
+//! and ends as [`Finish::for_grpc`] says: ok only on `:status 200` with
+//! `grpc-status: 0`.
+//!
 //! ```
 //! use metronome_core::exchange::Finish;
 //! use metronome_core::h2::StreamExchange;
@@ -26,6 +32,7 @@
 
 use crate::exchange::Finish;
 use crate::measure::{ErrorKind, FramingCause, StreamTiming};
+use crate::plan::Protocol;
 use crate::sse::{SseDecoder, SseEvent, SseKind};
 
 use super::frame::ErrorCode;
@@ -36,6 +43,9 @@ use super::frame::ErrorCode;
 pub struct StreamExchange {
     sse: SseDecoder,
     expect_stream: bool,
+    /// Unary gRPC: [`Finish::for_grpc`] decides.
+    grpc: bool,
+    grpc_status: Option<u32>,
     status: Option<u16>,
     event_stream: bool,
     /// The body is decoded as SSE (a 2xx head of a stream request).
@@ -53,6 +63,8 @@ impl StreamExchange {
         Self {
             sse: SseDecoder::new(),
             expect_stream,
+            grpc: false,
+            grpc_status: None,
             status: None,
             event_stream: false,
             decoding: false,
@@ -63,11 +75,35 @@ impl StreamExchange {
         }
     }
 
+    /// A stream slot's exchange for `protocol`: OpenAI-style event streams
+    /// for [`Protocol::OpenAiSse`], unary gRPC calls for
+    /// [`Protocol::Grpc`], plain responses for [`Protocol::Http`].
+    ///
+    /// ```
+    /// use metronome_core::exchange::Finish;
+    /// use metronome_core::h2::StreamExchange;
+    /// use metronome_core::plan::Protocol;
+    /// let mut s = StreamExchange::for_protocol(Protocol::Grpc);
+    /// s.begin(0, 1);
+    /// s.on_head(5, 200, false);
+    /// s.on_grpc_status(None); // the head of a response with a body
+    /// s.on_data(6, b"\0\0\0\0\0", &mut []);
+    /// s.on_grpc_status(Some(14)); // its trailers
+    /// s.on_end(7, &mut []);
+    /// assert_eq!(s.finish(&[]), Finish::GrpcStatus(14));
+    /// ```
+    pub const fn for_protocol(protocol: Protocol) -> Self {
+        let mut s = Self::new(matches!(protocol, Protocol::OpenAiSse));
+        s.grpc = matches!(protocol, Protocol::Grpc);
+        s
+    }
+
     /// The request intended at `intended_ns` left at `sent_ns` (its
     /// HEADERS written): forget the previous stream's facts.
     pub fn begin(&mut self, intended_ns: u64, sent_ns: u64) {
         self.sse.reset();
         self.status = None;
+        self.grpc_status = None;
         self.event_stream = false;
         self.decoding = false;
         self.stream_error = false;
@@ -80,6 +116,17 @@ impl StreamExchange {
         self.status = Some(status);
         self.event_stream = event_stream;
         self.decoding = self.expect_stream && (200..300).contains(&status);
+    }
+
+    /// The `grpc-status` field of a head or of trailers
+    /// ([`Event::Headers`](super::Event::Headers) and
+    /// [`Event::Trailers`](super::Event::Trailers) carry it): engines pass
+    /// it on for both events; `None` (no such field) changes nothing, a
+    /// later value replaces an earlier one. Only a gRPC exchange uses it.
+    pub fn on_grpc_status(&mut self, grpc_status: Option<u32>) {
+        if grpc_status.is_some() {
+            self.grpc_status = grpc_status;
+        }
     }
 
     /// True once the head arrived.
@@ -188,7 +235,11 @@ impl StreamExchange {
 
     /// How the ended stream went, borrowing its timing and the gaps written
     /// into `gaps`: the same rules as [`Exchange::finish`](crate::exchange::Exchange::finish).
+    /// A gRPC exchange ends as [`Finish::for_grpc`] says.
     pub fn finish<'a>(&'a self, gaps: &'a [u64]) -> Finish<'a> {
+        if self.grpc {
+            return Finish::for_grpc(self.status, self.grpc_status);
+        }
         if self.expect_stream
             && self.status.is_some_and(|s| (200..300).contains(&s))
             && !self.event_stream
@@ -251,6 +302,71 @@ mod tests {
         s.on_end(15, &mut []);
         assert_eq!(s.finish(&[]), Finish::Status(429));
         assert_eq!(s.on_reset(ErrorCode::CANCEL), ErrorKind::Reset);
+    }
+
+    /// The gRPC rule, exactly: every combination of a status and a
+    /// grpc-status given by head, trailers, both or neither.
+    #[test]
+    fn grpc_classification() {
+        use crate::measure::FramingCause;
+        let run = |status: u16, head: Option<u32>, trailers: Option<Option<u32>>| {
+            let mut s = StreamExchange::for_protocol(Protocol::Grpc);
+            s.begin(0, 1);
+            s.on_head(2, status, false);
+            s.on_grpc_status(head);
+            if let Some(t) = trailers {
+                s.on_data(3, &[0, 0, 0, 0, 0], &mut []);
+                s.on_grpc_status(t);
+            }
+            s.on_end(4, &mut []);
+            match s.finish(&[]) {
+                Finish::Ok => Finish::Ok,
+                Finish::Status(c) => Finish::Status(c),
+                Finish::GrpcStatus(c) => Finish::GrpcStatus(c),
+                Finish::Framing(c) => Finish::Framing(c),
+                Finish::Error(k) => Finish::Error(k),
+                Finish::Stream { .. } => panic!("a gRPC call is no event stream"),
+            }
+        };
+        // Trailers-only responses.
+        assert_eq!(run(200, Some(0), None), Finish::Ok);
+        assert_eq!(run(200, Some(5), None), Finish::GrpcStatus(5));
+        assert_eq!(run(200, Some(16), None), Finish::GrpcStatus(16));
+        assert_eq!(run(200, Some(99), None), Finish::GrpcStatus(99));
+        // Head, message, trailers.
+        assert_eq!(run(200, None, Some(Some(0))), Finish::Ok);
+        assert_eq!(run(200, None, Some(Some(14))), Finish::GrpcStatus(14));
+        // The trailers' status is the call's.
+        assert_eq!(run(200, Some(0), Some(Some(2))), Finish::GrpcStatus(2));
+        assert_eq!(run(200, Some(2), Some(None)), Finish::GrpcStatus(2));
+        // No grpc-status at all (or none that parsed): not a gRPC answer.
+        let no_status = Finish::Framing(FramingCause::NoGrpcStatus);
+        assert_eq!(run(200, None, None), no_status);
+        assert_eq!(run(200, None, Some(None)), no_status);
+        // Not 200: the HTTP status counts, whatever grpc-status says.
+        assert_eq!(run(503, Some(14), None), Finish::Status(503));
+        assert_eq!(run(429, None, None), Finish::Status(429));
+        assert_eq!(run(204, Some(0), None), Finish::Status(204));
+        assert_eq!(run(404, None, Some(Some(0))), Finish::Status(404));
+        // The next stream on the slot forgets the previous one's status.
+        let mut s = StreamExchange::for_protocol(Protocol::Grpc);
+        s.begin(0, 1);
+        s.on_head(2, 200, false);
+        s.on_grpc_status(Some(0));
+        assert_eq!(s.finish(&[]), Finish::Ok);
+        s.begin(10, 11);
+        s.on_head(12, 200, false);
+        s.on_end(13, &mut []);
+        assert_eq!(s.finish(&[]), no_status);
+        // A reset stream is a reset, as for any request.
+        assert_eq!(s.on_reset(ErrorCode::CANCEL), ErrorKind::Reset);
+        // Other protocols ignore grpc-status.
+        let mut s = StreamExchange::for_protocol(Protocol::Http);
+        s.begin(0, 1);
+        s.on_head(2, 200, false);
+        s.on_grpc_status(Some(14));
+        s.on_end(3, &mut []);
+        assert_eq!(s.finish(&[]), Finish::Ok);
     }
 
     #[test]

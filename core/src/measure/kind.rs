@@ -29,11 +29,15 @@ pub enum ErrorKind {
     /// A stream was asked for, and a 2xx response came without
     /// `Content-Type: text/event-stream` (a server that ignores `stream: true`).
     NotEventStream,
+    /// A gRPC call answered HTTP `200` ended with a `grpc-status` other
+    /// than 0 (`OK`); [`Recorder::grpc`](super::Recorder::grpc) counts
+    /// them by code.
+    GrpcStatus,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 
     /// The kind of a socket error on an established connection, the same
     /// on both engines: a read or write that timed out (or would block
@@ -66,11 +70,12 @@ impl ErrorKind {
         ErrorKind::StreamError,
         ErrorKind::NoContent,
         ErrorKind::NotEventStream,
+        ErrorKind::GrpcStatus,
     ];
 
     /// The kind's key in reports: `reset`, `timeout`, `status`,
     /// `bad_framing`, `too_large`, `stream_cut`, `stream_error`,
-    /// `no_content`, `not_event_stream`.
+    /// `no_content`, `not_event_stream`, `grpc_status`.
     ///
     /// # Example
     /// ```
@@ -88,6 +93,7 @@ impl ErrorKind {
             ErrorKind::StreamError => "stream_error",
             ErrorKind::NoContent => "no_content",
             ErrorKind::NotEventStream => "not_event_stream",
+            ErrorKind::GrpcStatus => "grpc_status",
         }
     }
 
@@ -159,11 +165,15 @@ pub enum FramingCause {
     /// `COMPRESSION_ERROR`; see `h2::StreamExchange::on_connection_end`),
     /// or a response this client reset as malformed (`PROTOCOL_ERROR`).
     Http2Protocol,
+    /// A gRPC response (HTTP `200`) that ended without a `grpc-status`
+    /// (in its trailers or a trailers-only head), or with one that is not
+    /// a number: not a gRPC server, or a broken one.
+    NoGrpcStatus,
 }
 
 impl FramingCause {
     /// Number of causes.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// Every cause, in index order.
     pub const ALL: [FramingCause; FramingCause::COUNT] = [
         FramingCause::Head,
@@ -174,6 +184,7 @@ impl FramingCause {
         FramingCause::Tls,
         FramingCause::Http2,
         FramingCause::Http2Protocol,
+        FramingCause::NoGrpcStatus,
     ];
 
     /// What a user reads: the cause and, where there is one, the fix.
@@ -190,6 +201,9 @@ impl FramingCause {
                 "HTTP/2 protocol error: a malformed frame, header block or response from \
                  the server, or its GOAWAY with a protocol error"
             }
+            FramingCause::NoGrpcStatus => {
+                "a gRPC response without grpc-status: is the target a gRPC server?"
+            }
         }
     }
 
@@ -204,6 +218,7 @@ impl FramingCause {
             FramingCause::Tls => "tls",
             FramingCause::Http2 => "http2",
             FramingCause::Http2Protocol => "http2_protocol",
+            FramingCause::NoGrpcStatus => "no_grpc_status",
         }
     }
 

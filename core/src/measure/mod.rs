@@ -88,6 +88,14 @@ pub struct ThreadStats {
 /// three-digit code, 100..=999.
 pub const STATUS_CODES: usize = 900;
 
+/// Number of `grpc-status` counters in [`Recorder::grpc`]: codes 1 to 16
+/// (`CANCELLED` to `UNAUTHENTICATED`) by code, and one for any code above
+/// 16 (index 0 is unused: `grpc-status: 0` is a success).
+pub const GRPC_CODES: usize = 18;
+
+/// The index in [`Recorder::grpc`] of a code above 16.
+pub const GRPC_OTHER: usize = 17;
+
 /// One engine thread's measurements. Merges exactly ([`Recorder::merge`]).
 ///
 /// About 1.4 MiB (twenty-four histograms, thirteen of them the peers'
@@ -178,6 +186,10 @@ pub struct Recorder {
     /// Non-success HTTP responses by status code: `status[code - 100]` for
     /// codes 100..=999.
     pub status: [u64; STATUS_CODES],
+    /// gRPC calls answered HTTP `200` that ended with a non-zero
+    /// `grpc-status`, by code: `grpc[code]` for 1..=16, `grpc[GRPC_OTHER]`
+    /// for any larger code. They sum to `errors[GrpcStatus]`.
+    pub grpc: [u64; GRPC_CODES],
 }
 
 impl Default for Recorder {
@@ -234,6 +246,7 @@ impl Recorder {
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
+            grpc: [0; GRPC_CODES],
         }
     }
 
@@ -475,6 +488,30 @@ impl Recorder {
         }
     }
 
+    /// A gRPC call answered HTTP `200` ended with `grpc-status: code`,
+    /// not 0: counts `errors[GrpcStatus]` and `grpc[code]` (or
+    /// `grpc[GRPC_OTHER]` above 16). A code of 0 is a success, not an
+    /// error: the caller records it with [`Recorder::record_ok`]; here it
+    /// counts as `GRPC_OTHER` so no error goes uncounted.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome_core::measure::{ErrorKind, Recorder, GRPC_OTHER};
+    /// let mut r = Recorder::new();
+    /// r.record_grpc_status(14);
+    /// r.record_grpc_status(99);
+    /// assert_eq!(r.errors[ErrorKind::GrpcStatus.index()], 2);
+    /// assert_eq!((r.grpc[14], r.grpc[GRPC_OTHER]), (1, 1));
+    /// ```
+    pub fn record_grpc_status(&mut self, code: u32) {
+        self.record_error(ErrorKind::GrpcStatus);
+        let i = match code {
+            1..=16 => code as usize,
+            _ => GRPC_OTHER,
+        };
+        self.grpc[i] = self.grpc[i].saturating_add(1);
+    }
+
     /// A due request was dropped above the in-flight limit.
     ///
     /// # Example
@@ -620,6 +657,9 @@ impl Recorder {
             *a = a.saturating_add(b);
         }
         for (a, &b) in self.status.iter_mut().zip(&other.status) {
+            *a = a.saturating_add(b);
+        }
+        for (a, &b) in self.grpc.iter_mut().zip(&other.grpc) {
             *a = a.saturating_add(b);
         }
     }

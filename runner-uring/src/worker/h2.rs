@@ -69,19 +69,27 @@ pub(super) struct Link {
     open: usize,
     /// A body was cut short by the buffer (not a window): push on the next send.
     body_pending: bool,
+    /// The connection error behind its end: ours (the code of the error
+    /// `handle_read` returned) or else the server's last GOAWAY code; core's
+    /// `StreamExchange::on_connection_end` decides what it makes of its
+    /// streams.
+    error: Option<ErrorCode>,
 }
 
 impl Link {
-    fn new(sse: bool) -> Link {
+    fn new(protocol: Protocol) -> Link {
         Link {
             conn: Box::new(H2::new(Config::DEFAULT)),
             flights: vec![Flight::default(); SLOTS].into_boxed_slice(),
-            exchanges: (0..SLOTS).map(|_| StreamExchange::new(sse)).collect(),
+            exchanges: (0..SLOTS)
+                .map(|_| StreamExchange::for_protocol(protocol))
+                .collect(),
             out: vec![0u8; OUT_BYTES].into_boxed_slice(),
             out_len: 0,
             listed: false,
             open: 0,
             body_pending: false,
+            error: None,
         }
     }
 
@@ -123,7 +131,7 @@ impl H2State {
             .unwrap_or(0)
             + 64;
         Some(H2State {
-            links: (0..slots).map(|_| Link::new(sse)).collect(),
+            links: (0..slots).map(|_| Link::new(plan.protocol)).collect(),
             gaps: vec![0u64; pool * GAP_CAP].into_boxed_slice(),
             gap_free: (0..pool as u32).rev().collect(),
             cap: match h2.max_streams {
@@ -168,8 +176,8 @@ impl H2State {
 enum End {
     /// The response is complete: its exchange says how it went.
     Answered,
-    /// Failed as this kind.
-    Failed(ErrorKind),
+    /// Failed as this says.
+    Failed(Finish<'static>),
     /// Refused before the server processed it: sent once more.
     Retry,
 }
@@ -195,6 +203,7 @@ impl Worker<'_> {
         }
         if let Some(h2) = self.h2.as_mut() {
             h2.links[slot].conn = greeted.conn;
+            h2.links[slot].error = None;
             h2.links[slot].listed = true;
         }
     }
@@ -448,6 +457,7 @@ impl Worker<'_> {
         };
         let l = &mut h2.links[slot];
         *l.conn = H2::new(Config::DEFAULT);
+        l.error = None;
         l.out_len = 0;
         l.open = 0;
         l.body_pending = false;
@@ -533,7 +543,8 @@ impl Worker<'_> {
             let input = &buf[c.start..c.end];
             let (used, event) = match l.conn.handle_read(input) {
                 Ok(r) => r,
-                Err(_) => {
+                Err(e) => {
+                    l.error = Some(e.code());
                     failed = true;
                     break;
                 }
@@ -552,11 +563,12 @@ impl Worker<'_> {
                     stream,
                     status,
                     event_stream,
+                    grpc_status,
                     end_stream,
-                    ..
                 } => {
                     if let Some(fi) = l.flight_of(stream) {
                         l.exchanges[fi].on_head(now, status, event_stream);
+                        l.exchanges[fi].on_grpc_status(grpc_status);
                         if end_stream {
                             let g = H2State::gaps_of(gaps, l.flights[fi].gap);
                             l.exchanges[fi].on_end(now, g);
@@ -579,29 +591,40 @@ impl Worker<'_> {
                         }
                     }
                 }
-                Event::Trailers { stream, .. } => {
+                Event::Trailers {
+                    stream,
+                    grpc_status,
+                } => {
                     if let Some(fi) = l.flight_of(stream) {
+                        l.exchanges[fi].on_grpc_status(grpc_status);
                         let g = H2State::gaps_of(gaps, l.flights[fi].gap);
                         l.exchanges[fi].on_end(now, g);
                         ends.end(l, gaps, fi, now, End::Answered);
                     }
                 }
-                Event::StreamReset { stream, code, .. } => {
+                Event::StreamReset {
+                    stream,
+                    code,
+                    remote,
+                } => {
                     if let Some(fi) = l.flight_of(stream) {
                         let how = if code == ErrorCode::REFUSED_STREAM && !l.flights[fi].job.retried
                         {
                             End::Retry
                         } else {
-                            End::Failed(l.exchanges[fi].on_reset(code))
+                            End::Failed(l.exchanges[fi].on_stream_reset(code, remote))
                         };
                         ends.end(l, gaps, fi, now, how);
                     }
                 }
-                Event::GoAway { .. } => {
+                Event::GoAway { code, .. } => {
+                    if l.error.is_none() {
+                        l.error = Some(code);
+                    }
                     while let Some(stream) = l.conn.take_refused() {
                         if let Some(fi) = l.flight_of(stream) {
                             let how = if l.flights[fi].job.retried {
-                                End::Failed(ErrorKind::Reset)
+                                End::Failed(Finish::Error(ErrorKind::Reset))
                             } else {
                                 End::Retry
                             };
@@ -696,8 +719,11 @@ impl Worker<'_> {
             if kind.is_some() {
                 l.conn.cancel(f.stream);
             }
-            let k = kind.unwrap_or_else(|| l.exchanges[fi].on_reset(ErrorCode::CANCEL));
-            ends.end(l, gaps, fi, now, End::Failed(k));
+            let finish = match kind {
+                Some(k) => Finish::Error(k),
+                None => l.exchanges[fi].on_connection_end(l.error),
+            };
+            ends.end(l, gaps, fi, now, End::Failed(finish));
         }
     }
 
@@ -737,7 +763,13 @@ impl Worker<'_> {
             }
             if now >= f.deadline_ns {
                 l.conn.cancel(f.stream);
-                ends.end(l, gaps, fi, now, End::Failed(ErrorKind::Timeout));
+                ends.end(
+                    l,
+                    gaps,
+                    fi,
+                    now,
+                    End::Failed(Finish::Error(ErrorKind::Timeout)),
+                );
                 expired = true;
             } else {
                 next = next.min(f.deadline_ns);
@@ -818,7 +850,7 @@ impl Ends<'_, '_> {
                 self.pool.observe(now, now.saturating_sub(f.sent_ns));
                 let g = H2State::gaps_of(gaps, f.gap);
                 let finish = match how {
-                    End::Failed(kind) => Finish::Error(kind),
+                    End::Failed(finish) => finish,
                     _ => l.exchanges[fi].finish(g),
                 };
                 let ok = self.ledger.finished(
