@@ -375,7 +375,8 @@ def report(raw):
         L.append("")
         for t, s in search.items():
             steps = ", ".join(f"{r:,} {v}" for r, v in s["steps"])
-            best = f"{s['best']:,} req/s ({s['best'] / fmax * 100:.1f}% of the floor's maximum)" if s["best"] and fmax else "none passed"
+            best = (f"{s['best']:,} req/s" + (f" ({s['best'] / fmax * 100:.1f}% of the floor's maximum)" if fmax else "")
+                    if s["best"] else "none passed")
             L.append(f"- {t}: {best}; steps: {steps}")
         L.append("")
     has_rates = any(r["mode"] == "rate" for r in rows)
