@@ -181,6 +181,26 @@ impl Finish<'static> {
             Some(Finish::Ok)
         }
     }
+
+    /// How a complete response ended, from what its exchange saw: the
+    /// status, whether the head declared an event stream, whether the
+    /// stream carried an error event, and (for a stream) its timing and
+    /// gaps. The rule of [`Exchange::finish`] and of
+    /// [`StreamExchange::finish`](crate::h2::StreamExchange::finish) alike.
+    pub(crate) fn for_ended<'a>(
+        status: Option<u16>,
+        event_stream: bool,
+        stream_error: bool,
+        expect_stream: bool,
+        timing: &'a StreamTiming,
+        gaps: &'a [u64],
+    ) -> Finish<'a> {
+        if expect_stream && status.is_some_and(|s| (200..300).contains(&s)) && !event_stream {
+            return Finish::Error(ErrorKind::NotEventStream);
+        }
+        Finish::for_response(status, stream_error, expect_stream)
+            .unwrap_or(Finish::Stream { timing, gaps })
+    }
 }
 
 /// One request/response exchange on one connection; see the
@@ -431,17 +451,13 @@ impl Exchange {
     /// How the complete response ended, borrowing its timing and the gaps
     /// written into `gaps` (the slice given to [`Exchange::handle_read`]).
     pub fn finish<'a>(&'a self, gaps: &'a [u64]) -> Finish<'a> {
-        if self.expect_stream
-            && self.status.is_some_and(|s| (200..300).contains(&s))
-            && !self.event_stream
-        {
-            return Finish::Error(ErrorKind::NotEventStream);
-        }
-        Finish::for_response(self.status, self.stream_error, self.expect_stream).unwrap_or(
-            Finish::Stream {
-                timing: &self.timing,
-                gaps: &gaps[..self.gaps.min(gaps.len())],
-            },
+        Finish::for_ended(
+            self.status,
+            self.event_stream,
+            self.stream_error,
+            self.expect_stream,
+            &self.timing,
+            &gaps[..self.gaps.min(gaps.len())],
         )
     }
 

@@ -24,6 +24,27 @@ use rustls::{
 
 use crate::engine::HandshakeFailure;
 
+/// After the handshake of an `--http2` connection: `Ok` when the server
+/// chose `h2` by ALPN, else the error that says what it chose and what to
+/// change.
+///
+/// # Errors
+/// `InvalidData` naming the protocol the server chose, or none.
+pub fn expect_h2(conn: &ClientConnection) -> io::Result<()> {
+    match conn.alpn_protocol() {
+        Some(b"h2") => Ok(()),
+        other => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it does not \
+                 speak HTTP/2 over TLS here; drop --http2",
+                other.map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
+                    .into_owned())
+            ),
+        )),
+    }
+}
+
 /// The TLS side of a target: the client configuration (trust, ALPN, the
 /// session cache every connection shares) and the server name (SNI, and
 /// the name the certificate must carry).

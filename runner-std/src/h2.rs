@@ -21,10 +21,12 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use metronome_core::engine::{greet_h2, Greeted};
 use metronome_core::exchange::{compact, Finish, GAP_CAP};
 use metronome_core::h2::{Config, Connection, ErrorCode, Event, SendError, StreamExchange};
 use metronome_core::measure::{ErrorKind, ThreadStats, Unsent};
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::tls::expect_h2;
 
 use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
@@ -234,90 +236,26 @@ pub(crate) fn open(
             let mut conn = crate::tls::client(target)?;
             resumed = crate::tls::handshake(target, &mut conn, &sock, started + timeout)?;
             handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
-            if conn.alpn_protocol() != Some(&b"h2"[..]) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it \
-                         does not speak HTTP/2 over TLS here; drop --http2",
-                        conn.alpn_protocol()
-                            .map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
-                                .into_owned())
-                    ),
-                ));
-            }
+            expect_h2(&conn)?;
             Some(Box::new(conn))
         }
     };
-    let mut h2 = Box::new(H2::new(Config::DEFAULT));
-    let mut out = vec![0u8; 1024];
-    let n = h2.poll_transmit(&mut out);
-    send(&sock, tls.as_deref_mut(), &out[..n])?;
-    let mut buf = vec![0u8; 32 * 1024];
-    let (mut start, mut end) = (0, 0);
-    loop {
-        let left = timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err(io::Error::from(io::ErrorKind::TimedOut));
-        }
-        sock.set_read_timeout(Some(left))?;
-        let n = match tls.as_deref_mut() {
-            None => (&sock).read(&mut buf[end..])?,
-            Some(conn) => tls_read(conn, &sock, &mut buf[end..], true)?,
-        };
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection before its HTTP/2 SETTINGS (is it HTTP/2?)",
-            ));
-        }
-        end += n;
-        loop {
-            let (used, event) = h2.handle_read(&buf[start..end]).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("HTTP/2 handshake with the server failed: {e}"),
-                )
-            })?;
-            start += used;
-            if used == 0 {
-                break;
-            }
-            let _ = event;
-        }
-        while h2.wants_transmit() {
-            let n = h2.poll_transmit(&mut out);
-            if n == 0 {
-                break;
-            }
-            send(&sock, tls.as_deref_mut(), &out[..n])?;
-        }
-        if h2.is_ready() {
-            sock.set_read_timeout(None)?;
-            return Ok(Opening {
-                sock,
-                tls,
-                h2,
-                rest: buf[start..end].to_vec(),
-                opened: Opened {
-                    connect_ns,
-                    handshake_ns,
-                    resumed,
-                },
-            });
-        }
-        if start > 0 {
-            buf.copy_within(start..end, 0);
-            end -= start;
-            start = 0;
-        }
-        if end == buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "HTTP/2 SETTINGS too large",
-            ));
-        }
-    }
+    let deadline = started + timeout;
+    let Greeted { conn: h2, rest } = match tls.as_deref_mut() {
+        None => greet_h2(&mut &sock, &sock, deadline)?,
+        Some(t) => greet_h2(&mut rustls::Stream::new(t, &mut &sock), &sock, deadline)?,
+    };
+    Ok(Opening {
+        sock,
+        tls,
+        h2,
+        rest,
+        opened: Opened {
+            connect_ns,
+            handshake_ns,
+            resumed,
+        },
+    })
 }
 
 /// A connection's dispatcher (and, in a scope, its readers): takes due

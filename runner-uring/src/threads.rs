@@ -3,7 +3,7 @@
 //! every thread on one clock origin, and the merge of their outputs. Each
 //! thread's event loop is [`crate::worker`].
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::TcpStream;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -11,15 +11,17 @@ use std::time::{Duration, Instant};
 use rustls::ClientConnection;
 
 use metronome_core::engine::{
-    warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmConn, WarmReply,
+    greet_h2, warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmConn,
+    WarmReply,
 };
 use metronome_core::exchange::Exchange;
 use metronome_core::plan::{Model, Plan, WarmUp};
 use metronome_core::schedule::Shard;
+use metronome_core::tls::expect_h2;
 
 use crate::clock::Clock;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::{Greeted, Worker, H2};
+use crate::worker::{Greeted, Worker};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
@@ -312,80 +314,15 @@ fn greet_if_h2(
     if plan.http2.is_none() {
         return Ok(((sock, tls), None));
     }
-    if let Some(conn) = tls.as_deref() {
-        if conn.alpn_protocol() != Some(&b"h2"[..]) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "--http2: the server chose {} in the TLS handshake (ALPN), not h2: it does \
-                     not speak HTTP/2 over TLS here; drop --http2",
-                    conn.alpn_protocol()
-                        .map_or("no protocol".into(), |p| String::from_utf8_lossy(p)
-                            .into_owned())
-                ),
-            ));
+    let deadline = Instant::now() + timeout.max(Duration::from_millis(1));
+    let greeted = match tls.as_deref_mut() {
+        None => greet_h2(&mut &sock, &sock, deadline)?,
+        Some(t) => {
+            expect_h2(t)?;
+            greet_h2(&mut rustls::Stream::new(t, &mut &sock), &sock, deadline)?
         }
-    }
-    let until = Instant::now() + timeout.max(Duration::from_millis(1));
-    let mut conn = Box::new(H2::new(metronome_core::h2::Config::DEFAULT));
-    let mut out = vec![0u8; 4096];
-    let mut buf = vec![0u8; 32 * 1024];
-    let (mut start, mut end) = (0, 0);
-    loop {
-        // What the connection owes: first the preface and SETTINGS, then acks.
-        loop {
-            let n = conn.poll_transmit(&mut out);
-            if n == 0 {
-                break;
-            }
-            match tls.as_deref_mut() {
-                None => (&sock).write_all(&out[..n])?,
-                Some(t) => rustls::Stream::new(t, &mut &sock).write_all(&out[..n])?,
-            }
-        }
-        if conn.is_ready() {
-            sock.set_read_timeout(None)?;
-            let rest = buf[start..end].to_vec();
-            return Ok(((sock, tls), Some(Greeted { conn, rest })));
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no HTTP/2 SETTINGS from the server within the connect timeout (is it HTTP/2?)",
-            ));
-        }
-        if end == buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "HTTP/2 SETTINGS too large",
-            ));
-        }
-        sock.set_read_timeout(Some(left))?;
-        let n = match tls.as_deref_mut() {
-            None => (&sock).read(&mut buf[end..])?,
-            Some(t) => rustls::Stream::new(t, &mut &sock).read(&mut buf[end..])?,
-        };
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection before its HTTP/2 SETTINGS (is it HTTP/2?)",
-            ));
-        }
-        end += n;
-        loop {
-            let (used, _) = conn.handle_read(&buf[start..end]).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("HTTP/2 handshake with the server failed: {e}"),
-                )
-            })?;
-            if used == 0 {
-                break;
-            }
-            start += used;
-        }
-    }
+    };
+    Ok(((sock, tls), Some(greeted)))
 }
 
 /// The start line: threads report ready (or failed); the caller starts the

@@ -21,7 +21,9 @@ use crate::ledger::{Ledger, Tally};
 use crate::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats};
 use crate::plan::{Plan, PlanError};
 
+mod greet;
 mod reserved;
+pub use greet::{greet_h2, Greeted, ReadWrite};
 pub use reserved::{ExactSamples, FollowUps};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred

@@ -240,17 +240,13 @@ impl StreamExchange {
         if self.grpc {
             return Finish::for_grpc(self.status, self.grpc_status);
         }
-        if self.expect_stream
-            && self.status.is_some_and(|s| (200..300).contains(&s))
-            && !self.event_stream
-        {
-            return Finish::Error(ErrorKind::NotEventStream);
-        }
-        Finish::for_response(self.status, self.stream_error, self.expect_stream).unwrap_or(
-            Finish::Stream {
-                timing: &self.timing,
-                gaps: &gaps[..self.gaps.min(gaps.len())],
-            },
+        Finish::for_ended(
+            self.status,
+            self.event_stream,
+            self.stream_error,
+            self.expect_stream,
+            &self.timing,
+            &gaps[..self.gaps.min(gaps.len())],
         )
     }
 

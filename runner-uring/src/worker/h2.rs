@@ -35,12 +35,8 @@ const NO_GAP: u32 = u32::MAX;
 /// The client connection of one slot.
 pub(crate) type H2 = Connection<SLOTS>;
 
-/// A connection opened and through its SETTINGS exchange before the clock:
-/// its state and the bytes read after the server's SETTINGS.
-pub(crate) struct Greeted {
-    pub(crate) conn: Box<H2>,
-    pub(crate) rest: Vec<u8>,
-}
+/// A pre-opened connection greeted before the clock (core's greeting).
+pub(crate) type Greeted = metronome_core::engine::Greeted<SLOTS>;
 
 /// A request in flight on one stream (`stream` 0: the slot is free).
 #[derive(Clone, Copy, Debug, Default)]

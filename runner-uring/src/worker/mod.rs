@@ -54,7 +54,7 @@ use h2::H2State;
 use request::Job;
 use slot::{Conn, State};
 
-pub(crate) use h2::{Greeted, H2, OUT_BYTES as H2_OUT_BYTES};
+pub(crate) use h2::{Greeted, OUT_BYTES as H2_OUT_BYTES};
 
 mod completion;
 mod h2;
