@@ -50,7 +50,7 @@ struct InFlight {
     stream: u32,
     job: Job,
     sent_ns: u64,
-    /// Bytes of the body not yet sent (a server window stopped them).
+    /// Bytes of the body sent so far (a server window stopped the rest).
     body_at: usize,
 }
 
@@ -156,24 +156,34 @@ impl Link {
         }
     }
 
-    /// Sends what the windows allow of the body of the request in `slot`.
+    /// Sends what the server's windows allow of the body of the request in
+    /// `slot`, one output buffer at a time: each write is whole (blocking)
+    /// when it returns, so the buffer is free again and the body goes on
+    /// until it is all sent or a window stops it. A window stop ends with
+    /// core's [`Event::Unblocked`] once the window grows, which calls this
+    /// again; a full buffer never waits for an event.
     fn push_body(&mut self, slot: usize, body: &[u8]) -> Result<(), SendError> {
         let Some(f) = self.flights[slot].as_ref() else {
             return Ok(());
         };
-        let (stream, at) = (f.stream, f.body_at);
-        if at >= body.len() {
-            return Ok(());
-        }
-        let sent = self
-            .h2
-            .send_data(stream, &body[at..], true, &mut self.out)?;
-        if sent.written > 0 {
-            self.write_out(sent.written)
-                .map_err(|_| SendError::Closed)?;
-        }
-        if let Some(f) = self.flights[slot].as_mut() {
-            f.body_at = at + sent.consumed;
+        let (stream, mut at) = (f.stream, f.body_at);
+        while at < body.len() {
+            let sent = self
+                .h2
+                .send_data(stream, &body[at..], true, &mut self.out)?;
+            if sent.written > 0 {
+                self.write_out(sent.written)
+                    .map_err(|_| SendError::Closed)?;
+            }
+            at += sent.consumed;
+            if let Some(f) = self.flights[slot].as_mut() {
+                f.body_at = at;
+            }
+            if sent.blocked.is_some() || sent.consumed == 0 {
+                // A window stopped it (or nothing fits): wait for the
+                // window, not for the buffer.
+                break;
+            }
         }
         Ok(())
     }
