@@ -350,6 +350,13 @@ pub(crate) fn worker(
                             shared.opened.fetch_add(1, Ordering::Relaxed);
                         }
                         connected_once = true;
+                        // A server that stops reading blocks a write at
+                        // most one request timeout: the write fails, the
+                        // connection with it (its streams end), and the
+                        // link's lock is free again for the reader.
+                        let _ = o.sock.set_write_timeout(Some(
+                            Duration::from_nanos(plan.timeout_ns).max(Duration::from_millis(1)),
+                        ));
                         let read_sock = match o.sock.try_clone() {
                             Ok(r) => r,
                             Err(_) => continue,

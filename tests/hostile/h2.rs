@@ -20,6 +20,7 @@ const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
 const GOAWAY: u8 = 7;
+const WINDOW_UPDATE: u8 = 8;
 /// Flags.
 const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
@@ -159,6 +160,34 @@ fn goaway(last: u32, code: u32) -> Vec<u8> {
     let mut p = last.to_be_bytes().to_vec();
     p.extend_from_slice(&code.to_be_bytes());
     frame(GOAWAY, 0, 0, &p)
+}
+
+/// A server that opens every window as wide as HTTP/2 allows (2^31-1 per
+/// stream and for the connection), then never reads again: a client's
+/// large body fills the socket buffers and its writes block.
+fn wide_open_then_deaf() -> Script {
+    script(|p| {
+        let mut pre = vec![0u8; PREFACE.len()];
+        while p.buf.len() < PREFACE.len() {
+            if !p.fill() {
+                return;
+            }
+        }
+        pre.copy_from_slice(&p.buf[..PREFACE.len()]);
+        let mut settings = 4u16.to_be_bytes().to_vec();
+        settings.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+        let mut bytes = frame(SETTINGS, 0, 0, &settings);
+        bytes.extend(frame(SETTINGS, ACK, 0, &[]));
+        bytes.extend(frame(
+            WINDOW_UPDATE,
+            0,
+            0,
+            &(0x7fff_ffffu32 - 65_535).to_be_bytes(),
+        ));
+        if p.send(&bytes) {
+            p.hold();
+        }
+    })
 }
 
 fn h2c(args: &[&'static str]) -> Vec<&'static str> {
@@ -372,4 +401,33 @@ fn h2_one_stream_per_connection() {
         r.expect("h2 one stream, growing", N, N, &[]);
         assert!(r.seen.used >= 3, "the pool grew for streams: {ctx}");
     }
+}
+
+/// A server that opens its windows wide and then never reads: every POST
+/// of 16 MiB is a timeout and the run still ends by its hard end (plus a
+/// margin for a loaded machine), on both engines.
+#[test]
+fn h2_deaf_server_with_open_windows_gives_timeouts_and_the_run_ends() {
+    let body =
+        std::env::temp_dir().join(format!("metronome-hostile-h2-{}.body", std::process::id()));
+    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
+    let body_arg = body.to_str().unwrap().to_string();
+    let args = with(&h2c(SHORT), &["-X", "POST", "--body-file", &body_arg]);
+    let deaf = wide_open_then_deaf();
+    let hard_end = Duration::from_millis(500 + 500);
+    for engine in engines() {
+        let r = run(engine, &deaf, "/", &args);
+        let ctx = r.ctx("h2 deaf server");
+        assert_eq!(r.requests().ok, 0, "{ctx}");
+        assert_eq!(
+            r.requests().sent + r.requests().unsent,
+            N,
+            "every request sent or counted unsent: {ctx}"
+        );
+        assert!(
+            r.elapsed < hard_end + Duration::from_secs(3),
+            "the run ended: {ctx}"
+        );
+    }
+    let _ = std::fs::remove_file(&body);
 }
