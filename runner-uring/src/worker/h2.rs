@@ -338,18 +338,7 @@ impl Worker<'_> {
         }
         self.conns[slot].unused = false;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
-        // A retry was counted as sent the first time.
-        if !job.retried
-            && self
-                .ledger
-                .sent(&mut self.out.tally(), job.intended_ns, job.request, now)
-        {
-            self.pending.sent += 1;
-            if let Some(since) = job.waited_since {
-                self.ledger
-                    .waited_for(&mut self.out.tally(), job.intended_ns, since, now);
-            }
-        }
+        self.count_sent(&job, now);
         self.h2_flush(slot)?;
         self.h2_relist(slot);
         Ok(())

@@ -118,18 +118,7 @@ impl Worker<'_> {
         c.sends += 1;
         c.unused = false;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
-        // A retry was counted as sent the first time.
-        if !job.retried
-            && self
-                .ledger
-                .sent(&mut self.out.tally(), job.intended_ns, job.request, now)
-        {
-            self.pending.sent += 1;
-            if let Some(since) = job.waited_since {
-                self.ledger
-                    .waited_for(&mut self.out.tally(), job.intended_ns, since, now);
-            }
-        }
+        self.count_sent(&job, now);
         if self.conns[slot].tls.is_some() {
             self.tls_send(slot, job.request)?;
         } else {
@@ -291,5 +280,24 @@ impl Worker<'_> {
             self.in_flight -= 1;
         }
         self.close(slot)
+    }
+}
+
+impl Worker<'_> {
+    /// `job` went out at `now`: counted sent (a retry was counted the first
+    /// time), with the time it waited for a connection, if it did. Both
+    /// protocols' sends end here.
+    pub(super) fn count_sent(&mut self, job: &Job, now: u64) {
+        if !job.retried
+            && self
+                .ledger
+                .sent(&mut self.out.tally(), job.intended_ns, job.request, now)
+        {
+            self.pending.sent += 1;
+            if let Some(since) = job.waited_since {
+                self.ledger
+                    .waited_for(&mut self.out.tally(), job.intended_ns, since, now);
+            }
+        }
     }
 }
