@@ -1,31 +1,51 @@
 //! [`Pool`]: the connection pool's rules, decided once for both engines:
 //! what happens to a due request ([`Pool::admit`]: send it, let it wait,
-//! drop it) and how many connections to open now ([`Pool::to_open`]).
+//! drop it), how many connections to open now ([`Pool::to_open`]) and which
+//! to close ([`Pool::close_idle`], [`Pool::close_on_free`]).
 //!
-//! The rules, each tested on a virtual clock (`tests/sim_pool.rs`):
-//! - above `max_in_flight` requests in flight (sent or waiting) a due
-//!   request is dropped; otherwise it goes out on an idle connection, or
-//!   waits for one, its clock running from its intended time;
-//! - the pool grows only toward what the measured concurrency needs,
-//!   [`Pool::wanted`]: `ceil(rate x service time x 1.5) + 2` connections
-//!   (Little's law with [`HEADROOM_PCT`] and [`SPARE`]), never below the
-//!   pre-opened count nor above `max_connections`;
-//! - at most [`MAX_CONNECTING`] connects (with their TLS handshakes) are in
-//!   progress at once per pacing thread, and never more than the requests
-//!   waiting for them;
-//! - the service time is a time-weighted moving average
-//!   ([`SERVICE_TAU_NS`]) of the observed service times (completion minus
-//!   actual send) and, when every connection is busy, of the age of the
-//!   oldest request in flight (a lower bound, [`IN_FLIGHT_TAU_NS`]), each
-//!   sample clipped to [`SAMPLE_CLIP`] times the current estimate: a transient (the server not yet accepting, the generator
-//!   descheduled for 100 ms) that makes every connection busy for a moment
-//!   moves it by a few percent, a server that really slowed down moves it
-//!   within a few hundred milliseconds.
+//! The rule: **grow only where more connections carry more load.** A
+//! service time that rises because requests queue (at a saturated server,
+//! or in a pacer that reaps late) is no reason to open connections: they
+//! only move the queue from the client, where latency is measured from the
+//! intended time anyway, into the server, and make both ends slower. So the
+//! pool grows in two ways only, each tested on a virtual clock
+//! (`tests/sim_pool.rs`):
 //!
-//! A pool of 16 connections whose server stalls for 1 ms at 90k req/s does
-//! not grow at all; the old rule (one more connection per waiting request)
-//! opened one per request that waited, and its connects on the pacing
-//! thread made the next wait longer: the spiral to 1024 connections.
+//! 1. **Toward the concurrency the no-queue service time needs** (Little's
+//!    law): [`Pool::base_wanted`] = `ceil(rate x base x 1.5) + 2`, where
+//!    `base` is the [`BASE_RANK`]-th smallest service time seen (or the
+//!    warm-up requests' median, if smaller), the service time of a request that
+//!    found no queue (TCP Vegas' BaseRTT). A server that takes 20 ms per
+//!    request in parallel gets `rate x 20 ms x 1.5` at once; a saturated
+//!    server's queueing never raises a minimum.
+//! 2. **By probes whose gain is measured.** While a quarter or more of the
+//!    due requests of a window ([`WINDOW_NS`], at least [`WINDOW_COMPLETIONS`]
+//!    completions) waited for a connection, the pool measures what completes
+//!    per second with `n` connections, opens a step more
+//!    (`max(`[`MAX_CONNECTING`]`, n / 4)`), lets them settle and measures
+//!    again. It keeps them only if completions rose by at least half of the
+//!    step's proportional share ([`GAIN_PCT`]) or the waits stopped: a server
+//!    that needs concurrency (throughput rising with connections) is given
+//!    more, one that is saturated (throughput flat) is not. A refused probe
+//!    records the **knee** ([`Knee`]: about `X` req/s with `n` connections),
+//!    its connections are closed between requests ([`Pool::close_on_free`])
+//!    and no probe starts again for [`HOLD_NS`].
+//!
+//! No probe starts while the pacing thread is itself the bottleneck
+//! ([`Pool::pacer_load`] at or above [`PACER_BOUND_PCT`] of its time
+//! working), since more connections cannot help it and cost it more.
+//!
+//! **Shrink:** a connection that stayed idle for [`QUIET_NS`] is closed
+//! (between requests, [`Pool::close_idle`]) while more are open than the
+//! pre-opened count and the base need; with the engines handing out the
+//! most recently used idle connection first (LIFO), the ones a slow spell
+//! opened sink to the bottom of the idle stack and age out, and at low rates
+//! the same few connections carry the load.
+//!
+//! Also: above `max_in_flight` requests in flight (sent or waiting) a due
+//! request is dropped; at most [`MAX_CONNECTING`] connects (with their TLS
+//! handshakes) are in progress at once per pacing thread, never more than the
+//! requests waiting for them, never above `max_connections`.
 //!
 //! ```
 //! use metronome_core::pool::{Admit, Pool, PoolState};
@@ -35,41 +55,69 @@
 //! pool.seed(50_000);
 //! assert_eq!(pool.wanted(), 16); // ceil(90k x 50 us x 1.5) + 2 = 9, the floor is 16
 //! let busy = PoolState { idle: 0, open: 16, connecting: 0, waiting: 0, in_flight: 16 };
-//! assert_eq!(pool.admit(busy), Admit::Wait { open: 0, full: false });
-//! // The server really is slower now: 2 ms for a second.
+//! assert_eq!(pool.admit(0, busy), Admit::Wait { open: 0, full: false });
+//! // Queueing at the server: every answer now takes 2 ms. The base (the
+//! // no-queue service time) does not move, and neither does the pool.
 //! for i in 1..=90_000u64 {
 //!     pool.observe(i * 11_111, 2_000_000);
 //! }
-//! assert_eq!(pool.wanted(), 272); // ceil(90k x 2 ms x 1.5) + 2
-//! assert_eq!(pool.admit(busy), Admit::Wait { open: 1, full: false });
+//! assert_eq!(pool.base_ns(), Some(50_000));
+//! assert_eq!(pool.wanted(), 16);
 //! ```
 
 /// Connects (and TLS handshakes) in progress at once per pacing thread,
 /// at most: a burst of waiting requests opens connections a few at a time.
 pub const MAX_CONNECTING: u32 = 4;
 
-/// Headroom over the measured concurrency, percent: the pool aims at
-/// 1.5 x rate x service time.
+/// Headroom over the base concurrency, percent: the pool aims at
+/// 1.5 x rate x base service time ([`Pool::base_wanted`]).
 pub const HEADROOM_PCT: u32 = 150;
 
-/// Connections above the measured need, so a request rarely waits for one.
+/// Connections above the base need, so a request rarely waits for one.
 pub const SPARE: u32 = 2;
 
-/// Time constant of the service-time average, ns: 100 ms.
-pub const SERVICE_TAU_NS: u64 = 100_000_000;
+/// The base service time is the `BASE_RANK`-th smallest seen, so that one
+/// or two freak answers (an early response, a cached error) do not set it.
+pub const BASE_RANK: usize = 3;
 
-/// Time constant for the age of the oldest request in flight when every
-/// connection is busy ([`Pool::observe_in_flight`]), ns: 20 ms. That age is
-/// a certain lower bound of a service time, not a noisy sample, so it is
-/// followed faster: a stalled server gets connections within tens of
-/// milliseconds.
-pub const IN_FLIGHT_TAU_NS: u64 = 20_000_000;
+/// A measuring window lasts at least this long, ns: 100 ms.
+pub const WINDOW_NS: u64 = 100_000_000;
+
+/// ... and holds at least this many completions, unless it reaches
+/// [`WINDOW_MAX_NS`].
+pub const WINDOW_COMPLETIONS: u64 = 50;
+
+/// The longest a measuring window lasts, ns: 1 s.
+pub const WINDOW_MAX_NS: u64 = 1_000_000_000;
+
+/// A probe is kept when completions per second rose by at least this share
+/// (percent) of the step's proportional gain: from `n` to `n + k`
+/// connections, at least `1 + 0.5 k / n` times what `n` completed.
+pub const GAIN_PCT: u32 = 50;
+
+/// After a refused probe (the knee), no probe starts for this long, ns: 5 s.
+pub const HOLD_NS: u64 = 5_000_000_000;
+
+/// The longest a probe waits for its connections to open, ns: 1 s.
+pub const PROBE_OPEN_LIMIT_NS: u64 = 1_000_000_000;
+
+/// A connection idle this long is closed while more are open than needed,
+/// ns: 1 s.
+pub const QUIET_NS: u64 = 1_000_000_000;
+
+/// The pacing thread counts as the bottleneck when it works (busy-waiting
+/// excluded) at least this share of its time, percent.
+pub const PACER_BOUND_PCT: u32 = 80;
+
+/// Time constant of the service-time average ([`Pool::service_ns`], used
+/// for lingering after the last send), ns: 100 ms.
+pub const SERVICE_TAU_NS: u64 = 100_000_000;
 
 /// The most one sample weighs, as time since the previous one, ns: after a
 /// quiet spell of the run a single sample counts as 10 ms of them.
 pub const SAMPLE_DT_CAP_NS: u64 = 10_000_000;
 
-/// A service-time sample counts as at most this many times the estimate.
+/// A service-time sample counts as at most this many times the average.
 pub const SAMPLE_CLIP: f64 = 4.0;
 
 /// Offered requests per second that one pre-opened connection is sized for
@@ -121,7 +169,7 @@ pub struct PoolState {
 pub enum Admit {
     /// Above the in-flight limit: drop it and count it.
     Drop,
-    /// Send it now on an idle connection.
+    /// Send it now on an idle connection (the most recently used one).
     Send,
     /// Let it wait for a connection (its clock runs from its intended
     /// time), and start `open` connects now.
@@ -131,6 +179,65 @@ pub enum Admit {
         /// The pool was at `max_connections`: it could not grow.
         full: bool,
     },
+}
+
+/// Where growth stopped because more connections did not carry more load:
+/// a probe from `connections` to more connections left completions flat.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Knee {
+    /// What completed per second with `connections` open, while requests
+    /// waited for them (the server's, or the pacer's, capacity).
+    pub completions_per_s: f64,
+    /// The connections open then.
+    pub connections: u32,
+    /// What completed per second with the probe's connections open.
+    pub probe_per_s: f64,
+    /// The connections the probe had open.
+    pub probe_connections: u32,
+    /// When the probe was refused, run clock ns.
+    pub at_ns: u64,
+}
+
+/// Counts of the pool's probes, for the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// Probes whose connections carried more load, and were kept.
+    pub kept: u32,
+    /// Probes that left completions flat (each a knee), refused.
+    pub refused: u32,
+}
+
+/// One window's counts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    start_ns: u64,
+    completions: u64,
+    admits: u64,
+    waits: u64,
+    /// The fewest and most connections open at an admission in it: a
+    /// window measures `n` connections only when they did not change.
+    open_min: u32,
+    open_max: u32,
+}
+
+/// What a probe measured before its step.
+#[derive(Clone, Copy, Debug)]
+struct Before {
+    per_s: f64,
+    connections: u32,
+}
+
+/// Where the growth probe is.
+#[derive(Clone, Copy, Debug)]
+enum Probe {
+    /// No probe: the window measures what completes.
+    Idle,
+    /// The step's connections are opening.
+    Opening { before: Before, since_ns: u64 },
+    /// Open; their first answers are on the way until `until_ns`.
+    Settling { before: Before, until_ns: u64 },
+    /// The window measures what completes with the step open.
+    Measuring { before: Before },
 }
 
 /// The pool rules of one pacing thread; see the [module docs](self).
@@ -144,10 +251,22 @@ pub struct Pool {
     max: u32,
     /// `max_in_flight` of this thread.
     max_in_flight: u32,
-    /// The service-time estimate, ns; `None` before the first sample.
+    /// The service-time average, ns; `None` before the first sample.
     service_ns: Option<f64>,
     /// When the last sample was taken, ns.
     last_ns: u64,
+    /// The smallest service times seen, ascending (`u64::MAX`: none yet).
+    smallest: [u64; BASE_RANK],
+    /// The connections accepted probes reached.
+    level: u32,
+    window: Window,
+    probe: Probe,
+    /// No probe starts before this, ns.
+    hold_until_ns: u64,
+    /// The pacing thread was the bottleneck at its last sample.
+    pacer_bound: bool,
+    knee: Option<Knee>,
+    probes: Probes,
 }
 
 impl Pool {
@@ -162,90 +281,144 @@ impl Pool {
             max_in_flight,
             service_ns: None,
             last_ns: 0,
+            smallest: [u64::MAX; BASE_RANK],
+            level: floor,
+            window: Window::default(),
+            probe: Probe::Idle,
+            hold_until_ns: 0,
+            pacer_bound: false,
+            knee: None,
+            probes: Probes::default(),
         }
     }
 
-    /// Sets the service-time estimate before the clock starts (from the
-    /// warm-up requests), ns.
+    /// Sets the service time before the clock starts (the warm-up
+    /// requests' median, ns, each sent with no other in flight): the
+    /// average's start, and the base until a shorter answer comes.
     pub fn seed(&mut self, service_ns: u64) {
         self.service_ns = Some(service_ns as f64);
+        for _ in 0..BASE_RANK {
+            self.note_smallest(service_ns);
+        }
     }
 
     /// A request sent on one of this thread's connections was answered
-    /// (or failed) `service_ns` after its send, at `now_ns`.
+    /// `service_ns` after its send, at `now_ns`. Transport failures
+    /// (resets, timeouts) are not answers: they say nothing of the
+    /// service time and are not counted.
     ///
     /// ```
     /// use metronome_core::pool::Pool;
     /// let mut p = Pool::new(1000.0, 4, 64, 100);
     /// assert_eq!(p.service_ns(), None);
     /// p.observe(1_000_000, 2_000_000);
-    /// assert_eq!(p.service_ns(), Some(2_000_000)); // the first sample is the estimate
+    /// assert_eq!(p.service_ns(), Some(2_000_000)); // the first sample is the average
     /// p.observe(11_000_000, 10_000_000_000); // clipped to 4x, weighted 10 ms of 100
     /// assert_eq!(p.service_ns(), Some(2_600_000));
+    /// assert_eq!(p.base_ns(), None); // fewer than BASE_RANK samples
+    /// p.observe(12_000_000, 3_000_000);
+    /// assert_eq!(p.base_ns(), Some(10_000_000_000)); // the 3rd smallest
+    /// p.observe(13_000_000, 1_000_000);
+    /// assert_eq!(p.base_ns(), Some(3_000_000));
     /// ```
     pub fn observe(&mut self, now_ns: u64, service_ns: u64) {
-        self.sample(now_ns, service_ns, SERVICE_TAU_NS);
-    }
-
-    /// One sample of `service_ns` at `now_ns`, averaged with time constant `tau_ns`.
-    fn sample(&mut self, now_ns: u64, service_ns: u64, tau_ns: u64) {
         let sample = service_ns as f64;
         let est = match self.service_ns {
             None => sample,
             Some(est) => {
                 let dt = now_ns.saturating_sub(self.last_ns).min(SAMPLE_DT_CAP_NS);
-                let w = (dt as f64 / tau_ns as f64).min(1.0);
+                let w = (dt as f64 / SERVICE_TAU_NS as f64).min(1.0);
                 est + (sample.min(est * SAMPLE_CLIP) - est) * w
             }
         };
         self.service_ns = Some(est);
         self.last_ns = self.last_ns.max(now_ns);
+        self.note_smallest(service_ns);
+        self.window.completions += 1;
     }
 
-    /// Every connection is busy and the oldest request in flight was sent
-    /// `age_ns` ago, at `now_ns`: its service time is at least that. It
-    /// counts as a sample (weighted and clipped like any other) when it is
-    /// longer than the estimate, so a server that stalls grows the pool
-    /// before its first late answer arrives; a 1 ms transient weighs
-    /// nothing.
-    ///
-    /// ```
-    /// use metronome_core::pool::Pool;
-    /// let mut p = Pool::new(200.0, 8, 1024, 10_000);
-    /// p.seed(1_000_000);
-    /// p.observe_in_flight(5_000_000, 500_000); // shorter: says nothing
-    /// assert_eq!(p.service_ns(), Some(1_000_000));
-    /// p.observe_in_flight(10_000_000, 50_000_000); // 4 ms clipped, 5 ms of 20
-    /// assert_eq!(p.service_ns(), Some(1_750_000));
-    /// ```
-    pub fn observe_in_flight(&mut self, now_ns: u64, age_ns: u64) {
-        if self.service_ns.map_or(true, |est| age_ns as f64 > est) {
-            self.sample(now_ns, age_ns, IN_FLIGHT_TAU_NS);
-        } else {
-            self.last_ns = self.last_ns.max(now_ns);
+    /// Keeps `v` among the [`BASE_RANK`] smallest service times.
+    fn note_smallest(&mut self, v: u64) {
+        let mut v = v;
+        for s in &mut self.smallest {
+            if v < *s {
+                core::mem::swap(s, &mut v);
+            }
         }
     }
 
-    /// The service-time estimate, ns (`None` before any sample or seed).
+    /// The pacing thread worked (busy-waiting excluded) `work_ns` of the
+    /// last `wall_ns`: at or above [`PACER_BOUND_PCT`] it is the bottleneck,
+    /// and no probe starts until a sample below.
+    ///
+    /// ```
+    /// use metronome_core::pool::Pool;
+    /// let mut p = Pool::new(1000.0, 4, 64, 100);
+    /// p.pacer_load(45_000_000, 50_000_000);
+    /// assert!(p.pacer_bound());
+    /// p.pacer_load(20_000_000, 50_000_000);
+    /// assert!(!p.pacer_bound());
+    /// ```
+    pub fn pacer_load(&mut self, work_ns: u64, wall_ns: u64) {
+        if wall_ns > 0 {
+            self.pacer_bound =
+                u128::from(work_ns) * 100 >= u128::from(wall_ns) * u128::from(PACER_BOUND_PCT);
+        }
+    }
+
+    /// Whether the pacing thread was the bottleneck at its last sample.
+    pub fn pacer_bound(&self) -> bool {
+        self.pacer_bound
+    }
+
+    /// The service-time average, ns (`None` before any sample or seed):
+    /// it includes any queueing, so it sizes how long to linger for
+    /// answers, never the pool.
     pub fn service_ns(&self) -> Option<u64> {
         self.service_ns.map(|s| libm::round(s) as u64)
     }
 
-    /// The connections the measured concurrency needs:
-    /// `ceil(rate x service x 1.5) + 2`, within the pre-opened count (at
-    /// least one) and `max_connections`. Before any sample: the pre-opened
-    /// count (at least one).
-    pub fn wanted(&self) -> u32 {
-        let Some(service) = self.service_ns else {
-            return self.floor.max(1).min(self.max);
+    /// The base service time, ns: the [`BASE_RANK`]-th smallest seen, or
+    /// the warm-up's median ([`Pool::seed`]) if smaller; `None` before
+    /// either.
+    pub fn base_ns(&self) -> Option<u64> {
+        let b = self.smallest[BASE_RANK - 1];
+        (b != u64::MAX).then_some(b)
+    }
+
+    /// The connections the base service time needs (Little's law):
+    /// `ceil(rate x base x 1.5) + 2`; before the base is known, none.
+    pub fn base_wanted(&self) -> u32 {
+        let Some(base) = self.base_ns() else {
+            return 0;
         };
-        let need = libm::ceil(self.rate * service * 1e-9 * f64::from(HEADROOM_PCT) / 100.0 - 1e-9);
-        let need = if need >= f64::from(self.max) {
+        let need =
+            libm::ceil(self.rate * base as f64 * 1e-9 * f64::from(HEADROOM_PCT) / 100.0 - 1e-9);
+        if need >= f64::from(self.max) {
             self.max
         } else {
             (need.max(0.0) as u32).saturating_add(SPARE)
-        };
-        need.clamp(self.floor.max(1), self.max)
+        }
+    }
+
+    /// The connections the pool aims at: the most of the pre-opened count
+    /// (at least one), [`Pool::base_wanted`] and what kept probes reached,
+    /// at most `max_connections`.
+    pub fn wanted(&self) -> u32 {
+        self.level
+            .max(self.base_wanted())
+            .clamp(self.floor.max(1), self.max)
+    }
+
+    /// Where growth stopped because more connections did not carry more
+    /// load, the last time it did.
+    pub fn knee(&self) -> Option<Knee> {
+        self.knee
+    }
+
+    /// The probes kept and refused so far.
+    pub fn probes(&self) -> Probes {
+        self.probes
     }
 
     /// True when the pool is at `max_connections` (open or opening).
@@ -253,24 +426,37 @@ impl Pool {
         s.open + s.connecting >= self.max
     }
 
-    /// What to do with a due request, given the pool before it
-    /// (`s.waiting` and `s.in_flight` do not count it).
+    /// What to do with a request due at `now_ns`, given the pool before it
+    /// (`s.waiting` and `s.in_flight` do not count it). Also moves the
+    /// growth probe along ([module docs](self)).
     ///
     /// ```
     /// use metronome_core::pool::{Admit, Pool, PoolState};
-    /// let p = Pool::new(1000.0, 2, 2, 3);
+    /// let mut p = Pool::new(1000.0, 2, 2, 3);
     /// let s = PoolState { idle: 1, open: 2, connecting: 0, waiting: 0, in_flight: 1 };
-    /// assert_eq!(p.admit(s), Admit::Send);
+    /// assert_eq!(p.admit(0, s), Admit::Send);
     /// let s = PoolState { idle: 0, open: 2, connecting: 0, waiting: 0, in_flight: 2 };
-    /// assert_eq!(p.admit(s), Admit::Wait { open: 0, full: true });
+    /// assert_eq!(p.admit(1_000_000, s), Admit::Wait { open: 0, full: true });
     /// let s = PoolState { in_flight: 3, ..s };
-    /// assert_eq!(p.admit(s), Admit::Drop);
+    /// assert_eq!(p.admit(2_000_000, s), Admit::Drop);
     /// ```
-    pub fn admit(&self, s: PoolState) -> Admit {
+    pub fn admit(&mut self, now_ns: u64, s: PoolState) -> Admit {
+        let waits = !(s.idle > 0 && s.waiting == 0);
+        if s.in_flight < self.max_in_flight {
+            self.window.admits += 1;
+            self.window.waits += u64::from(waits);
+        }
+        if self.window.admits <= 1 {
+            self.window.open_min = s.open;
+            self.window.open_max = s.open;
+        }
+        self.window.open_min = self.window.open_min.min(s.open);
+        self.window.open_max = self.window.open_max.max(s.open);
+        self.step(now_ns, s);
         if s.in_flight >= self.max_in_flight {
             return Admit::Drop;
         }
-        if s.idle > 0 && s.waiting == 0 {
+        if !waits {
             return Admit::Send;
         }
         let waiting = PoolState {
@@ -282,6 +468,153 @@ impl Pool {
             open: self.to_open(waiting),
             full: self.is_full(s),
         }
+    }
+
+    /// Restarts the measuring window at `now_ns`.
+    fn restart(&mut self, now_ns: u64) {
+        self.window = Window {
+            start_ns: now_ns,
+            ..Window::default()
+        };
+    }
+
+    /// The window's completions per second, once it is complete at `now_ns`.
+    fn window_done(&self, now_ns: u64) -> Option<f64> {
+        let w = &self.window;
+        let len = now_ns.saturating_sub(w.start_ns);
+        let full =
+            (len >= WINDOW_NS && w.completions >= WINDOW_COMPLETIONS) || len >= WINDOW_MAX_NS;
+        (full && len > 0).then(|| w.completions as f64 * 1e9 / len as f64)
+    }
+
+    /// A quarter or more of the window's due requests waited.
+    fn short(&self) -> bool {
+        self.window.admits > 0 && self.window.waits * 4 >= self.window.admits
+    }
+
+    /// Opens a step more than the `open` connections that completed
+    /// `per_s` a second: `max(MAX_CONNECTING, open / 4)`.
+    fn start_probe(&mut self, now_ns: u64, per_s: f64, open: u32) {
+        let step = MAX_CONNECTING.max(open.div_ceil(4));
+        self.level = open.saturating_add(step).min(self.max);
+        self.probe = Probe::Opening {
+            before: Before {
+                per_s,
+                connections: open,
+            },
+            since_ns: now_ns,
+        };
+    }
+
+    /// Moves the probe along at `now_ns`.
+    fn step(&mut self, now_ns: u64, s: PoolState) {
+        match self.probe {
+            Probe::Idle => {
+                let Some(per_s) = self.window_done(now_ns) else {
+                    return;
+                };
+                let can = self.short()
+                    && self.window.open_min == self.window.open_max
+                    && !self.pacer_bound
+                    && now_ns >= self.hold_until_ns
+                    && s.connecting == 0
+                    && s.open >= self.wanted()
+                    && s.open < self.max;
+                if can {
+                    self.start_probe(now_ns, per_s, s.open);
+                }
+                self.restart(now_ns);
+            }
+            Probe::Opening { before, since_ns } => {
+                if s.open >= self.level || now_ns.saturating_sub(since_ns) >= PROBE_OPEN_LIMIT_NS {
+                    // The new connections' first answers take a service
+                    // time to come: measure after it.
+                    let settle = self.service_ns().unwrap_or(0).min(WINDOW_MAX_NS);
+                    self.probe = Probe::Settling {
+                        before,
+                        until_ns: now_ns + settle,
+                    };
+                }
+            }
+            Probe::Settling { before, until_ns } => {
+                if now_ns >= until_ns {
+                    self.probe = Probe::Measuring { before };
+                    self.restart(now_ns);
+                }
+            }
+            Probe::Measuring { before } => {
+                let Some(per_s) = self.window_done(now_ns) else {
+                    return;
+                };
+                let added = s.open.saturating_sub(before.connections);
+                let need = before.per_s
+                    * (1.0
+                        + f64::from(GAIN_PCT) / 100.0 * f64::from(added)
+                            / f64::from(before.connections.max(1)));
+                // Kept when completions rose, or when the waits stopped
+                // (what was due is served: no measure of more is needed).
+                if added > 0 && (per_s >= need || !self.short() || s.waiting == 0) {
+                    self.probes.kept += 1;
+                    self.level = self.level.max(s.open);
+                    if self.short() && s.waiting > 0 && !self.pacer_bound && s.open < self.max {
+                        // Still short: the next step at once, measured
+                        // against this window (its connections did not change).
+                        self.start_probe(now_ns, per_s, s.open);
+                        self.restart(now_ns);
+                        return;
+                    }
+                } else {
+                    if added > 0 {
+                        self.probes.refused += 1;
+                        self.knee = Some(Knee {
+                            completions_per_s: before.per_s,
+                            connections: before.connections,
+                            probe_per_s: per_s,
+                            probe_connections: s.open,
+                            at_ns: now_ns,
+                        });
+                    }
+                    self.level = before.connections.max(self.floor);
+                    self.hold_until_ns = now_ns.saturating_add(HOLD_NS);
+                }
+                self.probe = Probe::Idle;
+                self.restart(now_ns);
+            }
+        }
+    }
+
+    /// A connection finished its request and is free: close it instead
+    /// (between requests) when more are open than the pool aims at (after
+    /// a refused probe), except while a probe measures.
+    pub fn close_on_free(&self, s: PoolState) -> bool {
+        matches!(self.probe, Probe::Idle) && s.open > self.wanted()
+    }
+
+    /// The least recently used idle connection has been idle since
+    /// `idle_since_ns`: close it now, at `now_ns`, when it has been idle
+    /// for [`QUIET_NS`] and more are open than the pre-opened count and
+    /// the base need. Ask again after each close (the next one may be due).
+    ///
+    /// ```
+    /// use metronome_core::pool::{Pool, PoolState, QUIET_NS};
+    /// let mut p = Pool::new(1000.0, 4, 64, 100);
+    /// let s = PoolState { idle: 3, open: 6, connecting: 0, waiting: 0, in_flight: 3 };
+    /// assert!(!p.close_idle(QUIET_NS, s, 1)); // idle for less than QUIET_NS
+    /// assert!(p.close_idle(QUIET_NS + 1, s, 1));
+    /// let s = PoolState { idle: 1, open: 4, ..s };
+    /// assert!(!p.close_idle(10 * QUIET_NS, s, 1)); // the pre-opened count stays
+    /// ```
+    pub fn close_idle(&mut self, now_ns: u64, s: PoolState, idle_since_ns: u64) -> bool {
+        let keep = self.floor.max(self.base_wanted()).max(1);
+        let close = s.idle > 0
+            && s.waiting == 0
+            && s.open > keep
+            && matches!(self.probe, Probe::Idle)
+            && now_ns.saturating_sub(idle_since_ns) >= QUIET_NS;
+        if close {
+            self.level = self.level.min(s.open - 1);
+        }
+        close
     }
 
     /// How many connects to start now: toward [`Pool::wanted`], at most
