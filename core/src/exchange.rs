@@ -222,6 +222,9 @@ pub struct Exchange {
     idempotent: bool,
     /// Requests begun on this connection (the current one included).
     served: u64,
+    /// The connection waited idle in the pool before its first request
+    /// ([`Exchange::mark_idle`]): it was not opened for that request.
+    idled: bool,
     /// Gaps that did not fit, over the life of this exchange.
     dropped_gaps: u64,
 }
@@ -247,6 +250,7 @@ impl Exchange {
             response_bytes: false,
             idempotent: true,
             served: 0,
+            idled: false,
             dropped_gaps: 0,
         }
     }
@@ -295,6 +299,16 @@ impl Exchange {
     pub fn reset_connection(&mut self) {
         self.reader.reset();
         self.served = 0;
+        self.idled = false;
+    }
+
+    /// The connection is open and waits, idle, for a request (the engines
+    /// call this when it joins the idle pool, pre-opened ones included): a
+    /// server may close it meanwhile, so a reset before any byte of the
+    /// next response is the idle-close race ([`Exchange::may_retry`]),
+    /// even on its first request.
+    pub fn mark_idle(&mut self) {
+        self.idled = true;
     }
 
     /// Feeds the unconsumed bytes of the connection buffer, read at
@@ -415,7 +429,8 @@ impl Exchange {
 
     /// Whether a request that failed with `kind` is sent again, once, on a
     /// fresh connection (its clock still running from its intended time):
-    /// the connection was reused (the server may have closed it while idle,
+    /// the connection was reused or waited idle before this request
+    /// ([`Exchange::mark_idle`]: the server may have closed it while idle,
     /// a race no client can avoid), it was closed or reset before any byte
     /// of the response arrived, the request was not retried already, and
     /// its method is idempotent (RFC 9110 section 9.2.2) or
@@ -427,6 +442,10 @@ impl Exchange {
     /// let mut ex = Exchange::new(false);
     /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
     /// assert!(!ex.may_retry(ErrorKind::Reset, false, false)); // a fresh connection
+    /// let mut pre = Exchange::new(false);
+    /// pre.mark_idle(); // pre-opened: it waited idle in the pool
+    /// pre.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert!(pre.may_retry(ErrorKind::Reset, false, false));
     /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n"); // the second request on it
     /// assert!(ex.may_retry(ErrorKind::Reset, false, false));
     /// assert!(!ex.may_retry(ErrorKind::Reset, true, false)); // once
@@ -443,7 +462,7 @@ impl Exchange {
     ) -> bool {
         kind == ErrorKind::Reset
             && !self.response_bytes
-            && self.served > 1
+            && (self.served > 1 || self.idled)
             && !already_retried
             && (self.idempotent || allow_non_idempotent)
     }

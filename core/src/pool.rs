@@ -292,13 +292,30 @@ impl Pool {
         }
     }
 
-    /// Sets the service time before the clock starts (the warm-up
-    /// requests' median, ns, each sent with no other in flight): the
-    /// average's start, and the base until a shorter answer comes.
+    /// Sets the service time before the clock starts, ns: the average's
+    /// start (the warm-up requests' median), and the base until a shorter
+    /// answer comes.
     pub fn seed(&mut self, service_ns: u64) {
         self.service_ns = Some(service_ns as f64);
+        self.seed_base(service_ns);
+    }
+
+    /// Sets the base before the clock starts, ns: the fastest warm-up
+    /// answer (the warm-up requests go out together, so the later ones
+    /// may queue behind the first at the server; the fastest did not).
+    ///
+    /// ```
+    /// use metronome_core::pool::Pool;
+    /// let mut p = Pool::new(2000.0, 16, 1024, 10_000);
+    /// p.seed(8_000_000); // 16 warm-up requests queued at a 1 ms FIFO server
+    /// p.seed_base(1_000_000); // the first of them did not
+    /// assert_eq!(p.service_ns(), Some(8_000_000));
+    /// assert_eq!(p.base_ns(), Some(1_000_000));
+    /// assert_eq!(p.wanted(), 16); // ceil(2000 x 1 ms x 1.5) + 2 = 5
+    /// ```
+    pub fn seed_base(&mut self, fastest_ns: u64) {
         for _ in 0..BASE_RANK {
-            self.note_smallest(service_ns);
+            self.note_smallest(fastest_ns);
         }
     }
 
@@ -627,5 +644,62 @@ impl Pool {
         let by_pace = MAX_CONNECTING.saturating_sub(s.connecting);
         let by_demand = s.waiting.saturating_sub(s.connecting);
         by_need.min(by_pace).min(by_demand)
+    }
+}
+
+/// What the pool rules did in a run, over all pacing threads: for the
+/// report.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PoolOutcome {
+    /// Where growth stopped because more connections did not carry more
+    /// load (summed over the threads that found one: their completions per
+    /// second and connections add up).
+    pub knee: Option<Knee>,
+    /// Probes kept and refused.
+    pub probes: Probes,
+    /// Connections the pool closed: idle for [`QUIET_NS`], or a refused
+    /// probe's.
+    pub closed: u64,
+}
+
+impl PoolOutcome {
+    /// One pacing thread's outcome: its pool's knee and probes, and the
+    /// connections it closed.
+    pub fn of(pool: &Pool, closed: u64) -> PoolOutcome {
+        PoolOutcome {
+            knee: pool.knee(),
+            probes: pool.probes(),
+            closed,
+        }
+    }
+
+    /// Adds another pacing thread's outcome.
+    ///
+    /// ```
+    /// use metronome_core::pool::{Knee, PoolOutcome, Probes};
+    /// let k = |per_s, n| Some(Knee { completions_per_s: per_s, connections: n,
+    ///     probe_per_s: per_s, probe_connections: n + 4, at_ns: 5 });
+    /// let mut a = PoolOutcome { knee: k(1000.0, 16), probes: Probes { kept: 1, refused: 1 }, closed: 4 };
+    /// a.merge(&PoolOutcome { knee: k(900.0, 16), probes: Probes { kept: 0, refused: 2 }, closed: 8 });
+    /// assert_eq!(a.knee.unwrap().completions_per_s, 1900.0);
+    /// assert_eq!(a.knee.unwrap().connections, 32);
+    /// assert_eq!(a.knee.unwrap().probe_connections, 40);
+    /// assert_eq!(a.probes, Probes { kept: 1, refused: 3 });
+    /// assert_eq!(a.closed, 12);
+    /// ```
+    pub fn merge(&mut self, other: &PoolOutcome) {
+        self.knee = match (self.knee, other.knee) {
+            (Some(a), Some(b)) => Some(Knee {
+                completions_per_s: a.completions_per_s + b.completions_per_s,
+                connections: a.connections + b.connections,
+                probe_per_s: a.probe_per_s + b.probe_per_s,
+                probe_connections: a.probe_connections + b.probe_connections,
+                at_ns: a.at_ns.max(b.at_ns),
+            }),
+            (a, b) => a.or(b),
+        };
+        self.probes.kept += other.probes.kept;
+        self.probes.refused += other.probes.refused;
+        self.closed += other.closed;
     }
 }

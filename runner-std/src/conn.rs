@@ -345,6 +345,13 @@ impl Conn {
         }
     }
 
+    /// The connection waits idle for a request (core's
+    /// [`Exchange::mark_idle`]): a reset before any byte of the next
+    /// response is the idle-close race, retried once.
+    pub(crate) fn mark_idle(&mut self) {
+        self.exchange.mark_idle();
+    }
+
     /// Looks at an idle connection before reusing it: a close or bytes
     /// while idle mean the server closed it or sent what no request asked
     /// for (core's [`Exchange::handle_idle`]); either way it is closed here.

@@ -188,16 +188,6 @@ impl Link {
         Ok(())
     }
 
-    /// Publishes the send time of the oldest stream in flight (+ 1; 0 for
-    /// none): the pacer's lower bound of the service time when every
-    /// connection is busy.
-    fn mark_busy(&self, busy: Option<&std::sync::atomic::AtomicU64>) {
-        if let Some(b) = busy {
-            let oldest = self.flights.iter().flatten().map(|f| f.sent_ns).min();
-            b.store(oldest.map_or(0, |t| t + 1), Ordering::Relaxed);
-        }
-    }
-
     fn slot_of(&self, stream: u32) -> Option<usize> {
         self.flights
             .iter()
@@ -285,8 +275,6 @@ pub(crate) fn worker(
         n => n as usize,
     };
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
-    let busy_slot = shared.slots_used.fetch_add(1, Ordering::Relaxed);
-    let busy_since = shared.busy_since.get(busy_slot);
     let link = Mutex::new(Link::new(plan, cap));
     let changed = Condvar::new();
     let mut stats = ThreadStats::default();
@@ -382,7 +370,6 @@ pub(crate) fn worker(
                             let io = Io {
                                 sock: read_sock,
                                 rest,
-                                busy: busy_since,
                                 tls: over_tls,
                             };
                             read_loop(plan, origin, shared, link, changed, tx, io)
@@ -476,7 +463,6 @@ pub(crate) fn worker(
                 let _ = l.push_body(slot, request.body);
             }
             l.sync_idle(shared);
-            l.mark_busy(busy_since);
             drop(l);
             if !job.retried {
                 stats.sent += 1;
@@ -508,9 +494,6 @@ pub(crate) fn worker(
             let _ = r.join();
         }
     });
-    if let Some(b) = busy_since {
-        b.store(0, Ordering::Relaxed);
-    }
     stats.cpu_ns = thread_cpu_ns();
     let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
     let dropped: u64 = l.exchanges.iter().map(StreamExchange::dropped_gaps).sum();
@@ -593,12 +576,10 @@ struct After {
     retry: VecDeque<Job>,
 }
 
-/// A reader's socket, the bytes read before it started, and where it
-/// publishes its oldest stream's send time.
-struct Io<'a> {
+/// A reader's socket and the bytes read before it started.
+struct Io {
     sock: TcpStream,
     rest: Vec<u8>,
-    busy: Option<&'a std::sync::atomic::AtomicU64>,
     /// The link's TLS session carries the bytes: the socket is only
     /// watched (peeked) here, and read under the link's lock.
     tls: bool,
@@ -613,14 +594,9 @@ fn read_loop(
     link: &Mutex<Link>,
     changed: &Condvar,
     tx: mpsc::Sender<Fact>,
-    io: Io<'_>,
+    io: Io,
 ) {
-    let Io {
-        sock,
-        rest,
-        busy,
-        tls,
-    } = io;
+    let Io { sock, rest, tls } = io;
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; READ_BUF_BYTES].into_boxed_slice();
     let (mut start, mut end) = (0, rest.len());
@@ -734,7 +710,6 @@ fn read_loop(
             }
         }
         l.sync_idle(shared);
-        l.mark_busy(busy);
         let dead = l.dead;
         drop(l);
         changed.notify_all();
@@ -926,6 +901,7 @@ fn end_stream(
     let Some(f) = l.flights[slot].take() else {
         return;
     };
+    let answered = how.is_ok();
     let outcome = match how {
         Ok(()) => Outcome::from_finish(l.exchanges[slot].finish(&l.gaps[slot])),
         Err(finish) => Outcome::from_finish(finish),
@@ -937,6 +913,9 @@ fn end_stream(
         done_ns: now,
         outcome,
     });
-    after.sample = Some((now, now.saturating_sub(f.sent_ns)));
+    if answered {
+        // A failure is no answer: it says nothing of the service time.
+        after.sample = Some((now, now.saturating_sub(f.sent_ns)));
+    }
     shared.in_flight.fetch_sub(1, Ordering::Relaxed);
 }

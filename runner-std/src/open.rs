@@ -2,8 +2,8 @@
 //! request to an idle connection thread; a collector thread records.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use metronome_core::engine::{
@@ -14,7 +14,7 @@ use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
 use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
-use metronome_core::pool::{Admit, Pool, PoolState};
+use metronome_core::pool::{Admit, Pool, PoolOutcome, PoolState};
 use metronome_core::turns::{earliest, next_due, Due, FollowUpSink};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -50,6 +50,83 @@ pub(crate) struct Queue {
     pub(crate) h2_linked: usize,
     /// The schedule is over: exit once the queue is empty.
     pub(crate) closing: bool,
+    /// HTTP/1.1: the connection threads asleep waiting for a job, the
+    /// most recently used on top (LIFO): the pacer wakes the top one, the
+    /// pool closes from the bottom ([`Pool::close_idle`]).
+    pub(crate) sleepers: Vec<Sleeper>,
+    /// Connections the pool rules closed.
+    pub(crate) pool_closed: u64,
+}
+
+/// A connection thread asleep on the idle stack.
+pub(crate) struct Sleeper {
+    thread: std::thread::Thread,
+    signal: Arc<AtomicU8>,
+    /// When it went to sleep (run clock ns).
+    since_ns: u64,
+}
+
+/// [`Sleeper::signal`]: asleep.
+const ASLEEP: u8 = 0;
+/// [`Sleeper::signal`]: woken to look at the queue.
+const WOKEN: u8 = 1;
+/// [`Sleeper::signal`]: woken to close its connection and leave.
+const RETIRE: u8 = 2;
+
+impl Sleeper {
+    /// Wakes the thread with `signal`.
+    fn wake(self, signal: u8) {
+        self.signal.store(signal, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+impl Queue {
+    /// Wakes the most recently used sleeping connection thread, if any:
+    /// a job is queued.
+    fn wake_top(&mut self) {
+        if let Some(s) = self.sleepers.pop() {
+            self.idle -= 1;
+            s.wake(WOKEN);
+        }
+    }
+
+    /// Wakes every sleeping connection thread (the schedule is over).
+    fn wake_all(&mut self) {
+        while !self.sleepers.is_empty() {
+            self.wake_top();
+        }
+    }
+
+    /// The pool as core's rules see it; `open`: the connections open.
+    fn pool_state(&self, open: u64, in_flight: u64) -> PoolState {
+        PoolState {
+            idle: self.idle.saturating_sub(self.jobs.len()) as u32,
+            open: open.min(u64::from(u32::MAX)) as u32,
+            connecting: self.connecting as u32,
+            waiting: self.jobs.len().saturating_sub(self.idle) as u32,
+            in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
+        }
+    }
+
+    /// Closes, least recently used first, the sleeping connections the
+    /// pool rules say have been idle too long ([`Pool::close_idle`]).
+    fn shrink_idle(&mut self, now: u64, shared: &Shared) {
+        while let Some(since) = self.sleepers.first().map(|s| s.since_ns) {
+            let state = self.pool_state(
+                shared.open_connections.load(Ordering::Relaxed),
+                shared.in_flight.load(Ordering::Relaxed),
+            );
+            if !self.pool.close_idle(now, state, since) {
+                break;
+            }
+            let s = self.sleepers.remove(0);
+            self.idle -= 1;
+            self.pool_closed += 1;
+            shared.open_connections.fetch_sub(1, Ordering::Relaxed);
+            s.wake(RETIRE);
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -64,27 +141,6 @@ pub(crate) struct Shared {
     pub(crate) threads: AtomicUsize,
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
     pub(crate) dropped_gaps: AtomicU64,
-    /// Each connection thread's request in flight: its send time + 1 (ns
-    /// on the run's clock), 0 when none; the first `slots_used` are taken
-    /// (HTTP/2: the oldest stream's).
-    pub(crate) busy_since: Box<[AtomicU64]>,
-    pub(crate) slots_used: AtomicUsize,
-}
-
-impl Shared {
-    /// The send time of the oldest request in flight, if any.
-    fn oldest_in_flight(&self) -> Option<u64> {
-        let used = self
-            .slots_used
-            .load(Ordering::Relaxed)
-            .min(self.busy_since.len());
-        self.busy_since[..used]
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .filter(|&b| b > 0)
-            .min()
-            .map(|b| b - 1)
-    }
 }
 
 /// Conversations ([`metronome_core::turns`]): the next turns the collector
@@ -226,7 +282,7 @@ pub(crate) fn run(
         };
         pre = warm_start(plan, control, pre, open, &mut warm);
     }
-    let warm_service_ns = warm.median_service_ns();
+    let warm_service_ns = warm.median_service_ns().zip(warm.min_service_ns());
     // The pacer's share of the offered rate: its shard's.
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut pool = Pool::new(
@@ -235,8 +291,9 @@ pub(crate) fn run(
         plan.max_connections,
         plan.max_in_flight,
     );
-    if let Some(service) = warm_service_ns {
-        pool.seed(service);
+    if let Some((median, fastest)) = warm_service_ns {
+        pool.seed(median);
+        pool.seed_base(fastest);
     }
     let shared = Shared {
         queue: Mutex::new(Queue {
@@ -246,6 +303,10 @@ pub(crate) fn run(
             connecting: 0,
             h2_linked: 0,
             closing: false,
+            sleepers: Vec::with_capacity(
+                plan.max_connections.max((pre.len() + pre_h2.len()) as u32) as usize,
+            ),
+            pool_closed: 0,
         }),
         ready: Condvar::new(),
         in_flight: AtomicU64::new(0),
@@ -256,10 +317,6 @@ pub(crate) fn run(
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
-        busy_since: (0..plan.max_connections.max((pre.len() + pre_h2.len()) as u32))
-            .map(|_| AtomicU64::new(0))
-            .collect(),
-        slots_used: AtomicUsize::new(0),
     };
     let talks = Talks {
         queue: Mutex::new(FollowUps::with_capacity(plan.follow_up_capacity())),
@@ -351,6 +408,7 @@ pub(crate) fn run(
             follow_ups: None,
         };
         let mut cpu_mark = (thread_cpu_ns(), 0u64);
+        let mut load_mark = 0u64;
         let mut next_sample = CPU_SAMPLE_NS;
         let mut stats = ThreadStats::default();
         let mut waited = 0u64;
@@ -372,7 +430,16 @@ pub(crate) fn run(
                 let cpu = thread_cpu_ns();
                 let (cpu_then, spin_then) = cpu_mark;
                 let spin = stats.spin_ns.saturating_sub(spin_then);
-                ledger.busy(tally, now, cpu.saturating_sub(cpu_then), spin);
+                let busy = cpu.saturating_sub(cpu_then);
+                ledger.busy(tally, now, busy, spin);
+                // The pool grows nothing while the pacer is the bottleneck.
+                shared
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pool
+                    .pacer_load(busy.saturating_sub(spin), now.saturating_sub(load_mark));
+                load_mark = now;
                 cpu_mark = (cpu, stats.spin_ns);
                 next_sample = now + CPU_SAMPLE_NS;
             }
@@ -438,21 +505,14 @@ pub(crate) fn run(
                         let in_flight = shared.in_flight.load(Ordering::Relaxed);
                         let (admit, grow) = {
                             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                            if q.idle <= q.jobs.len() {
-                                // Every connection is busy: the oldest request in
-                                // flight tells a lower bound of the service time.
-                                if let Some(sent) = shared.oldest_in_flight() {
-                                    q.pool.observe_in_flight(now, now.saturating_sub(sent));
-                                }
+                            if plan.http2.is_none() {
+                                q.shrink_idle(now, &shared);
                             }
-                            let state = PoolState {
-                                idle: q.idle.saturating_sub(q.jobs.len()) as u32,
-                                open: shared.open_connections.load(Ordering::Relaxed) as u32,
-                                connecting: q.connecting as u32,
-                                waiting: q.jobs.len().saturating_sub(q.idle) as u32,
-                                in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
-                            };
-                            let admit = q.pool.admit(state);
+                            let state = q.pool_state(
+                                shared.open_connections.load(Ordering::Relaxed),
+                                in_flight,
+                            );
+                            let admit = q.pool.admit(now, state);
                             let grow = match admit {
                                 Admit::Drop => 0,
                                 Admit::Send | Admit::Wait { .. } => {
@@ -470,6 +530,9 @@ pub(crate) fn run(
                                 }
                             };
                             q.connecting += grow as usize;
+                            if admit != Admit::Drop && plan.http2.is_none() {
+                                q.wake_top();
+                            }
                             (admit, grow)
                         };
                         match admit {
@@ -487,7 +550,9 @@ pub(crate) fn run(
                                         ledger.waited(tally, t, full);
                                     }
                                 }
-                                shared.ready.notify_one();
+                                if plan.http2.is_some() {
+                                    shared.ready.notify_one();
+                                }
                                 for _ in 0..grow {
                                     let tx = tx.clone();
                                     let shared = &shared;
@@ -529,6 +594,7 @@ pub(crate) fn run(
         {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             q.closing = true;
+            q.wake_all();
         }
         shared.ready.notify_all();
         drop(tx);
@@ -584,6 +650,10 @@ pub(crate) fn run(
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
     out.warm = warm;
+    {
+        let q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        out.pool = PoolOutcome::of(&q.pool, q.pool_closed);
+    }
     if let Some((zero, late_ns)) = start {
         out.start_unix_ns = zero.unix_ns;
         out.start_late_ns = late_ns;
@@ -605,8 +675,6 @@ fn worker(
 ) {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
-    let busy_slot = shared.slots_used.fetch_add(1, Ordering::Relaxed);
-    let busy_since = shared.busy_since.get(busy_slot);
     let mut stats = ThreadStats::default();
     let mut conn = match conn {
         Some(c) => c,
@@ -627,6 +695,8 @@ fn worker(
     };
     // The last request's (done, service) times, for the pool's estimate.
     let mut sample: Option<(u64, u64)> = None;
+    // Asleep on the idle stack, this thread is woken through this.
+    let signal = Arc::new(AtomicU8::new(ASLEEP));
     loop {
         let job = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -634,6 +704,19 @@ fn worker(
                 q.pool.observe(done_ns, service_ns);
             }
             conn.linger_ns = linger_ns(rate, q.pool.service_ns());
+            if stats.sent > 0 && !q.closing {
+                let state = q.pool_state(
+                    shared.open_connections.load(Ordering::Relaxed),
+                    shared.in_flight.load(Ordering::Relaxed),
+                );
+                if q.pool.close_on_free(state) {
+                    // More open than the pool aims at (a refused probe's):
+                    // closed between requests, not replaced.
+                    q.pool_closed += 1;
+                    shared.open_connections.fetch_sub(1, Ordering::Relaxed);
+                    break;
+                }
+            }
             loop {
                 if let Some(j) = q.jobs.pop_front() {
                     break Some(j);
@@ -641,9 +724,25 @@ fn worker(
                 if q.closing {
                     break None;
                 }
+                // Asleep on top of the idle stack, until the pacer wakes
+                // this thread for a job (or to close).
+                conn.mark_idle();
+                signal.store(ASLEEP, Ordering::Relaxed);
                 q.idle += 1;
-                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                q.idle -= 1;
+                q.sleepers.push(Sleeper {
+                    thread: std::thread::current(),
+                    signal: Arc::clone(&signal),
+                    since_ns: origin.get().map_or(0, Clock::now_ns),
+                });
+                drop(q);
+                while signal.load(Ordering::Acquire) == ASLEEP {
+                    std::thread::park();
+                }
+                if signal.load(Ordering::Acquire) == RETIRE {
+                    q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                    break None;
+                }
+                q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             }
         };
         let Some(job) = job else { break };
@@ -685,9 +784,6 @@ fn worker(
                 }
             }
             let sent_ns = clock.now_ns();
-            if let Some(b) = busy_since {
-                b.store(sent_ns + 1, Ordering::Relaxed);
-            }
             if !retried {
                 stats.sent += 1;
                 let _ = tx.send(Fact::Sent {
@@ -721,6 +817,11 @@ fn worker(
                     if unsolicited {
                         let _ = tx.send(Fact::Unsolicited { at_ns: done_ns });
                     }
+                    // A failure is no answer: it says nothing of the
+                    // service time.
+                    if !matches!(outcome, crate::conn::Outcome::Failed(_)) {
+                        sample = Some((done_ns, done_ns.saturating_sub(sent_ns)));
+                    }
                     let _ = tx.send(Fact::Done {
                         intended_ns: job.intended_ns,
                         request: job.request,
@@ -728,13 +829,9 @@ fn worker(
                         done_ns,
                         outcome,
                     });
-                    sample = Some((done_ns, done_ns.saturating_sub(sent_ns)));
                     break;
                 }
             }
-        }
-        if let Some(b) = busy_since {
-            b.store(0, Ordering::Relaxed);
         }
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
     }

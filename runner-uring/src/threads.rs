@@ -40,8 +40,9 @@ pub(crate) struct Share {
     pub(crate) max_in_flight: usize,
     /// Closed model: the first global worker index of this thread.
     pub(crate) worker_base: u64,
-    /// The median service time of the warm-up requests, ns, if any were sent.
-    pub(crate) warm_service_ns: Option<u64>,
+    /// The median and the fastest service time of the warm-up requests,
+    /// ns, if any were answered.
+    pub(crate) warm_service_ns: Option<(u64, u64)>,
 }
 
 /// What a thread returns: its output, and when it saw the stop (if it did).
@@ -153,7 +154,7 @@ pub(crate) fn run(
         shares[i % threads].streams.push(s);
     }
     let mut base = 0u64;
-    let warm_service_ns = warm.median_service_ns();
+    let warm_service_ns = warm.median_service_ns().zip(warm.min_service_ns());
     for (t, share) in shares.iter_mut().enumerate() {
         share.warm_service_ns = warm_service_ns;
         let pre = share.streams.len();

@@ -151,8 +151,8 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             t.ok + t.errors
         ),
         "server_slower" => format!(
-            "{} requests found every connection busy and waited while the pool grew toward \
-             what the service time needs (latency p50 up to {:.3} ms, send-lag p99 up to \
+            "{} requests found every connection busy and waited for one, the pool below its \
+             limit (latency p50 up to {:.3} ms, send-lag p99 up to \
              {:.3} ms): the server answered slower than before",
             t.waited, t.p50, t.send_lag_p99
         ),
@@ -261,8 +261,8 @@ mod tests {
         );
         assert_eq!(
             all[5].detail,
-            "47 requests found every connection busy and waited while the pool grew toward \
-             what the service time needs (latency p50 up to 1.000 ms, send-lag p99 up to 1.500 \
+            "47 requests found every connection busy and waited for one, the pool below its \
+             limit (latency p50 up to 1.000 ms, send-lag p99 up to 1.500 \
              ms): the server answered slower than before"
         );
         // The last interval of a run ends one interval width after its start.

@@ -268,6 +268,7 @@ impl Report {
                 stopped: out.stopped,
                 warnings: out.warnings.clone(),
                 behind: Vec::new(),
+                pool: crate::report::PoolReport::of(&out.pool),
             },
             thresholds: Vec::new(),
             compat: meta
@@ -506,6 +507,15 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         w.push(format!(
             "behind schedule in {} more stretches (generator.behind in the JSON)",
             r.generator.behind.len() - 3
+        ));
+    }
+    if let (Model::Open, Some(k)) = (r.model, &r.generator.pool.knee) {
+        w.push(format!(
+            "saturated at about {:.0} req/s with {} connections (the knee): {} connections \
+             completed {:.0} req/s, no more, so the pool did not grow (more connections only \
+             move the queue into the server); requests waited for a connection, and their \
+             latency from the intended time includes the wait",
+            k.completions_per_s, k.connections, k.probe_connections, k.probe_per_s
         ));
     }
     if r.model == Model::Open

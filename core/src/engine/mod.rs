@@ -237,6 +237,8 @@ pub struct RunOutput {
     pub setup: Setup,
     /// The warm-up before the clock ([`crate::plan::WarmUp`]).
     pub warm: Warm,
+    /// What the pool rules did: the knee, probes, connections closed.
+    pub pool: crate::pool::PoolOutcome,
 }
 
 /// What the warm-up of the pre-opened connections found, before the clock
@@ -283,9 +285,26 @@ impl Warm {
     /// assert_eq!(Warm::default().median_service_ns(), None);
     /// ```
     pub fn median_service_ns(&self) -> Option<u64> {
+        self.service_percentile(50)
+    }
+
+    /// The fastest answered warm-up request's service time, ns.
+    ///
+    /// ```
+    /// use metronome_core::engine::Warm;
+    /// let w = Warm { service_ns: vec![30, 10, 20, 90], ..Warm::default() };
+    /// assert_eq!(w.min_service_ns(), Some(10));
+    /// ```
+    pub fn min_service_ns(&self) -> Option<u64> {
+        self.service_ns.iter().copied().min()
+    }
+
+    /// The lower `pct`-th percentile of the warm-up service times.
+    fn service_percentile(&self, pct: usize) -> Option<u64> {
+        let pct = pct.min(100);
         let mut v = self.service_ns.clone();
         v.sort_unstable();
-        v.get(v.len().saturating_sub(1) / 2).copied()
+        v.get(v.len().saturating_sub(1) * pct / 100).copied()
     }
 }
 
@@ -625,6 +644,7 @@ impl RunOutput {
             start_unix_ns: 0,
             start_late_ns: 0,
             warm: Warm::default(),
+            pool: crate::pool::PoolOutcome::default(),
         }
     }
 
@@ -675,6 +695,7 @@ impl RunOutput {
         self.warnings.extend(other.warnings.iter().cloned());
         self.setup.merge(&other.setup);
         self.warm.merge(&other.warm);
+        self.pool.merge(&other.pool);
         if self.start_unix_ns == 0 {
             self.start_unix_ns = other.start_unix_ns;
         }

@@ -154,17 +154,6 @@ impl H2State {
             .map(StreamExchange::dropped_gaps)
             .sum()
     }
-
-    /// The send time of the oldest stream in flight.
-    pub(super) fn oldest_sent(&self) -> Option<u64> {
-        self.links
-            .iter()
-            .filter(|l| l.open > 0)
-            .flat_map(|l| l.flights.iter())
-            .filter(|f| f.stream != 0)
-            .map(|f| f.sent_ns)
-            .min()
-    }
 }
 
 /// How a stream ended, for [`Worker::h2_end`].
@@ -832,7 +821,10 @@ impl Ends<'_, '_> {
                 *self.retries += 1;
             }
             End::Answered | End::Failed(_) => {
-                self.pool.observe(now, now.saturating_sub(f.sent_ns));
+                if matches!(how, End::Answered) {
+                    // An answer: a failure says nothing of the service time.
+                    self.pool.observe(now, now.saturating_sub(f.sent_ns));
+                }
                 let g = H2State::gaps_of(gaps, f.gap);
                 let finish = match how {
                     End::Failed(finish) => finish,

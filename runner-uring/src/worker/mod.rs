@@ -40,7 +40,7 @@ use metronome_core::pace::{
     REAP_GUARD_NS,
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
-use metronome_core::pool::Pool;
+use metronome_core::pool::{Pool, PoolOutcome};
 use metronome_core::schedule::Schedule;
 use metronome_core::turns::{earliest, next_due, Due};
 
@@ -142,6 +142,10 @@ pub(crate) struct Worker<'p> {
     last_send_ns: u64,
     /// This thread's share of the offered rate, requests per second.
     rate: f64,
+    /// Connections the pool rules closed (idle too long, a refused probe's).
+    pool_closed: u64,
+    /// When the pacing thread's load was last given to the pool (clock ns).
+    load_mark_ns: u64,
 }
 
 impl<'p> Worker<'p> {
@@ -187,6 +191,8 @@ impl<'p> Worker<'p> {
                 held: false,
                 connect_at_ns: 0,
                 shake_at_ns: 0,
+                idle_since_ns: 0,
+                retire: false,
             })
             .collect();
         let pre = share.streams.len() as u64;
@@ -197,6 +203,9 @@ impl<'p> Worker<'p> {
             conns[i].tls = session;
             conns[i].state = State::Idle;
             conns[i].unused = true;
+            // It waits idle for its first request: the server may close it
+            // meanwhile (core's retry rule).
+            conns[i].exchange.mark_idle();
             idle.push(i);
             greeted.push(greeting);
         }
@@ -212,8 +221,9 @@ impl<'p> Worker<'p> {
         // This thread's share of the offered rate: its sub-shard's.
         let rate = plan.rate / f64::from(share.shard.count.max(1));
         let mut pool = Pool::new(rate, pre as u32, slots as u32, share.max_in_flight as u32);
-        if let Some(service) = share.warm_service_ns {
-            pool.seed(service);
+        if let Some((median, fastest)) = share.warm_service_ns {
+            pool.seed(median);
+            pool.seed_base(fastest);
         }
         let workers_total = match plan.model {
             Model::Closed { workers, .. } => u64::from(workers),
@@ -255,6 +265,8 @@ impl<'p> Worker<'p> {
             cpu_mark: (0, 0),
             last_send_ns: 0,
             rate,
+            pool_closed: 0,
+            load_mark_ns: 0,
         };
         for (i, g) in greeted.into_iter().enumerate() {
             if let Some(g) = g {
@@ -291,6 +303,7 @@ impl<'p> Worker<'p> {
         self.out.spin_ns = self.stats.spin_ns;
         self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
         self.out.dropped_gaps += self.h2.as_ref().map_or(0, H2State::dropped_gaps);
+        self.out.pool = PoolOutcome::of(&self.pool, self.pool_closed);
         Ok(ThreadOut {
             out: self.out,
             stopped_at,
@@ -504,12 +517,17 @@ impl<'p> Worker<'p> {
     fn sample_cpu(&mut self, now: u64) {
         let cpu = thread_cpu_ns();
         let (cpu_then, spin_then) = self.cpu_mark;
-        self.ledger.busy(
-            &mut self.out.tally(),
-            now,
+        let (busy, spin) = (
             cpu.saturating_sub(cpu_then),
             self.stats.spin_ns.saturating_sub(spin_then),
         );
+        self.ledger.busy(&mut self.out.tally(), now, busy, spin);
+        // The pool grows nothing while this thread is the bottleneck.
+        self.pool.pacer_load(
+            busy.saturating_sub(spin),
+            now.saturating_sub(self.load_mark_ns),
+        );
+        self.load_mark_ns = now;
         self.cpu_mark = (cpu, self.stats.spin_ns);
     }
 

@@ -43,24 +43,11 @@ impl Worker<'_> {
         let measured = self
             .ledger
             .scheduled(&mut self.out.tally(), job.intended_ns, job.request);
-        if self.idle.is_empty() {
-            // Every connection is busy: the oldest request in flight tells
-            // a lower bound of the service time (a stalled server).
-            let oldest = match self.h2.as_ref() {
-                Some(h2) => h2.oldest_sent(),
-                None => self
-                    .conns
-                    .iter()
-                    .filter(|c| c.state == State::Busy)
-                    .map(|c| c.sent_ns)
-                    .min(),
-            };
-            if let Some(sent) = oldest {
-                let now = self.clock.now_ns();
-                self.pool.observe_in_flight(now, now.saturating_sub(sent));
-            }
+        let now = self.clock.now_ns();
+        if self.h2.is_none() {
+            self.shrink_idle(now)?;
         }
-        match self.pool.admit(self.pool_state()) {
+        match self.pool.admit(now, self.pool_state()) {
             Admit::Drop => {
                 self.ledger
                     .dropped(&mut self.out.tally(), job.intended_ns, job.request);
@@ -266,8 +253,8 @@ impl Worker<'_> {
     pub(super) fn fail(&mut self, slot: usize, failure: Finish<'static>) -> io::Result<()> {
         if self.conns[slot].state == State::Busy {
             let now = self.clock.now_ns();
+            // A failure is no answer: it says nothing of the service time.
             let c = &self.conns[slot];
-            self.pool.observe(now, now.saturating_sub(c.sent_ns));
             let ok = self.ledger.finished(
                 &mut self.out.tally(),
                 c.job.intended_ns,

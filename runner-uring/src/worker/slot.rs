@@ -79,6 +79,10 @@ pub(super) struct Conn {
     /// When the connect (then the handshake) started, clock ns.
     pub(super) connect_at_ns: u64,
     pub(super) shake_at_ns: u64,
+    /// When it last joined the idle stack, clock ns.
+    pub(super) idle_since_ns: u64,
+    /// Closed by the pool rules: not replaced once closed.
+    pub(super) retire: bool,
 }
 
 impl Worker<'_> {
@@ -197,13 +201,24 @@ impl Worker<'_> {
                 }
                 Ok(())
             }
-            Model::Open => match self.waiting.pop_front() {
-                Some(job) => self.start(slot, job),
-                None => {
-                    self.idle.push(slot);
-                    Ok(())
+            Model::Open => {
+                if self.pool.close_on_free(self.pool_state()) {
+                    // More open than the pool aims at (a refused probe's).
+                    return self.retire(slot);
                 }
-            },
+                match self.waiting.pop_front() {
+                    Some(job) => self.start(slot, job),
+                    None => {
+                        // On top of the idle stack: the next request takes
+                        // the most recently used connection.
+                        let c = &mut self.conns[slot];
+                        c.idle_since_ns = self.clock.now_ns();
+                        c.exchange.mark_idle();
+                        self.idle.push(slot);
+                        Ok(())
+                    }
+                }
+            }
         }
     }
 
@@ -237,9 +252,38 @@ impl Worker<'_> {
         }
     }
 
+    /// Closes `slot` for the pool rules ([`Pool::close_on_free`],
+    /// [`Pool::close_idle`]): between requests, and not replaced.
+    ///
+    /// [`Pool::close_on_free`]: metronome_core::pool::Pool::close_on_free
+    /// [`Pool::close_idle`]: metronome_core::pool::Pool::close_idle
+    pub(super) fn retire(&mut self, slot: usize) -> io::Result<()> {
+        self.conns[slot].retire = true;
+        self.pool_closed += 1;
+        self.close(slot)
+    }
+
+    /// Closes the idle connections the pool rules say have been idle too
+    /// long ([`Pool::close_idle`](metronome_core::pool::Pool::close_idle)),
+    /// the least recently used (the bottom of the idle stack) first.
+    pub(super) fn shrink_idle(&mut self, now: u64) -> io::Result<()> {
+        while let Some(&lru) = self.idle.first() {
+            let since = self.conns[lru].idle_since_ns;
+            if !self.pool.close_idle(now, self.pool_state(), since) {
+                break;
+            }
+            self.idle.remove(0);
+            self.retire(lru)?;
+        }
+        Ok(())
+    }
+
     /// `slot` has no socket any more: reconnect while there is work for it.
     pub(super) fn closed_now(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Free;
+        if std::mem::take(&mut self.conns[slot].retire) {
+            return Ok(());
+        }
         let wanted = match self.model {
             // A retry already planned (a failed handshake) waits its turn.
             Model::Closed { .. } => {
