@@ -332,8 +332,9 @@ pub struct RunArgs {
     /// --max-connections].
     #[arg(short, long)]
     pub connections: Option<u32>,
-    /// Connections may grow to this many, toward what the measured service
-    /// time needs (1.5 x rate x service time), a few at a time.
+    /// Connections may grow to this many, a few at a time: toward what the
+    /// no-queue service time needs (1.5 x rate x the fastest service
+    /// times), and beyond only while more connections carry more load.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: u32,
     /// Requests in flight (sent or waiting for a connection) above which a

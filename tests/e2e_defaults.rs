@@ -3,7 +3,11 @@
 //! needs when a server is slow to take its connections, a server that
 //! closes its connections after N requests raises no false alarm, bytes
 //! a server sends before any request are nobody's response, and a gentle
-//! run against an instant server warns of nothing.
+//! run against an instant server warns of nothing. And a pool that never
+//! makes a run worse (issue 29): a saturated FIFO server gets no more
+//! connections and the knee is named; a server that serves in parallel
+//! and needs concurrency gets it; at a low rate the most recently used
+//! connection carries the load, so a server's idle timeout costs nothing.
 //!
 //! Every server here is a small std::net server in this process on
 //! 127.0.0.1:0, one thread per connection; every thread polls a stop flag
@@ -24,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use common::{assert_accounting, engines, plain, run_json, run_json_checked, server};
 use metronome::report::Report;
+use metronome::serve::ServeConfig;
 
 /// The longest any connection thread lives, whatever the client does.
 const CONN_LIFE: Duration = Duration::from_secs(20);
@@ -569,4 +574,146 @@ fn a_quiet_low_rate_run_warns_of_nothing() {
         }));
     }
     assert_none_failed(failed);
+}
+
+/// A saturated FIFO server: `serve --service 1ms` (capacity 1000 req/s)
+/// offered 1200 req/s for 3 s with default flags. More connections cannot
+/// carry more load, so the pool does not grow past twice the 16 it
+/// pre-opens (a probe of a few more is refused and closed again), every
+/// request is still ok (the queue is at the client, charged from the
+/// intended time), and the report names the knee: about 1000 req/s with
+/// 16 connections, in the JSON and in a warning.
+#[test]
+fn a_saturated_fifo_server_gets_no_more_connections() {
+    let _serial = serial();
+    assert_none_failed(on_each_engine("saturated FIFO", |engine| {
+        let srv = server(plain(Duration::from_millis(1)));
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &["--rate", "1200", "--duration", "3s"],
+            0,
+        );
+        srv.stop();
+        let ctx = format!("{}; pool {:?}", story(engine, &r), r.generator.pool);
+        assert_accounting(&r);
+        assert_eq!(r.requests.scheduled, 3600, "{ctx}");
+        assert_eq!(r.requests.ok, 3600, "{ctx}");
+        assert!(r.generator.peak_connections <= 32, "{ctx}");
+        let knee = r.generator.pool.knee.as_ref().expect("a knee");
+        assert_eq!(knee.connections, 16, "{ctx}");
+        assert!((700.0..=1100.0).contains(&knee.completions_per_s), "{ctx}");
+        assert!(knee.probe_connections > 16, "{ctx}");
+        assert!(r.generator.pool.probes_refused >= 1, "{ctx}");
+        assert!(
+            r.generator
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("saturated at about") && w.contains("with 16 connections")),
+            "{ctx}"
+        );
+        assert_no_pool_alarm(&r, &ctx);
+        eprintln!("ok: {ctx}");
+    }));
+}
+
+/// A server that serves in parallel and needs concurrency: `serve --sse`
+/// streams of 2 tokens 500 ms apart (about 1 s each, all at once) at 200
+/// req/s need about 200 connections. The warm-up's streams tell the pool
+/// their 1 s, so it grows from the 16 it pre-opens to what the rate
+/// needs, every request is ok, and nothing warns of the pool or a knee.
+#[test]
+fn a_server_that_needs_concurrency_gets_it() {
+    let _serial = serial();
+    assert_none_failed(on_each_engine("needs concurrency", |engine| {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 2,
+            ttft: Duration::from_millis(500),
+            itl: Duration::from_millis(500),
+            ..plain(Duration::ZERO)
+        });
+        let r = run_json(
+            srv.addr(),
+            "/v1/chat/completions",
+            engine,
+            &["--openai", "--rate", "200", "--duration", "3s"],
+            0,
+        );
+        srv.stop();
+        let ctx = format!("{}; pool {:?}", story(engine, &r), r.generator.pool);
+        assert_accounting(&r);
+        assert_eq!(r.requests.scheduled, 600, "{ctx}");
+        assert_eq!(r.requests.ok, 600, "{ctx}");
+        assert!(r.generator.peak_connections >= 150, "{ctx}");
+        assert!(r.generator.pool.knee.is_none(), "{ctx}");
+        assert_no_pool_alarm(&r, &ctx);
+        assert!(
+            !r.generator.warnings.iter().any(|w| w.contains("saturated")),
+            "{ctx}"
+        );
+        eprintln!("ok: {ctx}");
+    }));
+}
+
+/// A server with a 2 s keep-alive idle timeout (lighttpd's is 5 s): it
+/// closes a connection that brings no request for 2 s. At 2 req/s for 6 s
+/// with the 16 connections the default pre-opens, the most recently used
+/// connection carries every request (LIFO), so the others idle out
+/// without anyone waiting on them: every request is ok, none is retried
+/// or reset, and no connection is opened again. (Handed out in turn, each
+/// connection would idle 8 s between requests, meet the server's close
+/// and be opened again.)
+#[test]
+fn at_a_low_rate_the_warm_connection_carries_the_load() {
+    let _serial = serial();
+    assert_none_failed(on_each_engine("idle timeout", |engine| {
+        let srv = Server::start(|p| {
+            let mut last = Instant::now();
+            loop {
+                let before = p.requests.load(Relaxed);
+                let got = {
+                    // One request, or a close after 2 s of silence.
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        if let Some(end) = p.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            p.buf.drain(..end + 4);
+                            p.requests.fetch_add(1, Relaxed);
+                            break true;
+                        }
+                        if p.over() || last.elapsed() > Duration::from_secs(2) {
+                            break false;
+                        }
+                        match p.stream.read(&mut chunk) {
+                            Ok(0) => break false,
+                            Ok(n) => p.buf.extend_from_slice(&chunk[..n]),
+                            Err(e) if transient(&e) => {}
+                            Err(_) => break false,
+                        }
+                    }
+                };
+                if !got || p.requests.load(Relaxed) == before || !p.send(OK) {
+                    return;
+                }
+                last = Instant::now();
+            }
+        });
+        let r = run_json(
+            srv.addr,
+            "/",
+            engine,
+            &["--rate", "2", "--duration", "6s"],
+            0,
+        );
+        let seen = srv.stop();
+        let ctx = format!("{} server {seen:?}", story(engine, &r));
+        assert_accounting(&r);
+        assert_eq!(r.requests.scheduled, 12, "{ctx}");
+        assert_eq!(r.requests.ok, 12, "{ctx}");
+        assert_eq!(r.requests.errors, 0, "{ctx}");
+        assert_eq!(r.requests.retried, 0, "{ctx}");
+        assert_eq!(r.generator.connections_opened, 16, "{ctx}");
+        eprintln!("ok: {ctx}");
+    }));
 }

@@ -72,6 +72,8 @@ const ASLEEP: u8 = 0;
 const WOKEN: u8 = 1;
 /// [`Sleeper::signal`]: woken to close its connection and leave.
 const RETIRE: u8 = 2;
+/// [`Sleeper::signal`]: woken to leave, the schedule over.
+const LEAVE: u8 = 3;
 
 impl Sleeper {
     /// Wakes the thread with `signal`.
@@ -91,10 +93,15 @@ impl Queue {
         }
     }
 
-    /// Wakes every sleeping connection thread (the schedule is over).
+    /// Wakes every sleeping connection thread to leave (the schedule is
+    /// over): each job still queued has a thread woken for it already, or
+    /// a busy or connecting one that takes it next, so a thread woken here
+    /// takes none (it would take one from the thread woken for it, which
+    /// sleeps on the warm connection).
     fn wake_all(&mut self) {
-        while !self.sleepers.is_empty() {
-            self.wake_top();
+        while let Some(s) = self.sleepers.pop() {
+            self.idle -= 1;
+            s.wake(LEAVE);
         }
     }
 
@@ -738,7 +745,7 @@ fn worker(
                 while signal.load(Ordering::Acquire) == ASLEEP {
                     std::thread::park();
                 }
-                if signal.load(Ordering::Acquire) == RETIRE {
+                if matches!(signal.load(Ordering::Acquire), RETIRE | LEAVE) {
                     q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
                     break None;
                 }
