@@ -68,13 +68,17 @@ pub fn auto_rates(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 /// Why a step did not keep up with its schedule, or `None` when it did:
-/// achieved below 99% of offered, dropped requests, a stretch where
+/// the pool found the knee (more connections carried no more load:
+/// [`saturated`]), achieved below 99% of offered, dropped requests, a stretch where
 /// requests waited for a connection (`pool_exhausted`: the target is
 /// slower than the connections allow) or the generator's CPU was saturated
 /// (`cpu_saturated`), or a breached threshold. A `descheduled` stretch (the
 /// host took the generator's CPU) is not the target's doing and does not
 /// make a knee; [`render`] names it apart.
 pub fn fell_behind(r: &Report) -> Option<String> {
+    if let Some(why) = saturated(r) {
+        return Some(why);
+    }
     if r.achieved_rps < 0.99 * r.offered_rps {
         return Some(format!(
             "achieved {:.1} req/s, below 99% of offered",
@@ -99,6 +103,19 @@ pub fn fell_behind(r: &Report) -> Option<String> {
         .iter()
         .find(|t| !t.passed)
         .map(|t| format!("threshold {} breached", t.expr))
+}
+
+/// The knee the connection pool found in a run, in words: with requests
+/// waiting, more connections carried no more load (`generator.pool.knee`,
+/// the same fact the run's warning names).
+pub fn saturated(r: &Report) -> Option<String> {
+    r.generator.pool.knee.as_ref().map(|k| {
+        format!(
+            "saturated at about {:.0} req/s with {} connections ({} connections completed \
+             {:.0} req/s, no more)",
+            k.completions_per_s, k.connections, k.probe_connections, k.probe_per_s
+        )
+    })
 }
 
 /// Why a stage of a continuous sweep (`sweep --stages`) did not keep up,
@@ -138,7 +155,8 @@ pub fn stage_fell_behind(st: &super::StageReport) -> Option<String> {
 }
 
 /// The knee of a continuous sweep (`sweep --stages`): the first stage that
-/// is a step and did not keep up, by [`stage_fell_behind`] or by a stretch
+/// is a step and did not keep up, by [`stage_fell_behind`], by the pool's
+/// knee found in it ([`saturated`]), or by a stretch
 /// of the run behind its schedule overlapping it whose cause is the
 /// target's (`pool_exhausted`, `server_slower`: requests waited for
 /// connections while the latency grew) or the generator's CPU
@@ -150,6 +168,12 @@ pub fn stage_knee(r: &Report) -> Option<(usize, String)> {
         }
         if let Some(why) = stage_fell_behind(st) {
             return Some((i, why));
+        }
+        // The pool's knee, timed from the schedule's zero as stages are.
+        if let Some(k) = &r.generator.pool.knee {
+            if k.at_s >= st.from_s && k.at_s < st.until_s {
+                return saturated(r).map(|why| (i, why));
+            }
         }
         // Stretches are timed from the end of the warmup, stages from the
         // schedule's zero.
