@@ -31,6 +31,14 @@
 //!    its connections are closed between requests ([`Pool::close_on_free`])
 //!    and no probe starts again for [`HOLD_NS`].
 //!
+//! 3. **In a stall.** When requests wait and nothing at all has answered
+//!    for [`STALL_MIN_NS`] (and [`STALL_FACTOR`] base service times; a
+//!    saturated server still answers about once per base service time), the
+//!    server is stalled or silent, not saturated: each waiting request may
+//!    have a connection, so that it still reaches the server at its intended
+//!    time; they age out once the stall is over ([`Pool::close_idle`]). A
+//!    transient shorter than the stall's length grows nothing.
+//!
 //! No probe starts while the pacing thread is itself the bottleneck
 //! ([`Pool::pacer_load`] at or above [`PACER_BOUND_PCT`] of its time
 //! working), since more connections cannot help it and cost it more.
@@ -94,6 +102,19 @@ pub const WINDOW_MAX_NS: u64 = 1_000_000_000;
 /// (percent) of the step's proportional gain: from `n` to `n + k`
 /// connections, at least `1 + 0.5 k / n` times what `n` completed.
 pub const GAIN_PCT: u32 = 50;
+
+/// No answer for this long (and for [`STALL_FACTOR`] average service
+/// times) while requests wait is a stall, not a saturation, ns: 10 ms.
+pub const STALL_MIN_NS: u64 = 10_000_000;
+
+/// See [`STALL_MIN_NS`]. A saturated server still answers about once per
+/// base service time (the average, queueing included, is `n` times that
+/// with `n` requests queued), a stalled one never.
+pub const STALL_FACTOR: u64 = 4;
+
+/// A window from which a probe starts holds at least this many
+/// completions: a window with none measured nothing.
+pub const PROBE_MIN_COMPLETIONS: u64 = 8;
 
 /// After a refused probe (the knee), no probe starts for this long, ns: 5 s.
 pub const HOLD_NS: u64 = 5_000_000_000;
@@ -265,6 +286,17 @@ pub struct Pool {
     hold_until_ns: u64,
     /// The pacing thread was the bottleneck at its last sample.
     pacer_bound: bool,
+    /// When the last answer came, ns.
+    last_answer_ns: Option<u64>,
+    /// Since when due requests have waited (`None` when the last one
+    /// admitted did not), ns.
+    waits_since_ns: Option<u64>,
+    /// Requests wait and nothing has answered for a stall's length.
+    stalled: bool,
+    /// Stalls that grew the pool (each counted once).
+    stalls: u32,
+    /// A refused probe's connections still to close when they free.
+    shed: u32,
     knee: Option<Knee>,
     probes: Probes,
 }
@@ -287,6 +319,11 @@ impl Pool {
             probe: Probe::Idle,
             hold_until_ns: 0,
             pacer_bound: false,
+            last_answer_ns: None,
+            waits_since_ns: None,
+            stalled: false,
+            stalls: 0,
+            shed: 0,
             knee: None,
             probes: Probes::default(),
         }
@@ -352,6 +389,8 @@ impl Pool {
         self.last_ns = self.last_ns.max(now_ns);
         self.note_smallest(service_ns);
         self.window.completions += 1;
+        self.last_answer_ns = Some(self.last_answer_ns.map_or(now_ns, |t| t.max(now_ns)));
+        self.stalled = false;
     }
 
     /// Keeps `v` among the [`BASE_RANK`] smallest service times.
@@ -438,6 +477,18 @@ impl Pool {
         self.probes
     }
 
+    /// Whether the pool is in a stall: requests wait and nothing has
+    /// answered for [`STALL_MIN_NS`] (and [`STALL_FACTOR`] base service
+    /// times), as of the last admission.
+    pub fn stalled(&self) -> bool {
+        self.stalled
+    }
+
+    /// Stalls that grew the pool so far.
+    pub fn stalls(&self) -> u32 {
+        self.stalls
+    }
+
     /// True when the pool is at `max_connections` (open or opening).
     pub fn is_full(&self, s: PoolState) -> bool {
         s.open + s.connecting >= self.max
@@ -469,6 +520,24 @@ impl Pool {
         }
         self.window.open_min = self.window.open_min.min(s.open);
         self.window.open_max = self.window.open_max.max(s.open);
+        // A stall: requests have waited, and nothing answered, for the
+        // stall's length.
+        if waits {
+            self.waits_since_ns.get_or_insert(now_ns);
+        } else {
+            self.waits_since_ns = None;
+        }
+        let since = self
+            .waits_since_ns
+            .unwrap_or(now_ns)
+            .max(self.last_answer_ns.unwrap_or(0));
+        let stall_ns =
+            STALL_MIN_NS.max(self.service_ns().unwrap_or(0).saturating_mul(STALL_FACTOR));
+        let stalled = waits && !self.pacer_bound && now_ns.saturating_sub(since) >= stall_ns;
+        if stalled && !self.stalled {
+            self.stalls += 1;
+        }
+        self.stalled = stalled;
         self.step(now_ns, s);
         if s.in_flight >= self.max_in_flight {
             return Admit::Drop;
@@ -531,6 +600,7 @@ impl Pool {
                     return;
                 };
                 let can = self.short()
+                    && self.window.completions >= PROBE_MIN_COMPLETIONS
                     && self.window.open_min == self.window.open_max
                     && !self.pacer_bound
                     && now_ns >= self.hold_until_ns
@@ -592,6 +662,7 @@ impl Pool {
                         });
                     }
                     self.level = before.connections.max(self.floor);
+                    self.shed = s.open.saturating_sub(self.level);
                     self.hold_until_ns = now_ns.saturating_add(HOLD_NS);
                 }
                 self.probe = Probe::Idle;
@@ -601,10 +672,23 @@ impl Pool {
     }
 
     /// A connection finished its request and is free: close it instead
-    /// (between requests) when more are open than the pool aims at (after
-    /// a refused probe), except while a probe measures.
-    pub fn close_on_free(&self, s: PoolState) -> bool {
-        matches!(self.probe, Probe::Idle) && s.open > self.wanted()
+    /// (between requests) while a refused probe's connections are still
+    /// open (more than the pool aims at).
+    ///
+    /// ```
+    /// use metronome_core::pool::{Pool, PoolState};
+    /// let mut p = Pool::new(1000.0, 4, 64, 100);
+    /// let s = PoolState { idle: 0, open: 6, connecting: 0, waiting: 3, in_flight: 9 };
+    /// assert!(!p.close_on_free(s)); // no probe was refused
+    /// ```
+    pub fn close_on_free(&mut self, s: PoolState) -> bool {
+        let close = self.shed > 0 && s.open > self.wanted();
+        if close {
+            self.shed -= 1;
+        } else if s.open <= self.wanted() {
+            self.shed = 0;
+        }
+        close
     }
 
     /// The least recently used idle connection has been idle since
@@ -640,7 +724,14 @@ impl Pool {
     /// ends (it may have failed) or a connection closes while requests wait.
     pub fn to_open(&self, s: PoolState) -> u32 {
         let total = s.open + s.connecting;
-        let by_need = self.wanted().saturating_sub(total);
+        // In a stall every waiting request may have its connection (up to
+        // max_connections), so that it reaches the server on time.
+        let aim = if self.stalled {
+            self.max
+        } else {
+            self.wanted()
+        };
+        let by_need = aim.saturating_sub(total);
         let by_pace = MAX_CONNECTING.saturating_sub(s.connecting);
         let by_demand = s.waiting.saturating_sub(s.connecting);
         by_need.min(by_pace).min(by_demand)
@@ -651,6 +742,8 @@ impl Pool {
 /// report.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PoolOutcome {
+    /// Stalls (no answer while requests waited) that grew the pool.
+    pub stalls: u32,
     /// Where growth stopped because more connections did not carry more
     /// load (summed over the threads that found one: their completions per
     /// second and connections add up).
@@ -667,6 +760,7 @@ impl PoolOutcome {
     /// connections it closed.
     pub fn of(pool: &Pool, closed: u64) -> PoolOutcome {
         PoolOutcome {
+            stalls: pool.stalls(),
             knee: pool.knee(),
             probes: pool.probes(),
             closed,
@@ -679,13 +773,14 @@ impl PoolOutcome {
     /// use metronome_core::pool::{Knee, PoolOutcome, Probes};
     /// let k = |per_s, n| Some(Knee { completions_per_s: per_s, connections: n,
     ///     probe_per_s: per_s, probe_connections: n + 4, at_ns: 5 });
-    /// let mut a = PoolOutcome { knee: k(1000.0, 16), probes: Probes { kept: 1, refused: 1 }, closed: 4 };
-    /// a.merge(&PoolOutcome { knee: k(900.0, 16), probes: Probes { kept: 0, refused: 2 }, closed: 8 });
+    /// let mut a = PoolOutcome { stalls: 1, knee: k(1000.0, 16), probes: Probes { kept: 1, refused: 1 }, closed: 4 };
+    /// a.merge(&PoolOutcome { stalls: 0, knee: k(900.0, 16), probes: Probes { kept: 0, refused: 2 }, closed: 8 });
     /// assert_eq!(a.knee.unwrap().completions_per_s, 1900.0);
     /// assert_eq!(a.knee.unwrap().connections, 32);
     /// assert_eq!(a.knee.unwrap().probe_connections, 40);
     /// assert_eq!(a.probes, Probes { kept: 1, refused: 3 });
     /// assert_eq!(a.closed, 12);
+    /// assert_eq!(a.stalls, 1);
     /// ```
     pub fn merge(&mut self, other: &PoolOutcome) {
         self.knee = match (self.knee, other.knee) {
@@ -698,6 +793,7 @@ impl PoolOutcome {
             }),
             (a, b) => a.or(b),
         };
+        self.stalls += other.stalls;
         self.probes.kept += other.probes.kept;
         self.probes.refused += other.probes.refused;
         self.closed += other.closed;
