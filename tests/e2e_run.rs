@@ -378,16 +378,78 @@ fn silent_server_gives_timeouts() {
     }
 }
 
-/// A refused port gives a clear one-line error and exit code 1.
+/// A refused port still gets its report (docs/report.md, "Exit codes"):
+/// every scheduled request unsent for want of a connection, in its
+/// interval, one line on stderr naming the error, exit 1; `--out` gets the
+/// same JSON, and the text report carries the counts too.
 #[test]
-fn refused_port_is_a_clear_error() {
+fn refused_port_prints_the_report_with_its_counts() {
     let port = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let dir = std::env::temp_dir().join(format!("metronome-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     for engine in engines() {
         let url = format!("http://127.0.0.1:{port}/");
+        let out_path = dir.join(format!("{engine}.json"));
         let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--engine",
+            engine,
+            "--format",
+            "json",
+            "--out",
+            out_path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{engine}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{engine}: {err}");
+        assert!(
+            err.contains("none was sent; 20 found no connection") && err.contains("refused"),
+            "{engine}: {err}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let r = common::decode_report(&stdout, engine);
+        common::assert_accounting(&r);
+        common::assert_exit_matches(&r, out.status.code(), &err);
+        assert_eq!(r.engine, engine);
+        let q = &r.requests;
+        assert_eq!(
+            (q.scheduled, q.sent, q.unsent, q.ok),
+            (20, 0, 20, 0),
+            "{engine}"
+        );
+        assert_eq!(r.errors.unsent_by_reason["connect"], 20, "{engine}");
+        let per_interval: Vec<(u64, u64)> = r
+            .intervals
+            .iter()
+            .map(|i| (i.scheduled, i.unsent))
+            .collect();
+        assert_eq!(per_interval, [(10, 10), (10, 10)], "{engine}");
+        assert!(
+            r.generator.behind.is_empty(),
+            "{engine}: {:?}",
+            r.generator.behind
+        );
+        assert!(
+            r.generator
+                .warnings
+                .iter()
+                .any(|w| w.contains("no connection could be opened")),
+            "{engine}: {:?}",
+            r.generator.warnings
+        );
+        let saved = std::fs::read_to_string(&out_path).unwrap();
+        assert_eq!(saved, stdout, "{engine}: --out holds the printed JSON");
+        // The text report too.
+        let text = metronome(&[
             "run",
             &url,
             "--rate",
@@ -398,11 +460,14 @@ fn refused_port_is_a_clear_error() {
             "--engine",
             engine,
         ]);
-        assert_eq!(out.status.code(), Some(1), "{engine}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("refused"), "{engine}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{engine}: {err}");
+        assert_eq!(text.status.code(), Some(1), "{engine}");
+        let shown = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            shown.contains("scheduled 2  sent 0") && shown.contains("never sent: connect 2"),
+            "{engine}: {shown}"
+        );
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A breached threshold exits 3 (and a met one 0).

@@ -21,6 +21,7 @@ pub mod mooncake;
 mod plan;
 mod profile;
 mod progress;
+pub mod refused;
 pub mod request;
 pub mod tokens;
 pub mod workload;
@@ -106,7 +107,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let started = SystemTime::now();
     let done = std::sync::atomic::AtomicBool::new(false);
-    let (engine, output) = std::thread::scope(|s| {
+    let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
         let result = engine::run(
             args.engine,
@@ -128,7 +129,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
                 e
             }
         })
-    })?;
+    });
+    // A target that refused every connection before the clock still gets
+    // its report: every request unsent for want of a connection (exit 1).
+    let mut refused = None;
+    let (engine, output) = match result {
+        Ok(r) => r,
+        Err(e) => match e.downcast_ref::<metronome_core::engine::EngineError>() {
+            Some(metronome_core::engine::EngineError::Connect(_)) => {
+                let zero = args.start_at.map_or_else(
+                    || metronome_core::engine::unix_ns(SystemTime::now()),
+                    metronome_core::engine::unix_ns,
+                );
+                let why = e.to_string();
+                let out = refused::unconnected(&plan, zero, &why)
+                    .map_err(|pe| anyhow::anyhow!("invalid plan: {pe}"))?;
+                refused = Some(why);
+                (engine::chosen(args.engine), out)
+            }
+            _ => return Err(e),
+        },
+    };
     let run_id = report::build::run_id(started, args.seed);
     let meta = RunMeta {
         url: args.url.clone(),
@@ -145,6 +166,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         .workload
         .as_ref()
         .map(|w| w.report(&plan, &output.recorder));
+    if refused.is_some() {
+        refused::tidy(&mut report);
+    }
     let signalled = crate::signal::exit_status();
     report.interrupted = signalled.is_some();
     let mut breached = false;
@@ -190,7 +214,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let failure = report::build::no_success_line(&report);
+    let failure = report::build::no_success_line(&report).map(|line| match &refused {
+        Some(why) => format!("{line} ({why})"),
+        None => line,
+    });
     Ok(RunResult {
         exit_code: match signalled {
             Some(status) => status,
