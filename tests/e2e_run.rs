@@ -516,6 +516,101 @@ fn breached_threshold_exits_3() {
     }
 }
 
+/// A threshold, SLO or compat view the run cannot have is a usage error
+/// before the run (exit 2, one line naming the flag), and so is
+/// `--timeout 0s`; a threshold on a metric with no samples (a stream of one
+/// token has no inter-token gap) is breached as "no samples", exit 3,
+/// never "measured 0 ... ok".
+#[test]
+fn thresholds_on_metrics_the_run_lacks() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    for (flag, value, names) in [
+        (
+            "--threshold",
+            "ttft.p99<1s",
+            "ttft is measured only with --openai",
+        ),
+        (
+            "--threshold",
+            "itl.p50<1s",
+            "itl is measured only with --openai",
+        ),
+        ("--threshold", "output_tokens_per_s>1", "only with --openai"),
+        (
+            "--threshold",
+            "latency_corrected.p99<1s",
+            "--expected-interval",
+        ),
+        ("--slo", "ttft=500ms", "ttft is measured only with --openai"),
+        ("--slo", "tpot=5ms", "tpot is measured only with --openai"),
+        ("--metrics-compat", "aiperf", "only with --openai"),
+        ("--timeout", "0s", "--timeout 0s"),
+    ] {
+        let t = std::time::Instant::now();
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "3s",
+            "--quiet",
+            flag,
+            value,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flag} {value}: {err}");
+        assert!(
+            err.contains(value) && err.contains(names),
+            "{flag} {value}: {err}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{flag} {value}: refused before the run"
+        );
+    }
+    assert_eq!(srv.stop(), 0, "nothing was sent");
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 1,
+            ttft: Duration::from_millis(2),
+            ..ServeConfig::default()
+        });
+        let args = [
+            "--openai",
+            "--model",
+            "m",
+            "--rate",
+            "10",
+            "--duration",
+            "500ms",
+            "--threshold",
+            "itl.p99<1s",
+            "--threshold",
+            "ttft.p99<10s",
+        ];
+        let r = run_json(srv.addr(), "/v1/chat/completions", engine, &args, 3);
+        srv.stop();
+        assert_eq!(r.requests.ok, 5, "{engine}");
+        let itl = &r.thresholds[0];
+        assert_eq!(
+            (itl.passed, itl.samples, itl.value),
+            (false, Some(0), 0.0),
+            "{engine}"
+        );
+        let ttft = &r.thresholds[1];
+        assert_eq!((ttft.passed, ttft.samples), (true, Some(5)), "{engine}");
+        let text = metronome::report::text::render_text(&r);
+        assert!(
+            text.contains("itl.p99<1s") && text.contains("BREACHED (no samples)"),
+            "{engine}: {text}"
+        );
+    }
+}
+
 /// A bad URL or flag exits 2 with a one-line message.
 #[test]
 fn bad_input_exits_2_with_one_line() {
@@ -581,6 +676,8 @@ fn json_keys_match_docs() {
             engine,
             "--slo",
             "latency=1s",
+            "--threshold",
+            "latency.p99<10s",
             "--threshold",
             "dropped==0",
         ]);
