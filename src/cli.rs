@@ -348,7 +348,7 @@ pub struct RunArgs {
     /// `waited`; --max-in-flight drops instead. Sets --max-connections.
     #[arg(long, value_name = "N", conflicts_with_all = ["max_connections", "closed"])]
     pub max_concurrency: Option<u32>,
-    /// A request unanswered this long after its send is a timeout.
+    /// A request unanswered this long after its send is a timeout (above 0).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Before the clock: `request` sends the run's first request once on
@@ -472,15 +472,17 @@ pub struct RunArgs {
     /// Bearer token sent with --openai (Authorization header).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
-    /// A service-level objective, METRIC=DURATION with METRIC one of latency, ttft, itl, tpot (repeatable).
-    /// Goodput = requests meeting every bound / all scheduled requests.
+    /// A service-level objective, METRIC=DURATION with METRIC one of latency, ttft, itl, tpot (repeatable;
+    /// ttft, itl and tpot need --openai). Goodput = requests meeting every bound / all scheduled requests.
     #[arg(long = "slo")]
     pub slos: Vec<String>,
     /// A pass/fail check, e.g. 'latency.p99<50ms', 'error_rate<0.01', 'send_lag.p99<1ms',
-    /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached).
+    /// 'achieved_ratio>0.99', 'dropped==0' (repeatable; exit 3 when breached). A metric the run
+    /// cannot have is refused before it (ttft, itl, tpot... need --openai); one with no samples
+    /// fails ("no samples").
     #[arg(long = "threshold")]
     pub thresholds: Vec<String>,
-    /// With --openai: also report the stream metrics as vLLM's `bench serve`, guidellm or
+    /// With --openai (refused without it): also report the stream metrics as vLLM's `bench serve`, guidellm or
     /// aiperf define them, side by side: a list, e.g. 'vllm,guidellm,aiperf' (also repeatable),
     /// one view per peer in the order given (JSON `compat`; docs/metrics.md has one table per
     /// metric).
@@ -569,7 +571,8 @@ pub struct RunArgs {
     /// P-256/P-384 or Ed25519).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// Write the JSON report to FILE.
+    /// Write the JSON report to FILE. Every output file's directory is checked before the
+    /// run; a write that still fails at the end puts the JSON in metronome-report-RUN_ID.json.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Write the latency histogram in HdrHistogram's percentile-distribution (.hgrm) format to FILE.

@@ -37,6 +37,17 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
     if args.stall >= args.duration {
         return Err(crate::UsageError("--stall must be shorter than --duration".into()).into());
     }
+    if let Some(dir) = &args.out_dir {
+        // Before the first run: a directory that cannot be made or written
+        // loses nothing.
+        std::fs::create_dir_all(dir).map_err(|e| {
+            crate::UsageError(format!(
+                "--out-dir {}: cannot create it ({e})",
+                dir.display()
+            ))
+        })?;
+        crate::output::check("--out-dir", &dir.join("demo-1.json"))?;
+    }
     let secs = |d: Duration| format!("{}ms", d.as_millis());
     let workers = 10u32;
     let service = Duration::from_millis(1);
@@ -131,7 +142,6 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
         server.stop();
         let result = result?;
         if let Some(dir) = &args.out_dir {
-            std::fs::create_dir_all(dir)?;
             let name = format!("demo-{}.json", i + 1);
             std::fs::write(
                 dir.join(name),

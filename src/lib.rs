@@ -28,6 +28,7 @@
 //! - [`simulate`]: the same experiment on a virtual clock, with exact numbers.
 //! - [`sweep`]: one run per rate, tabulated to show where latency bends.
 //! - [`signal`]: Ctrl-C and SIGTERM as a flag the commands poll.
+//! - [`output`]: output paths checked before the work, and the fallback file.
 //! - [`units`]: durations as written on the command line and printed back.
 //! - [`tls`]: the TLS client configuration of `run` and the certificate of `serve --tls`.
 //!
@@ -40,6 +41,7 @@
 pub mod cli;
 pub mod demo;
 pub mod merge;
+pub mod output;
 pub mod repeat;
 pub mod report;
 pub mod run;

@@ -14,6 +14,7 @@ use crate::report::Report;
 /// Bad input (exit 2: unreadable, not a report, or not the distinct shards of
 /// one run, or an incomplete set without `--partial`) or an unwritable output.
 pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
+    crate::output::check_all([("--out", args.out.as_deref())])?;
     let reports = args
         .files
         .iter()

@@ -32,6 +32,8 @@ pub fn run_path(path: &std::path::Path, k: u32) -> std::path::PathBuf {
 /// # Errors
 /// As [`crate::run::run`], for the first run that fails to run.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
+    // Every file of every run, before the first run.
+    crate::run::check_outputs(args)?;
     let mut reports = Vec::new();
     let mut code = crate::EXIT_OK;
     for k in 1..=args.repeat {

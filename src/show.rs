@@ -64,6 +64,11 @@ fn shard_count(r: &Report) -> f64 {
 /// # Errors
 /// Bad input (exit 2) or an unwritable output.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
+    crate::output::check_all([
+        ("--hgrm", args.hgrm.as_deref()),
+        ("--svg", args.svg.as_deref()),
+        ("--html", args.html.as_deref()),
+    ])?;
     let r = match load_any(&args.file)? {
         Saved::Report(r) => r,
         Saved::Sweep(s) => return report_sweep(args, &s),

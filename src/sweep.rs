@@ -16,6 +16,9 @@ use crate::UsageError;
 /// # Errors
 /// Bad input (exit 2) or a step that could not run (exit 1).
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
+    // Every output's directory, before the first step (each step's file
+    // sits beside the path given).
+    crate::run::check_outputs(&args.run)?;
     if args.run.stages.is_some() {
         return continuous(args);
     }

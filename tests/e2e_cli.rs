@@ -599,3 +599,120 @@ fn sweep_auto_places_its_steps_between_the_probes() {
         .iter()
         .all(|r| r.profile.is_none() && r.closed_workers == 0));
 }
+
+/// Every output path is checked before the run (issue 30 item 3): one that
+/// cannot be written (a missing directory, a directory named as the file)
+/// is a usage error, exit 2, one line naming the flag and the path, and
+/// the target receives nothing; the same for `report`, `merge`, `sweep`
+/// and `--repeat`.
+#[test]
+fn output_paths_are_checked_before_the_run() {
+    let dir = std::env::temp_dir().join(format!("metronome-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let missing = format!("{d}/no-such-dir/x.out");
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let run = ["run", &url, "--rate", "10", "--duration", "5s", "--quiet"];
+    let mut cases: Vec<(Vec<&str>, &str, &str)> = Vec::new();
+    for flag in ["--out", "--html", "--hgrm", "--hlog", "--svg"] {
+        let mut a = run.to_vec();
+        a.extend([flag, missing.as_str()]);
+        cases.push((a, flag, "does not exist"));
+        let mut a = run.to_vec();
+        a.extend([flag, d]);
+        cases.push((a, flag, "is a directory"));
+    }
+    let mut a = run.to_vec();
+    a.extend(["--repeat", "2", "--hlog", missing.as_str()]);
+    cases.push((a, "--hlog", "does not exist"));
+    let mut a = vec![
+        "sweep",
+        &url,
+        "--rates",
+        "10,20",
+        "--duration",
+        "5s",
+        "--quiet",
+    ];
+    a.extend(["--out", missing.as_str()]);
+    cases.push((a, "--out", "does not exist"));
+    let saved = format!("{d}/saved.json");
+    let shard = format!("{d}/shard.json");
+    for (flag, path) in [("--svg", missing.as_str()), ("--html", d)] {
+        cases.push((vec!["report", &saved, flag, path], flag, ""));
+    }
+    cases.push((vec!["merge", &shard, "--out", d], "--out", "is a directory"));
+    for (args, flag, why) in &cases {
+        let t = Instant::now();
+        let out = metronome(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        let path = args[args.iter().position(|a| a == flag).unwrap() + 1];
+        assert!(
+            err.contains(&format!("{flag} {path}: ")) && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(4), "{args:?}: no run");
+    }
+    assert_eq!(srv.stop(), 0, "no request reached the target");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file that still cannot be written at the end (here /dev/full, which
+/// opens but takes no byte) loses nothing: the text report is printed,
+/// the JSON goes to `metronome-report-RUN_ID.json` in the current
+/// directory, named on stderr in one line with the flag, and the run exits 1.
+#[test]
+fn an_unwritable_output_falls_back_to_a_named_file() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("SKIP: no /dev/full here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("metronome-fallback-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let out = Command::new(env!("CARGO_BIN_EXE_metronome"))
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "20",
+            "--duration",
+            "500ms",
+            "--quiet",
+        ])
+        .args(["--engine", "std", "--html", "/dev/full"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    srv.stop();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        text.contains("requests: scheduled 10  sent 10  ok 10"),
+        "{text}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--html: cannot write /dev/full"), "{err}");
+    let named = err
+        .trim()
+        .rsplit_once("the JSON report is in ")
+        .map(|(_, p)| std::path::PathBuf::from(p))
+        .unwrap_or_else(|| panic!("no fallback named: {err}"));
+    assert_eq!(
+        named.parent(),
+        Some(std::fs::canonicalize(&dir).unwrap().as_path())
+    );
+    let r = common::read_report(&named);
+    assert_eq!((r.requests.sent, r.requests.ok), (10, 10));
+    assert!(named
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with(&format!("metronome-report-{}", r.run_id)));
+    let _ = std::fs::remove_dir_all(&dir);
+}

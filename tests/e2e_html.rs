@@ -981,7 +981,8 @@ fn bad_input_is_a_usage_error() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
     assert!(!out_page.exists());
-    // An unwritable page: exit 1 with the path named.
+    // An unwritable page: refused before anything is done (exit 2), the
+    // flag and the path named.
     let (json, _) = {
         let r = dir.join("r.json");
         let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
@@ -999,8 +1000,11 @@ fn bad_input_is_a_usage_error() {
     let nowhere = dir.join("no/such/dir/x.html");
     let out = metronome(&["report", p(&json), "--html", p(&nowhere)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("cannot write"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--html {}: ", p(&nowhere))) && stderr.contains("does not exist"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

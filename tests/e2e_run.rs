@@ -378,16 +378,78 @@ fn silent_server_gives_timeouts() {
     }
 }
 
-/// A refused port gives a clear one-line error and exit code 1.
+/// A refused port still gets its report (docs/report.md, "Exit codes"):
+/// every scheduled request unsent for want of a connection, in its
+/// interval, one line on stderr naming the error, exit 1; `--out` gets the
+/// same JSON, and the text report carries the counts too.
 #[test]
-fn refused_port_is_a_clear_error() {
+fn refused_port_prints_the_report_with_its_counts() {
     let port = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    let dir = std::env::temp_dir().join(format!("metronome-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     for engine in engines() {
         let url = format!("http://127.0.0.1:{port}/");
+        let out_path = dir.join(format!("{engine}.json"));
         let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--engine",
+            engine,
+            "--format",
+            "json",
+            "--out",
+            out_path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{engine}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{engine}: {err}");
+        assert!(
+            err.contains("none was sent; 20 found no connection") && err.contains("refused"),
+            "{engine}: {err}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let r = common::decode_report(&stdout, engine);
+        common::assert_accounting(&r);
+        common::assert_exit_matches(&r, out.status.code(), &err);
+        assert_eq!(r.engine, engine);
+        let q = &r.requests;
+        assert_eq!(
+            (q.scheduled, q.sent, q.unsent, q.ok),
+            (20, 0, 20, 0),
+            "{engine}"
+        );
+        assert_eq!(r.errors.unsent_by_reason["connect"], 20, "{engine}");
+        let per_interval: Vec<(u64, u64)> = r
+            .intervals
+            .iter()
+            .map(|i| (i.scheduled, i.unsent))
+            .collect();
+        assert_eq!(per_interval, [(10, 10), (10, 10)], "{engine}");
+        assert!(
+            r.generator.behind.is_empty(),
+            "{engine}: {:?}",
+            r.generator.behind
+        );
+        assert!(
+            r.generator
+                .warnings
+                .iter()
+                .any(|w| w.contains("no connection could be opened")),
+            "{engine}: {:?}",
+            r.generator.warnings
+        );
+        let saved = std::fs::read_to_string(&out_path).unwrap();
+        assert_eq!(saved, stdout, "{engine}: --out holds the printed JSON");
+        // The text report too.
+        let text = metronome(&[
             "run",
             &url,
             "--rate",
@@ -398,11 +460,14 @@ fn refused_port_is_a_clear_error() {
             "--engine",
             engine,
         ]);
-        assert_eq!(out.status.code(), Some(1), "{engine}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("refused"), "{engine}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{engine}: {err}");
+        assert_eq!(text.status.code(), Some(1), "{engine}");
+        let shown = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            shown.contains("scheduled 2  sent 0") && shown.contains("never sent: connect 2"),
+            "{engine}: {shown}"
+        );
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A breached threshold exits 3 (and a met one 0).
@@ -448,6 +513,101 @@ fn breached_threshold_exits_3() {
         );
         srv.stop();
         assert!(r.thresholds.iter().all(|t| t.passed), "{engine}");
+    }
+}
+
+/// A threshold, SLO or compat view the run cannot have is a usage error
+/// before the run (exit 2, one line naming the flag), and so is
+/// `--timeout 0s`; a threshold on a metric with no samples (a stream of one
+/// token has no inter-token gap) is breached as "no samples", exit 3,
+/// never "measured 0 ... ok".
+#[test]
+fn thresholds_on_metrics_the_run_lacks() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    for (flag, value, names) in [
+        (
+            "--threshold",
+            "ttft.p99<1s",
+            "ttft is measured only with --openai",
+        ),
+        (
+            "--threshold",
+            "itl.p50<1s",
+            "itl is measured only with --openai",
+        ),
+        ("--threshold", "output_tokens_per_s>1", "only with --openai"),
+        (
+            "--threshold",
+            "latency_corrected.p99<1s",
+            "--expected-interval",
+        ),
+        ("--slo", "ttft=500ms", "ttft is measured only with --openai"),
+        ("--slo", "tpot=5ms", "tpot is measured only with --openai"),
+        ("--metrics-compat", "aiperf", "only with --openai"),
+        ("--timeout", "0s", "--timeout 0s"),
+    ] {
+        let t = std::time::Instant::now();
+        let out = metronome(&[
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "3s",
+            "--quiet",
+            flag,
+            value,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flag} {value}: {err}");
+        assert!(
+            err.contains(value) && err.contains(names),
+            "{flag} {value}: {err}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{flag} {value}: refused before the run"
+        );
+    }
+    assert_eq!(srv.stop(), 0, "nothing was sent");
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            sse: true,
+            tokens: 1,
+            ttft: Duration::from_millis(2),
+            ..ServeConfig::default()
+        });
+        let args = [
+            "--openai",
+            "--model",
+            "m",
+            "--rate",
+            "10",
+            "--duration",
+            "500ms",
+            "--threshold",
+            "itl.p99<1s",
+            "--threshold",
+            "ttft.p99<10s",
+        ];
+        let r = run_json(srv.addr(), "/v1/chat/completions", engine, &args, 3);
+        srv.stop();
+        assert_eq!(r.requests.ok, 5, "{engine}");
+        let itl = &r.thresholds[0];
+        assert_eq!(
+            (itl.passed, itl.samples, itl.value),
+            (false, Some(0), 0.0),
+            "{engine}"
+        );
+        let ttft = &r.thresholds[1];
+        assert_eq!((ttft.passed, ttft.samples), (true, Some(5)), "{engine}");
+        let text = metronome::report::text::render_text(&r);
+        assert!(
+            text.contains("itl.p99<1s") && text.contains("BREACHED (no samples)"),
+            "{engine}: {text}"
+        );
     }
 }
 
@@ -516,6 +676,8 @@ fn json_keys_match_docs() {
             engine,
             "--slo",
             "latency=1s",
+            "--threshold",
+            "latency.p99<10s",
             "--threshold",
             "dropped==0",
         ]);

@@ -89,7 +89,7 @@ fn shards_given_one_start_at_start_together() {
             );
             assert_eq!(r.requests.scheduled, 30, "{engine}");
             let log = std::fs::read_to_string(&hlog).unwrap();
-            let secs = format!("{}.{:03}000", at_ms / 1000, at_ms % 1000);
+            let secs = format!("{}.{:03}000000", at_ms / 1000, at_ms % 1000);
             assert!(
                 log.contains(&format!("#[StartTime: {secs} (seconds since epoch)]")),
                 "{engine}: {log}"
@@ -274,4 +274,229 @@ fn a_signal_before_the_start_at_stops_the_wait() {
     }
     // Only the warm-up requests reached the server: none of the run's.
     assert_eq!(srv.served(), warmed);
+}
+
+/// A loopback HTTP/1.1 server that logs the wall-clock arrival (ns since
+/// the epoch) and path of every request head, answering each with 200.
+struct ArrivalLog {
+    addr: std::net::SocketAddr,
+    log: std::sync::Arc<std::sync::Mutex<Vec<(u64, String)>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ArrivalLog {
+    fn start() -> ArrivalLog {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log2, stop2) = (log.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                conn.set_nonblocking(false).unwrap();
+                let log = log2.clone();
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut chunk) {
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let now = metronome_core::engine::unix_ns(SystemTime::now());
+                            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                            let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                            log.lock().unwrap().push((now, path));
+                            buf.drain(..end + 4);
+                            if conn
+                                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        ArrivalLog { addr, log, stop }
+    }
+
+    /// Arrival times of the requests to `path`, in order.
+    fn arrivals(&self, path: &str) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, p)| p == path)
+            .map(|&(t, _)| t)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+impl Drop for ArrivalLog {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Python's `hdrh` reading of an hlog: its StartTime and each interval's
+/// absolute start, seconds; `None` (skipped visibly) without python3 and hdrh.
+fn hdrh_read(hlog: &Path) -> Option<(f64, Vec<f64>)> {
+    let script = "import sys\n\
+        from hdrh.histogram import HdrHistogram\n\
+        from hdrh.log import HistogramLogReader\n\
+        r = HistogramLogReader(sys.argv[1], HdrHistogram(1, 2**62, 2))\n\
+        starts = []\n\
+        while True:\n\
+        \x20   h = r.get_next_interval_histogram()\n\
+        \x20   if h is None: break\n\
+        \x20   starts.append(repr(h.get_start_time_stamp() / 1000.0))\n\
+        print(repr(r.start_time_sec), repr(r.base_time_sec), *starts)\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(hlog)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!(
+            "SKIP the hdrh check: python3 with hdrh (pip install hdrhistogram) is not available: {}",
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        );
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<f64> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(v[0], v[1], "StartTime and BaseTime as hdrh reads them");
+    Some((v[0], v[2..].to_vec()))
+}
+
+/// Issue 30 item 8. Two shards with one `--start-at` (an RFC 3339 instant
+/// with nanoseconds): the hlog's StartTime and BaseTime are that instant
+/// exactly, equal to the JSON's `start_unix_ns`, and Python's hdrh reads
+/// them (to a double's precision); the server's log of arrivals aligns to
+/// that zero: each shard's warm-up requests (`connections.warm_up.requests`,
+/// one per pre-opened connection) arrive before it, and each measured
+/// request arrives at or after its intended time on the zero's clock.
+/// Matching arrivals to the schedule by count instead, the warm-ups shift
+/// everything by their number of slots: 16 x 2 ms = 32 ms at 500 req/s a
+/// shard, the "-32 ms" of the issue.
+#[test]
+fn hlog_start_time_is_the_zero_the_arrivals_align_to() {
+    let dir = scratch("hlog-zero");
+    let srv = ArrivalLog::start();
+    for engine in engines() {
+        let now = metronome_core::engine::unix_ns(SystemTime::now());
+        let at_ns = (now / 1_000_000_000 + 2) * 1_000_000_000 + 123_456_789;
+        let at = metronome::units::rfc3339_ns(at_ns);
+        let children: Vec<_> = (0..2)
+            .map(|k| {
+                let out = dir.join(format!("{engine}-{k}.json"));
+                let hlog = dir.join(format!("{engine}-{k}.hlog"));
+                let child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+                    .args(["run", &format!("http://{}/{engine}{k}", srv.addr)])
+                    .args(["--quiet", "--engine", engine, "--rate", "400"])
+                    .args(["--duration", "500ms", "--shard", &format!("{k}/2")])
+                    .args(["--start-at", &at, "--interval", "250ms"])
+                    .arg("--out")
+                    .arg(&out)
+                    .arg("--hlog")
+                    .arg(&hlog)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (k, out, hlog, child)
+            })
+            .collect();
+        for (k, out, hlog, child) in children {
+            let o = child.wait_with_output().unwrap();
+            let ctx = format!("{engine} shard {k}");
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{ctx}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let r = read(&out);
+            assert_eq!(
+                r.start_unix_ns, at_ns,
+                "{ctx}: the JSON's zero is the instant"
+            );
+            let log = std::fs::read_to_string(&hlog).unwrap();
+            let secs = format!("{}.{:09}", at_ns / 1_000_000_000, at_ns % 1_000_000_000);
+            assert!(
+                log.contains(&format!("#[StartTime: {secs} (seconds since epoch)]\n"))
+                    && log.contains(&format!("#[BaseTime: {secs} (seconds since epoch)]\n")),
+                "{ctx}: {log}"
+            );
+            if let Some((start_s, interval_starts)) = hdrh_read(&hlog) {
+                assert!(
+                    (start_s * 1e9 - at_ns as f64).abs() < 1_000.0,
+                    "{ctx}: hdrh read StartTime {start_s}"
+                );
+                // Latency and send lag per interval, then service_time.
+                assert!(interval_starts.len() >= 2, "{ctx}: {interval_starts:?}");
+                assert_eq!(
+                    interval_starts[0], start_s,
+                    "{ctx}: the first interval at the zero"
+                );
+            }
+            // The server's log: the warm-ups before the zero, then every
+            // measured request at or after its intended time.
+            let arrivals = srv.arrivals(&format!("/{engine}{k}"));
+            let warm = r.connections.warm_up.as_ref().map_or(0, |w| w.requests);
+            assert_eq!(arrivals.len() as u64, warm + r.requests.sent, "{ctx}");
+            assert_eq!(r.requests.sent, 100, "{ctx}");
+            assert_eq!(
+                arrivals.iter().filter(|&&t| t < at_ns).count() as u64,
+                warm,
+                "{ctx}: the warm-ups, and only they, arrive before the zero"
+            );
+            // Shard k holds slots k, k+2, ... of 2.5 ms each.
+            let intended = |i: usize| at_ns + (2 * i as u64 + k) * 2_500_000;
+            let lag_ms: Vec<f64> = arrivals[warm as usize..]
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t as f64 - intended(i) as f64) / 1e6)
+                .collect();
+            let mut sorted = lag_ms.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert!(
+                sorted[0] > -1.0,
+                "{ctx}: none arrives before its time: {sorted:?}"
+            );
+            assert!(sorted[sorted.len() / 2] < 20.0, "{ctx}: median {sorted:?}");
+            // By count (the i-th arrival logged taken for slot i, warm-ups
+            // included): every measured request looks `warm` slots early.
+            let mut naive: Vec<f64> = arrivals[..r.requests.sent as usize]
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (t as f64 - intended(i) as f64) / 1e6)
+                .collect();
+            naive.sort_by(f64::total_cmp);
+            let slots_ms = warm as f64 * 5.0;
+            assert!(
+                warm == 0 || naive[naive.len() / 2] < -slots_ms + 20.0,
+                "{ctx}: by count, median {} ms ({warm} warm-ups)",
+                naive[naive.len() / 2]
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -71,9 +71,11 @@ pub struct Series<'a> {
 }
 
 /// Renders an HdrHistogram interval log (format 1.3) whose StartTime and
-/// BaseTime are `start_unix_s`; each interval's timestamp is seconds after
-/// it. Values are nanoseconds; the Interval_Max column is in milliseconds
-/// (the Java writer's default ratio of 1e6).
+/// BaseTime are `start_unix_ns`, written exactly (seconds with nine
+/// decimals, from the integer: no float rounds it); each interval's
+/// timestamp is seconds after it. Values are nanoseconds; the
+/// Interval_Max column is in milliseconds (the Java writer's default
+/// ratio of 1e6).
 ///
 /// # Example
 /// ```
@@ -81,16 +83,22 @@ pub struct Series<'a> {
 /// use metronome::report::hlog::{render_hlog, Series};
 /// let mut h = Histogram::new();
 /// h.record(2_500_000);
-/// let log = render_hlog(1_700_000_000.0, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
+/// let log = render_hlog(1_796_391_860_531_123_457, &[Series { tag: None, intervals: vec![(0.0, 1.0, &h)] }]);
 /// assert!(log.starts_with("#[Histogram log format version 1.3]\n"));
-/// assert!(log.contains("#[BaseTime: 1700000000.000000 (seconds since epoch)]\n"));
+/// assert!(log.contains("#[StartTime: 1796391860.531123457 (seconds since epoch)]\n"));
+/// assert!(log.contains("#[BaseTime: 1796391860.531123457 (seconds since epoch)]\n"));
 /// assert!(log.lines().last().unwrap().starts_with("0.000,1.000,2.500,HISTF"));
 /// ```
-pub fn render_hlog(start_unix_s: f64, series: &[Series<'_>]) -> String {
+pub fn render_hlog(start_unix_ns: u64, series: &[Series<'_>]) -> String {
     let mut s = String::new();
+    let start = format!(
+        "{}.{:09}",
+        start_unix_ns / 1_000_000_000,
+        start_unix_ns % 1_000_000_000
+    );
     let _ = writeln!(s, "#[Histogram log format version 1.3]");
-    let _ = writeln!(s, "#[StartTime: {start_unix_s:.6} (seconds since epoch)]");
-    let _ = writeln!(s, "#[BaseTime: {start_unix_s:.6} (seconds since epoch)]");
+    let _ = writeln!(s, "#[StartTime: {start} (seconds since epoch)]");
+    let _ = writeln!(s, "#[BaseTime: {start} (seconds since epoch)]");
     let _ = writeln!(
         s,
         "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
@@ -190,7 +198,7 @@ pub fn render_run_hlog(
             intervals: vec![(warmup, whole, h)],
         });
     }
-    render_hlog(start_unix_ns as f64 / 1e9, &all)
+    render_hlog(start_unix_ns, &all)
 }
 
 /// A request name as an hlog tag: characters other than ASCII letters,

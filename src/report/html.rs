@@ -454,6 +454,7 @@ mod tests {
             expr: "latency.p99<50ms".into(),
             value: 1.0,
             passed: true,
+            samples: Some(10),
         });
         let c = equivalent_command(&r);
         assert!(c.contains("--rate 1000 "), "{c}");

@@ -814,10 +814,17 @@ impl PoolReport {
 pub struct ThresholdReport {
     /// As written on the command line.
     pub expr: String,
-    /// The measured value (ms for durations).
+    /// The measured value (ms for durations); 0 when the metric has no
+    /// samples.
     pub value: f64,
-    /// True when it held.
+    /// True when it held. A threshold on a metric with no samples (every
+    /// request failed, say) fails: there is nothing to hold.
     pub passed: bool,
+    /// For a threshold on a metric (`latency.p99`, ...): how many values
+    /// the metric holds; 0 is "no samples" (absent for scalars such as
+    /// `error_rate`, and in reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
 }
 
 impl Metrics {

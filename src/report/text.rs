@@ -372,12 +372,16 @@ pub fn render_text(r: &Report) -> String {
         );
     }
     for t in &r.thresholds {
+        let measured = if t.samples == Some(0) {
+            "no samples".to_string()
+        } else {
+            format!("measured {}", t.value)
+        };
         let _ = writeln!(
             s,
-            "  threshold {:<28} {} (measured {})",
+            "  threshold {:<28} {} ({measured})",
             t.expr,
             if t.passed { "ok" } else { "BREACHED" },
-            t.value
         );
     }
     for w in &g.warnings {

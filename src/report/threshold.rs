@@ -163,10 +163,61 @@ impl Threshold {
         }
     }
 
-    /// Evaluates against a report (a value that cannot be measured fails).
+    /// The metric a threshold names (`latency` of `latency.p99`), `None`
+    /// for a scalar such as `error_rate`.
+    pub fn metric(&self) -> Option<&str> {
+        self.lhs.split_once('.').map(|(m, _)| m)
+    }
+
+    /// Checks, before the run, that the run can have the quantity this
+    /// threshold names: the stream metrics (ttft, itl, tpot, itl_chunk,
+    /// ttfat, tail) and `output_tokens_per_s` exist only with `--openai`
+    /// (`streams`), `latency_corrected` only with `--closed` and
+    /// `--expected-interval` (`corrected`).
+    ///
+    /// # Errors
+    /// A [`UsageError`] naming the threshold, what it needs, and what the
+    /// run has.
+    ///
+    /// # Example
+    /// ```
+    /// use metronome::report::threshold::Threshold;
+    /// let t = Threshold::parse("ttft.p99<1s").unwrap();
+    /// assert!(t.check_applies(true, false).is_ok());
+    /// let e = t.check_applies(false, false).unwrap_err();
+    /// assert!(e.0.starts_with("--threshold 'ttft.p99<1s': ttft is measured only with --openai"));
+    /// assert!(Threshold::parse("latency.p99<1s").unwrap().check_applies(false, false).is_ok());
+    /// ```
+    pub fn check_applies(&self, streams: bool, corrected: bool) -> Result<(), UsageError> {
+        let name = self.metric().unwrap_or(self.lhs.as_str());
+        let needs = match name {
+            "ttft" | "itl" | "tpot" | "itl_chunk" | "ttfat" | "tail" | "output_tokens_per_s"
+                if !streams =>
+            {
+                "--openai (streamed responses); this run has latency, service_time and send_lag"
+            }
+            "latency_corrected" if !corrected => {
+                "--closed N with --expected-interval (the corrected histogram)"
+            }
+            _ => return Ok(()),
+        };
+        Err(UsageError(format!(
+            "--threshold '{}': {name} is measured only with {needs}",
+            self.expr
+        )))
+    }
+
+    /// Evaluates against a report (a value that cannot be measured fails,
+    /// and so does a metric with no samples: "no samples", never a pass
+    /// on a 0 that was not measured).
     pub fn evaluate(&self, r: &Report) -> ThresholdReport {
+        let samples = self
+            .metric()
+            .and_then(|m| r.metrics.get(m))
+            .map(|m| m.count);
         let v = self.measure(r);
         let passed = !v.is_nan()
+            && samples != Some(0)
             && match self.op {
                 Op::Lt => v < self.value,
                 Op::Le => v <= self.value,
@@ -179,6 +230,7 @@ impl Threshold {
             expr: self.expr.clone(),
             value: v,
             passed,
+            samples,
         }
     }
 }

@@ -115,3 +115,15 @@ fn run_uring(
 pub fn uring_available() -> bool {
     uring_probe().is_ok()
 }
+
+/// The engine `choice` stands for without running it: `auto` is io_uring
+/// where the kernel allows it, else std (the report of a run that could
+/// not start names it).
+pub fn chosen(choice: EngineArg) -> Engine {
+    match choice {
+        EngineArg::Std => Engine::Std,
+        EngineArg::Uring => Engine::Uring,
+        EngineArg::Auto if uring_available() => Engine::Uring,
+        EngineArg::Auto => Engine::Std,
+    }
+}

@@ -21,6 +21,7 @@ pub mod mooncake;
 mod plan;
 mod profile;
 mod progress;
+pub mod refused;
 pub mod request;
 pub mod tokens;
 pub mod workload;
@@ -29,7 +30,6 @@ use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use anyhow::Context;
 use metronome_core::engine::Control;
 
 use crate::cli::RunArgs;
@@ -73,6 +73,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         }
         None => args,
     };
+    check_outputs(args)?;
     let mut p = plan::prepare(args)?;
     if args.http2 {
         // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
@@ -106,7 +107,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let started = SystemTime::now();
     let done = std::sync::atomic::AtomicBool::new(false);
-    let (engine, output) = std::thread::scope(|s| {
+    let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
         let result = engine::run(
             args.engine,
@@ -128,7 +129,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
                 e
             }
         })
-    })?;
+    });
+    // A target that refused every connection before the clock still gets
+    // its report: every request unsent for want of a connection (exit 1).
+    let mut refused = None;
+    let (engine, output) = match result {
+        Ok(r) => r,
+        Err(e) => match e.downcast_ref::<metronome_core::engine::EngineError>() {
+            Some(metronome_core::engine::EngineError::Connect(_)) => {
+                let zero = args.start_at.map_or_else(
+                    || metronome_core::engine::unix_ns(SystemTime::now()),
+                    metronome_core::engine::unix_ns,
+                );
+                let why = e.to_string();
+                let out = refused::unconnected(&plan, zero, &why)
+                    .map_err(|pe| anyhow::anyhow!("invalid plan: {pe}"))?;
+                refused = Some(why);
+                (engine::chosen(args.engine), out)
+            }
+            _ => return Err(e),
+        },
+    };
     let run_id = report::build::run_id(started, args.seed);
     let meta = RunMeta {
         url: args.url.clone(),
@@ -145,6 +166,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         .workload
         .as_ref()
         .map(|w| w.report(&plan, &output.recorder));
+    if refused.is_some() {
+        refused::tidy(&mut report);
+    }
     let signalled = crate::signal::exit_status();
     report.interrupted = signalled.is_some();
     let mut breached = false;
@@ -153,10 +177,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         breached |= !tr.passed;
         report.thresholds.push(tr);
     }
+    // Every file asked for; one that cannot be written (its path was
+    // checked before the run) loses nothing: the report is still printed,
+    // the JSON goes to a fallback file, and the run exits 1.
+    let mut unwritten: Vec<String> = Vec::new();
+    let mut wrote = |flag: &str, path: &std::path::Path, r: anyhow::Result<()>| {
+        if let Err(e) = r {
+            let e = e.context(format!("cannot write {}", path.display()));
+            unwritten.push(format!("{flag}: {e:#}"));
+        }
+    };
+    let json = serde_json::to_string_pretty(&report)? + "\n";
     if let Some(path) = &args.out {
-        let json = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        wrote(
+            "--out",
+            path,
+            std::fs::write(path, &json).map_err(Into::into),
+        );
     }
     if let Some(path) = &args.hlog {
         let log = report::hlog::render_run_hlog(
@@ -177,30 +214,69 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
                 })
                 .unwrap_or_default(),
         );
-        std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))?;
+        wrote(
+            "--hlog",
+            path,
+            std::fs::write(path, log).map_err(Into::into),
+        );
     }
     if let Some(path) = &args.svg {
-        std::fs::write(path, report::svg::render_svg(&report))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let svg = report::svg::render_svg(&report);
+        wrote("--svg", path, std::fs::write(path, svg).map_err(Into::into));
     }
     if let Some(path) = &args.html {
-        report::html::write_report(path, &report, Some(report::html::this_command()))?;
+        let page = report::html::render_report(&report, Some(report::html::this_command()));
+        let r = page.and_then(|page| std::fs::write(path, page).map_err(Into::into));
+        wrote("--html", path, r);
     }
     if let Some(path) = &args.hgrm {
-        std::fs::write(path, report::hgrm::render_hgrm(&output.recorder.latency))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let hgrm = report::hgrm::render_hgrm(&output.recorder.latency);
+        wrote(
+            "--hgrm",
+            path,
+            std::fs::write(path, hgrm).map_err(Into::into),
+        );
     }
-    let failure = report::build::no_success_line(&report);
+    let unwritten = (!unwritten.is_empty()).then(|| {
+        let saved = match crate::output::write_fallback(&report.run_id, &json) {
+            Ok(at) => format!("the JSON report is in {}", at.display()),
+            Err(why) => why,
+        };
+        format!("{}; {saved}", unwritten.join("; "))
+    });
+    let failure = report::build::no_success_line(&report).map(|line| match &refused {
+        Some(why) => format!("{line} ({why})"),
+        None => line,
+    });
+    let exit_code = match signalled {
+        Some(status) => status,
+        None if failure.is_some() || unwritten.is_some() => EXIT_FAILED,
+        None if breached => EXIT_THRESHOLD,
+        None => EXIT_OK,
+    };
+    let failure = match (failure, unwritten) {
+        (Some(f), Some(u)) => Some(format!("{f}; {u}")),
+        (f, u) => f.or(u),
+    };
     Ok(RunResult {
-        exit_code: match signalled {
-            Some(status) => status,
-            None if failure.is_some() => EXIT_FAILED,
-            None if breached => EXIT_THRESHOLD,
-            None => EXIT_OK,
-        },
+        exit_code,
         failure,
         report,
     })
+}
+
+/// Checks every output file of a run before it starts ([`crate::output::check`]).
+///
+/// # Errors
+/// A [`UsageError`](crate::UsageError) naming the first flag whose path cannot be written.
+pub fn check_outputs(args: &RunArgs) -> Result<(), crate::UsageError> {
+    crate::output::check_all([
+        ("--out", args.out.as_deref()),
+        ("--hgrm", args.hgrm.as_deref()),
+        ("--hlog", args.hlog.as_deref()),
+        ("--svg", args.svg.as_deref()),
+        ("--html", args.html.as_deref()),
+    ])
 }
 
 /// The arguments of a `--profile` run: its loop of workers as `--closed`

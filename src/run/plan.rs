@@ -130,6 +130,54 @@ pub(super) struct MixPlan {
     pub(super) table: Vec<u32>,
 }
 
+/// Refuses, before the run, what the run could not give a meaning to: a
+/// threshold on a metric it cannot have ([`Threshold::check_applies`]), an
+/// SLO on a stream metric or a `--metrics-compat` view without `--openai`
+/// (streams are what they measure), and `--timeout 0s`.
+///
+/// # Errors
+/// A [`UsageError`] naming the flag and what it needs.
+fn check_meaning(args: &RunArgs, slo: &Slo, thresholds: &[Threshold]) -> Result<(), UsageError> {
+    if args.timeout.is_zero() {
+        return Err(UsageError(
+            "--timeout 0s would fail every request before its answer: give a duration above 0, \
+             like 10s"
+                .into(),
+        ));
+    }
+    let streams = args.openai;
+    let corrected = args.closed.is_some() && args.expected_interval.is_some();
+    for t in thresholds {
+        t.check_applies(streams, corrected)?;
+    }
+    if !streams {
+        let stream_slo = [
+            ("ttft", slo.ttft_ns),
+            ("itl", slo.itl_ns),
+            ("tpot", slo.tpot_ns),
+        ];
+        if let Some((name, _)) = stream_slo.iter().find(|(_, ns)| ns.is_some()) {
+            let given = args
+                .slos
+                .iter()
+                .find(|s| s.trim_start().starts_with(name))
+                .map_or(*name, String::as_str);
+            return Err(UsageError(format!(
+                "--slo {given}: {name} is measured only with --openai (streamed responses); \
+                 without it, an SLO is on latency (--slo latency=DURATION)"
+            )));
+        }
+        if let Some(peer) = args.metrics_compat.first() {
+            return Err(UsageError(format!(
+                "--metrics-compat {}: the peers' views are of stream metrics, measured only \
+                 with --openai",
+                format!("{peer:?}").to_lowercase()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks the arguments and derives everything a run needs before anything
 /// is sent: the resolved address, the encoded requests, the arrival process,
 /// the shard, the SLO and the thresholds.
@@ -186,6 +234,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         .iter()
         .map(|t| Threshold::parse(t))
         .collect::<Result<Vec<_>, _>>()?;
+    check_meaning(args, &slo, &thresholds)?;
 
     let body: Option<Vec<u8>> = match (&args.body, &args.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
