@@ -252,7 +252,12 @@ impl Report {
             stages: stage_rows(plan, &out.stages),
             by_request: request_rows(&meta.request_names, &out.names),
             sessions: plan.turns.is_on().then(|| {
-                crate::report::SessionsReport::new(&out.recorder.sessions, plan.turns.think_ns)
+                crate::report::SessionsReport::new(
+                    &out.recorder.sessions,
+                    plan.turns.think_ns,
+                    planned_turns(plan),
+                    plan.duration_ns as f64 / 1e9,
+                )
             }),
             generator: Generator {
                 threads: out.threads.len() as u32,
@@ -320,6 +325,23 @@ impl Report {
 }
 
 /// The name of an arrival process in the report's `arrival.process`.
+/// Every turn of the sessions this process's measured schedule opens
+/// (arrival `j` opens the session of request `plan.request_index(j)`, as
+/// both engines send it); 0 for a closed loop, which has no schedule.
+fn planned_turns(plan: &Plan<'_>) -> u64 {
+    if !matches!(plan.model, PlanModel::Open) {
+        return 0;
+    }
+    let Ok(schedule) = plan.schedule(plan.shard) else {
+        return 0;
+    };
+    schedule
+        .enumerate()
+        .filter(|&(_, t)| plan.is_measured(t))
+        .map(|(j, _)| plan.turns.session_turns(plan.request_index(j as u64)))
+        .sum()
+}
+
 fn arrival_name(a: Arrival) -> &'static str {
     match a {
         Arrival::Constant => "constant",
@@ -508,15 +530,23 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.generator.behind.len() - 3
         ));
     }
+    // Conversations offer sessions; their turns are the requests.
+    let offered = r.sessions.map_or(r.offered_rps, |s| s.offered_turns_per_s);
     if r.model == Model::Open
-        && r.offered_rps > 0.0
-        && r.achieved_rps < 0.99 * r.offered_rps
+        && offered > 0.0
+        && r.achieved_rps < 0.99 * offered
         && !r.generator.stopped
     {
-        w.push(format!(
-            "achieved {:.1} req/s is below the offered {:.1} req/s",
-            r.achieved_rps, r.offered_rps
-        ));
+        w.push(match r.sessions {
+            Some(_) => format!(
+                "achieved {:.1} req/s is below the {offered:.1} req/s of the planned turns",
+                r.achieved_rps
+            ),
+            None => format!(
+                "achieved {:.1} req/s is below the offered {offered:.1} req/s",
+                r.achieved_rps
+            ),
+        });
     }
     if r.requests.unsent > 0 {
         let by = &r.errors.unsent_by_reason;
