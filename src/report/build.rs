@@ -17,7 +17,7 @@ use super::{
     Metric, Metrics, Model, Report, RequestReport, Requests, SloReport, StageReport, TraceReport,
     WarmUpReport, Window, SCHEMA,
 };
-use crate::report::compat::{Compat, Peer};
+use crate::report::compat::{Compat, Peer, PhaseStart};
 
 /// The engine that ran, as the report names it (`engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,7 +278,9 @@ impl Report {
             compat: meta
                 .compat
                 .iter()
-                .map(|&peer| Compat::from_recorder(peer, rec, Some(&out.exact)))
+                .map(|&peer| {
+                    Compat::from_recorder(peer, rec, Some(&out.exact), PhaseStart::of(plan))
+                })
                 .collect(),
             workload: None,
             interrupted: false,

@@ -540,6 +540,7 @@ mod tests {
             sources: vec![],
             request_throughput_rps: 1.0,
             output_throughput_tokens_per_s: 1.0,
+            window_s: 1.0,
             metrics: keys.iter().map(|k| (k.to_string(), full.clone())).collect(),
             notes: vec![],
         })
