@@ -308,15 +308,21 @@ pub fn render_text(r: &Report) -> String {
     for c in &r.compat {
         let _ = writeln!(
             s,
-            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
+            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s over {:.2}s{}",
             c.peer,
             if c.metrics.contains_key("output_token_throughput_per_user") {
-                ", output_token_throughput_per_user tokens/s"
+                ", *_throughput* tokens/s"
             } else {
                 ""
             },
             c.request_throughput_rps,
-            c.output_throughput_tokens_per_s
+            c.output_throughput_tokens_per_s,
+            c.window_s,
+            if c.peer == "aiperf" {
+                " (aiperf's phase window)"
+            } else {
+                ""
+            }
         );
         let width = c
             .metrics

@@ -603,10 +603,11 @@
       out.push(el('h3', null, 'As ' + cp.peer + ' defines them (--metrics-compat)'));
       out.push(el('div', null,
         el('div', null, pctTable(cp.peer + ' (ms)', keys.map(function (k) { return [k, k, cp.metrics[k]]; })),
-          el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s')),
+          el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s' +
+            (cp.window_s ? ' over ' + num(cp.window_s) + ' s' + (cp.peer === 'aiperf' ? " (aiperf's phase window)" : '') : ''))),
         el('div', null, pctTable('metronome (ms)', ['ttft', 'itl', 'tpot', 'latency', 'service_time'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })),
           el('p', null, 'throughput ' + num(r.throughput_rps) + ' ok/s, output ' + num(r.output_tokens_per_s) + ' tokens/s'))));
-      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user: tokens/s).' : '.'),
+      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user, e2e_output_token_throughput: tokens/s).' : '.'),
         keys.map(function (k) { return [k, k, cp.metrics[k]]; })));
       out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
         cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
