@@ -532,8 +532,17 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             r.generator.behind.len() - 3
         ));
     }
-    // Conversations offer sessions; their turns are the requests.
-    let offered = r.sessions.map_or(r.offered_rps, |s| s.offered_turns_per_s);
+    // Conversations offer sessions; their turns are the requests. Turns
+    // of sessions cut by the end or ended by a failure are planned but
+    // never due: the sessions line says so, and the comparison would blame
+    // the generator.
+    let offered = r.sessions.map_or(r.offered_rps, |s| {
+        if s.cut + s.abandoned > 0 {
+            0.0
+        } else {
+            s.offered_turns_per_s
+        }
+    });
     if r.model == Model::Open
         && offered > 0.0
         && r.achieved_rps < 0.99 * offered
@@ -759,5 +768,40 @@ mod tests {
         );
         r.requests.unsent = 0;
         assert_eq!(no_success_line(&r), None, "nothing was due");
+    }
+
+    /// Conversations: the sent requests compare with the planned turns,
+    /// not with the sessions per second; cut or abandoned sessions never
+    /// bring their later turns, so then no comparison.
+    #[test]
+    fn conversations_compare_requests_with_planned_turns() {
+        let plan = metronome_core::plan::example_plan();
+        let below = |r: &Report| {
+            warnings(r, &plan)
+                .into_iter()
+                .filter(|w| w.contains(" is below the "))
+                .collect::<Vec<_>>()
+        };
+        let mut r = example();
+        r.offered_rps = 3.0;
+        r.achieved_rps = 6.0;
+        r.sessions = Some(crate::report::SessionsReport {
+            started: 12,
+            completed: 12,
+            follow_ups: 12,
+            planned_turns: 24,
+            offered_turns_per_s: 6.0,
+            ..Default::default()
+        });
+        assert!(below(&r).is_empty());
+        r.achieved_rps = 5.0;
+        assert_eq!(
+            below(&r),
+            ["achieved 5.0 req/s is below the 6.0 req/s of the planned turns"]
+        );
+        if let Some(s) = r.sessions.as_mut() {
+            s.cut = 1;
+        }
+        assert!(below(&r).is_empty());
     }
 }
