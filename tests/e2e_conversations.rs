@@ -231,6 +231,43 @@ fn conversation_turns_arrive_in_order_with_their_history() {
         assert_eq!(r.by_request[0].scheduled, 4, "{ctx}");
         let rows: u64 = r.by_request.iter().map(|q| q.scheduled).sum();
         assert_eq!(rows, r.requests.scheduled, "{ctx}");
+        // The workload's input tokens: one value per request sent (every
+        // turn), each what that turn's messages hold (words, the proxy),
+        // as the server received them.
+        let w = r.workload.as_ref().expect("an --openai run's workload");
+        let words = |m: &Value| {
+            m["content"]
+                .as_str()
+                .map_or(0, |c| c.split_whitespace().count())
+        };
+        let at_server: Vec<u64> = log
+            .iter()
+            .map(|x| x.messages.iter().map(words).sum::<usize>() as u64)
+            .collect();
+        assert_eq!(w.input_tokens.count, r.requests.sent, "{ctx}");
+        assert_eq!(w.input_tokens.count, log.len() as u64, "{ctx}");
+        assert_eq!(w.input_tokens.total, at_server.iter().sum::<u64>(), "{ctx}");
+        assert_eq!(
+            w.input_tokens.max,
+            *at_server.iter().max().unwrap(),
+            "{ctx}"
+        );
+        assert_eq!(
+            w.input_tokens.min,
+            *at_server.iter().min().unwrap(),
+            "{ctx}"
+        );
+        // The headline in one unit: the sessions offered bring every turn
+        // (none cut here), and those turns are the requests achieved.
+        assert_eq!(r.offered_rps, 2.0, "{ctx}");
+        assert_eq!(s.planned_turns, r.requests.scheduled, "{ctx}");
+        assert_eq!(s.offered_turns_per_s, s.planned_turns as f64 / 2.0, "{ctx}");
+        let head = metronome::report::text::render_text(&r);
+        let want = format!(
+            "offered 2.0 sessions/s ({} turns planned: {:.1} req/s), achieved {:.1} req/s (100.0% of the planned turns)",
+            s.planned_turns, s.offered_turns_per_s, r.achieved_rps
+        );
+        assert!(head.contains(&want), "{want:?} in {head}");
         for q in &r.by_request {
             let t = q.ttft.as_ref().expect("each turn's TTFT");
             assert_eq!(t.count, q.ok, "{ctx}");

@@ -260,20 +260,44 @@ fn metrics_compat_reports_the_peers_definitions() {
             (icl - itl).abs() <= 1.0 * ns + 1e-9,
             "{engine}: {icl} vs {itl}"
         );
-        // Rates over the same real window: every stream is valid, with 5
-        // tokens.
-        assert_eq!(a.request_throughput_rps, r.throughput_rps, "{engine}");
+        // vLLM's and guidellm's rates over the real window; aiperf's over
+        // its phase window: from one period (1 / 20 s) before the
+        // measured zero to the last completion, so 50 ms longer than the
+        // real window plus the first send's lag. Every stream is valid,
+        // with 5 tokens.
+        assert_eq!(c.window_s, r.window.window_s, "{engine}");
+        assert_eq!(g.window_s, r.window.window_s, "{engine}");
+        assert_eq!(c.request_throughput_rps, r.throughput_rps, "{engine}");
         assert_eq!(
-            a.request_throughput_rps, c.request_throughput_rps,
+            g.output_throughput_tokens_per_s, r.output_tokens_per_s,
+            "{engine}"
+        );
+        let lead = a.window_s - r.window.window_s;
+        assert!(
+            (0.05 - 1e-9..0.05 + 0.1).contains(&lead),
+            "{engine}: aiperf's window {} - the real window {}",
+            a.window_s,
+            r.window.window_s
+        );
+        assert_eq!(
+            a.request_throughput_rps,
+            r.requests.ok as f64 / a.window_s,
             "{engine}"
         );
         assert_eq!(
-            a.output_throughput_tokens_per_s, r.output_tokens_per_s,
+            a.output_throughput_tokens_per_s,
+            (5 * r.requests.ok) as f64 / a.window_s,
             "{engine}"
         );
-        assert_eq!(
-            a.output_throughput_tokens_per_s, g.output_throughput_tokens_per_s,
-            "{engine}"
+        // E2E output token throughput: 5 tokens / request_latency, per
+        // request.
+        let e2e = &a.metrics["e2e_output_token_throughput"];
+        assert_eq!(e2e.count, r.requests.ok, "{engine}");
+        let slowest = 5.0 / (m("request_latency").max / 1e3);
+        assert!(
+            (e2e.min - slowest).abs() <= 1e-3 * slowest,
+            "{engine}: {} vs {slowest}",
+            e2e.min
         );
     }
     // Repeated, in the order given, each peer once; without the flag: none.

@@ -245,6 +245,9 @@ impl<'p> Ledger<'p> {
             return false;
         }
         tally.recorder.record_sent(intended_ns, sent_ns);
+        if let Some(&tokens) = self.plan.input_tokens.get(request) {
+            tally.recorder.input_len.record(u64::from(tokens));
+        }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             st.sent += 1;
         }

@@ -96,6 +96,12 @@ pub struct Plan<'a> {
     /// request `i` ([`crate::measure::NameTally`], one per distinct value,
     /// `0..name_count()`); empty: no per-name rows.
     pub names: &'a [u32],
+    /// The input tokens of each request as the report counts them:
+    /// `input_tokens[i]` for request `i`, recorded at each measured send
+    /// into [`crate::measure::Recorder::input_len`], so the distribution
+    /// covers exactly the requests sent (every turn of a conversation, each
+    /// arrival of a mix). Empty: not counted.
+    pub input_tokens: &'a [u32],
     /// The arrival process.
     pub arrival: Arrival,
     /// Offered rate in requests per second (across all shards); with
@@ -380,7 +386,8 @@ pub enum PlanError {
     NoRequests,
     /// A weighted [`Plan::mix`] without one running sum per request, a
     /// table naming a request that does not exist (or empty), or
-    /// [`Plan::names`] without one name per request: build the sums with
+    /// [`Plan::names`] (or [`Plan::input_tokens`]) without one entry per
+    /// request: build the sums with
     /// [`crate::mix::cumulate`] over the requests' weights.
     MixWeights,
     /// [`Plan::connections`] is 0: pre-open at least one connection.
@@ -510,6 +517,9 @@ impl Plan<'_> {
             }
         }
         if !self.names.is_empty() && self.names.len() != self.requests.len() {
+            return Err(PlanError::MixWeights);
+        }
+        if !self.input_tokens.is_empty() && self.input_tokens.len() != self.requests.len() {
             return Err(PlanError::MixWeights);
         }
         if self.connections == 0 {
@@ -769,6 +779,7 @@ pub fn example_plan() -> Plan<'static> {
         requests: &[REQ],
         mix: crate::mix::Mix::Cycle,
         names: &[],
+        input_tokens: &[],
         arrival: Arrival::Constant,
         rate: 100.0,
         profile: Profile::Steady,

@@ -95,22 +95,31 @@ impl Turns<'_> {
         if !self.is_on() {
             return 1.0;
         }
-        let mut total = 0u64;
-        for f in 0..self.sessions {
-            let mut r = f;
-            let mut n = 1u64;
-            // A cycle in `next` is refused by `Plan::validate`; the bound
-            // keeps this total even before validation.
-            while let Some(&nx) = self.next.get(r) {
-                if nx == NO_TURN || n > self.next.len() as u64 {
-                    break;
-                }
-                r = nx as usize;
-                n += 1;
-            }
-            total += n;
-        }
+        let total: u64 = (0..self.sessions).map(|f| self.session_turns(f)).sum();
         total as f64 / self.sessions as f64
+    }
+
+    /// The turns of the session that `first` opens: 1 and one per later
+    /// turn linked by [`Turns::next`] (1 without conversations).
+    ///
+    /// ```
+    /// use metronome_core::turns::{Turns, NO_TURN};
+    /// let t = Turns { sessions: 2, next: &[2, NO_TURN, 3, NO_TURN], think_ns: 0 };
+    /// assert_eq!((t.session_turns(0), t.session_turns(1)), (3, 1));
+    /// ```
+    pub fn session_turns(&self, first: usize) -> u64 {
+        let mut r = first;
+        let mut n = 1u64;
+        // A cycle in `next` is refused by `Plan::validate`; the bound
+        // keeps this total even before validation.
+        while let Some(&nx) = self.next.get(r) {
+            if nx == NO_TURN || n > self.next.len() as u64 {
+                break;
+            }
+            r = nx as usize;
+            n += 1;
+        }
+        n
     }
 
     /// Whether the description is consistent for `requests` requests: every

@@ -83,6 +83,10 @@ fn reasoning_empty_content_and_usage_only_chunks() {
     assert_eq!(p.aiperf_itl.max(), 9 * MS);
     // output_token_throughput_per_user: 1 / 9 ms = 111.111 tokens/s, x1e6.
     assert_eq!(p.aiperf_tps_user.max(), 111_111_111);
+    // e2e_output_token_throughput (aiperf/metrics/types/
+    // e2e_output_throughput_metric.py, E2EOutputTokenThroughputMetric:
+    // OSL / request_latency in seconds): 6 / 93 ms = 64.516129 tokens/s.
+    assert_eq!(p.aiperf_e2e_tps.max(), 64_516_129);
     // inter_chunk_latency: 10, 20 (over the empty chunk), 15.
     assert_eq!(p.aiperf_icl.count(), 3);
     assert_eq!((p.aiperf_icl.min(), p.aiperf_icl.max()), (10 * MS, 20 * MS));
@@ -111,6 +115,8 @@ fn without_usage_osl_is_the_content_chunks() {
     // (70 - 10) / (4 - 1) = 20 ms: 50 tokens/s.
     assert_eq!(p.aiperf_itl.max(), 20 * MS);
     assert_eq!(p.aiperf_tps_user.max(), 50_000_000);
+    // 4 tokens / 68 ms = 58.823529 tokens/s.
+    assert_eq!(p.aiperf_e2e_tps.max(), 58_823_529);
     assert_eq!(
         (p.aiperf_icl.count(), p.aiperf_icl.min(), p.aiperf_icl.max()),
         (3, 10 * MS, 30 * MS)
@@ -137,6 +143,8 @@ fn one_token_response() {
     assert!(p.aiperf_itl.is_empty());
     assert!(p.aiperf_tps_user.is_empty());
     assert!(p.aiperf_icl.is_empty());
+    // The E2E throughput needs no second token: 1 / 28 ms.
+    assert_eq!(p.aiperf_e2e_tps.max(), 35_714_285);
     assert_eq!(p.guidellm_tokens, 1);
 }
 
@@ -150,6 +158,8 @@ fn many_tokens_in_one_chunk() {
     assert_eq!((p.aiperf_itl.count(), p.aiperf_itl.max()), (1, 0));
     assert!(p.aiperf_tps_user.is_empty());
     assert!(p.aiperf_ttst.is_empty() && p.aiperf_icl.is_empty());
+    // 5 tokens / 28 ms = 178.571428 tokens/s.
+    assert_eq!(p.aiperf_e2e_tps.max(), 178_571_428);
 }
 
 /// vLLM's continuous usage: a `content: ""` chunk whose count grew is a
@@ -233,6 +243,15 @@ fn per_request_and_pooled_distributions_merge_exactly() {
     assert_eq!(
         (p.aiperf_tps_user.min(), p.aiperf_tps_user.max()),
         (57_142_857, 100_000_000)
+    );
+    // 3 / 28 ms and 5 / 80 ms: 107.142857 and 62.5 tokens/s.
+    assert_eq!(
+        (
+            p.aiperf_e2e_tps.count(),
+            p.aiperf_e2e_tps.min(),
+            p.aiperf_e2e_tps.max()
+        ),
+        (2, 62_500_000, 107_142_857)
     );
     assert_eq!(p.guidellm_tokens, 8);
 }

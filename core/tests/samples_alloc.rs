@@ -114,6 +114,7 @@ fn peer_samples_allocate_nothing_while_measuring() {
         Exact::AiperfLatency,
         Exact::AiperfItl,
         Exact::AiperfTpsUser,
+        Exact::AiperfE2eTps,
     ] {
         let v = out.exact.sorted(m).unwrap_or_else(|| panic!("{m:?}"));
         assert_eq!(v.len(), n, "{m:?}");

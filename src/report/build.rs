@@ -17,7 +17,7 @@ use super::{
     Metric, Metrics, Model, Report, RequestReport, Requests, SloReport, StageReport, TraceReport,
     WarmUpReport, Window, SCHEMA,
 };
-use crate::report::compat::{Compat, Peer};
+use crate::report::compat::{Compat, Peer, PhaseStart};
 
 /// The engine that ran, as the report names it (`engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,7 +252,12 @@ impl Report {
             stages: stage_rows(plan, &out.stages),
             by_request: request_rows(&meta.request_names, &out.names),
             sessions: plan.turns.is_on().then(|| {
-                crate::report::SessionsReport::new(&out.recorder.sessions, plan.turns.think_ns)
+                crate::report::SessionsReport::new(
+                    &out.recorder.sessions,
+                    plan.turns.think_ns,
+                    planned_turns(plan),
+                    plan.duration_ns as f64 / 1e9,
+                )
             }),
             generator: Generator {
                 threads: out.threads.len() as u32,
@@ -274,7 +279,9 @@ impl Report {
             compat: meta
                 .compat
                 .iter()
-                .map(|&peer| Compat::from_recorder(peer, rec, Some(&out.exact)))
+                .map(|&peer| {
+                    Compat::from_recorder(peer, rec, Some(&out.exact), PhaseStart::of(plan))
+                })
                 .collect(),
             workload: None,
             interrupted: false,
@@ -321,6 +328,23 @@ impl Report {
 }
 
 /// The name of an arrival process in the report's `arrival.process`.
+/// Every turn of the sessions this process's measured schedule opens
+/// (arrival `j` opens the session of request `plan.request_index(j)`, as
+/// both engines send it); 0 for a closed loop, which has no schedule.
+fn planned_turns(plan: &Plan<'_>) -> u64 {
+    if !matches!(plan.model, PlanModel::Open) {
+        return 0;
+    }
+    let Ok(schedule) = plan.schedule(plan.shard) else {
+        return 0;
+    };
+    schedule
+        .enumerate()
+        .filter(|&(_, t)| plan.is_measured(t))
+        .map(|(j, _)| plan.turns.session_turns(plan.request_index(j as u64)))
+        .sum()
+}
+
 fn arrival_name(a: Arrival) -> &'static str {
     match a {
         Arrival::Constant => "constant",
@@ -518,15 +542,32 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             k.completions_per_s, k.connections, k.probe_connections, k.probe_per_s
         ));
     }
+    // Conversations offer sessions; their turns are the requests. Turns
+    // of sessions cut by the end or ended by a failure are planned but
+    // never due: the sessions line says so, and the comparison would blame
+    // the generator.
+    let offered = r.sessions.map_or(r.offered_rps, |s| {
+        if s.cut + s.abandoned > 0 {
+            0.0
+        } else {
+            s.offered_turns_per_s
+        }
+    });
     if r.model == Model::Open
-        && r.offered_rps > 0.0
-        && r.achieved_rps < 0.99 * r.offered_rps
+        && offered > 0.0
+        && r.achieved_rps < 0.99 * offered
         && !r.generator.stopped
     {
-        w.push(format!(
-            "achieved {:.1} req/s is below the offered {:.1} req/s",
-            r.achieved_rps, r.offered_rps
-        ));
+        w.push(match r.sessions {
+            Some(_) => format!(
+                "achieved {:.1} req/s is below the {offered:.1} req/s of the planned turns",
+                r.achieved_rps
+            ),
+            None => format!(
+                "achieved {:.1} req/s is below the offered {offered:.1} req/s",
+                r.achieved_rps
+            ),
+        });
     }
     if r.requests.unsent > 0 {
         let by = &r.errors.unsent_by_reason;
@@ -737,5 +778,40 @@ mod tests {
         );
         r.requests.unsent = 0;
         assert_eq!(no_success_line(&r), None, "nothing was due");
+    }
+
+    /// Conversations: the sent requests compare with the planned turns,
+    /// not with the sessions per second; cut or abandoned sessions never
+    /// bring their later turns, so then no comparison.
+    #[test]
+    fn conversations_compare_requests_with_planned_turns() {
+        let plan = metronome_core::plan::example_plan();
+        let below = |r: &Report| {
+            warnings(r, &plan)
+                .into_iter()
+                .filter(|w| w.contains(" is below the "))
+                .collect::<Vec<_>>()
+        };
+        let mut r = example();
+        r.offered_rps = 3.0;
+        r.achieved_rps = 6.0;
+        r.sessions = Some(crate::report::SessionsReport {
+            started: 12,
+            completed: 12,
+            follow_ups: 12,
+            planned_turns: 24,
+            offered_turns_per_s: 6.0,
+            ..Default::default()
+        });
+        assert!(below(&r).is_empty());
+        r.achieved_rps = 5.0;
+        assert_eq!(
+            below(&r),
+            ["achieved 5.0 req/s is below the 6.0 req/s of the planned turns"]
+        );
+        if let Some(s) = r.sessions.as_mut() {
+            s.cut = 1;
+        }
+        assert!(below(&r).is_empty());
     }
 }

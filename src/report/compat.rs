@@ -80,6 +80,7 @@ impl Peer {
                 Exact::AiperfLatency,
                 Exact::AiperfItl,
                 Exact::AiperfTpsUser,
+                Exact::AiperfE2eTps,
             ],
         })
     }
@@ -165,6 +166,78 @@ pub fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Compat>, D::Er
     })
 }
 
+/// Where aiperf's profiling phase starts on the recorder's clock, for the
+/// window aiperf divides its throughputs by.
+///
+/// aiperf 0.13.0 divides `request_throughput` and `output_token_throughput`
+/// by `MetricResultsDict.observation_duration` (aiperf/metrics/metric_dicts.py),
+/// which for the final summary is the phase's `requests_end_ns - start_ns`
+/// (`_summarize_metric_record_accumulators` in
+/// aiperf/records/records_manager.py passes the phase stats' window):
+/// `start_ns` is when the phase starts (`PhaseLifecycle.start`,
+/// aiperf/timing/phase/lifecycle.py) and `requests_end_ns` when its last
+/// credit returned (`mark_complete`). A rate run sends its first request one
+/// inter-arrival gap after the phase start (`RequestRateStrategy.execute_phase`
+/// in aiperf/timing/strategies/request_rate.py: `perf_start +
+/// next_interval()`). metronome's random processes also begin one gap after
+/// the schedule's zero, but its constant schedule sends at the zero: aiperf's
+/// phase start is then one period earlier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseStart {
+    /// The measured phase's zero on the recorder's clock (the end of the
+    /// warmup), ns.
+    pub zero_ns: u64,
+    /// How long before that zero aiperf's phase would have started: one
+    /// period (1 / rate) for a steady constant schedule, else 0, ns.
+    pub lead_ns: u64,
+}
+
+impl PhaseStart {
+    /// The phase start of `plan`'s measured phase.
+    ///
+    /// ```
+    /// use metronome::report::compat::PhaseStart;
+    /// use metronome_core::plan::example_plan; // 100/s constant, 0.5 s warmup
+    /// let p = PhaseStart::of(&example_plan());
+    /// assert_eq!((p.zero_ns, p.lead_ns), (500_000_000, 10_000_000));
+    /// ```
+    pub fn of(plan: &metronome_core::plan::Plan<'_>) -> PhaseStart {
+        use metronome_core::plan::{Model, Profile};
+        use metronome_core::schedule::Arrival;
+        let steady_constant = matches!(plan.model, Model::Open)
+            && matches!(plan.profile, Profile::Steady)
+            && matches!(plan.arrival, Arrival::Constant)
+            && plan.rate > 0.0;
+        PhaseStart {
+            zero_ns: plan.warmup_ns,
+            lead_ns: if steady_constant {
+                (1e9 / plan.rate).round() as u64
+            } else {
+                0
+            },
+        }
+    }
+
+    /// aiperf's window over `rec`: from the phase start to the last
+    /// completion, ns (0 before any send).
+    ///
+    /// ```
+    /// use metronome::report::compat::PhaseStart;
+    /// let mut r = Box::new(metronome_core::measure::Recorder::new());
+    /// let p = PhaseStart { zero_ns: 0, lead_ns: 250 };
+    /// assert_eq!(p.window_ns(&r), 0);
+    /// r.record_sent(0, 5);
+    /// r.record_done_at(905);
+    /// assert_eq!((r.window_ns(), p.window_ns(&r)), (900, 1155));
+    /// ```
+    pub fn window_ns(&self, rec: &Recorder) -> u64 {
+        if rec.first_sent_ns == u64::MAX {
+            return 0;
+        }
+        (rec.last_done_ns + self.lead_ns).saturating_sub(self.zero_ns)
+    }
+}
+
 /// The peer's view of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -173,13 +246,19 @@ pub struct Compat {
     pub peer: String,
     /// The peer's files the definitions were read from.
     pub sources: Vec<String>,
-    /// Successful requests / the real window (vLLM and guidellm divide by
-    /// the wall time until the last request ended; aiperf by its phase
-    /// window, slightly wider). For aiperf, the successful streams with an
-    /// output chunk (its valid requests).
+    /// Successful requests / `window_s` (vLLM and guidellm: the real
+    /// window, until the last request ended; aiperf: its phase window,
+    /// [`PhaseStart`]). For aiperf, the successful streams with an output
+    /// chunk (its valid requests).
     pub request_throughput_rps: f64,
-    /// Output tokens as the peer counts them / the real window.
+    /// Output tokens as the peer counts them / `window_s`.
     pub output_throughput_tokens_per_s: f64,
+    /// The window the rates divide by, seconds: the real window (first
+    /// send to the last completion) for vLLM and guidellm; aiperf's phase
+    /// window ([`PhaseStart::window_ns`]) for aiperf. 0 in reports of older
+    /// versions; after `merge`, the longest shard's.
+    #[serde(default)]
+    pub window_s: f64,
     /// The metrics under the peer's names, ms (guidellm's `itl` and `tpot`
     /// are weighted per token, as guidellm's distributions are), except
     /// aiperf's `output_token_throughput_per_user`, in tokens/s. Each
@@ -194,8 +273,19 @@ impl Compat {
     /// The peer's metrics from a run's recorder, with the peer's own
     /// percentiles over the run's exact samples where it kept every one
     /// (`None`: histograms only).
-    pub fn from_recorder(peer: Peer, rec: &Recorder, samples: Option<&ExactSamples>) -> Compat {
-        let window_s = rec.window_ns() as f64 / 1e9;
+    /// The rates divide by the real window, aiperf's by its phase window
+    /// from `phase`.
+    pub fn from_recorder(
+        peer: Peer,
+        rec: &Recorder,
+        samples: Option<&ExactSamples>,
+        phase: PhaseStart,
+    ) -> Compat {
+        let window_s = match peer {
+            Peer::Aiperf => phase.window_ns(rec),
+            Peer::Vllm | Peer::Guidellm => rec.window_ns(),
+        } as f64
+            / 1e9;
         let per_s = |n: u64| {
             if window_s > 0.0 {
                 n as f64 / window_s
@@ -221,6 +311,7 @@ impl Compat {
                 ],
                 request_throughput_rps: per_s(rec.ok),
                 output_throughput_tokens_per_s: per_s(rec.output_tokens),
+                window_s,
                 metrics: [
                     r("ttft", &p.vllm_ttft, Exact::VllmTtft),
                     r("tpot", &p.vllm_tpot, Exact::VllmTpot),
@@ -247,6 +338,7 @@ impl Compat {
                 ],
                 request_throughput_rps: per_s(rec.ok),
                 output_throughput_tokens_per_s: per_s(p.guidellm_tokens),
+                window_s,
                 metrics: [
                     r(
                         "time_to_first_token_ms",
@@ -289,6 +381,10 @@ impl Compat {
                     "aiperf/metrics/types/inter_token_latency_metric.py",
                     "aiperf/metrics/types/inter_chunk_latency_metric.py",
                     "aiperf/metrics/types/output_token_throughput_metrics.py",
+                    "aiperf/metrics/types/e2e_output_throughput_metric.py",
+                    "aiperf/metrics/types/benchmark_duration_metric.py",
+                    "aiperf/records/records_manager.py (_summarize_metric_record_accumulators: the phase window)",
+                    "aiperf/timing/strategies/request_rate.py (execute_phase: the first request one gap after the phase start)",
                     "aiperf/metrics/types/request_throughput_metric.py",
                     "aiperf/metrics/types/output_sequence_length_metric.py",
                     "aiperf/common/models/record_models.py (content_responses)",
@@ -301,6 +397,7 @@ impl Compat {
                 .collect(),
                 request_throughput_rps: per_s(p.guidellm_ttft.count()),
                 output_throughput_tokens_per_s: per_s(p.guidellm_tokens),
+                window_s,
                 metrics: [
                     r("time_to_first_token", &p.guidellm_ttft, Exact::GuidellmTtft),
                     r("time_to_second_token", &p.aiperf_ttst, Exact::AiperfTtst),
@@ -311,6 +408,11 @@ impl Compat {
                         "output_token_throughput_per_user",
                         &p.aiperf_tps_user,
                         Exact::AiperfTpsUser,
+                    ),
+                    r(
+                        "e2e_output_token_throughput",
+                        &p.aiperf_e2e_tps,
+                        Exact::AiperfE2eTps,
                     ),
                 ]
                 .into_iter()
@@ -326,12 +428,15 @@ impl Compat {
                      chunks, where aiperf by default re-tokenises the text with the model's \
                      tokenizer"
                         .into(),
-                    "output_token_throughput_per_user is in tokens/s (1 / ITL per request), \
-                     not ms"
+                    "output_token_throughput_per_user (1 / ITL per request) and \
+                     e2e_output_token_throughput (OSL / request_latency per request) are in \
+                     tokens/s, not ms"
                         .into(),
-                    "rates are over metronome's real window (first send to the last end of \
-                     stream); aiperf divides by its phase window (phase start to the last \
-                     credit's return), slightly wider"
+                    "rates are over aiperf's phase window (window_s): from the phase start (the \
+                     end of the warmup, one period earlier for a constant schedule, as aiperf \
+                     sends its first request one gap after its phase starts) to the last \
+                     completion; aiperf ends it when the last credit has returned to its timing \
+                     service, a few ms later"
                         .into(),
                     "valid requests are metronome's successful streams with a content \
                      response; aiperf also keeps a stream cut after content (metronome: \
@@ -415,6 +520,7 @@ mod tests {
             sources: vec![format!("{peer}: a file")],
             request_throughput_rps: 2.0,
             output_throughput_tokens_per_s: 10.0,
+            window_s: 1.0,
             metrics: BTreeMap::new(),
             notes: vec![],
         }
@@ -464,15 +570,17 @@ mod tests {
         t.on_done(60 * MS);
         rec.record_stream(&t, &slots, &Slo::default()).unwrap();
         rec.record_done_at(100 * MS);
-        let v = Compat::from_recorder(Peer::Aiperf, &rec, None);
+        let v = Compat::from_recorder(Peer::Aiperf, &rec, None, PhaseStart::default());
         assert_eq!(v.peer, "aiperf");
         // 1 request, 3 tokens over 0.1 s.
         assert_eq!(v.request_throughput_rps, 10.0);
         assert_eq!(v.output_throughput_tokens_per_s, 30.0);
+        assert_eq!(v.window_s, 0.1);
         let keys: Vec<&str> = v.metrics.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
             [
+                "e2e_output_token_throughput",
                 "inter_chunk_latency",
                 "inter_token_latency",
                 "output_token_throughput_per_user",
@@ -488,6 +596,85 @@ mod tests {
         assert_eq!(v.metrics["inter_chunk_latency"].count, 2);
         // 1 / 15 ms, in tokens/s.
         assert_eq!(v.metrics["output_token_throughput_per_user"].max, 66.666666);
+        // 3 tokens / 50 ms, in tokens/s.
+        assert_eq!(v.metrics["e2e_output_token_throughput"].max, 60.0);
+    }
+
+    /// aiperf 0.13.0's throughput window, by hand from four records.
+    /// `RequestThroughputMetric` and `OutputTokenThroughputMetric`
+    /// (aiperf/metrics/types/request_throughput_metric.py,
+    /// output_token_throughput_metrics.py) divide by
+    /// `MetricResultsDict.observation_duration` (aiperf/metrics/metric_dicts.py):
+    /// the phase window `requests_end_ns - start_ns` that
+    /// `_summarize_metric_record_accumulators` (aiperf/records/records_manager.py)
+    /// passes; `RequestRateStrategy.execute_phase`
+    /// (aiperf/timing/strategies/request_rate.py) sends the first request
+    /// `next_interval()` after the phase start, 1 / rate for a constant rate.
+    #[test]
+    fn aiperf_rates_divide_by_its_phase_window() {
+        use metronome_core::measure::{Slo, StreamTiming};
+        use metronome_core::plan::{example_plan, Plan};
+        use metronome_core::schedule::Arrival;
+        const MS: u64 = 1_000_000;
+        // 4/s constant, no warmup: requests due at 0, 250, 500, 750 ms,
+        // each sent 1 ms late, 3 content chunks at +100, +200, +400 ms of
+        // its send, [DONE] at +410 ms: the last completion at 1161 ms.
+        let mut rec = Box::new(Recorder::new());
+        for k in 0..4u64 {
+            let sent = k * 250 * MS + MS;
+            rec.record_sent(k * 250 * MS, sent);
+            let mut t = StreamTiming::new(k * 250 * MS, sent);
+            let mut slots = Vec::new();
+            for at in [100, 200, 400] {
+                slots.extend(t.on_content(sent + at * MS));
+            }
+            t.on_done(sent + 410 * MS);
+            rec.record_stream(&t, &slots, &Slo::default()).unwrap();
+            rec.record_done_at(sent + 410 * MS);
+        }
+        let plan = Plan {
+            rate: 4.0,
+            warmup_ns: 0,
+            ..example_plan()
+        };
+        let phase = PhaseStart::of(&plan);
+        assert_eq!(
+            phase,
+            PhaseStart {
+                zero_ns: 0,
+                lead_ns: 250 * MS
+            }
+        );
+        let a = Compat::from_recorder(Peer::Aiperf, &rec, None, phase);
+        // aiperf's clock: the phase starts at 0, the requests go at 250,
+        // 500, 750 and 1000 ms, the last ends at 1000 + 1 + 410 = 1411 ms.
+        assert_eq!(a.window_s, 1.411);
+        assert_eq!(a.request_throughput_rps, 4.0 / 1.411);
+        assert_eq!(a.output_throughput_tokens_per_s, 12.0 / 1.411);
+        // E2E output token throughput: 3 tokens / 400 ms per request.
+        let e2e = &a.metrics["e2e_output_token_throughput"];
+        assert_eq!((e2e.count, e2e.min, e2e.max), (4, 7.5, 7.5));
+        // vLLM and guidellm: the real window, first send (1 ms) to the
+        // last completion (1161 ms).
+        let v = Compat::from_recorder(Peer::Vllm, &rec, None, phase);
+        assert_eq!(v.window_s, 1.16);
+        assert_eq!(v.request_throughput_rps, 4.0 / 1.16);
+        // A Poisson schedule already starts one gap after its zero; a
+        // warmup moves the zero to its end.
+        let poisson = Plan {
+            arrival: Arrival::Poisson,
+            warmup_ns: 100 * MS,
+            ..plan
+        };
+        let p = PhaseStart::of(&poisson);
+        assert_eq!(
+            p,
+            PhaseStart {
+                zero_ns: 100 * MS,
+                lead_ns: 0
+            }
+        );
+        assert_eq!(p.window_ns(&rec), 1061 * MS);
     }
 
     /// Five streams recorded as the ledger records them (the recorder's
@@ -548,7 +735,7 @@ mod tests {
             );
         };
         let all = Some(&samples);
-        let v = Compat::from_recorder(Peer::Vllm, &rec, all);
+        let v = Compat::from_recorder(Peer::Vllm, &rec, all, PhaseStart::default());
         check(&v, "ttft", Method::Linear, [20.0, 31.0, 33.0, 34.6, 34.96]);
         // 15, 30, 13.75 and 40 / 6 ms (6.666666, ns rounded down).
         check(
@@ -564,7 +751,7 @@ mod tests {
             .last()
             .unwrap()
             .contains("numpy's linear percentile, as vLLM"));
-        let a = Compat::from_recorder(Peer::Aiperf, &rec, all);
+        let a = Compat::from_recorder(Peer::Aiperf, &rec, all, PhaseStart::default());
         check(
             &a,
             "time_to_first_token",
@@ -603,7 +790,7 @@ mod tests {
             ],
         );
         assert!(a.metrics["inter_chunk_latency"].exact.is_none());
-        let g = Compat::from_recorder(Peer::Guidellm, &rec, all);
+        let g = Compat::from_recorder(Peer::Guidellm, &rec, all, PhaseStart::default());
         let w = Method::WeightedRank;
         check(
             &g,
@@ -636,7 +823,7 @@ mod tests {
         );
         // Without the samples (or after a merge): histograms, and the note
         // says so.
-        let h = Compat::from_recorder(Peer::Vllm, &rec, None);
+        let h = Compat::from_recorder(Peer::Vllm, &rec, None, PhaseStart::default());
         assert!(h.metrics.values().all(|m| m.exact.is_none()));
         assert!(h
             .notes
@@ -648,10 +835,12 @@ mod tests {
         // A plain run's samples hold no peer metric: histograms.
         let mut plain = ExactSamples::with_capacity(8);
         plain.record(Exact::ServiceTime, 60 * MS);
-        assert!(Compat::from_recorder(Peer::Guidellm, &rec, Some(&plain))
-            .metrics
-            .values()
-            .all(|m| m.exact.is_none()));
+        assert!(
+            Compat::from_recorder(Peer::Guidellm, &rec, Some(&plain), PhaseStart::default())
+                .metrics
+                .values()
+                .all(|m| m.exact.is_none())
+        );
     }
 
     #[test]

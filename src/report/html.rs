@@ -303,8 +303,13 @@ pub fn render_report(r: &Report, command: Option<String>) -> anyhow::Result<Stri
         knee_reason: None,
         descheduled_steps: Vec::new(),
     };
+    let unit = if r.sessions.is_some() {
+        "sessions/s"
+    } else {
+        "req/s"
+    };
     let title = format!(
-        "metronome report: {} req/s {} ({})",
+        "metronome report: {} {unit} {} ({})",
         r.offered_rps, r.arrival.process, r.run_id
     );
     Ok(page(
@@ -536,6 +541,7 @@ mod tests {
             sources: vec![],
             request_throughput_rps: 1.0,
             output_throughput_tokens_per_s: 1.0,
+            window_s: 1.0,
             metrics: keys.iter().map(|k| (k.to_string(), full.clone())).collect(),
             notes: vec![],
         })

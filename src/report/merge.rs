@@ -281,6 +281,7 @@ fn merge_view(
     let mut c = first.clone();
     c.request_throughput_rps = all.iter().map(|c| c.request_throughput_rps).sum();
     c.output_throughput_tokens_per_s = all.iter().map(|c| c.output_throughput_tokens_per_s).sum();
+    c.window_s = all.iter().map(|c| c.window_s).fold(0.0, f64::max);
     for (name, metric) in &mut c.metrics {
         let ms: Vec<&Metric> = all.iter().filter_map(|c| c.metrics.get(name)).collect();
         *metric = merge_metrics(&ms);
@@ -594,6 +595,7 @@ mod tests {
             sources: vec![],
             request_throughput_rps: rps,
             output_throughput_tokens_per_s: 10.0 * rps,
+            window_s: 1.0,
             metrics: [("ttft".to_string(), Metric::empty())]
                 .into_iter()
                 .collect(),

@@ -489,12 +489,35 @@ pub struct SessionsReport {
     pub follow_ups: u64,
     /// `--think-time`, ms.
     pub think_time_ms: f64,
+    /// Every turn of the sessions the measured schedule opens: the
+    /// requests the plan offers (a session the schedule opens
+    /// `offered_rps` times a second brings all its turns). 0 in reports of
+    /// older versions.
+    #[serde(default)]
+    pub planned_turns: u64,
+    /// `planned_turns` per second of the measured duration: the offered
+    /// rate in requests, the unit of `achieved_rps` (`offered_rps` counts
+    /// sessions). 0 in reports of older versions.
+    #[serde(default)]
+    pub offered_turns_per_s: f64,
 }
 
 impl SessionsReport {
-    /// The report's view of core's counts.
-    pub fn new(s: &metronome_core::turns::Sessions, think_ns: u64) -> SessionsReport {
+    /// The report's view of core's counts, with the plan's `planned_turns`
+    /// over `duration_s` measured seconds.
+    pub fn new(
+        s: &metronome_core::turns::Sessions,
+        think_ns: u64,
+        planned_turns: u64,
+        duration_s: f64,
+    ) -> SessionsReport {
         SessionsReport {
+            planned_turns,
+            offered_turns_per_s: if duration_s > 0.0 {
+                planned_turns as f64 / duration_s
+            } else {
+                0.0
+            },
             started: s.started,
             completed: s.completed,
             abandoned: s.abandoned,
@@ -519,6 +542,8 @@ impl SessionsReport {
             unfinished: sum(|x| x.unfinished),
             follow_ups: sum(|x| x.follow_ups),
             think_time_ms: first.think_time_ms,
+            planned_turns: sum(|x| x.planned_turns),
+            offered_turns_per_s: all.iter().map(|x| x.offered_turns_per_s).sum(),
         })
     }
 }

@@ -20,6 +20,20 @@ pub fn render_text(r: &Report) -> String {
             "  closed loop, {} workers: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
             r.closed_workers, r.achieved_rps, r.duration_s
         );
+    } else if let Some(sess) = r.sessions.filter(|x| x.planned_turns > 0) {
+        // Conversations: the schedule offers sessions, the requests are
+        // their turns; the ratio is of requests to requests.
+        let ratio = if sess.offered_turns_per_s > 0.0 {
+            100.0 * r.achieved_rps / sess.offered_turns_per_s
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "  offered {:.1} sessions/s ({} turns planned: {:.1} req/s), achieved {:.1} req/s ({ratio:.1}% of the planned turns) over {:.2}s; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
+            r.offered_rps, sess.planned_turns, sess.offered_turns_per_s, r.achieved_rps, r.duration_s,
+            r.throughput_rps, r.window.window_s, r.window.in_schedule_throughput_rps
+        );
     } else {
         let ratio = if r.offered_rps > 0.0 {
             100.0 * r.achieved_rps / r.offered_rps
@@ -294,15 +308,21 @@ pub fn render_text(r: &Report) -> String {
     for c in &r.compat {
         let _ = writeln!(
             s,
-            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s",
+            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s over {:.2}s{}",
             c.peer,
             if c.metrics.contains_key("output_token_throughput_per_user") {
-                ", output_token_throughput_per_user tokens/s"
+                ", *_throughput* tokens/s"
             } else {
                 ""
             },
             c.request_throughput_rps,
-            c.output_throughput_tokens_per_s
+            c.output_throughput_tokens_per_s,
+            c.window_s,
+            if c.peer == "aiperf" {
+                " (aiperf's phase window)"
+            } else {
+                ""
+            }
         );
         let width = c
             .metrics

@@ -162,10 +162,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
-    report.workload = p
-        .workload
-        .as_ref()
-        .map(|w| w.report(&plan, &output.recorder));
+    report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
     if refused.is_some() {
         refused::tidy(&mut report);
     }

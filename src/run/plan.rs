@@ -385,35 +385,12 @@ pub(super) struct Workload {
 }
 
 impl Workload {
-    /// The report's `workload`: input tokens over the requests scheduled in
-    /// the measured phase (request `j` of this process's schedule sends
-    /// `requests[j % len]`, as both engines do), output tokens per
-    /// successful stream from the recorder.
-    pub(super) fn report(
-        &self,
-        plan: &Plan<'_>,
-        rec: &metronome_core::measure::Recorder,
-    ) -> WorkloadReport {
-        let n = self.input_tokens.len().max(1) as u64;
-        let mut input = metronome_core::histogram::Histogram::new();
-        let tokens = |j: u64| u64::from(self.input_tokens[(j % n) as usize]);
-        match (plan.model, plan.schedule(plan.shard)) {
-            (metronome_core::plan::Model::Open, Ok(schedule)) => {
-                let measured = schedule
-                    .enumerate()
-                    .filter(|&(_, t)| plan.is_measured(t))
-                    .take(rec.scheduled as usize);
-                for (j, _) in measured {
-                    input.record(tokens(j as u64));
-                }
-            }
-            // Closed workers send requests 0, 1, 2, ... in turn.
-            _ => {
-                for j in 0..rec.sent {
-                    input.record(tokens(j));
-                }
-            }
-        }
+    /// The report's `workload`: input tokens of every measured request
+    /// sent (every turn of a conversation; the ledger records them at each
+    /// send from [`Plan::input_tokens`], as [`Workload::input_tokens`]
+    /// gives them), output tokens per successful stream, both from the
+    /// recorder.
+    pub(super) fn report(&self, rec: &metronome_core::measure::Recorder) -> WorkloadReport {
         WorkloadReport {
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
@@ -421,9 +398,14 @@ impl Workload {
             prompts: self.source.clone(),
             tokens_counted_by: self.counted_by.clone(),
             distinct_requests: self.input_tokens.len() as u64,
-            input_tokens: TokenDist::from_histogram(&input),
+            input_tokens: TokenDist::from_histogram(&rec.input_len),
             output_tokens: TokenDist::from_histogram(&rec.output_len),
         }
+    }
+
+    /// The proxy input tokens of each request, for [`Plan::input_tokens`].
+    pub(super) fn input_tokens(&self) -> &[u32] {
+        &self.input_tokens
     }
 }
 
@@ -971,6 +953,7 @@ pub(super) fn build<'a>(
             _ => Mix::Cycle,
         },
         names: p.mix.as_ref().map_or(&[], |m| &m.name_of),
+        input_tokens: p.workload.as_ref().map_or(&[], Workload::input_tokens),
         arrival: p.arrival,
         rate: p.load.rate,
         profile: p.load.profile(),
@@ -1045,35 +1028,46 @@ mod tests {
     }
 
     #[test]
-    fn input_tokens_cover_the_measured_schedule() {
-        // 10/s constant, 500 ms warmup, 1 s measured: requests 5..15 of the
-        // schedule are measured; request j sends prompt j mod 3.
+    fn input_tokens_count_every_request_sent() {
+        use metronome_core::ledger::{Ledger, Tally};
+        use metronome_core::turns::{Turns, NO_TURN};
+        // Two sessions (requests 0 -> 2 and 1 -> 3), 500 ms warmup.
+        let w = workload(&[1, 2, 30, 40]);
         let plan = Plan {
-            rate: 10.0,
+            requests: &[b"a", b"b", b"c", b"d"],
+            input_tokens: w.input_tokens(),
+            turns: Turns {
+                sessions: 2,
+                next: &[2, 3, NO_TURN, NO_TURN],
+                think_ns: 0,
+            },
             ..metronome_core::plan::example_plan()
         };
+        let ledger = Ledger::new(&plan);
         let mut rec = Box::new(metronome_core::measure::Recorder::new());
-        rec.scheduled = 10;
-        let r = workload(&[1, 2, 3]).report(&plan, &rec);
-        // j = 5..15 -> prompts 2,0,1,2,0,1,2,0,1,2 -> tokens 3,1,2,3,1,2,3,1,2,3.
-        let i = &r.input_tokens;
-        assert_eq!((i.count, i.total, i.min, i.max), (10, 21, 1, 3));
-        assert_eq!(i.buckets, [(1, 3), (2, 3), (3, 4)]);
-        assert_eq!(r.output_tokens.count, 0);
-        assert_eq!(r.distinct_requests, 3);
-        // Stopped early: only the first `scheduled` measured requests count.
-        rec.scheduled = 2;
-        let i = workload(&[1, 2, 3]).report(&plan, &rec).input_tokens;
-        assert_eq!((i.count, i.total), (2, 4));
-        // Shard 1 of 2 holds every other slot, counted from its own index 0.
-        let half = Plan {
-            shard: Shard { index: 1, count: 2 },
-            ..plan
+        let mut tally = Tally {
+            recorder: &mut rec,
+            intervals: &mut [],
+            stages: &mut [],
+            names: &mut [],
+            samples: None,
+            follow_ups: None,
         };
-        rec.scheduled = 5;
-        let i = workload(&[1, 2, 3]).report(&half, &rec).input_tokens;
-        // Its slots 5, 7, ..., 13 are its requests 2..7 -> prompts 2,0,1,2,0.
-        assert_eq!((i.count, i.total), (5, 3 + 1 + 2 + 3 + 1));
+        // Warmup sends are not counted; every measured send is, follow-ups
+        // (requests 2 and 3) and a first turn sent twice included.
+        assert!(!ledger.sent(&mut tally, 100_000_000, 0, 100_000_000));
+        for (t, request) in [(600, 0), (610, 1), (700, 2), (710, 3), (800, 0)] {
+            assert!(ledger.sent(&mut tally, t * 1_000_000, request, t * 1_000_000));
+        }
+        let r = w.report(&rec);
+        let i = &r.input_tokens;
+        assert_eq!(
+            (i.count, i.total, i.min, i.max),
+            (5, 1 + 2 + 30 + 40 + 1, 1, 40)
+        );
+        assert_eq!(i.count, rec.sent);
+        assert_eq!(r.output_tokens.count, 0);
+        assert_eq!(r.distinct_requests, 4);
     }
 
     #[test]

@@ -179,6 +179,10 @@ pub struct Recorder {
     /// Output tokens per successful stream (usage or content chunks, as
     /// [`StreamSummary::tokens`]): the output length distribution.
     pub output_len: Histogram,
+    /// Input tokens of each measured request sent, from
+    /// [`crate::plan::Plan::input_tokens`] (empty when the plan has none):
+    /// the input length distribution, one value per send.
+    pub input_len: Histogram,
     /// Failed requests by kind, indexed by [`ErrorKind::index`].
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
@@ -243,6 +247,7 @@ impl Recorder {
             sessions: crate::turns::Sessions::new(),
             late_tokens: 0,
             output_len: Histogram::new(),
+            input_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
             status: [0; STATUS_CODES],
@@ -628,6 +633,7 @@ impl Recorder {
         self.ok_without_done = self.ok_without_done.saturating_add(other.ok_without_done);
         self.corrected.merge(&other.corrected);
         self.output_len.merge(&other.output_len);
+        self.input_len.merge(&other.input_len);
         for (a, b) in [
             (&mut self.scheduled, other.scheduled),
             (&mut self.sent, other.sent),

@@ -60,6 +60,11 @@ pub struct Peers {
     /// so that the report's ns-to-ms division (by 10^6) reads tokens/s;
     /// none when the ITL is 0 (as aiperf).
     pub aiperf_tps_user: Histogram,
+    /// aiperf `e2e_output_token_throughput` ("E2E Output Token Throughput",
+    /// per user): OSL / `request_latency` in seconds per request, in
+    /// micro-tokens/s as `aiperf_tps_user`; none when the latency is 0 (as
+    /// aiperf/metrics/types/e2e_output_throughput_metric.py).
+    pub aiperf_e2e_tps: Histogram,
     /// aiperf `inter_chunk_latency`: every gap between consecutive output
     /// chunks, all requests pooled (recorded from the slots by the
     /// recorder).
@@ -89,6 +94,7 @@ impl Peers {
             aiperf_latency: Histogram::new(),
             aiperf_itl: Histogram::new(),
             aiperf_tps_user: Histogram::new(),
+            aiperf_e2e_tps: Histogram::new(),
             aiperf_icl: Histogram::new(),
         }
     }
@@ -124,6 +130,8 @@ impl Peers {
     /// assert_eq!(p.aiperf_latency.max(), 68 * MS); // not the [DONE] at 100
     /// assert_eq!(p.aiperf_itl.max(), 20 * MS / 3); // (70 - 50) / (4 - 1)
     /// assert_eq!(p.aiperf_tps_user.max(), 150_000_000); // 150 tokens/s
+    /// // e2e_output_token_throughput: 4 tokens / 68 ms = 58.82 tokens/s.
+    /// assert_eq!(p.aiperf_e2e_tps.max(), 58_823_529);
     /// assert_eq!((p.aiperf_icl.count(), p.aiperf_icl.max()), (2, 10 * MS));
     /// ```
     pub(super) fn record(&mut self, t: &StreamTiming, tokens: u32) {
@@ -150,6 +158,7 @@ impl Peers {
         put(&mut self.aiperf_latency, v.aiperf_latency);
         put(&mut self.aiperf_itl, v.aiperf_itl);
         put(&mut self.aiperf_tps_user, v.aiperf_tps_user);
+        put(&mut self.aiperf_e2e_tps, v.aiperf_e2e_tps);
     }
 
     /// Adds another recorder's peers, exactly.
@@ -167,6 +176,7 @@ impl Peers {
         self.aiperf_latency.merge(&o.aiperf_latency);
         self.aiperf_itl.merge(&o.aiperf_itl);
         self.aiperf_tps_user.merge(&o.aiperf_tps_user);
+        self.aiperf_e2e_tps.merge(&o.aiperf_e2e_tps);
         self.aiperf_icl.merge(&o.aiperf_icl);
     }
 }
@@ -201,6 +211,8 @@ pub struct PeerValues {
     pub aiperf_itl: Option<u64>,
     /// aiperf `output_token_throughput_per_user`, micro-tokens/s.
     pub aiperf_tps_user: Option<u64>,
+    /// aiperf `e2e_output_token_throughput`, micro-tokens/s.
+    pub aiperf_e2e_tps: Option<u64>,
 }
 
 impl PeerValues {
@@ -230,7 +242,13 @@ impl PeerValues {
             if n > 0 {
                 v.guidellm_tpot = Some((last.saturating_sub(s) / u64::from(n), n));
             }
-            v.aiperf_latency = Some(last.saturating_sub(s));
+            let latency = last.saturating_sub(s);
+            v.aiperf_latency = Some(latency);
+            if latency > 0 {
+                // osl / (latency / 1e9) tokens/s, times 1e6.
+                let micro = u128::from(n) * 1_000_000_000_000_000 / u128::from(latency);
+                v.aiperf_e2e_tps = Some(u64::try_from(micro).unwrap_or(u64::MAX));
+            }
             if n >= 2 {
                 let decode = last.saturating_sub(first);
                 let rest = u64::from(n - 1);
@@ -260,6 +278,7 @@ impl PeerValues {
             (Exact::AiperfLatency, self.aiperf_latency),
             (Exact::AiperfItl, self.aiperf_itl),
             (Exact::AiperfTpsUser, self.aiperf_tps_user),
+            (Exact::AiperfE2eTps, self.aiperf_e2e_tps),
         ] {
             if let Some(x) = x {
                 sink.record(m, x);

@@ -56,11 +56,14 @@ pub enum Exact {
     /// aiperf's `output_token_throughput_per_user` (micro-tokens/s, as
     /// [`crate::measure::Peers::aiperf_tps_user`]).
     AiperfTpsUser,
+    /// aiperf's `e2e_output_token_throughput` (micro-tokens/s, as
+    /// [`crate::measure::Peers::aiperf_e2e_tps`]).
+    AiperfE2eTps,
 }
 
 impl Exact {
     /// How many metrics there are.
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
     /// Every metric, in [`Exact::index`] order.
     pub const ALL: [Exact; Exact::COUNT] = [
         Exact::Latency,
@@ -78,6 +81,7 @@ impl Exact {
         Exact::AiperfLatency,
         Exact::AiperfItl,
         Exact::AiperfTpsUser,
+        Exact::AiperfE2eTps,
     ];
     /// metronome's own metrics, kept in every bounded run.
     pub const OWN: [Exact; 4] = [Exact::Latency, Exact::ServiceTime, Exact::Ttft, Exact::Tpot];
@@ -112,6 +116,7 @@ impl Exact {
             Exact::AiperfLatency => "aiperf.request_latency",
             Exact::AiperfItl => "aiperf.inter_token_latency",
             Exact::AiperfTpsUser => "aiperf.output_token_throughput_per_user",
+            Exact::AiperfE2eTps => "aiperf.e2e_output_token_throughput",
         }
     }
 }

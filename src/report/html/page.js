@@ -421,10 +421,17 @@
     else if (r.thresholds.length) head = 'All ' + r.thresholds.length + ' thresholds held.';
     else head = 'No thresholds set.';
     if (warnings.length) head += ' ' + warnings.length + (warnings.length === 1 ? ' warning.' : ' warnings.');
+    // Conversations: the schedule offers sessions, the requests are their turns.
+    var conv = r.sessions && r.sessions.planned_turns ? r.sessions : null;
     var rate = r.model === 'closed'
       ? 'Closed loop, ' + r.closed_workers + ' workers: achieved ' + num(r.achieved_rps) + ' req/s (no schedule: a stall silently lowers the rate).'
-      : 'Offered ' + num(r.offered_rps) + ' req/s, achieved ' + num(r.achieved_rps) + ' req/s (' +
-        (r.offered_rps > 0 ? pct(r.achieved_rps / r.offered_rps) : '—') + ' of offered) over ' + num(r.duration_s) + ' s.';
+      : conv
+        ? 'Offered ' + num(r.offered_rps) + ' sessions/s (' + num(conv.planned_turns) + ' turns planned: ' +
+          num(conv.offered_turns_per_s) + ' req/s), achieved ' + num(r.achieved_rps) + ' req/s (' +
+          (conv.offered_turns_per_s > 0 ? pct(r.achieved_rps / conv.offered_turns_per_s) : '—') +
+          ' of the planned turns) over ' + num(r.duration_s) + ' s.'
+        : 'Offered ' + num(r.offered_rps) + ' req/s, achieved ' + num(r.achieved_rps) + ' req/s (' +
+          (r.offered_rps > 0 ? pct(r.achieved_rps / r.offered_rps) : '—') + ' of offered) over ' + num(r.duration_s) + ' s.';
     var kinds = Object.keys(r.errors.by_kind).filter(function (k) { return r.errors.by_kind[k] > 0; });
     var lines = [];
     lines.push(el('li', null, rate));
@@ -458,7 +465,9 @@
     var box = el('section', { class: cls, id: 'verdict', 'aria-label': 'Verdict' },
       el('p', { class: 'head' }, head), el('ul', { class: 'lines' }, lines),
       el('div', { class: 'stats' },
-        stat('offered req/s', num(r.offered_rps)), stat('achieved req/s', num(r.achieved_rps)),
+        conv ? stat('offered sessions/s', num(r.offered_rps)) : stat('offered req/s', num(r.offered_rps)),
+        conv ? stat('planned turns/s', num(conv.offered_turns_per_s)) : null,
+        stat('achieved req/s', num(r.achieved_rps)),
         stat('ok', num(q.ok)), stat('errors', num(q.errors)), stat('dropped', num(q.dropped)),
         stat('latency p50 ms', num(r.metrics.latency.p50)), stat('latency p99 ms', num(r.metrics.latency.p99)),
         stat('latency max ms', num(r.metrics.latency.max)), stat('error rate', num(r.error_rate)),
@@ -506,7 +515,9 @@
         { name: 'ok/s', color: COLORS[3], pts: mk(function (v) { return perS(v.ok); }) }],
       function (i) { var v = iv[i]; return when(i) + ' · sent ' + v.sent + ' · ok ' + v.ok + ' (sent/s ' + num(perS(v.sent)) + ', ok/s ' + num(perS(v.ok)) + ')'; },
       ['sent', 'ok'], function (v) { return [num(v.sent), num(v.ok)]; },
-      r.offered_rps > 0 ? [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps) + ' req/s' }] : []));
+      r.sessions && r.sessions.planned_turns
+        ? [{ y: r.sessions.offered_turns_per_s, label: 'planned turns ' + num(r.sessions.offered_turns_per_s) + ' req/s' }]
+        : r.offered_rps > 0 ? [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps) + ' req/s' }] : []));
     out.push(ts('ts-errors', 'Errors, drops and waits per interval',
       'Failed requests (all kinds; by kind in the totals below), requests dropped above --max-in-flight, never sent, and that waited for a connection.', 'requests',
       [{ name: 'errors', color: COLORS[2], pts: mk(function (v) { return v.errors; }) },
@@ -592,10 +603,11 @@
       out.push(el('h3', null, 'As ' + cp.peer + ' defines them (--metrics-compat)'));
       out.push(el('div', null,
         el('div', null, pctTable(cp.peer + ' (ms)', keys.map(function (k) { return [k, k, cp.metrics[k]]; })),
-          el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s')),
+          el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s' +
+            (cp.window_s ? ' over ' + num(cp.window_s) + ' s' + (cp.peer === 'aiperf' ? " (aiperf's phase window)" : '') : ''))),
         el('div', null, pctTable('metronome (ms)', ['ttft', 'itl', 'tpot', 'latency', 'service_time'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })),
           el('p', null, 'throughput ' + num(r.throughput_rps) + ' ok/s, output ' + num(r.output_tokens_per_s) + ' tokens/s'))));
-      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user: tokens/s).' : '.'),
+      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user, e2e_output_token_throughput: tokens/s).' : '.'),
         keys.map(function (k) { return [k, k, cp.metrics[k]]; })));
       out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
         cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
@@ -609,7 +621,9 @@
       ['target', r.target], ['engine', r.engine], ['model', r.model],
       ['arrival', r.arrival.process + (r.arrival.burst_size !== null ? ', burst size ' + r.arrival.burst_size : '') +
         (r.arrival.burstiness !== null ? ', burstiness ' + num(r.arrival.burstiness) : '')],
-      ['offered rate', num(r.offered_rps) + ' req/s'], ['duration', num(r.duration_s) + ' s (planned ' + num(r.planned_duration_s) + ' s)'],
+      r.sessions && r.sessions.planned_turns
+        ? ['offered rate', num(r.offered_rps) + ' sessions/s (' + num(r.sessions.offered_turns_per_s) + ' req/s in planned turns)']
+        : ['offered rate', num(r.offered_rps) + ' req/s'], ['duration', num(r.duration_s) + ' s (planned ' + num(r.planned_duration_s) + ' s)'],
       ['warmup', num(r.warmup_s) + ' s'], ['seed', rm.seed], ['shard', r.shard],
       r.closed_workers ? ['closed workers', num(r.closed_workers)] : null,
       ['start', r.start_time + ' (start_unix_ns ' + rm.start_unix_ns + ')'], ['start_at', r.start_at === null ? 'not set' : r.start_at],
