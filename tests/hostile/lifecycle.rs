@@ -96,10 +96,12 @@ fn unused_connection_closed_by_the_server_is_charged_to_no_request() {
 
 /// A server that closes every connection as soon as it accepts it (an
 /// overloaded server or a proxy with no backend): every request fails as a
-/// `reset` (a fresh connection's request is never retried), and the client
-/// does not storm the server with reconnects: an unused connection that the
-/// server closes is replaced when a request needs it, so connections stay
-/// within about two per request (the one closed unused, the one used).
+/// `reset`, and the client does not storm the server with reconnects: an
+/// unused connection that the server closes is replaced when a request
+/// needs it, so connections stay within about two per request (the one
+/// closed unused, the one used). Only a request on the one pre-opened
+/// connection, which waited idle (its close may cross the request, the
+/// idle-close race), is retried, once; a fresh connection's never is.
 #[test]
 fn closed_at_accept_fails_every_request_without_a_reconnect_storm() {
     let s = script(|_| {});
@@ -108,7 +110,7 @@ fn closed_at_accept_fails_every_request_without_a_reconnect_storm() {
         let r = run(engine, &s, "/", SHORT);
         r.expect(case, N, 0, &[("reset", N)]);
         let ctx = r.ctx(case);
-        assert_eq!(r.requests().retried, 0, "{ctx}");
+        assert!(r.requests().retried <= 1, "{ctx}");
         assert!(r.seen.accepted <= 2 * N + 2, "{ctx}");
     }
 }
