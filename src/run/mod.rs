@@ -163,6 +163,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             output.start_unix_ns,
             &plan,
             &output.intervals,
+            report.intervals.len() + report.drain.len(),
             &output.recorder,
             output.measured_ns,
             report.metrics.latency_corrected.is_some(),
