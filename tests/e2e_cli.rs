@@ -599,3 +599,70 @@ fn sweep_auto_places_its_steps_between_the_probes() {
         .iter()
         .all(|r| r.profile.is_none() && r.closed_workers == 0));
 }
+
+/// Every size a user can type has a limit, checked before anything is
+/// reserved: one line naming the flag and the limit, exit 2, no
+/// allocation failure (these aborted with "memory allocation of ...
+/// failed" and exit 134 before). The target is never contacted.
+#[test]
+fn absurd_sizes_are_usage_errors() {
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["--duration", "10s", "--interval", "1us"],
+            "above the limit of 200000",
+        ),
+        (
+            &["--stages", "100000h:10"],
+            "above the limit of 2592000s (30 days)",
+        ),
+        (
+            &["--duration", "800h"],
+            "above the limit of 2592000s (30 days)",
+        ),
+        (
+            &["--timeout", "2h"],
+            "--timeout 7200s is above the limit of 3600s",
+        ),
+        (
+            &["--max-connections", "10000000"],
+            "--max-connections 10000000 is above the limit of 65536",
+        ),
+        (
+            &["--connections", "100000"],
+            "--connections 100000 is above the limit of 65536",
+        ),
+        (
+            &["--max-in-flight", "4000000000"],
+            "--max-in-flight 4000000000 is above the limit of 1000000",
+        ),
+        (
+            &["--max-concurrency", "70000"],
+            "--max-concurrency 70000 is above the limit of 65536",
+        ),
+        (
+            &[
+                "--rate",
+                "10000000",
+                "--duration",
+                "700h",
+                "--interval",
+                "1h",
+            ],
+            "requests (rate x duration), above the limit",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["run", url];
+        all.extend_from_slice(args);
+        let out = metronome(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation"),
+            "{err}"
+        );
+    }
+}

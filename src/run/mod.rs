@@ -16,6 +16,7 @@ pub mod discover;
 pub mod engine;
 mod grpc;
 pub mod lengths;
+pub mod limits;
 pub mod mix;
 pub mod mooncake;
 mod plan;
