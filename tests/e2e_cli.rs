@@ -321,9 +321,11 @@ fn hlog_is_read_by_the_hdrhistogram_crate() {
     }
     assert_eq!(service_time.len(), 1);
     assert_eq!(service_time[0].len(), report.metrics.service_time.count);
-    assert_eq!(latency.len(), report.intervals.len());
-    assert_eq!(send_lag.len(), report.intervals.len());
-    for ((h, max_ms), iv) in latency.iter().zip(&report.intervals) {
+    // One histogram per interval row, the drain's after the schedule's.
+    let rows: Vec<_> = report.intervals.iter().chain(&report.drain).collect();
+    assert_eq!(latency.len(), rows.len());
+    assert_eq!(send_lag.len(), rows.len());
+    for ((h, max_ms), iv) in latency.iter().zip(rows) {
         assert_eq!(h.len(), iv.ok);
         assert!((max_ms - iv.max).abs() < 1e-3, "{max_ms} vs {}", iv.max);
     }
