@@ -443,12 +443,8 @@ mod tests {
         let mut rng = Pcg32::seeded(1);
         for i in 0..3 {
             for _ in 0..50 {
-                s.record(
-                    i,
-                    IntervalMetric::Latency,
-                    1_000_000 + u64::from(rng.below(9_000_000)),
-                );
-                s.record(i, IntervalMetric::SendLag, u64::from(rng.below(100_000)));
+                s.record(i, IntervalMetric::Latency, 1_000_000 + rng.below(9_000_000));
+                s.record(i, IntervalMetric::SendLag, rng.below(100_000));
             }
         }
         // Interval 0 closed when interval 2 took its slot.
