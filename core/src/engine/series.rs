@@ -421,6 +421,53 @@ mod tests {
         assert_eq!(twice.to_vec(), doubled);
     }
 
+    /// Through the ledger: a completion after the schedule's end counts in
+    /// an interval of the drain, not in the schedule's last one (before
+    /// issue 30 it was folded into it); past the series it counts in the
+    /// last interval.
+    #[test]
+    fn completions_after_the_end_are_the_drains() {
+        use crate::exchange::Finish;
+        use crate::ledger::{Ledger, Tally};
+        use crate::measure::Recorder;
+        let plan = example_plan(); // 0.5 s warmup, 1 s measured, timeout 2 s
+        let ledger = Ledger::new(&plan);
+        let mut rec = Recorder::new();
+        let mut series = Series::for_plan(&plan);
+        assert_eq!((series.len(), series.schedule_len()), (3, 1));
+        let mut tally = Tally {
+            recorder: &mut rec,
+            intervals: &mut series,
+            stages: &mut [],
+            names: &mut [],
+            samples: None,
+            follow_ups: None,
+        };
+        const MS: u64 = 1_000_000;
+        for (intended, sent, done) in [
+            (600, 600, 700),    // within the schedule
+            (1400, 1400, 1600), // done 0.1 s after the end: drain interval 1
+            (1450, 1550, 2600), // sent after the end, done in drain interval 2
+            (1460, 1460, 9000), // done past the hard end: the last interval
+        ] {
+            ledger.sent(&mut tally, intended * MS, 0, sent * MS);
+            ledger.done(
+                &mut tally,
+                intended * MS,
+                0,
+                sent * MS,
+                done * MS,
+                Finish::Ok,
+            );
+        }
+        let ivs = series.to_vec();
+        let col = |f: fn(&Interval) -> u64| ivs.iter().map(f).collect::<Vec<_>>();
+        assert_eq!(col(|i| i.ok), [1, 1, 2]);
+        assert_eq!(col(|i| i.sent), [3, 1, 0]);
+        assert_eq!(col(|i| i.latency.max()), [100 * MS, 200 * MS, 7540 * MS]);
+        assert_eq!(rec.late_sent, 1);
+    }
+
     /// A 24 h plan at one-second intervals reserves a bounded amount before
     /// the clock: its counters (96 bytes an interval), a ring of a few live
     /// intervals and one chunk; the same for 2 h but for the counters.
