@@ -694,7 +694,11 @@ fn json_keys_match_docs() {
         {
             want.retain(|k| !k.starts_with(".generator.behind[]"));
         }
-        assert_eq!(keys(&real, ""), want, "{engine}");
+        // The example has no drain (nothing after its end); a run whose
+        // replies outlast the schedule has one, of interval rows.
+        let mut got = keys(&real, "");
+        got.retain(|k| !k.starts_with(".drain"));
+        assert_eq!(got, want, "{engine}");
     }
 }
 

@@ -6,8 +6,9 @@
 //! The rules, each tested on a virtual clock (`tests/sim_ledger.rs`):
 //! - requests intended before the warmup's end are sent but not recorded;
 //! - a send counts in the interval of its send time, a completion in the
-//!   interval of its completion time; a completion after the end (in the
-//!   grace period) counts in the last interval;
+//!   interval of its completion time; after the end of the schedule (in
+//!   the drain) these are intervals of their own when the series has
+//!   them ([`Plan::series_len`]), else the last interval;
 //! - every measured completion extends the real window (first send to last
 //!   completion); a success after the end of the schedule is also counted
 //!   as late (`late_ok`, `late_tokens`), so rates can be given both over the
@@ -63,19 +64,22 @@
 
 use crate::exchange::Finish;
 use crate::measure::{
-    ErrorKind, Exact, Interval, NameTally, Recorder, SampleSink, StageTally, Unsent, LATE_NS,
+    Counts, ErrorKind, Exact, IntervalMetric, IntervalSink, NameTally, Recorder, SampleSink,
+    StageTally, Unsent, LATE_NS,
 };
 use crate::plan::{Model, Plan};
 use crate::turns::{After, FollowUpSink};
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
-/// recorder, and one [`Interval`] per report interval of the measured phase.
+/// recorder, and the per-interval series of the measured phase.
 #[derive(Debug)]
 pub struct Tally<'a> {
     /// The run's (or thread's) recorder.
     pub recorder: &'a mut Recorder,
-    /// The per-interval series, [`Plan::interval_count`] long.
-    pub intervals: &'a mut [Interval],
+    /// The per-interval series: [`Plan::interval_count`] intervals of the
+    /// schedule, and after them the drain's ([`Plan::series_len`] in all);
+    /// a time past its last interval counts in the last one.
+    pub intervals: &'a mut dyn IntervalSink,
     /// One row per stage of a staged run, [`Plan::stage_count`] long (empty
     /// otherwise), each request in the stage of its intended time.
     pub stages: &'a mut [StageTally],
@@ -99,11 +103,23 @@ impl Tally<'_> {
         self.names.get_mut(plan.name_of(request)?)
     }
 
-    fn interval(&mut self, plan: &Plan<'_>, t_ns: u64) -> Option<&mut Interval> {
+    /// The interval of `t_ns`, clamped to the series (a time past its
+    /// last interval counts in the last one).
+    fn slot(&self, plan: &Plan<'_>, t_ns: u64) -> Option<usize> {
         let i = plan.interval_index(t_ns)?;
-        // A completion after the end (in the grace period) counts in the last interval.
-        let i = i.min(self.intervals.len().saturating_sub(1));
-        self.intervals.get_mut(i)
+        let n = self.intervals.len();
+        (n > 0).then(|| i.min(n - 1))
+    }
+
+    fn interval(&mut self, plan: &Plan<'_>, t_ns: u64) -> Option<&mut Counts> {
+        let i = self.slot(plan, t_ns)?;
+        self.intervals.counts(i)
+    }
+
+    fn record(&mut self, plan: &Plan<'_>, t_ns: u64, metric: IntervalMetric, v: u64) {
+        if let Some(i) = self.slot(plan, t_ns) {
+            self.intervals.record(i, metric, v);
+        }
     }
 }
 
@@ -226,7 +242,10 @@ impl<'p> Ledger<'p> {
         let Some(i) = self.plan.interval_index(at_ns) else {
             return;
         };
-        if let Some(iv) = tally.intervals.get_mut(i) {
+        if i >= self.plan.interval_count() {
+            return;
+        }
+        if let Some(iv) = tally.intervals.counts(i) {
             iv.cpu_ns = iv.cpu_ns.saturating_add(cpu_ns);
             iv.spin_ns = iv.spin_ns.saturating_add(spin_ns);
         }
@@ -248,6 +267,9 @@ impl<'p> Ledger<'p> {
         if let Some(&tokens) = self.plan.input_tokens.get(request) {
             tally.recorder.input_len.record(u64::from(tokens));
         }
+        if sent_ns >= self.plan.end_ns() {
+            tally.recorder.late_sent += 1;
+        }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             st.sent += 1;
         }
@@ -258,8 +280,8 @@ impl<'p> Ledger<'p> {
         }
         if let Some(iv) = tally.interval(self.plan, sent_ns) {
             iv.sent += 1;
-            iv.send_lag.record(lag);
         }
+        tally.record(self.plan, sent_ns, IntervalMetric::SendLag, lag);
         if lag > LATE_NS {
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.late += 1;
@@ -554,10 +576,13 @@ impl<'p> Ledger<'p> {
         if let Some(iv) = tally.interval(self.plan, done_ns) {
             if ok {
                 iv.ok += 1;
-                iv.latency.record(done_ns.saturating_sub(intended_ns));
             } else {
                 iv.errors += 1;
             }
+        }
+        if ok {
+            let v = done_ns.saturating_sub(intended_ns);
+            tally.record(self.plan, done_ns, IntervalMetric::Latency, v);
         }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             if ok {
@@ -572,10 +597,14 @@ impl<'p> Ledger<'p> {
 
     /// The last complete interval at `now_ns`: its index, its p99 latency
     /// and its p99 send lag (ns), for a progress line.
-    pub fn last_complete(&self, intervals: &[Interval], now_ns: u64) -> Option<(usize, u64, u64)> {
+    pub fn last_complete(
+        &self,
+        intervals: &dyn IntervalSink,
+        now_ns: u64,
+    ) -> Option<(usize, u64, u64)> {
         let current = self.plan.interval_index(now_ns)?;
         let last = current.checked_sub(1)?;
-        let iv = intervals.get(last)?;
-        Some((last, iv.latency.quantile(0.99), iv.send_lag.quantile(0.99)))
+        let (p99, lag_p99) = intervals.p99s(last)?;
+        Some((last, p99, lag_p99))
     }
 }

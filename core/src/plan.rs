@@ -307,6 +307,24 @@ impl Plan<'_> {
     pub fn interval_count(&self) -> usize {
         self.duration_ns.div_ceil(self.interval_ns.max(1)).max(1) as usize
     }
+
+    /// Number of report intervals a run's series holds: the
+    /// [`Plan::interval_count`] intervals of the schedule, then the drain's
+    /// up to [`Plan::hard_end_ns`] (replies still in flight after the end
+    /// of the schedule count in intervals of their own, not in the
+    /// schedule's last one).
+    ///
+    /// ```
+    /// # use metronome_core::plan::*;
+    /// let p = example_plan(); // 1 s measured after 0.5 s, timeout 2 s
+    /// assert_eq!(p.series_len(), 3); // [0.5, 1.5) s, then the drain to 3.5 s
+    /// ```
+    pub fn series_len(&self) -> usize {
+        let last = self
+            .interval_index(self.hard_end_ns().saturating_sub(1))
+            .unwrap_or(0);
+        (last + 1).max(self.interval_count())
+    }
 }
 
 impl<'a> Plan<'a> {

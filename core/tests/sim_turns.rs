@@ -48,7 +48,7 @@ fn plan() -> Plan<'static> {
     }
 }
 
-fn tally<'a>(rec: &'a mut Recorder, ivs: &'a mut [Interval], sink: &'a mut Sink) -> Tally<'a> {
+fn tally<'a>(rec: &'a mut Recorder, ivs: &'a mut Vec<Interval>, sink: &'a mut Sink) -> Tally<'a> {
     Tally {
         recorder: rec,
         intervals: ivs,

@@ -11,7 +11,7 @@ use metronome_core::engine::{
 };
 use metronome_core::exchange::Exchange;
 use metronome_core::ledger::{Ledger, Tally};
-use metronome_core::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats, Unsent};
+use metronome_core::measure::{NameTally, Recorder, StageTally, ThreadStats, Unsent};
 use metronome_core::pace::{linger_ns, pace, Pace, Spin, SpinTuner, BACKLOG_STOP_CHECK};
 use metronome_core::plan::{Plan, WarmUp, FRESH_SETTLE_NS};
 use metronome_core::pool::{Admit, Pool, PoolOutcome, PoolState};
@@ -403,9 +403,7 @@ pub(crate) fn run(
         let ledger = Ledger::new(plan);
         let mut rec = Recorder::new();
         // The pacer's share of the series: drops, waits and its CPU.
-        let mut pacer_intervals: Vec<Interval> = (0..plan.interval_count())
-            .map(|_| Interval::new())
-            .collect();
+        let mut pacer_intervals = metronome_core::engine::Series::for_plan(plan);
         let mut pacer_stages: Vec<StageTally> =
             (0..plan.stage_count()).map(|_| StageTally::new()).collect();
         let mut pacer_names: Vec<NameTally> =
@@ -636,9 +634,7 @@ pub(crate) fn run(
         drop(tx);
         stats.cpu_ns = thread_cpu_ns();
         let mut out = collector.join().unwrap_or_else(|_| RunOutput::empty(plan));
-        for (iv, pacer) in out.intervals.iter_mut().zip(&pacer_intervals) {
-            iv.merge(pacer);
-        }
+        out.intervals.merge(&pacer_intervals);
         for (st, pacer) in out.stages.iter_mut().zip(&pacer_stages) {
             st.merge(pacer);
         }

@@ -110,6 +110,21 @@ fn engine_threads_allocate_nothing_while_measuring() {
         "allocations in the open run"
     );
 
+    // Intervals of 20 ms: dozens close (compacted into the series' chunk
+    // reserved before the clock) while measuring, and the drain's follow.
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 500.0, Duration::from_millis(600));
+    p.interval_ns = 20_000_000;
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    assert_eq!(out.recorder.ok, 300);
+    assert!(out.intervals.compacted_bytes() > 0, "no interval closed");
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations while intervals close"
+    );
+
     // Connection: close on every reply: a replacement connect per request.
     let server = Server::start(Behaviour {
         close: true,

@@ -97,6 +97,10 @@ fn cause(iv: &IntervalReport, capped: bool) -> Option<&'static str> {
         Some("cpu_saturated")
     } else if iv.dropped > 0 {
         Some("in_flight_limit")
+    } else if capped && iv.pool_full > 0 {
+        // Under a --max-concurrency cap a wait for a slot is the queue the
+        // user asked for, whatever else made the interval late.
+        Some("concurrency_limit")
     } else if waits_dominate(iv) && iv.pool_full > 0 {
         Some(if capped {
             "concurrency_limit"

@@ -117,29 +117,7 @@ impl Report {
         } else {
             out.threads.len().max(1) as u64
         };
-        let intervals = out
-            .intervals
-            .iter()
-            .enumerate()
-            .map(|(i, iv)| IntervalReport {
-                dropped: iv.dropped,
-                waited: iv.waited,
-                pool_full: iv.pool_full,
-                scheduled: iv.scheduled,
-                late: iv.late,
-                late_waiting: iv.late_waiting,
-                work_cpu: work_share(iv, plan.interval_ns, pacers),
-                start_s: i as f64 * plan.interval_ns as f64 / 1e9,
-                sent: iv.sent,
-                ok: iv.ok,
-                errors: iv.errors,
-                unsent: iv.unsent,
-                p50: ms(iv.latency.quantile(0.5)),
-                p99: ms(iv.latency.quantile(0.99)),
-                max: ms(iv.latency.max()),
-                send_lag_p99: ms(iv.send_lag.quantile(0.99)),
-            })
-            .collect();
+        let (intervals, drain) = interval_rows(plan, out, pacers);
         let mut report = Report {
             schema: SCHEMA.to_string(),
             run_id,
@@ -190,7 +168,7 @@ impl Report {
                 PlanModel::Open => 0,
             },
             offered_rps: offered,
-            achieved_rps: per_s(sent),
+            achieved_rps: per_s(sent.saturating_sub(rec.late_sent)),
             throughput_rps: per_window(rec.ok),
             duration_s: secs,
             planned_duration_s: plan.duration_ns as f64 / 1e9,
@@ -224,6 +202,7 @@ impl Report {
             output_tokens_per_s: per_window(rec.output_tokens),
             window: Window {
                 window_s,
+                late_sent: rec.late_sent,
                 late_ok: rec.late_ok,
                 late_output_tokens: rec.late_tokens,
                 in_schedule_throughput_rps: per_s(rec.ok.saturating_sub(rec.late_ok)),
@@ -249,6 +228,7 @@ impl Report {
                 ),
             ),
             intervals,
+            drain,
             stages: stage_rows(plan, &out.stages),
             by_request: request_rows(&meta.request_names, &out.names),
             sessions: plan.turns.is_on().then(|| {
@@ -419,6 +399,49 @@ pub fn stage_rows(plan: &Plan<'_>, tallies: &[StageTally]) -> Vec<StageReport> {
 
 /// Share of `pacers` threads' time over `interval_ns` spent working (CPU
 /// minus spin), 0..1.
+/// The interval rows of a run: the schedule's (up to the stop, for a run
+/// stopped early), then the drain's after the end of the schedule, up to
+/// the last one in which anything happened. Each row comes from the
+/// interval's exact histograms, decoded one at a time.
+fn interval_rows(
+    plan: &Plan<'_>,
+    out: &RunOutput,
+    pacers: u64,
+) -> (Vec<IntervalReport>, Vec<IntervalReport>) {
+    let width = plan.interval_ns.max(1);
+    let schedule = if out.stopped {
+        (out.measured_ns.div_ceil(width) as usize).clamp(1, plan.interval_count())
+    } else {
+        plan.interval_count()
+    };
+    let mut rows = Vec::new();
+    out.intervals.for_each(|i, iv| {
+        rows.push(IntervalReport {
+            dropped: iv.dropped,
+            waited: iv.waited,
+            pool_full: iv.pool_full,
+            scheduled: iv.scheduled,
+            late: iv.late,
+            late_waiting: iv.late_waiting,
+            work_cpu: work_share(iv, plan.interval_ns, pacers),
+            start_s: i as f64 * plan.interval_ns as f64 / 1e9,
+            sent: iv.sent,
+            ok: iv.ok,
+            errors: iv.errors,
+            unsent: iv.unsent,
+            p50: ms(iv.latency.quantile(0.5)),
+            p99: ms(iv.latency.quantile(0.99)),
+            max: ms(iv.latency.max()),
+            send_lag_p99: ms(iv.send_lag.quantile(0.99)),
+        });
+    });
+    let busy = |r: &IntervalReport| r.sent + r.ok + r.errors + r.unsent + r.scheduled > 0;
+    let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
+    rows.truncate(last.max(schedule.min(rows.len())));
+    let drain = rows.split_off(schedule.min(rows.len()));
+    (rows, drain)
+}
+
 fn work_share(iv: &metronome_core::measure::Interval, interval_ns: u64, pacers: u64) -> f64 {
     let span = interval_ns.max(1) as f64 * pacers.max(1) as f64;
     (iv.cpu_ns.saturating_sub(iv.spin_ns) as f64 / span).min(1.0)
@@ -492,11 +515,16 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         .filter(|b| b.cause == "concurrency_limit")
         .map(|b| b.intervals)
         .sum();
-    if let (Some(cap), true) = (r.max_concurrency, capped > 0) {
+    let queued = r.max_concurrency.filter(|_| capped > 0);
+    if let Some(cap) = queued {
+        // The send lag is the queue's: said here once, not again as the
+        // generator falling behind.
         w.push(format!(
             "requests waited for one of the --max-concurrency {cap} slots (queued, as asked): \
-             their latency from the intended time includes the wait (send lag p99 {lag_p99:.3} \
-             ms); the service time excludes it"
+             the send lag (p99 {lag_p99:.3} ms, max {:.3} ms) is that queue's, not the \
+             generator's; their latency from the intended time includes the wait, the service \
+             time excludes it",
+            r.metrics.send_lag.max
         ));
     }
     if plan.model == PlanModel::Open && at_limit > 0 {
@@ -507,6 +535,7 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             plan.max_connections
         ));
     } else if r.model == Model::Open
+        && queued.is_none()
         && lag_p99 > 1.0
         && r.generator
             .behind

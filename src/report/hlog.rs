@@ -7,8 +7,9 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
+use metronome_core::engine::Series as IntervalSeries;
 use metronome_core::histogram::{decode_v2_compressed, Histogram};
-use metronome_core::measure::{Interval, NameTally, Recorder};
+use metronome_core::measure::{NameTally, Recorder};
 use metronome_core::plan::Plan;
 
 /// HdrHistogram's compressed V2 encoding: the cookie, the length of the
@@ -90,6 +91,25 @@ pub struct Series<'a> {
 /// assert!(log.lines().last().unwrap().starts_with("0.000,1.000,2.500,HISTF"));
 /// ```
 pub fn render_hlog(start_unix_ns: u64, series: &[Series<'_>]) -> String {
+    let rows: Vec<Row> = series
+        .iter()
+        .flat_map(|se| {
+            se.intervals
+                .iter()
+                .map(move |&(start, len, h)| row(start, se.tag.map(str::to_string), len, h))
+        })
+        .collect();
+    render_rows(start_unix_ns, rows)
+}
+
+/// One line of an interval log: start, tag, length, max (ms), histogram.
+type Row = (f64, Option<String>, f64, f64, String);
+
+fn row(start: f64, tag: Option<String>, len: f64, h: &Histogram) -> Row {
+    (start, tag, len, h.max() as f64 / 1e6, base64_v2(h))
+}
+
+fn render_rows(start_unix_ns: u64, mut rows: Vec<Row>) -> String {
     let mut s = String::new();
     let start = format!(
         "{}.{:09}",
@@ -103,25 +123,12 @@ pub fn render_hlog(start_unix_ns: u64, series: &[Series<'_>]) -> String {
         s,
         "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
     );
-    let mut rows: Vec<(f64, Option<&str>, f64, &Histogram)> = series
-        .iter()
-        .flat_map(|se| {
-            se.intervals
-                .iter()
-                .map(move |&(start, len, h)| (start, se.tag, len, h))
-        })
-        .collect();
     rows.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for (start, tag, len, h) in rows {
+    for (start, tag, len, max, h) in rows {
         if let Some(t) = tag {
             let _ = write!(s, "Tag={t},");
         }
-        let _ = writeln!(
-            s,
-            "{start:.3},{len:.3},{:.3},{}",
-            h.max() as f64 / 1e6,
-            base64_v2(h)
-        );
+        let _ = writeln!(s, "{start:.3},{len:.3},{max:.3},{h}");
     }
     s
 }
@@ -130,16 +137,19 @@ pub fn render_hlog(start_unix_ns: u64, series: &[Series<'_>]) -> String {
 /// schedule's zero (`start_unix_ns`, the report's `start_unix_ns`), so
 /// timestamps are seconds on the schedule's clock: the measured phase
 /// begins at the warmup. Latency (untagged) and send lag (`Tag=send_lag`)
-/// come one histogram per report interval; service_time, ttft, itl, tpot
+/// come one histogram per report interval, the first `count` of the
+/// series (the report's `intervals`, then its `drain`); service_time, ttft, itl, tpot
 /// and latency_corrected (each tagged with its name, those with values
 /// only) come as one histogram over the whole measured phase, since the
 /// recorder keeps them per run, not per interval. A request mix adds,
 /// for each name, `request.NAME.latency`, `request.NAME.service_time` and
 /// `request.NAME.send_lag` over the whole measured phase ([`tag_name`]).
+#[allow(clippy::too_many_arguments)]
 pub fn render_run_hlog(
     start_unix_ns: u64,
     plan: &Plan<'_>,
-    intervals: &[Interval],
+    intervals: &IntervalSeries,
+    count: usize,
     rec: &Recorder,
     measured_ns: u64,
     corrected: bool,
@@ -147,18 +157,16 @@ pub fn render_run_hlog(
 ) -> String {
     let warmup = plan.warmup_ns as f64 / 1e9;
     let width = plan.interval_ns as f64 / 1e9;
-    let series = |tag, pick: fn(&Interval) -> &Histogram| Series {
-        tag,
-        intervals: intervals
-            .iter()
-            .enumerate()
-            .map(|(i, iv)| (warmup + i as f64 * width, width, pick(iv)))
-            .collect(),
-    };
-    let mut all = vec![
-        series(None, |iv| &iv.latency),
-        series(Some("send_lag"), |iv| &iv.send_lag),
-    ];
+    // One interval decoded at a time: latency, then send lag.
+    let mut rows: Vec<Row> = Vec::new();
+    intervals.for_each(|i, iv| {
+        if i < count {
+            let start = warmup + i as f64 * width;
+            rows.push(row(start, None, width, &iv.latency));
+            rows.push(row(start, Some("send_lag".into()), width, &iv.send_lag));
+        }
+    });
+    let mut all: Vec<Series<'_>> = Vec::new();
     let whole = measured_ns as f64 / 1e9;
     let mut run_wide: Vec<(&str, &Histogram)> = vec![
         ("service_time", &rec.service_time),
@@ -198,7 +206,12 @@ pub fn render_run_hlog(
             intervals: vec![(warmup, whole, h)],
         });
     }
-    render_hlog(start_unix_ns, &all)
+    rows.extend(all.iter().flat_map(|se| {
+        se.intervals
+            .iter()
+            .map(move |&(start, len, h)| row(start, se.tag.map(str::to_string), len, h))
+    }));
+    render_rows(start_unix_ns, rows)
 }
 
 /// A request name as an hlog tag: characters other than ASCII letters,

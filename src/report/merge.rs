@@ -437,22 +437,8 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
     m.metrics.latency_corrected = (!corrected.is_empty()).then(|| merge_metrics(&corrected));
     // Intervals: counts add; quantiles cannot be merged from summaries, so
     // each is the largest of the shards' (an upper bound, documented).
-    let n = reports.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
-    m.intervals.truncate(0);
-    for i in 0..n {
-        let mut iv = None::<crate::report::IntervalReport>;
-        for r in reports {
-            if let Some(x) = r.intervals.get(i) {
-                match &mut iv {
-                    None => iv = Some(x.clone()),
-                    Some(a) => a.add(x),
-                }
-            }
-        }
-        if let Some(iv) = iv {
-            m.intervals.push(iv);
-        }
-    }
+    m.intervals = merge_rows(reports, |r| &r.intervals);
+    m.drain = merge_rows(reports, |r| &r.drain);
     // Stages: counts add, and the latency histograms merge exactly.
     for (i, st) in m.stages.iter_mut().enumerate() {
         let rows: Vec<&crate::report::StageReport> =
@@ -518,6 +504,29 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         w.output_tokens = super::workload::TokenDist::merge(&output);
     }
     Ok(m)
+}
+
+/// The rows of one interval list, shard by shard: row `i` of every report
+/// that has one, added ([`crate::report::IntervalReport::add`]).
+fn merge_rows(
+    reports: &[&Report],
+    pick: impl Fn(&Report) -> &Vec<crate::report::IntervalReport>,
+) -> Vec<crate::report::IntervalReport> {
+    let n = reports.iter().map(|r| pick(r).len()).max().unwrap_or(0);
+    let mut rows = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut iv = None::<crate::report::IntervalReport>;
+        for r in reports {
+            if let Some(x) = pick(r).get(i) {
+                match &mut iv {
+                    None => iv = Some(x.clone()),
+                    Some(a) => a.add(x),
+                }
+            }
+        }
+        rows.extend(iv);
+    }
+    rows
 }
 
 #[cfg(test)]

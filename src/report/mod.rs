@@ -94,7 +94,9 @@ pub struct Report {
     pub max_concurrency: Option<u32>,
     /// Offered rate, requests per second (0 for the closed model).
     pub offered_rps: f64,
-    /// Requests sent per second of the measured duration.
+    /// Requests sent within the schedule (`requests.sent -
+    /// window.late_sent`) per second of the measured duration: the rate
+    /// the schedule was kept at.
     pub achieved_rps: f64,
     /// Successful responses per second of the real window (first send to
     /// last completion, `window.window_s`).
@@ -149,8 +151,16 @@ pub struct Report {
     pub slo: SloReport,
     /// Latency and friends, ms.
     pub metrics: Metrics,
-    /// One entry per report interval.
+    /// One entry per report interval of the schedule (up to the stop, for
+    /// a run stopped early).
     pub intervals: Vec<IntervalReport>,
+    /// The drain: one entry per report interval after the end of the
+    /// schedule (or the stop) in which requests were still sent or
+    /// completed, numbered on from `intervals` (absent when nothing
+    /// happened after the end). `intervals` and `drain` together hold
+    /// every send and completion: their `ok` sum to `requests.ok`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drain: Vec<IntervalReport>,
     /// `--stages` runs: one row per stage, each request counted in the
     /// stage of its intended time (absent otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -288,6 +298,12 @@ pub struct Window {
     /// First send to last completion (success or failure) of a measured
     /// request, seconds.
     pub window_s: f64,
+    /// Requests sent at or after the end of the schedule (they waited for
+    /// a connection or a `--max-concurrency` slot into the drain);
+    /// `achieved_rps` counts only the others. (Absent in reports of older
+    /// versions: read as 0.)
+    #[serde(default)]
+    pub late_sent: u64,
     /// Successes that completed after the end of the schedule.
     pub late_ok: u64,
     /// Output tokens of those late successes.
@@ -1069,6 +1085,7 @@ impl Window {
     pub fn add(&mut self, other: &Window) {
         self.window_s = self.window_s.max(other.window_s);
         self.late_ok += other.late_ok;
+        self.late_sent += other.late_sent;
         self.late_output_tokens += other.late_output_tokens;
         self.in_schedule_throughput_rps += other.in_schedule_throughput_rps;
         self.in_schedule_output_tokens_per_s += other.in_schedule_output_tokens_per_s;

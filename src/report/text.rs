@@ -40,9 +40,14 @@ pub fn render_text(r: &Report) -> String {
         } else {
             0.0
         };
+        // Sends that waited into the drain are not the schedule's rate.
+        let late = match r.window.late_sent {
+            0 => String::new(),
+            n => format!(", {n} more sent after its end"),
+        };
         let _ = writeln!(
             s,
-            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) over {:.2}s; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
+            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) on schedule over {:.2}s{late}; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
             r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps, r.window.window_s,
             r.window.in_schedule_throughput_rps
         );

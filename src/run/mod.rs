@@ -16,6 +16,7 @@ pub mod discover;
 pub mod engine;
 mod grpc;
 pub mod lengths;
+pub mod limits;
 pub mod mix;
 pub mod mooncake;
 mod plan;
@@ -197,6 +198,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             output.start_unix_ns,
             &plan,
             &output.intervals,
+            report.intervals.len() + report.drain.len(),
             &output.recorder,
             output.measured_ns,
             report.metrics.latency_corrected.is_some(),

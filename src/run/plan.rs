@@ -203,6 +203,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         Some(s) => parse_shard(s)?,
     };
     let load = super::profile::load(args)?;
+    super::limits::check(args, &load)?;
     for h in &args.headers {
         check_header(h)?;
     }

@@ -260,6 +260,20 @@ pub fn assert_accounting(r: &Report) {
         per_interval(|i| i.waited),
         "waited_for_connection = sum(intervals.waited); {ctx}"
     );
+    // Every send and completion is in one row of the schedule or the drain.
+    let rows = |f: fn(&metronome::report::IntervalReport) -> u64| {
+        r.intervals.iter().chain(&r.drain).map(f).sum::<u64>()
+    };
+    assert_eq!(
+        q.ok,
+        rows(|i| i.ok),
+        "ok = sum(intervals.ok, drain.ok); {ctx}"
+    );
+    assert_eq!(
+        q.sent,
+        rows(|i| i.sent),
+        "sent = sum(intervals.sent, drain.sent); {ctx}"
+    );
 }
 
 /// How many recorded values of `metric` are at least `at_least_ms`.

@@ -18,13 +18,15 @@ use std::vec::Vec;
 use crate::exchange::{compact, Exchange, Feed, GAP_CAP};
 use crate::histogram::Histogram;
 use crate::ledger::{Ledger, Tally};
-use crate::measure::{Interval, NameTally, Recorder, StageTally, ThreadStats};
+use crate::measure::{IntervalSink, NameTally, Recorder, StageTally, ThreadStats};
 use crate::plan::{Plan, PlanError};
 
 mod greet;
 mod reserved;
+mod series;
 pub use greet::{greet_h2, Greeted, ReadWrite};
 pub use reserved::{ExactSamples, FollowUps};
+pub use series::{Series, CHUNK_BYTES, RING_MAX};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
 /// KiB of inline counters; debug builds copy it on the stack).
@@ -169,7 +171,7 @@ impl Progress {
     pub fn publish_interval(
         &self,
         ledger: &Ledger<'_>,
-        intervals: &[Interval],
+        intervals: &dyn IntervalSink,
         now_ns: u64,
         published: &mut Option<usize>,
     ) {
@@ -190,8 +192,9 @@ impl Progress {
 pub struct RunOutput {
     /// The merged recorder of all threads.
     pub recorder: Box<Recorder>,
-    /// One entry per report interval of the measured phase (merged).
-    pub intervals: Vec<Interval>,
+    /// The report intervals of the measured phase and of the drain after
+    /// it (merged), held at a bounded cost per interval ([`Series`]).
+    pub intervals: Series,
     /// One entry per stage of a staged run (merged; empty otherwise).
     pub stages: Vec<StageTally>,
     /// One entry per name of a request mix (merged; empty otherwise).
@@ -623,9 +626,7 @@ impl RunOutput {
     pub fn empty(plan: &Plan<'_>) -> RunOutput {
         RunOutput {
             recorder: Box::new(Recorder::new()),
-            intervals: (0..plan.interval_count())
-                .map(|_| Interval::new())
-                .collect(),
+            intervals: Series::for_plan(plan),
             stages: (0..plan.stage_count()).map(|_| StageTally::new()).collect(),
             names: (0..plan.name_count()).map(|_| NameTally::new()).collect(),
             exact: ExactSamples::with_peers(plan.exact_capacity(), plan.peer_samples),
@@ -663,13 +664,7 @@ impl RunOutput {
     /// Merges another thread's or engine's output into this one (exact).
     pub fn merge(&mut self, other: &RunOutput) {
         self.recorder.merge(&other.recorder);
-        if self.intervals.len() < other.intervals.len() {
-            self.intervals
-                .resize_with(other.intervals.len(), Interval::new);
-        }
-        for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
-            a.merge(b);
-        }
+        self.intervals.merge(&other.intervals);
         if self.stages.len() < other.stages.len() {
             self.stages.resize_with(other.stages.len(), StageTally::new);
         }

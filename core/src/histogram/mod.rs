@@ -50,7 +50,10 @@
 
 use core::fmt;
 
+mod sparse;
 mod v2;
+
+pub use sparse::SPARSE_MAX_LEN;
 
 pub use v2::{
     decode_v2, DecodeError, EncodeError, V2_COMPRESSED_COOKIE, V2_COOKIE, V2_HEADER_LEN, V2_MAX_LEN,
@@ -536,7 +539,18 @@ impl Histogram {
     /// assert_eq!(h, Histogram::new());
     /// ```
     pub fn reset(&mut self) {
-        *self = Self::new();
+        // Only the counters between min and max can be non-zero: clearing
+        // them costs what the histogram held, not 58 KiB.
+        if self.total > 0 {
+            let (lo, hi) = (bucket_index(self.min), bucket_index(self.max));
+            if let Some(span) = self.counts.get_mut(lo..=hi) {
+                span.fill(0);
+            }
+        }
+        self.total = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+        self.sum = 0;
     }
 
     /// The raw counter at `index` (0 for an index at or past [`BUCKET_COUNT`]).

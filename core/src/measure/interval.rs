@@ -7,12 +7,12 @@ use crate::histogram::Histogram;
 /// [`Interval::late`], the measure of whether an interval kept its schedule.
 pub const LATE_NS: u64 = 1_000_000;
 
-/// One report interval (`--interval`) of one engine thread: counters and the
-/// two histograms the interval rows need. Engines keep one per interval
-/// (a `Vec<Interval>` per thread, sized before the clock starts) and merge
-/// them across threads.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Interval {
+/// The counters of one report interval (`--interval`) of one engine
+/// thread: everything an interval row holds but its two histograms. Kept
+/// for every interval of a run (96 bytes each), apart from the histograms,
+/// which only the live intervals hold in full (see [`IntervalSink`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
     /// Requests sent in the interval.
     pub sent: u64,
     /// Successful requests in the interval.
@@ -44,20 +44,10 @@ pub struct Interval {
     pub cpu_ns: u64,
     /// Of `cpu_ns`, the time spent busy-waiting before sends (ns).
     pub spin_ns: u64,
-    /// Latency (completion - intended) of the interval's successful requests.
-    pub latency: Histogram,
-    /// Send lag (send - intended) of the interval's sent requests.
-    pub send_lag: Histogram,
 }
 
-impl Interval {
-    /// An empty interval.
-    ///
-    /// # Example
-    /// ```
-    /// let i = metronome_core::measure::Interval::new();
-    /// assert_eq!((i.sent, i.ok, i.errors), (0, 0, 0));
-    /// ```
+impl Counts {
+    /// No counts.
     pub const fn new() -> Self {
         Self {
             sent: 0,
@@ -72,6 +62,64 @@ impl Interval {
             late_waiting: 0,
             cpu_ns: 0,
             spin_ns: 0,
+        }
+    }
+
+    /// Adds the other interval's counters (saturating).
+    pub fn merge(&mut self, other: &Counts) {
+        self.sent = self.sent.saturating_add(other.sent);
+        self.ok = self.ok.saturating_add(other.ok);
+        self.errors = self.errors.saturating_add(other.errors);
+        self.unsent = self.unsent.saturating_add(other.unsent);
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        self.waited = self.waited.saturating_add(other.waited);
+        self.pool_full = self.pool_full.saturating_add(other.pool_full);
+        self.scheduled = self.scheduled.saturating_add(other.scheduled);
+        self.late = self.late.saturating_add(other.late);
+        self.late_waiting = self.late_waiting.saturating_add(other.late_waiting);
+        self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
+        self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
+    }
+}
+
+/// One report interval (`--interval`) of one engine thread: its
+/// [`Counts`] (reached through `Deref`: `iv.sent`) and the two histograms
+/// the interval rows need. About 118 KB: engines keep a few live ones per
+/// thread, not one per planned interval ([`IntervalSink`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Interval {
+    /// The interval's counters.
+    pub counts: Counts,
+    /// Latency (completion - intended) of the interval's successful requests.
+    pub latency: Histogram,
+    /// Send lag (send - intended) of the interval's sent requests.
+    pub send_lag: Histogram,
+}
+
+impl core::ops::Deref for Interval {
+    type Target = Counts;
+    fn deref(&self) -> &Counts {
+        &self.counts
+    }
+}
+
+impl core::ops::DerefMut for Interval {
+    fn deref_mut(&mut self) -> &mut Counts {
+        &mut self.counts
+    }
+}
+
+impl Interval {
+    /// An empty interval.
+    ///
+    /// # Example
+    /// ```
+    /// let i = metronome_core::measure::Interval::new();
+    /// assert_eq!((i.sent, i.ok, i.errors), (0, 0, 0));
+    /// ```
+    pub const fn new() -> Self {
+        Self {
+            counts: Counts::new(),
             latency: Histogram::new(),
             send_lag: Histogram::new(),
         }
@@ -92,20 +140,77 @@ impl Interval {
     /// assert_eq!((a.ok, a.errors, a.latency.count(), a.latency.max()), (3, 1, 2, 30));
     /// ```
     pub fn merge(&mut self, other: &Interval) {
-        self.sent = self.sent.saturating_add(other.sent);
-        self.ok = self.ok.saturating_add(other.ok);
-        self.errors = self.errors.saturating_add(other.errors);
-        self.unsent = self.unsent.saturating_add(other.unsent);
-        self.dropped = self.dropped.saturating_add(other.dropped);
-        self.waited = self.waited.saturating_add(other.waited);
-        self.pool_full = self.pool_full.saturating_add(other.pool_full);
-        self.scheduled = self.scheduled.saturating_add(other.scheduled);
-        self.late = self.late.saturating_add(other.late);
-        self.late_waiting = self.late_waiting.saturating_add(other.late_waiting);
-        self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
-        self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
+        self.counts.merge(&other.counts);
         self.latency.merge(&other.latency);
         self.send_lag.merge(&other.send_lag);
+    }
+}
+
+/// Which histogram of an interval a value goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntervalMetric {
+    /// [`Interval::latency`].
+    Latency,
+    /// [`Interval::send_lag`].
+    SendLag,
+}
+
+/// Where a [`crate::ledger::Ledger`] writes the per-interval series: the
+/// counters of every interval, and one value at a time into an interval's
+/// histograms. A slice-like `[Interval; N]` or `Vec<Interval>` is one (every
+/// interval in full, for tests and short runs); the engines use
+/// `metronome_core::engine::Series` (feature `std`), whose memory does not
+/// grow with the planned duration beyond its counters and each closed
+/// interval's non-empty buckets.
+///
+/// An index at or past [`IntervalSink::len`] is the caller's to clamp.
+pub trait IntervalSink: core::fmt::Debug {
+    /// Number of intervals in the series.
+    fn len(&self) -> usize;
+    /// Whether the series has no interval.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The counters of interval `i`.
+    fn counts(&mut self, i: usize) -> Option<&mut Counts>;
+    /// Records `v` into `metric`'s histogram of interval `i`.
+    fn record(&mut self, i: usize, metric: IntervalMetric, v: u64);
+    /// The p99 latency and p99 send lag of interval `i`, when it is still
+    /// held in full (a progress line's figures).
+    fn p99s(&self, i: usize) -> Option<(u64, u64)>;
+}
+
+fn slice_record(ivs: &mut [Interval], i: usize, metric: IntervalMetric, v: u64) {
+    if let Some(iv) = ivs.get_mut(i) {
+        match metric {
+            IntervalMetric::Latency => iv.latency.record(v),
+            IntervalMetric::SendLag => iv.send_lag.record(v),
+        }
+    }
+}
+
+fn slice_p99s(ivs: &[Interval], i: usize) -> Option<(u64, u64)> {
+    let iv = ivs.get(i)?;
+    Some((iv.latency.quantile(0.99), iv.send_lag.quantile(0.99)))
+}
+
+/// Every interval in full: an array, a `Vec` or any other owner of a
+/// slice of [`Interval`]s.
+impl<T> IntervalSink for T
+where
+    T: AsRef<[Interval]> + AsMut<[Interval]> + core::fmt::Debug,
+{
+    fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+    fn counts(&mut self, i: usize) -> Option<&mut Counts> {
+        self.as_mut().get_mut(i).map(|iv| &mut iv.counts)
+    }
+    fn record(&mut self, i: usize, metric: IntervalMetric, v: u64) {
+        slice_record(self.as_mut(), i, metric, v);
+    }
+    fn p99s(&self, i: usize) -> Option<(u64, u64)> {
+        slice_p99s(self.as_ref(), i)
     }
 }
 

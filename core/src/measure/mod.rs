@@ -38,7 +38,7 @@ mod peers;
 mod samples;
 mod stream;
 
-pub use interval::{Interval, StageTally, LATE_NS};
+pub use interval::{Counts, Interval, IntervalMetric, IntervalSink, StageTally, LATE_NS};
 pub use kind::{ErrorKind, FramingCause, Unsent};
 pub use named::NameTally;
 pub use peers::{record_peer_samples, time_to_second_output, PeerValues, Peers};
@@ -176,6 +176,10 @@ pub struct Recorder {
     pub sessions: crate::turns::Sessions,
     /// Output tokens of those late successes, a subset of `output_tokens`.
     pub late_tokens: u64,
+    /// Requests sent at or after the end of the schedule (they waited for
+    /// a connection or a `--max-concurrency` slot into the drain), a subset
+    /// of `sent`: `sent - late_sent` went out within the schedule.
+    pub late_sent: u64,
     /// Output tokens per successful stream (usage or content chunks, as
     /// [`StreamSummary::tokens`]): the output length distribution.
     pub output_len: Histogram,
@@ -246,6 +250,7 @@ impl Recorder {
             late_ok: 0,
             sessions: crate::turns::Sessions::new(),
             late_tokens: 0,
+            late_sent: 0,
             output_len: Histogram::new(),
             input_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
@@ -647,6 +652,7 @@ impl Recorder {
             (&mut self.output_tokens, other.output_tokens),
             (&mut self.late_ok, other.late_ok),
             (&mut self.late_tokens, other.late_tokens),
+            (&mut self.late_sent, other.late_sent),
         ] {
             *a = a.saturating_add(b);
         }
