@@ -188,8 +188,13 @@ pub struct PoolState {
 /// What to do with a due request ([`Pool::admit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
-    /// Above the in-flight limit: drop it and count it.
-    Drop,
+    /// Above the in-flight limit: drop it and count it, and start `open`
+    /// connects for the requests already waiting (in a stall, each may
+    /// have one).
+    Drop {
+        /// Connects to start now ([`Pool::to_open`]).
+        open: u32,
+    },
     /// Send it now on an idle connection (the most recently used one).
     Send,
     /// Let it wait for a connection (its clock runs from its intended
@@ -506,7 +511,7 @@ impl Pool {
     /// let s = PoolState { idle: 0, open: 2, connecting: 0, waiting: 0, in_flight: 2 };
     /// assert_eq!(p.admit(1_000_000, s), Admit::Wait { open: 0, full: true });
     /// let s = PoolState { in_flight: 3, ..s };
-    /// assert_eq!(p.admit(2_000_000, s), Admit::Drop);
+    /// assert_eq!(p.admit(2_000_000, s), Admit::Drop { open: 0 });
     /// ```
     pub fn admit(&mut self, now_ns: u64, s: PoolState) -> Admit {
         let waits = !(s.idle > 0 && s.waiting == 0);
@@ -540,7 +545,9 @@ impl Pool {
         self.stalled = stalled;
         self.step(now_ns, s);
         if s.in_flight >= self.max_in_flight {
-            return Admit::Drop;
+            return Admit::Drop {
+                open: self.to_open(s),
+            };
         }
         if !waits {
             return Admit::Send;

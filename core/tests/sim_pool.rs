@@ -257,7 +257,13 @@ fn simulate(run: Run, server: &Server) -> Outcome {
                     );
                 }
                 match a {
-                    Admit::Drop => out.dropped += 1,
+                    Admit::Drop { open: k } => {
+                        out.dropped += 1;
+                        for _ in 0..k {
+                            connecting += 1;
+                            heap.push(Reverse((now + connect_ns, Ev::Connected)));
+                        }
+                    }
                     Admit::Send => {
                         in_flight += 1;
                         out.sent += 1;

@@ -547,7 +547,7 @@ pub(crate) fn run(
                             );
                             let admit = q.pool.admit(now, state);
                             let grow = match admit {
-                                Admit::Drop => 0,
+                                Admit::Drop { open } => open,
                                 Admit::Send | Admit::Wait { .. } => {
                                     q.jobs.push_back(Job {
                                         request,
@@ -564,13 +564,13 @@ pub(crate) fn run(
                                 }
                             };
                             q.connecting += grow as usize;
-                            if admit != Admit::Drop && plan.http2.is_none() {
+                            if !matches!(admit, Admit::Drop { .. }) && plan.http2.is_none() {
                                 q.wake_top();
                             }
                             (admit, grow)
                         };
                         match admit {
-                            Admit::Drop => {
+                            Admit::Drop { .. } => {
                                 ledger.dropped(tally, t, request);
                             }
                             Admit::Send | Admit::Wait { .. } => {
@@ -587,25 +587,22 @@ pub(crate) fn run(
                                 if plan.http2.is_some() {
                                     shared.ready.notify_one();
                                 }
-                                for _ in 0..grow {
-                                    let tx = tx.clone();
-                                    let shared = &shared;
-                                    let origin = &origin;
-                                    let stats = &worker_stats;
-                                    shared.threads.fetch_add(1, Ordering::Relaxed);
-                                    if plan.http2.is_some() {
-                                        s.spawn(move || {
-                                            crate::h2::worker(
-                                                plan, tls, origin, shared, tx, None, stats,
-                                            )
-                                        });
-                                    } else {
-                                        s.spawn(move || {
-                                            worker(plan, tls, origin, shared, tx, None, stats)
-                                        });
-                                    }
-                                }
                                 stats.sent += 1;
+                            }
+                        }
+                        // Connects the pool asked for: one thread each.
+                        for _ in 0..grow {
+                            let tx = tx.clone();
+                            let shared = &shared;
+                            let origin = &origin;
+                            let stats = &worker_stats;
+                            shared.threads.fetch_add(1, Ordering::Relaxed);
+                            if plan.http2.is_some() {
+                                s.spawn(move || {
+                                    crate::h2::worker(plan, tls, origin, shared, tx, None, stats)
+                                });
+                            } else {
+                                s.spawn(move || worker(plan, tls, origin, shared, tx, None, stats));
                             }
                         }
                     }

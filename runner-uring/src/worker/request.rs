@@ -48,10 +48,10 @@ impl Worker<'_> {
             self.shrink_idle(now)?;
         }
         match self.pool.admit(now, self.pool_state()) {
-            Admit::Drop => {
+            Admit::Drop { open } => {
                 self.ledger
                     .dropped(&mut self.out.tally(), job.intended_ns, job.request);
-                Ok(())
+                self.open_more(open)
             }
             Admit::Send => {
                 self.in_flight += 1;
