@@ -187,12 +187,14 @@ fn client_key(
     let certified = CertifiedKey::new(certs, signer);
     match key_matches(&certified) {
         Some(true) => {}
-        Some(false) => return Err(UsageError(format!(
+        Some(false) => {
+            return Err(UsageError(format!(
             "--key {} does not belong to the certificate of --cert {} (their public keys differ)",
             key.display(),
             cert.display()
         ))
-        .into()),
+            .into())
+        }
         None => eprintln!(
             "metronome: notice: could not compare --key {} with the certificate of --cert {}; \
              the server will judge the pair",
