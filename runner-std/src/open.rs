@@ -211,14 +211,9 @@ pub(crate) fn run(
     let opened_first = (pre.len() + pre_h2.len()) as u64;
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
         // Core's warm start over this engine's connections.
-        let open = || {
-            let mut c = Conn::connect(
-                plan.addr,
-                connect_timeout,
-                Exchange::for_plan(plan),
-                tls.cloned(),
-            )
-            .ok()?;
+        let open = |limit: Duration| {
+            let mut c =
+                Conn::connect(plan.addr, limit, Exchange::for_plan(plan), tls.cloned()).ok()?;
             if let Some(o) = c.opened.take() {
                 setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
             }

@@ -119,11 +119,7 @@ pub(crate) fn run(
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
         // Core's warm start over this engine's blocking pre-clock I/O.
         let pre: Vec<Pre> = streams.into_iter().map(|(s, _)| Pre(s)).collect();
-        let open = || {
-            pre_open(plan, opts, connect_timeout, &mut setup)
-                .ok()
-                .map(Pre)
-        };
+        let open = |limit: Duration| pre_open(plan, opts, limit, &mut setup).ok().map(Pre);
         streams = warm_start(plan, control, pre, open, &mut warm)
             .into_iter()
             .map(|p| (p.0, None))
