@@ -42,6 +42,10 @@ pub(crate) struct Share {
     pub(crate) worker_base: u64,
     /// The median service time of the warm-up requests, ns, if any were sent.
     pub(crate) warm_service_ns: Option<u64>,
+    /// The warm start found a server that writes on accept
+    /// ([`Warm::writes_first`]): every connection distrusts its first
+    /// response.
+    pub(crate) writes_first: bool,
 }
 
 /// What a thread returns: its output, and when it saw the stop (if it did).
@@ -143,6 +147,7 @@ pub(crate) fn run(
             max_in_flight: split(u64::from(plan.max_in_flight), threads, t).max(1) as usize,
             worker_base: 0,
             warm_service_ns: None,
+            writes_first: warm.writes_first,
         })
         .collect();
     for (i, s) in streams.into_iter().enumerate() {

@@ -260,6 +260,11 @@ pub struct Warm {
     pub reopened: u64,
     /// Service time of each answered warm-up request, ns.
     pub service_ns: Vec<u64>,
+    /// The server wrote before any request on a connection and again on its
+    /// replacement: it writes on accept. No connection of the warm start is
+    /// kept, and every connection of the run distrusts its first response
+    /// ([`Exchange::distrust_first_responses`]).
+    pub writes_first: bool,
 }
 
 impl Warm {
@@ -271,6 +276,7 @@ impl Warm {
         self.unsolicited += other.unsolicited;
         self.reopened += other.reopened;
         self.service_ns.extend_from_slice(&other.service_ns);
+        self.writes_first |= other.writes_first;
     }
 
     /// The median service time of the answered warm-up requests, ns (the
@@ -324,7 +330,9 @@ pub trait WarmConn: Send {
 ///
 /// 1. After [`SETTLE_NS`](crate::plan::SETTLE_NS), a connection with bytes
 ///    (or a close) before any request is closed and replaced once by `open`
-///    (counted as unsolicited); the replacement gets the same check.
+///    (counted as unsolicited); the replacement gets the same check. Bytes
+///    on the replacement too: the server writes on accept
+///    ([`Warm::writes_first`]), and no connection is kept.
 /// 2. With [`WarmUp::Request`](crate::plan::WarmUp::Request) every
 ///    connection then answers the run's first request once, unmeasured, all
 ///    at once (a thread each), within the first half of the budget. One
@@ -385,9 +393,15 @@ pub fn warm_start<C: WarmConn>(
     for (mut c, again) in checked {
         if again && c.early_bytes() {
             warm.unsolicited += 1;
+            warm.writes_first = true;
         } else {
             kept.push(c);
         }
+    }
+    if warm.writes_first {
+        // A server that writes on accept: bytes may come after any check,
+        // so no connection opened before now carries a measured request.
+        return Vec::new();
     }
     if plan.warm_up != crate::plan::WarmUp::Request || kept.is_empty() {
         return kept;
@@ -913,6 +927,28 @@ mod tests {
         };
         assert!(warm_start(&plan, &control, conns, open, &mut warm).is_empty());
         assert_eq!((warm.unsolicited, warm.reopened, warm.requests), (2, 1, 0));
+        assert!(warm.writes_first);
+        // One such pair: the other connections are not kept either.
+        let mut warm = Warm::default();
+        let mut conns = vec![Fake {
+            early: true,
+            silent: false,
+        }];
+        conns.extend((0..3).map(|_| Fake {
+            early: false,
+            silent: false,
+        }));
+        let open = |_| {
+            Some(Fake {
+                early: true,
+                silent: false,
+            })
+        };
+        assert!(warm_start(&plan, &control, conns, open, &mut warm).is_empty());
+        assert_eq!(
+            (warm.unsolicited, warm.requests, warm.writes_first),
+            (2, 0, true)
+        );
 
         let mut warm = Warm::default();
         let conns = vec![Fake {
@@ -927,6 +963,7 @@ mod tests {
         };
         assert!(warm_start(&plan, &control, conns, open, &mut warm).is_empty());
         assert_eq!((warm.failed, warm.reopened, warm.unsolicited), (1, 1, 1));
+        assert!(!warm.writes_first);
 
         // Stopped: nothing is replaced.
         control.stop.store(true, Ordering::Relaxed);
