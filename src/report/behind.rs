@@ -322,7 +322,7 @@ mod tests {
             p50: 0.0,
             ..iv(0.0, 6, 0, 40, 0, 0.1)
         };
-        let b = behind(&[failed.clone()], None, None, 1.0);
+        let b = behind(std::slice::from_ref(&failed), None, None, 1.0);
         assert_eq!(
             b[0].detail,
             "40 requests found every connection busy and waited while the pool grew toward \
