@@ -185,9 +185,9 @@ fn client_key(
         ))
     })?;
     let certified = CertifiedKey::new(certs, signer);
-    match certified.keys_match() {
-        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
-        Err(_) => {
+    match key_matches(&certified) {
+        Some(true) => {}
+        Some(false) => {
             return Err(UsageError(format!(
             "--key {} does not belong to the certificate of --cert {} (their public keys differ)",
             key.display(),
@@ -195,8 +195,35 @@ fn client_key(
         ))
             .into())
         }
+        None => eprintln!(
+            "metronome: notice: could not compare --key {} with the certificate of --cert {}; \
+             the server will judge the pair",
+            key.display(),
+            cert.display()
+        ),
     }
     Ok(Some(Arc::new(certified)))
+}
+
+/// Whether the key's public half is the one in the end-entity certificate:
+/// `Some(true)` or `Some(false)` when both could be read, `None` when one
+/// could not (never a mismatch that was not seen). The certificate is read
+/// with x509-parser, which takes X.509 v1 as well as v3 (OpenSSL's
+/// `x509 -req` without an extensions file makes v1; rustls' own
+/// `keys_match` refuses those as badly encoded). The keys are compared as
+/// algorithm and key bits, not as DER bytes.
+fn key_matches(certified: &CertifiedKey) -> Option<bool> {
+    use x509_parser::prelude::FromDer as _;
+    use x509_parser::x509::SubjectPublicKeyInfo;
+    let key_spki = certified.key.public_key()?;
+    let (_, key) = SubjectPublicKeyInfo::from_der(key_spki.as_ref()).ok()?;
+    let end_entity = certified.end_entity_cert().ok()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(end_entity).ok()?;
+    let theirs = cert.public_key();
+    Some(
+        key.algorithm.algorithm == theirs.algorithm.algorithm
+            && key.subject_public_key.data == theirs.subject_public_key.data,
+    )
 }
 
 /// The private key of a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC).

@@ -432,8 +432,9 @@ const PRE_OPEN_AT_200: u64 = 16;
 ///   server answers it (service time at least 25 ms: 30 ms less a loaded
 ///   machine's slack) — the pipeline shift of issue 18 is gone;
 /// - early bytes on every connection: the warm start closes every
-///   pre-opened connection twice and drops it; the run opens its own, each
-///   watched for 1 ms before its first request;
+///   pre-opened connection twice and drops it: the server writes on
+///   accept, so on every connection of the run the first response is
+///   refused (`bad_framing`, cause `unsolicited`): 0 ok (issue 30);
 /// - early bytes on connections opened during the run only (the server
 ///   closes every connection after its 5th response, so the run opens
 ///   some).
@@ -506,6 +507,13 @@ fn a_response_on_accept_is_no_requests_response() {
                 "on every connection" => {
                     // Each pre-opened connection, and its second try.
                     assert_eq!(early, 2 * PRE_OPEN_AT_200, "{ctx}");
+                    assert_eq!((q.sent, q.ok), (400, 0), "{ctx}");
+                    assert_eq!(r.errors.by_kind.get("bad_framing"), Some(&400), "{ctx}");
+                    assert_eq!(
+                        r.errors.bad_framing_by_cause.get("unsolicited"),
+                        Some(&400),
+                        "{ctx}"
+                    );
                 }
                 _ => {
                     assert_eq!(early, 0, "{ctx}");

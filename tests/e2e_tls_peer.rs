@@ -591,6 +591,100 @@ fn server_requiring_a_client_certificate() {
     }
 }
 
+/// Client certificates signed by a CA the way most tutorials do it:
+/// `openssl x509 -req -CA ... -CAcreateserial` without an extensions file
+/// makes an X.509 v1 certificate (OpenSSL 3), with one a v3 one. RSA and
+/// ECDSA P-256, v1 and v3: each pair is accepted by `--cert/--key` and by
+/// a server requiring a client certificate, on both engines; a key that
+/// belongs to another certificate is still the one-line refusal.
+#[test]
+fn ca_signed_v1_and_v3_client_certificates() {
+    if !tools() {
+        return;
+    }
+    let dir = Dir::new("ca-signed");
+    let (cert, key) = openssl_default(&dir, "server");
+    let (ca, ca_key) = self_signed(&dir, "ca", &["rsa:2048"], "/CN=client-ca", None);
+    let ext = dir.path("v3.ext");
+    std::fs::write(
+        &ext,
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    let kinds: [(&str, &[&str]); 2] = [
+        ("rsa", &["rsa:2048"]),
+        ("p256", &["ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]),
+    ];
+    let mut pairs = Vec::new();
+    for (kind, newkey) in kinds {
+        let (csr, ckey) = (
+            dir.path(&format!("{kind}.csr")),
+            dir.path(&format!("{kind}.key")),
+        );
+        let mut args = vec!["req", "-new", "-newkey"];
+        args.extend_from_slice(newkey);
+        args.extend_from_slice(&["-nodes", "-keyout", s(&ckey), "-out", s(&csr)]);
+        let subj = format!("/CN=client-{kind}");
+        args.extend_from_slice(&["-subj", &subj]);
+        openssl(&args);
+        for version in ["v1", "v3"] {
+            let ccert = dir.path(&format!("{kind}-{version}.pem"));
+            let mut args = vec!["x509", "-req", "-in", s(&csr), "-CA", s(&ca)];
+            args.extend_from_slice(&["-CAkey", s(&ca_key), "-CAcreateserial"]);
+            args.extend_from_slice(&["-out", s(&ccert), "-days", "2"]);
+            if version == "v3" {
+                args.extend_from_slice(&["-extfile", s(&ext)]);
+            }
+            openssl(&args);
+            let text = Command::new("openssl")
+                .args(["x509", "-noout", "-text", "-in", s(&ccert)])
+                .output()
+                .unwrap();
+            let want = if version == "v1" {
+                "Version: 1 (0x0)"
+            } else {
+                "Version: 3 (0x2)"
+            };
+            assert!(
+                String::from_utf8_lossy(&text.stdout).contains(want),
+                "{kind} {version}: openssl did not make a {want} certificate"
+            );
+            pairs.push((ccert, ckey.clone()));
+        }
+    }
+    let peer = Peer::start(&cert, &key, &["--client-ca", s(&ca)]);
+    let url = peer.url("127.0.0.1");
+    for engine in engines() {
+        for (c, k) in &pairs {
+            run_ok(
+                &url,
+                engine,
+                &["--cacert", s(&cert), "--cert", s(c), "--key", s(k)],
+            );
+        }
+    }
+    // The RSA v1 certificate with the other RSA key of the directory: the
+    // keys differ (both of one type, so only the comparison can tell).
+    let other = dir.path("other.key");
+    openssl(&["genrsa", "-out", s(&other), "2048"]);
+    for (c, k) in [(&pairs[0].0, &other), (&pairs[2].0, &pairs[0].1)] {
+        let out = run(
+            &url,
+            "std",
+            &["--cacert", s(&cert), "--cert", s(c), "--key", s(k)],
+            None,
+        );
+        assert_eq!(
+            one_line(&out, 2, "std"),
+            format!(
+                "metronome: --key {} does not belong to the certificate of --cert {} (their public keys differ)",
+                s(k),
+                s(c)
+            )
+        );
+    }
+}
+
 /// metronome's own server with `--client-ca` (rustls' client verifier):
 /// `run --cert/--key` passes, and without them the run ends in one line.
 #[test]

@@ -227,6 +227,9 @@ pub struct Exchange {
     idled: bool,
     /// Gaps that did not fit, over the life of this exchange.
     dropped_gaps: u64,
+    /// The first response of every connection is refused
+    /// ([`Exchange::distrust_first_responses`]).
+    distrust_first: bool,
 }
 
 impl Exchange {
@@ -252,7 +255,46 @@ impl Exchange {
             served: 0,
             idled: false,
             dropped_gaps: 0,
+            distrust_first: false,
         }
+    }
+
+    /// From now on, on every connection of this exchange (it survives
+    /// [`Exchange::reset_connection`]), the response completed for the
+    /// connection's first request is not taken for its response: it ends as
+    /// [`FramingCause::Unsolicited`] bad framing and the connection must be
+    /// closed. For a server known to write before any request (core's
+    /// [`warm_start`](crate::engine::warm_start) saw it on a connection and
+    /// on its replacement): such bytes may arrive after any check, and a
+    /// response to a connection's first request cannot be told from them.
+    ///
+    /// ```
+    /// use metronome_core::exchange::{Exchange, Feed, Finish};
+    /// use metronome_core::measure::FramingCause;
+    /// let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    /// let mut ex = Exchange::new(false);
+    /// ex.distrust_first_responses();
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert_eq!(ex.handle_read(1, ok, &mut []), Err(Finish::Framing(FramingCause::Unsolicited)));
+    /// // A second request on the same connection is trusted.
+    /// ex.begin(2, 2, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert!(matches!(ex.handle_read(3, ok, &mut []), Ok(Feed::Complete { .. })));
+    /// // A new connection: its first response is refused again.
+    /// ex.reset_connection();
+    /// ex.begin(4, 4, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert_eq!(ex.handle_read(5, ok, &mut []), Err(Finish::Framing(FramingCause::Unsolicited)));
+    /// ```
+    pub fn distrust_first_responses(&mut self) {
+        self.distrust_first = true;
+    }
+
+    /// Whether [`Exchange::distrust_first_responses`] was called: bytes
+    /// that come before a connection's first request are then left to be
+    /// read as its (refused) first response, not a reason to close it (a
+    /// server that writes on every accept would otherwise make the engine
+    /// open connection after connection).
+    pub fn distrusts_first_responses(&self) -> bool {
+        self.distrust_first
     }
 
     /// The exchange state machine for one connection of `plan`: responses
@@ -355,6 +397,9 @@ impl Exchange {
                 None => {}
                 Some(ev) => {
                     if let Some(keep_alive) = self.apply(now_ns, ev, gaps) {
+                        if self.distrust_first && self.served <= 1 {
+                            return Err(Finish::Framing(FramingCause::Unsolicited));
+                        }
                         let unsolicited = pos < input.len();
                         return Ok(Feed::Complete {
                             consumed: pos,

@@ -202,7 +202,7 @@ fn simulate(run: Run, server: &Server) -> Outcome {
             };
             heap.push(Reverse((done, Ev::Done(c))));
         };
-        let mut late_check = |due: u64, now: u64, out: &mut Outcome| {
+        let late_check = |due: u64, now: u64, out: &mut Outcome| {
             if now - due > MS {
                 out.late += 1;
                 out.last_late = due;

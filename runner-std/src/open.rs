@@ -152,6 +152,10 @@ pub(crate) struct Shared {
     pub(crate) threads: AtomicUsize,
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
     pub(crate) dropped_gaps: AtomicU64,
+    /// The warm start found a server that writes on accept
+    /// ([`Warm::writes_first`]): connections opened during the run
+    /// distrust their first response.
+    pub(crate) writes_first: bool,
 }
 
 /// Conversations ([`metronome_core::turns`]): the next turns the collector
@@ -278,14 +282,9 @@ pub(crate) fn run(
     let opened_first = (pre.len() + pre_h2.len()) as u64;
     if plan.warm_up != WarmUp::Off && !pre.is_empty() {
         // Core's warm start over this engine's connections.
-        let open = || {
-            let mut c = Conn::connect(
-                plan.addr,
-                connect_timeout,
-                Exchange::for_plan(plan),
-                tls.cloned(),
-            )
-            .ok()?;
+        let open = |limit: Duration| {
+            let mut c =
+                Conn::connect(plan.addr, limit, Exchange::for_plan(plan), tls.cloned()).ok()?;
             if let Some(o) = c.opened.take() {
                 setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
             }
@@ -328,6 +327,7 @@ pub(crate) fn run(
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
+        writes_first: warm.writes_first,
     };
     let talks = Talks {
         queue: Mutex::new(FollowUps::with_capacity(plan.follow_up_capacity())),
@@ -712,11 +712,17 @@ fn worker(
         None => {
             // Grown by the pacer, after the clock started.
             let clock = origin.get_or_init(Clock::start);
-            let mut c = Conn::new(Exchange::for_plan(plan), tls.cloned());
+            let mut exchange = Exchange::for_plan(plan);
+            if shared.writes_first {
+                exchange.distrust_first_responses();
+            }
+            let mut c = Conn::new(exchange, tls.cloned());
             let r = c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
             report_open(&mut c, &r, &tx);
             if r.is_ok() {
-                settle(plan);
+                if !shared.writes_first {
+                    settle(plan);
+                }
                 count_open(shared);
             }
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -788,8 +794,17 @@ fn worker(
                 break;
             }
             // A connection the server closed, or wrote to, while idle is
-            // replaced before the send; no request is charged.
-            match conn.health() {
+            // replaced before the send; no request is charged. Not for a
+            // server that writes on accept (the warm start saw it): there
+            // every connection carries one request, whose response is
+            // refused (core's `Exchange::distrust_first_responses`), and
+            // closing it for its early bytes would open one after another.
+            let health = if shared.writes_first {
+                Health::Alive
+            } else {
+                conn.health()
+            };
+            match health {
                 Health::Alive | Health::Closed => {}
                 Health::IdleClosed => {
                     let _ = tx.send(Fact::IdleClosed { at_ns: now });
@@ -808,7 +823,7 @@ fn worker(
                     break;
                 }
                 shared.opened.fetch_add(1, Ordering::Relaxed);
-                if plan.warm_up != WarmUp::Off {
+                if plan.warm_up != WarmUp::Off && !shared.writes_first {
                     // Watched before its first request, then looked at again.
                     settle(plan);
                     continue;

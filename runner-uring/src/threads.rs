@@ -43,6 +43,10 @@ pub(crate) struct Share {
     /// The median and the fastest service time of the warm-up requests,
     /// ns, if any were answered.
     pub(crate) warm_service_ns: Option<(u64, u64)>,
+    /// The warm start found a server that writes on accept
+    /// ([`Warm::writes_first`]): every connection distrusts its first
+    /// response.
+    pub(crate) writes_first: bool,
 }
 
 /// What a thread returns: its output, and when it saw the stop (if it did).
@@ -120,11 +124,7 @@ pub(crate) fn run(
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
         // Core's warm start over this engine's blocking pre-clock I/O.
         let pre: Vec<Pre> = streams.into_iter().map(|(s, _)| Pre(s)).collect();
-        let open = || {
-            pre_open(plan, opts, connect_timeout, &mut setup)
-                .ok()
-                .map(Pre)
-        };
+        let open = |limit: Duration| pre_open(plan, opts, limit, &mut setup).ok().map(Pre);
         streams = warm_start(plan, control, pre, open, &mut warm)
             .into_iter()
             .map(|p| (p.0, None))
@@ -148,6 +148,7 @@ pub(crate) fn run(
             max_in_flight: split(u64::from(plan.max_in_flight), threads, t).max(1) as usize,
             worker_base: 0,
             warm_service_ns: None,
+            writes_first: warm.writes_first,
         })
         .collect();
     for (i, s) in streams.into_iter().enumerate() {

@@ -138,12 +138,12 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             t.ok + t.errors
         ),
         "in_flight_limit" => format!(
-            "{} due requests were dropped above --max-in-flight{} (latency p50 up to {:.3} ms): \
+            "{} due requests were dropped above --max-in-flight{} ({}): \
              the server answers slower than requests arrive, or the limit is too low",
             t.dropped,
             plan.map(|p| format!(" ({})", p.max_in_flight))
                 .unwrap_or_default(),
-            t.p50
+            latency_p50(t)
         ),
         "pool_exhausted" => format!(
             "{} requests found every connection busy with the pool at its limit{} and waited \
@@ -156,9 +156,14 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
         ),
         "server_slower" => format!(
             "{} requests found every connection busy and waited for one, the pool below its \
-             limit (latency p50 up to {:.3} ms, send-lag p99 up to \
-             {:.3} ms): the server answered slower than before",
-            t.waited, t.p50, t.send_lag_p99
+             limit ({}{}): the server answered slower than before",
+            t.waited,
+            latency_p50(t),
+            if t.sent > 0 {
+                format!(", send-lag p99 up to {:.3} ms", t.send_lag_p99)
+            } else {
+                ", none sent".to_string()
+            }
         ),
         "cpu_saturated" => format!(
             "the pacing threads worked {:.0}% of the time (busy-wait excluded; send-lag p99 \
@@ -178,6 +183,16 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             t.scheduled.max(t.sent),
             t.send_lag_p99
         ),
+    }
+}
+
+/// The stretch's latency p50 in words, never a statistic over zero
+/// samples: latency covers successes only, so a stretch without one says so.
+fn latency_p50(t: &IntervalReport) -> String {
+    if t.ok > 0 {
+        format!("latency p50 up to {:.3} ms", t.p50)
+    } else {
+        "no request succeeded".to_string()
     }
 }
 
@@ -299,6 +314,46 @@ mod tests {
             behind(&[IntervalReport { late: 3, ..small }], None, None, 1.0).len(),
             1
         );
+    }
+
+    /// A stretch with no success (or nothing sent) prints no latency (or
+    /// send-lag) statistic: it would be over zero samples.
+    #[test]
+    fn no_statistic_over_zero_samples() {
+        let failed = IntervalReport {
+            ok: 0,
+            errors: 100,
+            p50: 0.0,
+            ..iv(0.0, 6, 0, 40, 0, 0.1)
+        };
+        let b = behind(std::slice::from_ref(&failed), None, None, 1.0);
+        assert_eq!(
+            b[0].detail,
+            "40 requests found every connection busy and waited while the pool grew toward \
+             what the service time needs (no request succeeded, send-lag p99 up to 1.500 ms): \
+             the server answered slower than before"
+        );
+        let unsent = IntervalReport {
+            sent: 0,
+            errors: 0,
+            unsent: 100,
+            scheduled: 100,
+            ..failed
+        };
+        let b = behind(&[unsent], None, None, 1.0);
+        assert_eq!(
+            b[0].detail,
+            "40 requests found every connection busy and waited while the pool grew toward \
+             what the service time needs (no request succeeded, none sent): the server \
+             answered slower than before"
+        );
+        let dropped = IntervalReport {
+            ok: 0,
+            ..iv(0.0, 0, 3, 9, 9, 0.1)
+        };
+        assert!(behind(&[dropped], None, None, 1.0)[0].detail.starts_with(
+            "3 due requests were dropped above --max-in-flight (no request succeeded)"
+        ),);
     }
 
     /// With `--max-concurrency`, waits with every connection busy are the

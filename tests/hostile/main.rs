@@ -35,3 +35,5 @@ mod openai;
 mod tls;
 // The scenarios that apply to HTTP/2 (h2c).
 mod h2;
+// The warm start against servers that break it.
+mod warm;

@@ -169,11 +169,17 @@ pub enum FramingCause {
     /// (in its trailers or a trailers-only head), or with one that is not
     /// a number: not a gRPC server, or a broken one.
     NoGrpcStatus,
+    /// The server wrote before any request on a connection and on its
+    /// replacement (bytes on accept): on its connections no response can be
+    /// told from one that no request asked for, so the first response of
+    /// each connection is not taken for its request's
+    /// ([`Exchange::distrust_first_responses`](crate::exchange::Exchange::distrust_first_responses)).
+    Unsolicited,
 }
 
 impl FramingCause {
     /// Number of causes.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     /// Every cause, in index order.
     pub const ALL: [FramingCause; FramingCause::COUNT] = [
         FramingCause::Head,
@@ -185,6 +191,7 @@ impl FramingCause {
         FramingCause::Http2,
         FramingCause::Http2Protocol,
         FramingCause::NoGrpcStatus,
+        FramingCause::Unsolicited,
     ];
 
     /// What a user reads: the cause and, where there is one, the fix.
@@ -204,6 +211,10 @@ impl FramingCause {
             FramingCause::NoGrpcStatus => {
                 "a gRPC response without grpc-status: is the target a gRPC server?"
             }
+            FramingCause::Unsolicited => {
+                "the server writes before any request on its connections: no response can be \
+                 matched to its request"
+            }
         }
     }
 
@@ -219,6 +230,7 @@ impl FramingCause {
             FramingCause::Http2 => "http2",
             FramingCause::Http2Protocol => "http2_protocol",
             FramingCause::NoGrpcStatus => "no_grpc_status",
+            FramingCause::Unsolicited => "unsolicited",
         }
     }
 

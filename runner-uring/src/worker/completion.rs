@@ -78,6 +78,10 @@ impl Worker<'_> {
                             conn.sending = true;
                             let (request, off) = (conn.job.request, conn.sent_bytes);
                             self.ring.send(slot, request, off)?;
+                        } else if conn.early {
+                            // Sent whole: now the bytes that came before it.
+                            conn.early = false;
+                            return self.process(slot);
                         }
                         Ok(())
                     }

@@ -177,11 +177,18 @@ impl<'p> Worker<'p> {
                 sending: false,
                 start: 0,
                 end: 0,
-                exchange: Exchange::for_plan(plan),
+                exchange: {
+                    let mut exchange = Exchange::for_plan(plan);
+                    if share.writes_first {
+                        exchange.distrust_first_responses();
+                    }
+                    exchange
+                },
                 worker: share.worker_base + i as u64,
                 sends: 0,
                 retry_at_ns: None,
                 unused: false,
+                early: false,
                 on_demand: false,
                 tls: None,
                 tx_off: 0,

@@ -112,8 +112,9 @@ impl Worker<'_> {
             self.ring.send(slot, job.request, 0)?;
         }
         // An idle connection keeps a recv armed (to see a close or stray
-        // bytes while idle): the response arrives through it.
-        if self.ring.recv_pending(slot) {
+        // bytes while idle): the response arrives through it. Bytes kept
+        // from before the request are read once it is sent.
+        if self.ring.recv_pending(slot) || self.conns[slot].early {
             return Ok(());
         }
         self.process(slot)

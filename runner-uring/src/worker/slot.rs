@@ -60,6 +60,10 @@ pub(super) struct Conn {
     pub(super) retry_at_ns: Option<u64>,
     /// Open and no request sent on it yet.
     pub(super) unused: bool,
+    /// Bytes that came before the first request are kept in the buffer,
+    /// to be read (and refused) as its response once it is sent: a server
+    /// that writes on accept (core's `Exchange::distrust_first_responses`).
+    pub(super) early: bool,
     /// Replace this connection only when a request needs it: the server
     /// closed it before its first use (replacing it at once could loop as
     /// fast as the server closes).
@@ -153,6 +157,16 @@ impl Worker<'_> {
         if res == -libc::EINTR || res == -libc::EAGAIN {
             return self.arm_recv(slot, 0);
         }
+        let c = &mut self.conns[slot];
+        if res > 0 && c.unused && c.tls.is_none() && c.exchange.distrusts_first_responses() {
+            // A server that writes on accept (core's warm start saw it):
+            // the bytes stay in the buffer, to be read, and refused, as
+            // the first request's response; the recv is armed again then.
+            c.start = 0;
+            c.end = res as usize;
+            c.early = true;
+            return Ok(());
+        }
         let now = self.clock.now_ns();
         let idle = if res > 0 {
             let bytes = if self.conns[slot].tls.is_some() {
@@ -187,7 +201,8 @@ impl Worker<'_> {
         // Watch the idle connection, a fresh one too: a close, a half-close,
         // a 408 or stray bytes are seen at once, before its (first) use.
         // A request sent on it gets its response through this recv.
-        if !self.ring.recv_pending(slot) {
+        // Bytes kept before the first request (see `idle_event`) wait for it.
+        if !self.ring.recv_pending(slot) && !self.conns[slot].early {
             let c = &mut self.conns[slot];
             c.start = 0;
             c.end = 0;
@@ -236,6 +251,7 @@ impl Worker<'_> {
         }
         c.start = 0;
         c.end = 0;
+        c.early = false;
         c.sending = false;
         c.exchange.reset_connection();
         c.tls = None;
