@@ -329,8 +329,8 @@ mod tests {
         let b = behind(std::slice::from_ref(&failed), None, None, 1.0);
         assert_eq!(
             b[0].detail,
-            "40 requests found every connection busy and waited while the pool grew toward \
-             what the service time needs (no request succeeded, send-lag p99 up to 1.500 ms): \
+            "40 requests found every connection busy and waited for one, the pool below its \
+             limit (no request succeeded, send-lag p99 up to 1.500 ms): \
              the server answered slower than before"
         );
         let unsent = IntervalReport {
@@ -343,8 +343,8 @@ mod tests {
         let b = behind(&[unsent], None, None, 1.0);
         assert_eq!(
             b[0].detail,
-            "40 requests found every connection busy and waited while the pool grew toward \
-             what the service time needs (no request succeeded, none sent): the server \
+            "40 requests found every connection busy and waited for one, the pool below its \
+             limit (no request succeeded, none sent): the server \
              answered slower than before"
         );
         let dropped = IntervalReport {
