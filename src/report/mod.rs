@@ -913,6 +913,16 @@ fn grpc_code_key(i: usize) -> String {
     }
 }
 
+/// `n` and a noun, singular for 1: `counted(1, "worker")` is "1 worker",
+/// `counted(2, "worker")` "2 workers".
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The name of gRPC status `code` (as `grpc-status` carries it), or
 /// `None` for a code the gRPC spec does not define.
 ///

@@ -161,6 +161,11 @@ pub struct Progress {
     pub last_p99_ns: AtomicU64,
     /// p99 send lag of the last complete interval, in ns.
     pub last_send_lag_p99_ns: AtomicU64,
+    /// Latency samples of the last complete interval (too few for a p99
+    /// below 100).
+    pub last_samples: AtomicU64,
+    /// Send-lag samples of the last complete interval.
+    pub last_send_lag_samples: AtomicU64,
 }
 
 impl Progress {
@@ -181,6 +186,12 @@ impl Progress {
         }
         self.last_p99_ns.store(p99, Ordering::Relaxed);
         self.last_send_lag_p99_ns.store(lag_p99, Ordering::Relaxed);
+        if let Some(iv) = intervals.get(last) {
+            self.last_samples
+                .store(iv.latency.count(), Ordering::Relaxed);
+            self.last_send_lag_samples
+                .store(iv.send_lag.count(), Ordering::Relaxed);
+        }
         *published = Some(last);
     }
 }
