@@ -1104,3 +1104,16 @@ impl Generator {
         self.pool.add(&other.pool);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    /// "1 worker", never "1 workers".
+    #[test]
+    fn counted_is_singular_for_one() {
+        assert_eq!(counted(0, "worker"), "0 workers");
+        assert_eq!(counted(1, "worker"), "1 worker");
+        assert_eq!(counted(2, "thread"), "2 threads");
+    }
+}
