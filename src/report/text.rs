@@ -203,8 +203,8 @@ pub fn render_text(r: &Report) -> String {
                 st.ok,
                 st.errors,
                 st.dropped,
-                fmt_ms(st.p50),
-                fmt_ms(st.p99)
+                pct_ms(st.ok, 0.5, st.p50),
+                pct_ms(st.ok, 0.99, st.p99)
             );
         }
     }
@@ -236,7 +236,11 @@ pub fn render_text(r: &Report) -> String {
         for q in &r.by_request {
             let name: String = q.name.chars().take(40).collect();
             let ttft_cols = match (&q.ttft, ttft) {
-                (Some(t), _) => format!(" {:>9} {:>9}", fmt_ms(t.p50), fmt_ms(t.p99)),
+                (Some(t), _) => format!(
+                    " {:>9} {:>9}",
+                    pct_ms(t.count, 0.5, t.p50),
+                    pct_ms(t.count, 0.99, t.p99)
+                ),
                 (None, true) => format!(" {:>9} {:>9}", "-", "-"),
                 (None, false) => String::new(),
             };
@@ -249,9 +253,9 @@ pub fn render_text(r: &Report) -> String {
                 q.ok,
                 q.errors,
                 q.dropped,
-                fmt_ms(q.latency.p50),
-                fmt_ms(q.latency.p99),
-                fmt_ms(q.latency.max),
+                pct_ms(q.latency.count, 0.5, q.latency.p50),
+                pct_ms(q.latency.count, 0.99, q.latency.p99),
+                pct_ms(q.latency.count, 0.0, q.latency.max),
                 ttft_cols
             );
         }
@@ -314,17 +318,25 @@ pub fn render_text(r: &Report) -> String {
             // The peer's own percentiles of every sample where kept (`*`),
             // else the histogram's.
             let (p50, p99, mark) = match &m.exact {
-                Some(e) => (e.p50, e.p99, format!("  * {}", e.method.as_str())),
-                None => (m.p50, m.p99, String::new()),
+                Some(e) => (
+                    pct_ms(e.count, 0.5, e.p50),
+                    pct_ms(e.count, 0.99, e.p99),
+                    format!("  * {}", e.method.as_str()),
+                ),
+                None => (
+                    pct_ms(m.count, 0.5, m.p50),
+                    pct_ms(m.count, 0.99, m.p99),
+                    String::new(),
+                ),
             };
             let _ = writeln!(
                 s,
                 "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}{mark}",
                 format!("{}.{name}", c.peer),
                 m.count,
-                fmt_ms(m.mean),
-                fmt_ms(p50),
-                fmt_ms(p99)
+                pct_ms(m.count, 0.0, m.mean),
+                p50,
+                p99
             );
         }
     }
