@@ -383,9 +383,6 @@ pub struct RunArgs {
     #[arg(help_heading = SCHEDULE, short, long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Arrival process of the schedule
-    ///
-    /// Arrival process of the schedule: constant (evenly spaced), poisson, burst
-    /// (--burst-size at once) or gamma (--burstiness).
     #[arg(help_heading = SCHEDULE, long, value_enum, default_value_t = ArrivalArg::Constant)]
     pub arrival: ArrivalArg,
     /// A ramp, DURATION:RATE,... as k6's ramping-arrival-rate: the rate moves from the
