@@ -1,7 +1,7 @@
 //! metronome: an open-loop load generator with honest latency.
 #![deny(unsafe_code)]
 
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Parser;
 use metronome::cli::{Cli, Command};
 use metronome::{UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -69,6 +69,21 @@ fn exit_on_clap_error(e: clap::Error) -> ! {
                     .map(str::trim)
                     .collect();
                 first = format!("{first} {}", named.join(", "));
+            }
+            // clap's "did you mean": a misspelled flag, value or subcommand.
+            let suggested = [
+                ContextKind::SuggestedArg,
+                ContextKind::SuggestedValue,
+                ContextKind::SuggestedSubcommand,
+            ]
+            .into_iter()
+            .find_map(|k| match e.get(k) {
+                Some(ContextValue::String(s)) => Some(s.clone()),
+                Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join("' or '")),
+                _ => None,
+            });
+            if let Some(s) = suggested {
+                first = format!("{first}; did you mean '{s}'?");
             }
             eprintln!("metronome: {first} (see --help)");
             std::process::exit(EXIT_USAGE);

@@ -782,3 +782,67 @@ fn arrival_processes_send_exactly_the_schedule() {
         srv.stop();
     }
 }
+
+/// The text table prints `-` for a percentile its samples cannot tell from
+/// the maximum (p99 below 100 samples, p99.9 below 1000), and the warm-start
+/// line only when the warm start did something (issue 31 item 6).
+#[test]
+fn text_report_hides_what_says_nothing() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let mut r = run_json(
+        srv.addr(),
+        "/",
+        "std",
+        &["--rate", "50", "--duration", "1s", "--connections", "2"],
+        0,
+    );
+    srv.stop();
+    assert_eq!(r.metrics.latency.count, 50);
+    let text = metronome::report::text::render_text(&r);
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("latency "))
+        .unwrap_or_else(|| panic!("no latency row: {text}"))
+        .split_whitespace()
+        .collect();
+    // latency, count, p50, p90, p99, p99.9, max, mean.
+    assert_eq!(row[1], "50", "{text}");
+    assert!(
+        row[2].parse::<f64>().is_ok() && row[3].parse::<f64>().is_ok(),
+        "{text}"
+    );
+    assert_eq!((row[4], row[5]), ("-", "-"), "{text}");
+    assert!(
+        row[6].parse::<f64>().is_ok() && row[7].parse::<f64>().is_ok(),
+        "{text}"
+    );
+    // A GET run warms each connection with one request: the line says so.
+    let w = r.connections.warm_up.clone().expect("warm start");
+    assert!(w.requests > 0, "{w:?}");
+    assert!(text.contains("  warm start (request): "), "{text}");
+    // One that sent nothing and closed nothing says nothing.
+    r.connections.warm_up = Some(metronome::report::WarmUpReport {
+        mode: "check".into(),
+        requests: 0,
+        answered: 0,
+        failed: 0,
+        unsolicited: 0,
+        service_p50_ms: None,
+    });
+    let text = metronome::report::text::render_text(&r);
+    assert!(!text.contains("warm start"), "{text}");
+    // One that closed a connection for unsolicited bytes says so.
+    r.connections.warm_up.as_mut().unwrap().unsolicited = 1;
+    let text = metronome::report::text::render_text(&r);
+    assert!(text.contains("  warm start (check): 0 of 0"), "{text}");
+    // An empty metric prints no number at all.
+    r.metrics.latency.count = 0;
+    let text = metronome::report::text::render_text(&r);
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("latency "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1..], ["0", "-", "-", "-", "-", "-", "-"], "{text}");
+}

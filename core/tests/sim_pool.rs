@@ -433,8 +433,8 @@ fn a_server_that_needs_concurrency_gets_it_at_once() {
 }
 
 /// A parallel server where one request in 5 takes 1 ms and the rest 20
-/// ms (a cache in front of it): the base, a minimum, says 5k x 1 ms x 1.5
-/// + 2 = 10, below the 16 pre-opened, yet requests wait (81 in flight are
+/// ms (a cache in front of it): the base, a minimum, says
+/// 5k x 1 ms x 1.5 + 2 = 10, below the 16 pre-opened, yet requests wait (81 in flight are
 /// needed), and answers keep coming (no stall). Probes find that each step
 /// carries proportionally more (completions rise with connections), keep
 /// them, and stop when the waits stop: the pool ends above the 81 in flight

@@ -48,7 +48,10 @@ fn plan_difference(
 ) -> Option<(&'static str, String, String)> {
     let model = |r: &Report| match r.model {
         Model::Open => "open".to_string(),
-        Model::Closed => format!("closed with {} workers", r.closed_workers),
+        Model::Closed => format!(
+            "closed with {}",
+            super::counted(r.closed_workers.into(), "worker")
+        ),
     };
     let arrival = |r: &Report| {
         let a = &r.arrival;

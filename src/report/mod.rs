@@ -955,6 +955,16 @@ fn grpc_code_key(i: usize) -> String {
     }
 }
 
+/// `n` and a noun, singular for 1: `counted(1, "worker")` is "1 worker",
+/// `counted(2, "worker")` "2 workers".
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The name of gRPC status `code` (as `grpc-status` carries it), or
 /// `None` for a code the gRPC spec does not define.
 ///
@@ -1135,5 +1145,18 @@ impl Generator {
         self.connections_unsolicited += other.connections_unsolicited;
         self.stopped |= other.stopped;
         self.pool.add(&other.pool);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    /// "1 worker", never "1 workers".
+    #[test]
+    fn counted_is_singular_for_one() {
+        assert_eq!(counted(0, "worker"), "0 workers");
+        assert_eq!(counted(1, "worker"), "1 worker");
+        assert_eq!(counted(2, "thread"), "2 threads");
     }
 }

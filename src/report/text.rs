@@ -17,8 +17,8 @@ pub fn render_text(r: &Report) -> String {
     if r.model == Model::Closed {
         let _ = writeln!(
             s,
-            "  closed loop, {} workers: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
-            r.closed_workers, r.achieved_rps, r.duration_s
+            "  closed loop, {}: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
+            super::counted(r.closed_workers.into(), "worker"), r.achieved_rps, r.duration_s
         );
     } else if let Some(sess) = r.sessions.filter(|x| x.planned_turns > 0) {
         // Conversations: the schedule offers sessions, the requests are
@@ -164,12 +164,12 @@ pub fn render_text(r: &Report) -> String {
             "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             name,
             m.count,
-            fmt_ms(m.p50),
-            fmt_ms(m.p90),
-            fmt_ms(m.p99),
-            fmt_ms(m.p999),
-            fmt_ms(m.max),
-            fmt_ms(m.mean)
+            pct_ms(m.count, 0.5, m.p50),
+            pct_ms(m.count, 0.9, m.p90),
+            pct_ms(m.count, 0.99, m.p99),
+            pct_ms(m.count, 0.999, m.p999),
+            pct_ms(m.count, 0.0, m.max),
+            pct_ms(m.count, 0.0, m.mean)
         );
     }
     // The samples' own percentiles, where every sample was kept.
@@ -188,10 +188,10 @@ pub fn render_text(r: &Report) -> String {
                 "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9}",
                 name,
                 e.count,
-                fmt_ms(e.p50),
-                fmt_ms(e.p90),
-                fmt_ms(e.p99),
-                fmt_ms(e.p999)
+                pct_ms(e.count, 0.5, e.p50),
+                pct_ms(e.count, 0.9, e.p90),
+                pct_ms(e.count, 0.99, e.p99),
+                pct_ms(e.count, 0.999, e.p999)
             );
         }
     }
@@ -222,8 +222,8 @@ pub fn render_text(r: &Report) -> String {
                 st.ok,
                 st.errors,
                 st.dropped,
-                fmt_ms(st.p50),
-                fmt_ms(st.p99)
+                pct_ms(st.ok, 0.5, st.p50),
+                pct_ms(st.ok, 0.99, st.p99)
             );
         }
     }
@@ -255,7 +255,11 @@ pub fn render_text(r: &Report) -> String {
         for q in &r.by_request {
             let name: String = q.name.chars().take(40).collect();
             let ttft_cols = match (&q.ttft, ttft) {
-                (Some(t), _) => format!(" {:>9} {:>9}", fmt_ms(t.p50), fmt_ms(t.p99)),
+                (Some(t), _) => format!(
+                    " {:>9} {:>9}",
+                    pct_ms(t.count, 0.5, t.p50),
+                    pct_ms(t.count, 0.99, t.p99)
+                ),
                 (None, true) => format!(" {:>9} {:>9}", "-", "-"),
                 (None, false) => String::new(),
             };
@@ -268,9 +272,9 @@ pub fn render_text(r: &Report) -> String {
                 q.ok,
                 q.errors,
                 q.dropped,
-                fmt_ms(q.latency.p50),
-                fmt_ms(q.latency.p99),
-                fmt_ms(q.latency.max),
+                pct_ms(q.latency.count, 0.5, q.latency.p50),
+                pct_ms(q.latency.count, 0.99, q.latency.p99),
+                pct_ms(q.latency.count, 0.0, q.latency.max),
                 ttft_cols
             );
         }
@@ -339,17 +343,25 @@ pub fn render_text(r: &Report) -> String {
             // The peer's own percentiles of every sample where kept (`*`),
             // else the histogram's.
             let (p50, p99, mark) = match &m.exact {
-                Some(e) => (e.p50, e.p99, format!("  * {}", e.method.as_str())),
-                None => (m.p50, m.p99, String::new()),
+                Some(e) => (
+                    pct_ms(e.count, 0.5, e.p50),
+                    pct_ms(e.count, 0.99, e.p99),
+                    format!("  * {}", e.method.as_str()),
+                ),
+                None => (
+                    pct_ms(m.count, 0.5, m.p50),
+                    pct_ms(m.count, 0.99, m.p99),
+                    String::new(),
+                ),
             };
             let _ = writeln!(
                 s,
                 "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}{mark}",
                 format!("{}.{name}", c.peer),
                 m.count,
-                fmt_ms(m.mean),
-                fmt_ms(p50),
-                fmt_ms(p99)
+                pct_ms(m.count, 0.0, m.mean),
+                p50,
+                p99
             );
         }
     }
@@ -370,8 +382,9 @@ pub fn render_text(r: &Report) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "  generator: {} threads, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {} connections",
-        g.threads, g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s, g.peak_connections
+        "  generator: {}, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {}",
+        super::counted(g.threads.into(), "thread"), g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s,
+        super::counted(g.peak_connections, "connection")
     );
     let c = &r.connections;
     if let (true, Some(connect), Some(shake)) = (c.tls, &c.connect, &c.tls_handshake) {
@@ -386,7 +399,13 @@ pub fn render_text(r: &Report) -> String {
             fmt_ms(connect.p50)
         );
     }
-    if let Some(w) = &c.warm_up {
+    // Only a warm start that did something: sent a warm-up request, or
+    // found bytes no request asked for and closed the connection.
+    if let Some(w) = c
+        .warm_up
+        .as_ref()
+        .filter(|w| w.requests + w.failed + w.unsolicited > 0)
+    {
         let service = w.service_p50_ms.map_or_else(String::new, |ms| {
             format!(" (service p50 {} ms)", fmt_ms(ms))
         });
@@ -420,6 +439,27 @@ fn trim_s(v: f64) -> String {
     let t = format!("{v:.3}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
     t.to_string()
+}
+
+/// The samples a percentile `q` needs to be told apart from the maximum:
+/// 1 / (1 - q), so 2 for p50, 10 for p90, 100 for p99, 1000 for p99.9;
+/// 1 for the maximum and the mean (`q` 0).
+pub fn samples_for_percentile(q: f64) -> u64 {
+    if q <= 0.0 {
+        1
+    } else {
+        (1.0 / (1.0 - q)).round() as u64
+    }
+}
+
+/// A percentile cell: `-` where `count` samples are too few for `q`
+/// ([`samples_for_percentile`]), else [`fmt_ms`].
+fn pct_ms(count: u64, q: f64, v: f64) -> String {
+    if count < samples_for_percentile(q) {
+        "-".to_string()
+    } else {
+        fmt_ms(v)
+    }
 }
 
 /// Milliseconds for a table cell: one decimal from 100 ms, two from 1 ms,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use metronome_core::engine::Control;
 
 use crate::report::ms;
+use crate::report::text::samples_for_percentile;
 
 /// Polls Ctrl-C into the engine's stop flag and draws the progress line.
 pub(super) fn watch(
@@ -27,17 +28,59 @@ pub(super) fn watch(
             let p = &control.progress;
             let elapsed = start.elapsed().as_secs_f64();
             eprint!(
-                "\r\x1b[2K  {elapsed:>5.1}s/{:.0}s  sent {}  ok {}  errors {}  p99 {:.2}ms  send lag p99 {:.3}ms",
+                "\r\x1b[2K  {elapsed:>5.1}s/{:.0}s  sent {}  ok {}  errors {}  {}",
                 end_ns as f64 / 1e9,
                 p.sent.load(Ordering::Relaxed),
                 p.ok.load(Ordering::Relaxed),
                 p.errors.load(Ordering::Relaxed),
-                ms(p.last_p99_ns.load(Ordering::Relaxed)),
-                ms(p.last_send_lag_p99_ns.load(Ordering::Relaxed)),
+                p99s(p),
             );
         }
     }
     if show {
         eprint!("\r\x1b[2K");
+    }
+}
+
+/// The progress line's p99s of the last complete interval: `-` for one
+/// with fewer than 100 samples (a p99 needs them).
+fn p99s(p: &metronome_core::engine::Progress) -> String {
+    let enough = |samples: u64| samples >= samples_for_percentile(0.99);
+    let latency = if enough(p.last_samples.load(Ordering::Relaxed)) {
+        format!("{:.2}ms", ms(p.last_p99_ns.load(Ordering::Relaxed)))
+    } else {
+        "-".to_string()
+    };
+    let lag = if enough(p.last_send_lag_samples.load(Ordering::Relaxed)) {
+        format!(
+            "{:.3}ms",
+            ms(p.last_send_lag_p99_ns.load(Ordering::Relaxed))
+        )
+    } else {
+        "-".to_string()
+    };
+    format!("p99 {latency}  send lag p99 {lag}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use metronome_core::engine::Progress;
+
+    use super::p99s;
+
+    /// A p99 of fewer than 100 samples prints `-`, not 0.00ms.
+    #[test]
+    fn p99_needs_100_samples() {
+        let p = Progress::default();
+        assert_eq!(p99s(&p), "p99 -  send lag p99 -");
+        p.last_p99_ns.store(2_500_000, Ordering::Relaxed);
+        p.last_send_lag_p99_ns.store(40_000, Ordering::Relaxed);
+        p.last_samples.store(99, Ordering::Relaxed);
+        p.last_send_lag_samples.store(100, Ordering::Relaxed);
+        assert_eq!(p99s(&p), "p99 -  send lag p99 0.040ms");
+        p.last_samples.store(100, Ordering::Relaxed);
+        assert_eq!(p99s(&p), "p99 2.50ms  send lag p99 0.040ms");
     }
 }

@@ -241,7 +241,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let served = server.stop();
     let mut out = io::stdout().lock();
-    writeln!(out, "served {served} requests")
+    writeln!(out, "served {}", crate::report::counted(served, "request"))
         .and_then(|()| out.flush())
         .context("cannot write to stdout")?;
     Ok(())

@@ -163,6 +163,11 @@ pub struct Progress {
     pub last_p99_ns: AtomicU64,
     /// p99 send lag of the last complete interval, in ns.
     pub last_send_lag_p99_ns: AtomicU64,
+    /// Latency samples of the last complete interval (too few for a p99
+    /// below 100).
+    pub last_samples: AtomicU64,
+    /// Send-lag samples of the last complete interval.
+    pub last_send_lag_samples: AtomicU64,
 }
 
 impl Progress {
@@ -183,6 +188,11 @@ impl Progress {
         }
         self.last_p99_ns.store(p99, Ordering::Relaxed);
         self.last_send_lag_p99_ns.store(lag_p99, Ordering::Relaxed);
+        if let Some((latency, send_lag)) = intervals.samples(last) {
+            self.last_samples.store(latency, Ordering::Relaxed);
+            self.last_send_lag_samples
+                .store(send_lag, Ordering::Relaxed);
+        }
         *published = Some(last);
     }
 }

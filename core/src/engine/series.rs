@@ -371,6 +371,10 @@ impl IntervalSink for Series {
         let slot = self.live.get(i % self.live.len())?;
         (slot.index == i).then(|| (slot.latency.quantile(0.99), slot.send_lag.quantile(0.99)))
     }
+    fn samples(&self, i: usize) -> Option<(u64, u64)> {
+        let slot = self.live.get(i % self.live.len())?;
+        (slot.index == i).then(|| (slot.latency.count(), slot.send_lag.count()))
+    }
 }
 
 #[cfg(test)]

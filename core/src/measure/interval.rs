@@ -178,6 +178,9 @@ pub trait IntervalSink: core::fmt::Debug {
     /// The p99 latency and p99 send lag of interval `i`, when it is still
     /// held in full (a progress line's figures).
     fn p99s(&self, i: usize) -> Option<(u64, u64)>;
+    /// The samples behind those p99s (latency, send lag), when interval `i`
+    /// is still held in full.
+    fn samples(&self, i: usize) -> Option<(u64, u64)>;
 }
 
 fn slice_record(ivs: &mut [Interval], i: usize, metric: IntervalMetric, v: u64) {
@@ -211,6 +214,10 @@ where
     }
     fn p99s(&self, i: usize) -> Option<(u64, u64)> {
         slice_p99s(self.as_ref(), i)
+    }
+    fn samples(&self, i: usize) -> Option<(u64, u64)> {
+        let iv = self.as_ref().get(i)?;
+        Some((iv.latency.count(), iv.send_lag.count()))
     }
 }
 
