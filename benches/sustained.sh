@@ -30,7 +30,8 @@
 #
 # Tools: floor-naive floor-best metronome-uring metronome-std (both with a
 # fixed pool of $CONNECTIONS), metronome-default and metronome-std-default
-# (only --rate, --duration and --cpus: the defaults a new user gets), oha wrk2 (oha
+# (only --rate, --duration and --cpus: the defaults a new user gets),
+# metronome-base-default (the same with the build $METRONOME_BASE), oha wrk2 (oha
 # and wrk2 when installed: `cargo install oha`; wrk2 has no Debian package).
 # Traffic goes only to the judge on 127.0.0.1:$PORT; everything started is
 # stopped on exit.
@@ -74,6 +75,7 @@ JUDGE=$(newest arrivals)
 
 available() {
     case $1 in
+        metronome-base-default) [[ -n ${METRONOME_BASE:-} && -x ${METRONOME_BASE:-} ]] ;;
         oha) command -v oha >/dev/null ;;
         wrk2) command -v wrk2 >/dev/null ;;
         *) return 0 ;;
@@ -116,6 +118,11 @@ probe() {
             [[ $tool == metronome-std-default ]] && engine=std
             cmd=("$METRONOME" run "$url" --rate "$rate" --duration "${DURATION}s"
                 --cpus "$GEN_CPU" --engine "$engine" --format json --quiet) ;;
+        # The same command with another build ($METRONOME_BASE), for a
+        # before/after in one interleaved run.
+        metronome-base-default)
+            cmd=("$METRONOME_BASE" run "$url" --rate "$rate" --duration "${DURATION}s"
+                --cpus "$GEN_CPU" --engine uring --format json --quiet) ;;
         oha) cmd=(oha -z "${DURATION}s" -c "$CONNECTIONS" --worker-threads 1 --no-tui
                 --output-format json -q "$rate" "$url") ;;
         wrk2) cmd=(wrk2 -t1 "-c$CONNECTIONS" "-d${DURATION}s" "-R$rate" "$url") ;;
@@ -156,6 +163,9 @@ try:
         row["behind"] = [b["cause"] for b in t["generator"].get("behind", [])]
         row["warnings"] = len(t["generator"].get("warnings", []))
         row["peak_connections"] = t["generator"].get("peak_connections")
+        pool = t["generator"].get("pool") or {}
+        row["knee"] = (pool.get("knee") or {}).get("connections")
+        row["pool_closed"] = pool.get("closed")
 except Exception as e:
     row["parse_error"] = str(e)
 row.update(send_lag_p99_us=lag, dropped=dropped, work_us=work, cpu_us=cpu)
@@ -218,6 +228,7 @@ done
 for rate in $RATES; do
     for rep in $(seq "$REPEATS"); do
         for tool in $FIXED_TOOLS; do
+            available "$tool" || continue
             row=$(probe "$tool" "$rate" "fixed"); record "$row"
         done
     done
