@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # benches/wakeup.sh: does the latency against an instant server depend on
 # the offered rate? (issue 18: "latency independent of the generator's
-# wake-ups"). At a low rate the engine sleeps between sends; a response
+# wake-ups"). ENGINES="uring std c" adds the minimal blocking C client
+# (benches/blocking_client.c), the floor of a paced client with no
+# hand-off between threads (issue 29). At a low rate the engine sleeps between sends; a response
 # that has to wake it is stamped late by the wake-up unless the engine
 # stays awake for it (core's linger_ns).
 #
@@ -42,6 +44,11 @@ cargo build --release --quiet --bin metronome
 cargo build --release --quiet --bench arrivals
 JUDGE=$(ls -t target/release/deps/arrivals-* | grep -v '\.d$' | head -n 1)
 METRONOME=${METRONOME:-target/release/metronome}
+# ENGINES may name `c`: the minimal blocking C client, built here.
+CLIENT=$WORK/blocking_client
+if [[ " $ENGINES " == *" c "* ]]; then
+    cc -O2 -o "$CLIENT" benches/blocking_client.c
+fi
 ROWS=$WORK/rows.jsonl
 : >"$ROWS"
 
@@ -57,10 +64,16 @@ for run in $(seq "$RUNS"); do
                 sleep 0.05
             done
             # shellcheck disable=SC2086
-            timeout --kill-after=5 $((DURATION + 20)) taskset -c "$GEN_CPU" "$METRONOME" run \
-                "http://127.0.0.1:$PORT/" --rate "$rate" --duration "${DURATION}s" \
-                --cpus "$GEN_CPU" --engine "$engine" --format json --quiet $EXTRA \
-                >"$WORK/out.json" 2>/dev/null || true
+            if [[ $engine == c ]]; then
+                # The minimal blocking client (benches/blocking_client.c).
+                timeout --kill-after=5 $((DURATION + 20)) taskset -c "$GEN_CPU" "$CLIENT" \
+                    127.0.0.1 "$PORT" "$rate" "$DURATION" >"$WORK/out.json" 2>/dev/null || true
+            else
+                timeout --kill-after=5 $((DURATION + 20)) taskset -c "$GEN_CPU" "$METRONOME" run \
+                    "http://127.0.0.1:$PORT/" --rate "$rate" --duration "${DURATION}s" \
+                    --cpus "$GEN_CPU" --engine "$engine" --format json --quiet $EXTRA \
+                    >"$WORK/out.json" 2>/dev/null || true
+            fi
             kill "$JUDGE_PID" 2>/dev/null || true
             wait "$JUDGE_PID" 2>/dev/null || true
             JUDGE_PID=""
@@ -68,6 +81,12 @@ for run in $(seq "$RUNS"); do
 import json, sys
 f, engine, rate, run = sys.argv[1:5]
 r = json.load(open(f))
+if engine == "c":
+    print(json.dumps({"engine": engine, "rate": float(rate), "run": int(run),
+                      "latency_p50_us": r["latency_p50_us"], "service_p50_us": r["service_p50_us"],
+                      "send_lag_p99_us": r["send_lag_p99_us"], "cpu_us": 0.0, "spin_s": 0.0,
+                      "warnings": 0}))
+    sys.exit(0)
 m, g = r["metrics"], r["generator"]
 print(json.dumps({"engine": engine, "rate": float(rate), "run": int(run),
                   "latency_p50_us": m["latency"]["p50"] * 1e3,

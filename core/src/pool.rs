@@ -20,7 +20,9 @@
 //!    server's queueing never raises a minimum.
 //! 2. **By probes whose gain is measured.** While a quarter or more of the
 //!    due requests of a window ([`WINDOW_NS`], at least [`WINDOW_COMPLETIONS`]
-//!    completions) waited for a connection, the pool measures what completes
+//!    completions) waited for a connection and what completed is below
+//!    [`PROBE_BELOW_PCT`] of the offered rate (a server that completes what
+//!    is offered is short of nothing), the pool measures what completes
 //!    per second with `n` connections, opens a step more
 //!    (`max(`[`MAX_CONNECTING`]`, n / 4)`), lets them settle and measures
 //!    again. It keeps them only if completions rose by at least half of the
@@ -115,6 +117,13 @@ pub const STALL_FACTOR: u64 = 4;
 /// A window from which a probe starts holds at least this many
 /// completions: a window with none measured nothing.
 pub const PROBE_MIN_COMPLETIONS: u64 = 8;
+
+/// A probe starts only when what completes is below this share (percent)
+/// of the offered rate: a server that completes what is offered is not
+/// short of connections, whatever waits (a pacer that reaps in batches
+/// makes connections look busy), and more connections could not raise
+/// its completions: a probe there would report a knee that is not one.
+pub const PROBE_BELOW_PCT: u32 = 95;
 
 /// After a refused probe (the knee), no probe starts for this long, ns: 5 s.
 pub const HOLD_NS: u64 = 5_000_000_000;
@@ -608,6 +617,7 @@ impl Pool {
                 };
                 let can = self.short()
                     && self.window.completions >= PROBE_MIN_COMPLETIONS
+                    && per_s * 100.0 < self.rate * f64::from(PROBE_BELOW_PCT)
                     && self.window.open_min == self.window.open_max
                     && !self.pacer_bound
                     && now_ns >= self.hold_until_ns
@@ -650,7 +660,12 @@ impl Pool {
                 if added > 0 && (per_s >= need || !self.short() || s.waiting == 0) {
                     self.probes.kept += 1;
                     self.level = self.level.max(s.open);
-                    if self.short() && s.waiting > 0 && !self.pacer_bound && s.open < self.max {
+                    if self.short()
+                        && s.waiting > 0
+                        && !self.pacer_bound
+                        && s.open < self.max
+                        && per_s * 100.0 < self.rate * f64::from(PROBE_BELOW_PCT)
+                    {
                         // Still short: the next step at once, measured
                         // against this window (its connections did not change).
                         self.start_probe(now_ns, per_s, s.open);

@@ -437,8 +437,9 @@ fn a_server_that_needs_concurrency_gets_it_at_once() {
 /// 5k x 1 ms x 1.5 + 2 = 10, below the 16 pre-opened, yet requests wait (81 in flight are
 /// needed), and answers keep coming (no stall). Probes find that each step
 /// carries proportionally more (completions rise with connections), keep
-/// them, and stop when the waits stop: the pool ends above the 81 in flight
-/// the server needs, every request is sent, and requests stop waiting
+/// them, and stop once completions reach 95% of the offered rate (the
+/// backlog then drains): the pool ends above the 81 in flight the server
+/// needs, every request is sent, and requests stop waiting
 /// within 3 s. (At the start 10 ms pass with no answer while requests
 /// wait, a stall: the pool grows for those requests first.)
 #[test]
@@ -457,7 +458,7 @@ fn a_server_that_needs_concurrency_gets_it_by_probes() {
     };
     let o = simulate(run, &server);
     assert_eq!((o.sent, o.dropped), (30_000, 0));
-    assert!(o.probes.kept >= 3, "{o:?}");
+    assert!(o.probes.kept >= 2, "{o:?}");
     assert!(o.peak_open >= 81, "{} {:?}", o.peak_open, o.growth);
     assert!(o.peak_open <= 400, "{} {:?}", o.peak_open, o.growth);
     assert!(o.last_wait < 3 * S, "waited until {} ns", o.last_wait);
@@ -686,4 +687,46 @@ fn a_silent_server_gets_every_request_on_time() {
     assert_eq!((o.sent, o.dropped), (20, 0));
     assert_eq!(o.peak_open, 20, "{:?}", o.growth);
     assert!(o.late <= 1, "{} late", o.late);
+}
+
+/// A server that completes what is offered is short of nothing: a pacing
+/// thread at 110k req/s whose due requests all find every one of its 74
+/// connections busy (a pacer that reaps in batches makes them look busy)
+/// while answers come back at the offered rate. More connections could not
+/// raise what completes, so no probe starts and no knee is named (a probe
+/// could only be refused there, and would call the offered rate a knee).
+/// The same at 80% of the offered rate does probe.
+#[test]
+fn a_server_that_keeps_up_gets_no_probe_and_no_knee() {
+    let run = |completed_share: f64| {
+        let mut pool = Pool::new(110_000.0, 74, 1024, 100_000);
+        pool.seed(50 * US);
+        let busy = PoolState {
+            idle: 0,
+            open: 74,
+            connecting: 0,
+            waiting: 3,
+            in_flight: 77,
+        };
+        let gap = 1e9 / 110_000.0;
+        let mut next_answer = 0.0;
+        let mut most_wanted = 0;
+        for i in 0..220_000u64 {
+            let now = (i as f64 * gap) as u64;
+            while next_answer <= now as f64 {
+                pool.observe(next_answer as u64, 60 * US);
+                next_answer += gap / completed_share;
+            }
+            pool.admit(now, busy);
+            most_wanted = most_wanted.max(pool.wanted());
+        }
+        (pool, most_wanted)
+    };
+    let (keeps_up, most) = run(1.0);
+    assert_eq!(keeps_up.probes().kept + keeps_up.probes().refused, 0);
+    assert!(keeps_up.knee().is_none());
+    assert_eq!(most, 74);
+    // Completing 80% of the offer, the same pool probes (a step of 19).
+    let (_, most) = run(0.8);
+    assert_eq!(most, 74 + 19);
 }
