@@ -50,8 +50,9 @@ struct Live {
     send_lag: Histogram,
 }
 
-/// The per-interval series of one engine thread; see the
-/// [module docs](self).
+/// The per-interval series of one engine thread: counters for every
+/// interval, full histograms for the live ones, a closed one's buckets kept
+/// sparse (see this file's module docs).
 #[derive(Clone, Debug)]
 pub struct Series {
     counts: Vec<Counts>,

@@ -4,7 +4,7 @@
 use crate::histogram::Histogram;
 
 /// A send this much after its intended time is late (1 ms): counted in
-/// [`Interval::late`], the measure of whether an interval kept its schedule.
+/// [`Counts::late`], the measure of whether an interval kept its schedule.
 pub const LATE_NS: u64 = 1_000_000;
 
 /// The counters of one report interval (`--interval`) of one engine
