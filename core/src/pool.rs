@@ -491,13 +491,6 @@ impl Pool {
         self.probes
     }
 
-    /// Whether the pool is in a stall: requests wait and nothing has
-    /// answered for [`STALL_MIN_NS`] (and [`STALL_FACTOR`] base service
-    /// times), as of the last admission.
-    pub fn stalled(&self) -> bool {
-        self.stalled
-    }
-
     /// Stalls that grew the pool so far.
     pub fn stalls(&self) -> u32 {
         self.stalls

@@ -231,31 +231,7 @@ fn simulate(run: Run, server: &Server) -> Outcome {
                     open: n_open,
                     ..state
                 };
-                let before = (
-                    pool.wanted(),
-                    pool.probes(),
-                    pool.knee().map(|k| k.connections),
-                );
                 let a = pool.admit(now, s);
-                if std::env::var("SIM_DEBUG").is_ok()
-                    && before
-                        != (
-                            pool.wanted(),
-                            pool.probes(),
-                            pool.knee().map(|k| k.connections),
-                        )
-                {
-                    eprintln!(
-                        "{now} open {} idle {} waiting {} wanted {} {:?} {:?} done {}",
-                        s.open,
-                        s.idle,
-                        s.waiting,
-                        pool.wanted(),
-                        pool.probes(),
-                        pool.knee(),
-                        out.done
-                    );
-                }
                 match a {
                     Admit::Drop { open: k } => {
                         out.dropped += 1;

@@ -397,8 +397,6 @@ pub fn stage_rows(plan: &Plan<'_>, tallies: &[StageTally]) -> Vec<StageReport> {
         .collect()
 }
 
-/// Share of `pacers` threads' time over `interval_ns` spent working (CPU
-/// minus spin), 0..1.
 /// The interval rows of a run: the schedule's (up to the stop, for a run
 /// stopped early), then the drain's after the end of the schedule, up to
 /// the last one in which anything happened. Each row comes from the
@@ -442,6 +440,8 @@ fn interval_rows(
     (rows, drain)
 }
 
+/// Share of `pacers` threads' time over `interval_ns` spent working (CPU
+/// minus spin), 0..1.
 fn work_share(iv: &metronome_core::measure::Interval, interval_ns: u64, pacers: u64) -> f64 {
     let span = interval_ns.max(1) as f64 * pacers.max(1) as f64;
     (iv.cpu_ns.saturating_sub(iv.spin_ns) as f64 / span).min(1.0)

@@ -175,18 +175,7 @@ impl Series {
     fn close(&mut self, s: usize) {
         let slot = &mut self.live[s];
         if slot.index != usize::MAX {
-            push(
-                &mut self.chunks,
-                slot.index,
-                IntervalMetric::Latency,
-                &slot.latency,
-            );
-            push(
-                &mut self.chunks,
-                slot.index,
-                IntervalMetric::SendLag,
-                &slot.send_lag,
-            );
+            push_slot(&mut self.chunks, slot);
         }
         slot.latency.reset();
         slot.send_lag.reset();
@@ -265,20 +254,15 @@ impl Series {
             self.chunks.insert(at, chunk.clone());
         }
         for slot in other.live.iter().filter(|s| s.index != usize::MAX) {
-            push(
-                &mut self.chunks,
-                slot.index,
-                IntervalMetric::Latency,
-                &slot.latency,
-            );
-            push(
-                &mut self.chunks,
-                slot.index,
-                IntervalMetric::SendLag,
-                &slot.send_lag,
-            );
+            push_slot(&mut self.chunks, slot);
         }
     }
+}
+
+/// Compacts both histograms of a live slot into the chunks.
+fn push_slot(chunks: &mut Vec<Vec<u8>>, slot: &Live) {
+    push(chunks, slot.index, IntervalMetric::Latency, &slot.latency);
+    push(chunks, slot.index, IntervalMetric::SendLag, &slot.send_lag);
 }
 
 /// Room in the last chunk for `need` bytes: a new chunk when it is full
