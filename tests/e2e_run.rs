@@ -42,12 +42,17 @@ fn stall_open_loop_sees_it_closed_loop_hides_it() {
         );
         assert_eq!(open.requests.ok, 400, "{engine}");
         // Sent near the intended time even while the server stalls: once
-        // the age of the oldest request in flight shows the stall (core's
-        // pool rule, tens of milliseconds at 200 req/s), the pool grows and
-        // the rest of the stall's requests leave on time. Only those of its
-        // first tens of milliseconds waited for a connection.
+        // no answer has come for the stall rule's time (core's pool rule:
+        // 10 ms, or 4 average service times, so tens of milliseconds on a
+        // quiet machine) the pool grows and the rest of the stall's
+        // requests leave on time. Only those of its first tens of
+        // milliseconds waited for a connection. On a loaded 2-core machine
+        // (CI runs two tests at once, one may pin busy-waiting threads)
+        // service times and thread wake-ups stretch that wait: a CI run saw
+        // a p99 of 163 ms. A generator that waited for the stall would show
+        // its full length (600 ms); half of it is the bound.
         assert!(
-            open.metrics.send_lag.p99 < 150.0,
+            open.metrics.send_lag.p99 < stall_ms / 2.0,
             "{engine}: send lag p99 {}",
             open.metrics.send_lag.p99
         );
