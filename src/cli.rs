@@ -553,7 +553,8 @@ pub struct RunArgs {
     #[arg(help_heading = LLM, hide_short_help = true, long = "prompt", requires = "openai", conflicts_with_all = ["dataset", "input_len"])]
     pub prompts: Vec<String>,
     /// Prompts from FILE for --openai: JSON Lines ({"prompt": ...} or {"messages": [...]},
-    /// optional "output_len"/"max_tokens") or ShareGPT JSON; shuffled by --seed, cycled.
+    /// optional "output_len"/"max_tokens"), ShareGPT JSON, aiperf's single_turn/multi_turn
+    /// or guidellm's JSON/JSONL (docs/openai.md); shuffled by --seed, cycled.
     /// Lines with {"turns": [...]} are conversations (see --think-time).
     #[arg(help_heading = LLM, hide_short_help = true,
         long,
