@@ -7,8 +7,8 @@
 //!
 //! - `--prompt TEXT` (repeatable), or the built-in prompt;
 //! - `--dataset FILE`: JSON Lines (`{"prompt": ...}` or `{"messages": [...]}`
-//!   with an optional output length), or ShareGPT's conversation format
-//!   ([`parse_dataset`]);
+//!   with an optional output length; aiperf's and guidellm's files too), or
+//!   ShareGPT's conversation format ([`parse_dataset`]);
 //! - `--input-len N` (or a distribution): synthetic prompts of N words
 //!   drawn from [`VOCABULARY`] by the seeded generator ([`synthetic`]),
 //!   with an optional shared prefix (`--prefix-len`, `--prefix-share`) or
@@ -361,10 +361,13 @@ pub fn read_dataset(path: &Path) -> Result<String, UsageError> {
 
 /// Parses a dataset: JSON Lines, or one JSON array.
 ///
-/// - **JSON Lines**: one object per non-blank line, with `"prompt"` (a
-///   string) or `"messages"` (an array of chat messages, sent as they are),
-///   and optionally the output length as `"output_len"`, `"max_tokens"`,
-///   `"max_completion_tokens"` or `"output_tokens"` (a positive integer).
+/// - **JSON Lines**: one object per non-blank line, with the text as
+///   `"prompt"` or `"text"` (a string; or aiperf's `"texts"` with one
+///   text) or `"messages"` (an array of chat messages, sent as they are),
+///   and optionally the output length (a positive integer) as
+///   `"output_len"`, `"max_tokens"`, `"max_completion_tokens"`,
+///   `"output_tokens"`, aiperf's `"output_length"` or guidellm's
+///   `"output_tokens_count"` / `"completion_tokens_count"`.
 /// - **ShareGPT**: a JSON array (or JSON Lines) of
 ///   `{"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
 ///   "value": ...}, ...]}`. As in vLLM's bench (`ShareGPTDataset`): entries
