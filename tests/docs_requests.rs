@@ -29,7 +29,10 @@ fn marked_blocks() -> Vec<(String, String)> {
             continue;
         };
         let fence = lines.next().expect("a block after the marker");
-        assert!(fence.starts_with("```"), "{path}: no fence after the marker");
+        assert!(
+            fence.starts_with("```"),
+            "{path}: no fence after the marker"
+        );
         let mut block = String::new();
         for l in lines.by_ref() {
             if l == "```" {

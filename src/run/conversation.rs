@@ -299,11 +299,7 @@ pub fn parse_conversations(
         let session = match entry.get("session_id") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                return Err(UsageError(format!(
-                    "{at}: \"session_id\" must be a string"
-                )))
-            }
+            Some(_) => return Err(UsageError(format!("{at}: \"session_id\" must be a string"))),
         };
         match session {
             Some(s) => match sessions.get(&s) {

@@ -495,7 +495,11 @@ fn openai_requests(
                     .map(|k| format!("\"{k}\""))
                     .collect::<Vec<_>>()
                     .join(" and ")
-                    + if unused.len() > 1 { " fields are" } else { " field is" }
+                    + if unused.len() > 1 {
+                        " fields are"
+                    } else {
+                        " field is"
+                    }
             );
         }
     }
