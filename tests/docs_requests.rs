@@ -237,26 +237,40 @@ fn the_mooncake_trace_builds_its_prompts() {
     srv.stop();
 }
 
-/// The cells of the `--requests` error table whose line is one JSON
-/// object in backticks: `(line, error)`.
-fn requests_error_rows() -> Vec<(String, String)> {
+/// The first code span of a table cell (` `x` ` or ``` ``x`` ```).
+fn first_code(cell: &str) -> Option<&str> {
+    let cell = cell.trim();
+    if let Some(rest) = cell.strip_prefix("``") {
+        return rest.find("``").map(|end| &rest[..end]);
+    }
+    let rest = &cell[cell.find('`')? + 1..];
+    rest.find('`').map(|end| &rest[..end])
+}
+
+/// The rows of the error table in the section `heading` of
+/// docs/requests.md whose line cell starts with a JSON line in backticks:
+/// `(line, error)`, each the first code span of its cell.
+fn error_rows(heading: &str) -> Vec<(String, String)> {
     let doc = std::fs::read_to_string(root().join("docs/requests.md")).unwrap();
-    let start = doc.find("## `--requests FILE`").unwrap();
-    let end = doc.find("## `--targets FILE`").unwrap();
+    let start = doc.find(heading).unwrap();
+    let end = doc[start + 1..]
+        .find("\n## ")
+        .map_or(doc.len(), |e| start + 1 + e);
     let mut out = Vec::new();
-    for row in doc[start..end].lines().filter(|l| l.starts_with("| `{")) {
+    for row in doc[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| `{") || l.starts_with("| `["))
+    {
         let cells: Vec<&str> = row.trim_matches('|').split(" | ").collect();
-        let line = cells[0].trim().trim_start_matches('`');
-        let line = &line[..line.find('`').unwrap()];
-        let error = cells[1].trim();
-        let error = error
-            .strip_prefix("``")
-            .and_then(|e| e.strip_suffix("``"))
-            .or_else(|| error.strip_prefix('`').and_then(|e| e.strip_suffix('`')))
-            .unwrap_or_else(|| panic!("an error in backticks: {row}"));
+        let line = first_code(cells[0]).unwrap_or_else(|| panic!("{row}"));
+        let error = first_code(cells[1]).unwrap_or_else(|| panic!("{row}"));
         out.push((line.to_string(), error.to_string()));
     }
     out
+}
+
+fn requests_error_rows() -> Vec<(String, String)> {
+    error_rows("## `--requests FILE`")
 }
 
 /// Every error the `--requests` table shows for a line is what metronome
@@ -280,6 +294,45 @@ fn the_requests_error_table_is_what_metronome_says() {
         assert_eq!(
             stderr,
             format!("metronome: --requests r.jsonl line 1: {error}\n"),
+            "{line}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Every error the `--trace` table shows for a one-line trace is what
+/// metronome says for it (`line N` being line 1): exit 2, one line,
+/// before anything is sent. Lines with a `name` run with a mix holding
+/// only `a`; lines with `input_length` with `--openai`.
+#[test]
+fn the_trace_error_table_is_what_metronome_says() {
+    let rows = error_rows("## `--trace FILE`");
+    assert_eq!(rows.len(), 9, "{rows:?}");
+    let dir = std::env::temp_dir().join(format!("metronome-docs-{}-trace", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.jsonl"), "{\"name\": \"a\", \"path\": \"/a\"}\n").unwrap();
+    for (line, error) in rows {
+        std::fs::write(dir.join("t.jsonl"), format!("{line}\n")).unwrap();
+        let mut args = vec!["run", "http://127.0.0.1:9/", "--trace", "t.jsonl"];
+        if line.contains("\"name\"") {
+            args.extend_from_slice(&["--requests", "m.jsonl"]);
+        }
+        if line.contains("input_length") {
+            args.extend_from_slice(&["--openai", "--model", "m"]);
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .current_dir(&dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{line}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "metronome: --trace t.jsonl: {}\n",
+                error.replace("line N", "line 1")
+            ),
             "{line}"
         );
     }
