@@ -591,9 +591,10 @@ pub(crate) fn prompt_text(
     Ok(Some((key, text)))
 }
 
-/// aiperf's timing fields (`"timestamp"`, `"delay"`) found in a dataset's
-/// entries or their `"turns"`, which `--dataset` does not use: the run's
-/// schedule decides when each request leaves. Empty when there are none.
+/// aiperf's timing fields (`"timestamp"`, `"delay"`) found in a JSON Lines
+/// dataset's entries or their `"turns"`, which `--dataset` does not use:
+/// the run's schedule decides when each request leaves. Empty when there
+/// are none (and for a JSON array).
 ///
 /// ```
 /// use metronome::run::workload::timing_fields;
@@ -618,11 +619,9 @@ pub fn timing_fields(text: &str) -> Vec<&'static str> {
             }
         }
     };
-    if text.trim_start().starts_with('[') {
-        if let Ok(Value::Array(entries)) = serde_json::from_str::<Value>(text) {
-            entries.iter().for_each(&mut look);
-        }
-    } else {
+    // aiperf's files are JSON Lines; a JSON array (ShareGPT, often hundreds
+    // of MB) is not parsed a second time.
+    if !text.trim_start().starts_with('[') {
         for line in text.lines() {
             if let Ok(v) = serde_json::from_str::<Value>(line) {
                 look(&v);
