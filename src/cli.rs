@@ -397,8 +397,9 @@ pub struct RunArgs {
     #[arg(help_heading = SCHEDULE, hide_short_help = true, long, value_enum, default_value_t = RampArg::Linear, requires = "stages")]
     pub ramp: RampArg,
     /// Replay the intended offsets of a trace: JSON Lines, each with `timestamp` (ms from
-    /// the run start, fractions allowed) or `offset_ns` (integer ns), sorted; other
-    /// fields are ignored. The run lasts to the last offset (--duration cuts it).
+    /// the run start, fractions allowed) or `offset_ns` (integer ns), sorted; a line may
+    /// name its --requests request or carry Mooncake's input_length (docs/requests.md).
+    /// The run lasts to the last offset (--duration cuts it).
     #[arg(help_heading = SCHEDULE, hide_short_help = true, long, value_name = "FILE",
           conflicts_with_all = ["stages", "closed", "rate", "arrival"])]
     pub trace: Option<PathBuf>,
@@ -449,12 +450,13 @@ pub struct RunArgs {
     pub repeat: u32,
     /// A request mix from FILE, JSON Lines: {"name", "method", "path" or "url", "headers",
     /// "body" or "body_file", "weight"} per request; chosen per arrival by weight and
-    /// --seed (or --mix round-robin), reported per name (`by_request`).
+    /// --seed (or --mix round-robin), reported per name (`by_request`). Every field and
+    /// error: docs/requests.md.
     #[arg(help_heading = WORKLOADS, hide_short_help = true, long, value_name = "FILE",
           conflicts_with_all = ["openai", "method", "body", "body_file", "targets", "closed"])]
     pub requests: Option<PathBuf>,
     /// A request mix from vegeta's targets FILE (its HTTP or JSON format), sent in turn
-    /// as vegeta does (or --mix weighted, every target weighing 1).
+    /// as vegeta does (or --mix weighted, every target weighing 1; docs/requests.md).
     #[arg(help_heading = WORKLOADS, hide_short_help = true, long, value_name = "FILE",
           conflicts_with_all = ["openai", "method", "body", "body_file", "closed"])]
     pub targets: Option<PathBuf>,
@@ -553,7 +555,8 @@ pub struct RunArgs {
     #[arg(help_heading = LLM, hide_short_help = true, long = "prompt", requires = "openai", conflicts_with_all = ["dataset", "input_len"])]
     pub prompts: Vec<String>,
     /// Prompts from FILE for --openai: JSON Lines ({"prompt": ...} or {"messages": [...]},
-    /// optional "output_len"/"max_tokens") or ShareGPT JSON; shuffled by --seed, cycled.
+    /// optional "output_len"/"max_tokens"), ShareGPT JSON, aiperf's single_turn/multi_turn
+    /// or guidellm's JSON/JSONL (docs/openai.md); shuffled by --seed, cycled.
     /// Lines with {"turns": [...]} are conversations (see --think-time).
     #[arg(help_heading = LLM, hide_short_help = true,
         long,

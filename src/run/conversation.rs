@@ -12,11 +12,13 @@
 //! prefix cache serves a turn's history up to the previous user message,
 //! not through the previous answer (see docs/workloads.md).
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 
 use crate::run::tokens::Counter;
 use crate::run::workload::{
-    for_each_line, message_tokens, output_len_field, Input, Prompt, VOCABULARY,
+    for_each_line, message_tokens, output_len_field, prompt_text, Input, Prompt, VOCABULARY,
 };
 use crate::UsageError;
 
@@ -66,7 +68,7 @@ pub fn parse_turns(entry: &Value, at: &str, counter: &Counter) -> Result<Convers
     if list.is_empty() {
         return Err(UsageError(format!("{at}: \"turns\" is empty")));
     }
-    let system = match entry.get("system") {
+    let mut system = match entry.get("system") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(UsageError(format!("{at}: \"system\" must be a string"))),
@@ -81,9 +83,13 @@ pub fn parse_turns(entry: &Value, at: &str, counter: &Counter) -> Result<Convers
                 output_len: None,
             },
             Value::Object(o) => {
-                let text = ["content", "text", "prompt"].iter().find_map(|k| o.get(*k));
+                let text = match o.get("content").filter(|v| !v.is_null()) {
+                    Some(Value::String(s)) => Some(Some(s.clone())),
+                    Some(_) => Some(None),
+                    None => prompt_text(o, &at)?.map(|(_, t)| Some(t)),
+                };
                 let input = match (text, o.get("messages")) {
-                    (Some(Value::String(s)), None) => Input::Text(s.clone()),
+                    (Some(Some(s)), None) => Input::Text(s),
                     (None, Some(Value::Array(m))) if !m.is_empty() => {
                         if m.iter()
                             .any(|m| !m.get("role").is_some_and(Value::is_string))
@@ -97,7 +103,7 @@ pub fn parse_turns(entry: &Value, at: &str, counter: &Counter) -> Result<Convers
                     _ => {
                         return Err(UsageError(format!(
                             "{at}: give the user's text as \"content\", \"text\" or \"prompt\" \
-                             (a string), or \"messages\" (a non-empty array)"
+                             (a string), \"texts\" (one text) or \"messages\" (a non-empty array)"
                         )))
                     }
                 };
@@ -112,6 +118,17 @@ pub fn parse_turns(entry: &Value, at: &str, counter: &Counter) -> Result<Convers
                     }
                 };
                 let output_len = output_len_field(o, &at)?;
+                // aiperf's leading text-only system turn is the conversation's
+                // system message (its loader hoists it the same way).
+                if let (0, true, None, Input::Text(s)) = (
+                    i,
+                    o.get("role").and_then(Value::as_str) == Some("system") && list.len() > 1,
+                    &system,
+                    &input,
+                ) {
+                    system = Some(s.clone());
+                    continue;
+                }
                 Turn {
                     output_len: output_len.or(answer.as_deref().map(|a| counter.count(a))),
                     input,
@@ -255,23 +272,51 @@ pub fn parse_conversations(
     counter: &Counter,
     multi_turn: bool,
 ) -> Result<Option<Vec<Conversation>>, UsageError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Conversation> = Vec::new();
     let mut any_turns = multi_turn;
+    // aiperf's `session_id`: the entries of one session are one conversation,
+    // their turns in file order.
+    let mut sessions: HashMap<String, usize> = HashMap::new();
     let mut take = |entry: &Value, at: &str| -> Result<(), UsageError> {
-        if entry.get("turns").is_some() {
+        let conv = if entry.get("turns").is_some() {
             any_turns = true;
-            out.push(parse_turns(entry, at, counter)?);
+            parse_turns(entry, at, counter)?
         } else if let (true, Some(conv)) = (multi_turn, entry.get("conversations")) {
             out.extend(sharegpt_turns(conv, at, counter)?);
+            return Ok(());
         } else if let Some(p) = crate::run::workload::entry_prompt(entry, at, counter)? {
-            out.push(Conversation {
+            Conversation {
                 system: None,
                 turns: vec![Turn {
                     input: p.input,
                     answer: None,
                     output_len: p.output_len,
                 }],
-            });
+            }
+        } else {
+            return Ok(());
+        };
+        let session = match entry.get("session_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(UsageError(format!("{at}: \"session_id\" must be a string"))),
+        };
+        match session {
+            Some(s) => match sessions.get(&s) {
+                Some(&i) => {
+                    any_turns = true;
+                    let c = &mut out[i];
+                    if c.system.is_none() {
+                        c.system = conv.system;
+                    }
+                    c.turns.extend(conv.turns);
+                }
+                None => {
+                    sessions.insert(s, out.len());
+                    out.push(conv);
+                }
+            },
+            None => out.push(conv),
         }
         Ok(())
     };

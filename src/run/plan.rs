@@ -483,10 +483,31 @@ fn openai_requests(
         Some(path) => Some(workload::read_dataset(path)?),
         None => None,
     };
+    if let (Some(path), Some(text)) = (&args.dataset, &dataset_text) {
+        let unused = workload::timing_fields(text);
+        if !unused.is_empty() {
+            eprintln!(
+                "metronome: --dataset {}: aiperf's {} not used: requests follow the run's \
+                 schedule (--rate, --arrival; --think-time between a conversation's turns)",
+                path.display(),
+                unused
+                    .iter()
+                    .map(|k| format!("\"{k}\""))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+                    + if unused.len() > 1 {
+                        " fields are"
+                    } else {
+                        " field is"
+                    }
+            );
+        }
+    }
     let conversations = match (&args.dataset, &dataset_text) {
         (Some(path), Some(text))
             if args.multi_turn
-                || (!text.trim_start().starts_with('[') && text.contains("\"turns\"")) =>
+                || (!text.trim_start().starts_with('[')
+                    && (text.contains("\"turns\"") || text.contains("\"session_id\""))) =>
         {
             conversation::parse_conversations(
                 text,

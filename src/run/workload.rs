@@ -7,8 +7,8 @@
 //!
 //! - `--prompt TEXT` (repeatable), or the built-in prompt;
 //! - `--dataset FILE`: JSON Lines (`{"prompt": ...}` or `{"messages": [...]}`
-//!   with an optional output length), or ShareGPT's conversation format
-//!   ([`parse_dataset`]);
+//!   with an optional output length; aiperf's and guidellm's files too), or
+//!   ShareGPT's conversation format ([`parse_dataset`]);
 //! - `--input-len N` (or a distribution): synthetic prompts of N words
 //!   drawn from [`VOCABULARY`] by the seeded generator ([`synthetic`]),
 //!   with an optional shared prefix (`--prefix-len`, `--prefix-share`) or
@@ -319,13 +319,25 @@ const SHAREGPT_MIN_LEN: u32 = 4;
 const SHAREGPT_MAX_PROMPT: u32 = 1024;
 const SHAREGPT_MAX_TOTAL: u32 = 2048;
 
-/// The output-length fields a dataset line may carry, first found wins.
-const OUTPUT_FIELDS: [&str; 4] = [
+/// The output-length fields a dataset line may carry, first found wins:
+/// ours, the request's own fields, aiperf's (`output_length`) and
+/// guidellm's (`output_tokens_count`, `completion_tokens_count`).
+const OUTPUT_FIELDS: [&str; 7] = [
     "output_len",
     "max_tokens",
     "max_completion_tokens",
     "output_tokens",
+    "output_length",
+    "output_tokens_count",
+    "completion_tokens_count",
 ];
+
+/// The fields that carry a prompt's text: ours and guidellm's (`prompt`),
+/// aiperf's single-turn (`text`, or `texts` with one entry).
+const TEXT_FIELDS: [&str; 3] = ["prompt", "text", "texts"];
+
+/// aiperf's media fields: metronome sends text only.
+const MEDIA_FIELDS: [&str; 6] = ["image", "images", "audio", "audios", "video", "videos"];
 
 /// Reads `--dataset FILE` ([`parse_dataset`]).
 ///
@@ -349,10 +361,13 @@ pub fn read_dataset(path: &Path) -> Result<String, UsageError> {
 
 /// Parses a dataset: JSON Lines, or one JSON array.
 ///
-/// - **JSON Lines**: one object per non-blank line, with `"prompt"` (a
-///   string) or `"messages"` (an array of chat messages, sent as they are),
-///   and optionally the output length as `"output_len"`, `"max_tokens"`,
-///   `"max_completion_tokens"` or `"output_tokens"` (a positive integer).
+/// - **JSON Lines**: one object per non-blank line, with the text as
+///   `"prompt"` or `"text"` (a string; or aiperf's `"texts"` with one
+///   text) or `"messages"` (an array of chat messages, sent as they are),
+///   and optionally the output length (a positive integer) as
+///   `"output_len"`, `"max_tokens"`, `"max_completion_tokens"`,
+///   `"output_tokens"`, aiperf's `"output_length"` or guidellm's
+///   `"output_tokens_count"` / `"completion_tokens_count"`.
 /// - **ShareGPT**: a JSON array (or JSON Lines) of
 ///   `{"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
 ///   "value": ...}, ...]}`. As in vLLM's bench (`ShareGPTDataset`): entries
@@ -473,8 +488,8 @@ pub(crate) fn entry_prompt(
         return sharegpt(conv, at, counter);
     }
     let output_len = output_len_field(obj, at)?;
-    match (obj.get("prompt"), obj.get("messages")) {
-        (Some(Value::String(p)), None) => Ok(Some(Prompt::counted(p, output_len, counter))),
+    match (prompt_text(obj, at)?, obj.get("messages")) {
+        (Some((_, p)), None) => Ok(Some(Prompt::counted(&p, output_len, counter))),
         (None, Some(Value::Array(m))) if !m.is_empty() => {
             if let Some(bad) = m
                 .iter()
@@ -491,17 +506,133 @@ pub(crate) fn entry_prompt(
                 output_len,
             }))
         }
-        (Some(_), Some(_)) => Err(UsageError(format!(
-            "{at}: give \"prompt\" or \"messages\", not both"
+        (Some((key, _)), Some(_)) => Err(UsageError(format!(
+            "{at}: give \"{key}\" or \"messages\", not both"
         ))),
-        (Some(_), None) => Err(UsageError(format!("{at}: \"prompt\" must be a string"))),
         (None, Some(_)) => Err(UsageError(format!(
             "{at}: \"messages\" must be a non-empty array"
         ))),
         (None, None) => Err(UsageError(format!(
-            "{at}: no \"prompt\", \"messages\" or \"conversations\""
+            "{at}: no \"prompt\", \"text\", \"messages\" or \"conversations\""
         ))),
     }
+}
+
+/// The prompt text of an entry (or a conversation's turn): `"prompt"`,
+/// `"text"` (a string) or aiperf's `"texts"` with one entry (a string, or
+/// `{"name": ..., "contents": [one string]}`), with the field it came from;
+/// `None` when there is none (a `null` counts as none).
+///
+/// # Errors
+/// More than one of them, one that is not a string, `"texts"` with more
+/// than one text (aiperf's client-side batching), or an aiperf media field
+/// (`"image"`, `"audio"`, `"video"` and their lists): metronome sends text.
+pub(crate) fn prompt_text(
+    obj: &serde_json::Map<String, Value>,
+    at: &str,
+) -> Result<Option<(&'static str, String)>, UsageError> {
+    if let Some(media) = MEDIA_FIELDS
+        .iter()
+        .find(|k| obj.get(**k).is_some_and(|v| !v.is_null()))
+    {
+        return Err(UsageError(format!(
+            "{at}: \"{media}\" is not supported: metronome sends text prompts only"
+        )));
+    }
+    let given: Vec<&'static str> = TEXT_FIELDS
+        .iter()
+        .copied()
+        .filter(|k| obj.get(*k).is_some_and(|v| !v.is_null()))
+        .collect();
+    let key = match given[..] {
+        [] => return Ok(None),
+        [key] => key,
+        [a, b, ..] => {
+            return Err(UsageError(format!(
+                "{at}: give \"{a}\" or \"{b}\", not both"
+            )))
+        }
+    };
+    let text = match (key, &obj[key]) {
+        (_, Value::String(s)) if key != "texts" => s.clone(),
+        ("texts", Value::Array(list)) => {
+            let one = |v: &Value| -> Option<String> {
+                match v {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(o) => match o.get("contents").and_then(Value::as_array) {
+                        Some(c) if c.len() == 1 => c[0].as_str().map(str::to_string),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            match &list[..] {
+                [t] => one(t).ok_or_else(|| {
+                    UsageError(format!(
+                        "{at}: \"texts\" must hold one text: a string, or {{\"name\", \"contents\": [one string]}}"
+                    ))
+                })?,
+                _ => {
+                    return Err(UsageError(format!(
+                        "{at}: \"texts\" holds {} texts (aiperf's client-side batching), \
+                         which metronome does not send: give one text per line",
+                        list.len()
+                    )))
+                }
+            }
+        }
+        ("texts", _) => {
+            return Err(UsageError(format!(
+                "{at}: \"texts\" must be a list of one text"
+            )))
+        }
+        _ => return Err(UsageError(format!("{at}: \"{key}\" must be a string"))),
+    };
+    Ok(Some((key, text)))
+}
+
+/// aiperf's timing fields (`"timestamp"`, `"delay"`) found in a JSON Lines
+/// dataset's entries or their `"turns"`, which `--dataset` does not use:
+/// the run's schedule decides when each request leaves. Empty when there
+/// are none (and for a JSON array).
+///
+/// ```
+/// use metronome::run::workload::timing_fields;
+/// let t = "{\"text\": \"a\", \"timestamp\": 0}\n{\"turns\": [{\"text\": \"b\", \"delay\": 5}]}\n";
+/// assert_eq!(timing_fields(t), ["timestamp", "delay"]);
+/// assert!(timing_fields("{\"prompt\": \"timestamp\"}\n").is_empty());
+/// ```
+pub fn timing_fields(text: &str) -> Vec<&'static str> {
+    const TIMING: [&str; 2] = ["timestamp", "delay"];
+    if !TIMING.iter().any(|k| text.contains(&format!("\"{k}\""))) {
+        return Vec::new();
+    }
+    let mut found = [false; 2];
+    let mut look = |v: &Value| {
+        let mut objects = vec![v];
+        if let Some(turns) = v.get("turns").and_then(Value::as_array) {
+            objects.extend(turns);
+        }
+        for o in objects.iter().filter_map(|o| o.as_object()) {
+            for (i, k) in TIMING.iter().enumerate() {
+                found[i] |= o.get(*k).is_some_and(|v| !v.is_null());
+            }
+        }
+    };
+    // aiperf's files are JSON Lines; a JSON array (ShareGPT, often hundreds
+    // of MB) is not parsed a second time.
+    if !text.trim_start().starts_with('[') {
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str::<Value>(line) {
+                look(&v);
+            }
+        }
+    }
+    TIMING
+        .iter()
+        .zip(found)
+        .filter_map(|(k, f)| f.then_some(*k))
+        .collect()
 }
 
 /// One entry of a JSON-array dataset, read without keeping what is never
@@ -653,8 +784,8 @@ mod tests {
         let e = err("{\"prompt\":\"a\"}\nnot json\n");
         assert!(e.starts_with("--dataset d.jsonl line 2: not JSON ("), "{e}");
         assert_eq!(
-            err("{\"text\":\"a\"}\n"),
-            "--dataset d.jsonl line 1: no \"prompt\", \"messages\" or \"conversations\""
+            err("{\"question\":\"a\"}\n"),
+            "--dataset d.jsonl line 1: no \"prompt\", \"text\", \"messages\" or \"conversations\""
         );
         assert_eq!(
             err("{\"prompt\":\"a\",\"max_tokens\":0}\n"),
@@ -699,7 +830,7 @@ mod tests {
             .0;
         assert_eq!(
             err,
-            "--dataset s.json entry 6: no \"prompt\", \"messages\" or \"conversations\""
+            "--dataset s.json entry 6: no \"prompt\", \"text\", \"messages\" or \"conversations\""
         );
         let text = text.replace(",\n {\"id\":\"f\"}", "");
         let d = parse_dataset(&text, "s.json", &Counter::Words).unwrap();
