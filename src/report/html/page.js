@@ -111,6 +111,10 @@
         return el('tr', null, r.map(function (c, i) { return el(i === 0 ? 'th' : 'td', i === 0 ? { scope: 'row' } : null, c); }));
       }))));
   }
+  // Sentences worded by Rust (warnings, details, notes), shown verbatim;
+  // the self-check's text leaves them out (Rust formats their numbers).
+  var proseTexts = [];
+  function prose(t) { proseTexts.push(t); return t; }
   // Text shown as recorded (a seed, a timestamp, an id): no number rule.
   function raw(t) { return el('span', { class: 'raw' }, t); }
   function stat(k, v) { return el('div', { class: 'stat' }, el('div', { class: 'k' }, k), el('div', { class: 'v num' }, v)); }
@@ -520,7 +524,7 @@
       lines.push(el('li', null, el('span', { class: t.passed ? 'pass' : 'fail-t' }, t.passed ? 'PASS' : 'FAIL'), ' ',
         el('code', null, t.expr), ': measured ' + thresholdValue(t)));
     });
-    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
+    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', prose(w))); });
     // A stretch is usually a warning already (build.rs words the first
     // few so); list up to three others here, and all under "Over time".
     var others = behind.filter(function (b) {
@@ -528,7 +532,7 @@
     });
     others.slice(0, 3).forEach(function (b) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s, 's') + ' to ' + num(b.until_s, 's') +
-        ' (' + b.cause + '): ' + b.detail));
+        ' (' + b.cause + '): ' + prose(b.detail)));
     });
     if (others.length > 3) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' in ' + (others.length - 3) +
@@ -598,7 +602,7 @@
       var b = r.generator.behind.filter(function (b) { return iv[i].start_s >= b.from_s && iv[i].start_s < b.until_s; })[0];
       return 'interval ' + num(iv[i].start_s, 's') + ' (' + num(width, 's') + ' wide' + (b ? ', behind: ' + b.cause : '') + ')';
     };
-    var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v)]; }); };
+    var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v, i)]; }); };
     var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
       // A marker on each point when there are few (one interval is a point).
       series.forEach(function (s) { s.markers = iv.length <= 60; });
@@ -659,7 +663,7 @@
       ['work_cpu'], function (v) { return [num(v.work_cpu)]; }));
     if (r.generator.behind.length) {
       var list = el('ul', { class: 'lines', id: 'behind-list' }, r.generator.behind.map(function (b) {
-        return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + b.detail);
+        return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + prose(b.detail));
       }));
       out.push(el('h3', null, 'Where the generator fell behind'));
       out.push(r.generator.behind.length > 10
@@ -751,7 +755,7 @@
       out.push(pctChart('pct-compat-' + cp.peer + '-tps', 'The ' + cp.peer + ' throughput metrics by percentile (tokens/s)',
         'Per-request output token rates as ' + cp.peer + ' defines them, tokens/s.', rows(tps), [], 'tokens/s'));
     }
-    out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
+    out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, prose(n)); }),
       cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
     return el('section', { class: 'compat' }, out);
   }
@@ -795,7 +799,7 @@
       table('Per shard, in the order merged', ['shard', 'start (schedule zero)', 'start_unix_ns', 'start offset (ms)', 'began after the first (ms)'],
         rm.shards.map(function (s) {
           return [s.shard, raw(s.start_time), raw(s.start_unix_ns), num(s.start_offset_ns / 1e6), num(s.began_after_first_ns / 1e6)];
-        }))];
+        }), 'shards-table')];
   }
 
   // Conversations: how the sessions went (started = completed + abandoned
@@ -954,7 +958,7 @@
     var out = [];
     var head = knee === null
       ? 'Every step kept up with its schedule.'
-      : 'Knee at ' + num(steps[knee].offered_rps, 'req/s') + ' (step ' + (knee + 1) + ' of ' + steps.length + '): ' + meta.knee_reason + '.';
+      : 'Knee at ' + num(steps[knee].offered_rps, 'req/s') + ' (step ' + (knee + 1) + ' of ' + steps.length + '): ' + prose(meta.knee_reason) + '.';
     out.push(el('section', { class: knee === null ? 'verdict' : 'verdict fail', id: 'verdict', 'aria-label': 'Verdict' },
       el('p', { class: 'head' }, head),
       meta.descheduled_steps.length ? el('p', null, 'The host took the generator\'s CPU (descheduled) at ' +
@@ -999,7 +1003,7 @@
       steps.map(function (s, i) {
         var m = s.metrics.latency;
         return [num(s.offered_rps) + (knee === i ? ' (knee)' : ''), num(s.achieved_rps), cnt(s.requests.errors), cnt(s.requests.dropped),
-          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + meta.runs[i].fell_behind];
+          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + prose(meta.runs[i].fell_behind)];
       }), 'steps-table'));
     if (meta.command !== null) out.push(el('p', null, 'Command line: ', el('code', null, meta.command)));
     var sel = el('select', { id: 'step-select', 'aria-label': 'Step to show' }, steps.map(function (s, i) {
@@ -1081,7 +1085,15 @@
     // lines, threshold expressions) and .raw (seeds, times, ids).
     var copy = app.cloneNode(true);
     Array.prototype.forEach.call(copy.querySelectorAll('code, .raw'), function (e) { e.parentNode.removeChild(e); });
-    check.text = copy.textContent + ' ' + charts.map(function (c) { return c.tip.textContent; }).join(' ');
+    // Tables wider than their box (a sideways scroll bar).
+    check.overflow = Array.prototype.filter.call(document.querySelectorAll('.scroll'), function (d) {
+      return d.scrollWidth > d.clientWidth + 1;
+    }).map(function (d) { var t = d.querySelector('table'); return (t && t.id) || (t && t.caption ? t.caption.textContent : '?'); });
+    var words = [], walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode()) words.push(walk.currentNode.nodeValue);
+    var text = words.join(' ');
+    proseTexts.forEach(function (t) { if (t) text = text.split(t).join(' '); });
+    check.text = text;
     check.resources = performance.getEntriesByType('resource').length;
   }
 
@@ -1101,7 +1113,7 @@
       var r = data;
       document.title = 'metronome: ' + r.target + ' at ' + num(r.offered_rps) + ' req/s (' + r.arrival.process + ')';
       add(app, [el('h1', null, 'metronome report'), el('p', { class: 'sub' }, r.target + ' · ' + r.model + ' model, ' + r.arrival.process +
-        ' arrivals, ' + r.engine + ' engine · ' + r.start_time + ' · run ' + r.run_id)]);
+        ' arrivals, ' + r.engine + ' engine · ', raw(r.start_time), ' · run ', raw(r.run_id))]);
       add(app, reportView(r, meta.runs[0], meta));
     }
     check.ok = true;
