@@ -1,8 +1,10 @@
 // metronome's HTML report: draws hand-made SVG charts from the JSON report
 // embedded in the page (#report-data) and the page's meta (#page-meta).
-// No library, no network. Every number shown from the report is the JSON
-// value itself (JavaScript's shortest round-trip form); derived figures
-// (percentages, per-second rates of a count) are labelled as such.
+// No library, no network. Every number shown goes through one formatter
+// (fmtNum and its kin below: 4 significant digits, thousands separated,
+// units always shown), the rule text and SVG share; the embedded JSON keeps
+// full precision. Derived figures (percentages, per-second rates of a
+// count) are labelled as such.
 // docs/html.md describes the page and its self-check (#selfcheck).
 (function () {
   'use strict';
@@ -117,7 +119,13 @@
   function prose(t) { proseTexts.push(t); return t; }
   // Text shown as recorded (a seed, a timestamp, an id): no number rule.
   function raw(t) { return el('span', { class: 'raw' }, t); }
-  function stat(k, v) { return el('div', { class: 'stat' }, el('div', { class: 'k' }, k), el('div', { class: 'v num' }, v)); }
+  // A tile: a name, and a figure with its unit after the first space
+  // (drawn smaller, so the figure stays on one line).
+  function stat(k, v) {
+    var at = v.indexOf(' ');
+    var shown = at > 0 ? [v.slice(0, at), ' ', el('span', { class: 'u' }, v.slice(at + 1))] : v;
+    return el('div', { class: 'stat' }, el('div', { class: 'k' }, k), el('div', { class: 'v num' }, shown));
+  }
   function dl(pairs) {
     return el('dl', { class: 'cfg' }, pairs.filter(function (p) { return p; }).map(function (p) {
       return [el('dt', null, p[0]), el('dd', null, p[1])];
@@ -678,7 +686,7 @@
     out.push(el('div', { class: 'stats' },
       stat('output', num(r.output_tokens_per_s, 'tokens/s')),
       stat('in-schedule output', num(r.window.in_schedule_output_tokens_per_s, 'tokens/s')),
-      stat('goodput', pct(r.goodput)), stat('good', num(r.window.goodput_rps, 'req/s')),
+      stat('goodput', pct(r.goodput)), stat('good rate', num(r.window.goodput_rps, 'req/s')),
       stat('good', cnt(r.requests.good, 'request')), stat('ok without [DONE]', cnt(r.requests.ok_without_done))));
     var slo = [['latency', r.slo.latency_ms, m.latency], ['ttft', r.slo.ttft_ms, m.ttft], ['itl', r.slo.itl_ms, m.itl], ['tpot', r.slo.tpot_ms, m.tpot]];
     var set = slo.filter(function (s) { return s[1] !== null; });
