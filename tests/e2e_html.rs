@@ -1945,3 +1945,55 @@ fn auto_stream_sweep_page() {
         check_sweep_page(&exe, &page, &sw);
     }
 }
+
+/// A replayed trace whose rate triples after its first second: the offered
+/// line of "Requests per second" follows the trace (each interval's due
+/// requests per second), not the run's mean.
+#[test]
+fn trace_page() {
+    let srv = server(ServeConfig {
+        sse: true,
+        tokens: 4,
+        ttft: Duration::from_millis(2),
+        itl: Duration::from_millis(1),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/v1/chat/completions", srv.addr());
+    // 5 requests in the first second, 15 in the second.
+    let stamps: Vec<u64> = (0..5)
+        .map(|i| i * 200)
+        .chain((0..15).map(|i| 1000 + i * 66))
+        .collect();
+    let text: String = stamps
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!("{{\"timestamp\": {t}, \"input_length\": 8, \"output_length\": 4, \"hash_ids\": [{i}]}}\n")
+        })
+        .collect();
+    let trace = artifacts().join("trace.jsonl");
+    std::fs::write(&trace, text).unwrap();
+    let (page, r) = run_page(
+        "trace",
+        &url,
+        &[
+            "--openai",
+            "--model",
+            "m",
+            "--trace",
+            p(&trace),
+            "--warm-up",
+            "off",
+        ],
+        0,
+    );
+    assert!(r.arrival.trace.is_some());
+    assert_eq!(r.requests.scheduled, 20);
+    let width = r.intervals[1].start_s - r.intervals[0].start_s;
+    let first = offered_in_interval(&r, 0, width).unwrap();
+    let second = offered_in_interval(&r, 1, width).unwrap();
+    assert!(first < second, "{first} {second}");
+    if let Some(exe) = exe_or_skip("the trace run") {
+        check_report_page(&exe, &page, &r);
+    }
+}
