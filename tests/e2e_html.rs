@@ -1494,6 +1494,7 @@ fn ten_minute_page_within_budget() {
     assert_eq!(chart_list(&check), expected_report_charts(&r));
     check_verdict(&r, check["verdict"].as_str().unwrap());
     check_behind_listed(&r, &dom);
+    check_sections(&r, &check);
     assert!(check["verdict"]
         .as_str()
         .unwrap()
@@ -1551,7 +1552,15 @@ fn edge_case_pages() {
         .warnings
         .push("<img src=x onerror=\"window.pwned=1\"> & \u{2028} done".into());
     hostile.seed = u64::MAX;
-    let pages = [("closed", closed), ("empty", empty), ("hostile", hostile)];
+    // One worker: "1 worker", never "1 workers".
+    let mut closed_one = closed.clone();
+    closed_one.closed_workers = 1;
+    let pages = [
+        ("closed", closed),
+        ("closed-one", closed_one),
+        ("empty", empty),
+        ("hostile", hostile),
+    ];
     let exe = exe_or_skip("the edge-case pages");
     for (name, r) in &pages {
         let page = artifacts().join(format!("edge-{name}.html"));
@@ -1569,6 +1578,7 @@ fn edge_case_pages() {
             check_report_hover(r, &chart, si, i, &text);
         }
         check_verdict(r, check["verdict"].as_str().unwrap());
+        check_sections(r, &check);
         if *name == "hostile" {
             assert!(!dom.contains("<img src=x"), "markup injected");
             assert!(dom.contains("&lt;img src=x onerror"), "shown as text");
@@ -1580,6 +1590,10 @@ fn edge_case_pages() {
                 .as_str()
                 .unwrap()
                 .contains("Closed loop, 4 workers"));
+        }
+        if *name == "closed-one" {
+            let v = check["verdict"].as_str().unwrap();
+            assert!(v.contains("Closed loop, 1 worker: "), "{v}");
         }
     }
 }
