@@ -201,27 +201,110 @@ fn check_static(page: &Path, json: &str) -> String {
     html
 }
 
-/// JavaScript's shortest round-trip form of a number, as the page prints it.
-fn js(v: f64) -> String {
-    if v != 0.0 && v.abs() < 1e-6 {
-        format!("{v:e}")
+/// Digits with thousands separated by ','.
+fn grouped(digits: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The shared number rule (tests/data/numbers.json, its "about"), written
+/// here independently of the page's JavaScript: at most 4 significant
+/// digits (Rust's `{:.3e}` rounds the exact binary value), integer digits
+/// never dropped, thousands separated from 1000 (an integer there).
+fn fnum(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let (a, sign) = (v.abs(), if v < 0.0 { "-" } else { "" });
+    let e = format!("{a:.3e}");
+    let (mant, exp) = e.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    if exp >= 3 {
+        return format!("{sign}{}", grouped(&format!("{a:.0}")));
+    }
+    let digits = mant.replace('.', "");
+    let body = if exp >= 0 {
+        let k = exp as usize + 1;
+        format!("{}.{}", &digits[..k], &digits[k..])
     } else {
-        format!("{v}")
+        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+    };
+    format!("{sign}{body}")
+}
+
+/// A count, thousands separated.
+fn fcount(v: u64) -> String {
+    grouped(&v.to_string())
+}
+
+/// A fraction as a percentage.
+fn fpct(v: f64) -> String {
+    if v.is_finite() {
+        format!("{}%", fnum(100.0 * v))
+    } else {
+        "-".into()
     }
 }
 
-/// The number right after `label` in `text`.
-fn after(text: &str, label: &str) -> f64 {
+/// The golden vectors of the shared number rule.
+fn golden() -> Vec<(String, f64, String)> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/numbers.json"
+    ))
+    .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_string(),
+                c["value"].as_f64().unwrap(),
+                c["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The test's own formatter gives the golden vectors (so the page's
+/// numbers are checked against a rule that is itself checked).
+#[test]
+fn the_tests_formatter_gives_the_golden_vectors() {
+    for (kind, v, want) in golden() {
+        let got = match kind.as_str() {
+            "num" => fnum(v),
+            "count" => fcount(v as u64),
+            "pct" => fpct(v),
+            "bytes" => continue,
+            other => panic!("unknown kind {other}"),
+        };
+        assert_eq!(got, want, "{kind} {v}");
+    }
+}
+
+/// The number (as printed: digits, ',', '.', '-', '%') right after
+/// `label` in `text`.
+fn after(text: &str, label: &str) -> String {
     let at = text
         .find(label)
         .unwrap_or_else(|| panic!("no '{label}' in hover text '{text}'"))
         + label.len();
     let t: String = text[at..]
         .chars()
-        .take_while(|c| c.is_ascii_digit() || ".eE+-".contains(*c))
+        .take_while(|c| c.is_ascii_digit() || ",.-%".contains(*c))
         .collect();
-    t.parse()
-        .unwrap_or_else(|_| panic!("no number after '{label}' in '{text}'"))
+    t.trim_end_matches([',', '.']).to_string()
 }
 
 /// The point a percentile curve draws at `index`: the min first, then each
@@ -255,6 +338,40 @@ fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
         core.push(("latency (CO-corrected)", c));
     }
     let mut out = vec![("pct-latency".to_string(), pct(core))];
+    if !r.by_request.is_empty() {
+        out.push((
+            "pct-by-request".into(),
+            pct(r
+                .by_request
+                .iter()
+                .map(|q| (q.name.as_str(), &q.latency))
+                .collect()),
+        ));
+    }
+    if !r.stages.is_empty() {
+        let offered: usize = r
+            .stages
+            .iter()
+            .map(|s| {
+                let ramped =
+                    r.arrival.ramp.as_deref() == Some("exponential") && s.start_rps != s.target_rps;
+                if ramped {
+                    17
+                } else {
+                    2
+                }
+            })
+            .sum();
+        let n = r.intervals.len();
+        out.push((
+            "stages-rate".into(),
+            vec![
+                ("offered".into(), offered),
+                ("achieved (sent/s)".into(), n),
+                ("ok/s".into(), n),
+            ],
+        ));
+    }
     if r.workload.is_some() || m.ttft.count > 0 {
         out.push((
             "pct-stream-first".into(),
@@ -284,16 +401,27 @@ fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
             }
         }
         for c in &r.compat {
-            out.push((
-                format!("pct-compat-{}", c.peer),
-                pct(c.metrics.iter().map(|(k, m)| (k.as_str(), m)).collect()),
-            ));
+            for (suffix, tps) in [("", false), ("-tps", true)] {
+                out.push((
+                    format!("pct-compat-{}{suffix}", c.peer),
+                    pct(c
+                        .metrics
+                        .iter()
+                        .filter(|(k, _)| k.contains("throughput") == tps)
+                        .map(|(k, m)| (k.as_str(), m))
+                        .collect()),
+                ));
+            }
         }
     }
     let n = r.intervals.len();
     let ts = |names: &[&str]| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
     out.push(("ts-latency".into(), ts(&["p50", "p99", "max"])));
-    out.push(("ts-rate".into(), ts(&["sent/s", "ok/s"])));
+    if r.stages.is_empty() && r.arrival.trace.is_none() {
+        out.push(("ts-rate".into(), ts(&["sent/s", "ok/s"])));
+    } else {
+        out.push(("ts-rate".into(), ts(&["sent/s", "ok/s", "offered/s"])));
+    }
     out.push((
         "ts-errors".into(),
         ts(&["errors", "dropped", "unsent", "waited"]),
@@ -316,26 +444,117 @@ fn pct_metric<'a>(r: &'a Report, chart: &str, si: usize) -> &'a Metric {
         }
         "pct-stream-first" => vec![&m.ttft, &m.ttfat, &m.latency],
         "pct-stream-tokens" => vec![&m.itl, &m.itl_chunk, &m.tpot, &m.tail],
+        "pct-by-request" => r.by_request.iter().map(|q| &q.latency).collect(),
         other => match other.strip_prefix("pct-compat-") {
-            Some(peer) => r
-                .compat
-                .iter()
-                .find(|c| c.peer == peer)
-                .unwrap()
-                .metrics
-                .values()
-                .collect(),
+            Some(peer) => {
+                let (peer, tps) = match peer.strip_suffix("-tps") {
+                    Some(p) => (p, true),
+                    None => (peer, false),
+                };
+                r.compat
+                    .iter()
+                    .find(|c| c.peer == peer)
+                    .unwrap()
+                    .metrics
+                    .iter()
+                    .filter(|(k, _)| k.contains("throughput") == tps)
+                    .map(|(_, m)| m)
+                    .collect()
+            }
             None => panic!("not a percentile chart: {other}"),
         },
     };
     all.into_iter().filter(|m| m.count > 0).nth(si).unwrap()
 }
 
+/// The stages' offered rate at each stage's ends (and 15 points within an
+/// exponential ramp): (seconds since the measured phase, req/s), this
+/// shard's share, computed from the JSON as the page must.
+fn stage_points(r: &Report) -> Vec<(f64, f64)> {
+    let n = shard_count(r);
+    let exp = r.arrival.ramp.as_deref() == Some("exponential");
+    let mut out = Vec::new();
+    for s in &r.stages {
+        let k = if exp && s.start_rps != s.target_rps {
+            16
+        } else {
+            1
+        };
+        for j in 0..=k {
+            let f = j as f64 / k as f64;
+            let t = s.from_s + (s.until_s - s.from_s) * f;
+            let rate = if s.start_rps == s.target_rps {
+                s.start_rps
+            } else if exp && s.start_rps > 0.0 && s.target_rps > 0.0 {
+                s.start_rps * (s.target_rps / s.start_rps).powf(f)
+            } else {
+                s.start_rps + (s.target_rps - s.start_rps) * f
+            };
+            out.push((t - r.warmup_s, rate / n));
+        }
+    }
+    out
+}
+
+/// N of a shard "K/N" report, else 1.
+fn shard_count(r: &Report) -> f64 {
+    match r.shard.split_once('/') {
+        Some((k, n)) if k.parse::<u32>().is_ok() => n.parse().unwrap_or(1.0),
+        _ => 1.0,
+    }
+}
+
+/// The offered rate of interval `i` for a run whose rate moves: the mean
+/// of the stages' linear ramps over the interval (a trace: its due
+/// requests per second); `None` for a steady rate.
+fn offered_in_interval(r: &Report, i: usize, width: f64) -> Option<f64> {
+    let v = &r.intervals[i];
+    if r.arrival.trace.is_some() && r.stages.is_empty() {
+        return Some(v.scheduled as f64 / width);
+    }
+    if r.stages.is_empty() {
+        return None;
+    }
+    assert_ne!(
+        r.arrival.ramp.as_deref(),
+        Some("exponential"),
+        "linear only here"
+    );
+    let (a, b) = (r.warmup_s + v.start_s, r.warmup_s + v.start_s + width);
+    let mut sum = 0.0;
+    for s in &r.stages {
+        let (x, y) = (a.max(s.from_s), b.min(s.until_s));
+        if y <= x {
+            continue;
+        }
+        let rate = |t: f64| {
+            let f = ((t - s.from_s) / (s.until_s - s.from_s)).clamp(0.0, 1.0);
+            s.start_rps + (s.target_rps - s.start_rps) * f
+        };
+        sum += (y - x) * (rate(x) + rate(y)) / 2.0;
+    }
+    Some(sum / width / shard_count(r))
+}
+
 /// The hover text of one point of a report chart equals the JSON's values.
 fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, text: &str) {
+    // A figure (the shared rule) and a count (thousands separated).
     let eq = |label: &str, want: f64| {
         let got = after(text, label);
-        assert_eq!(got, want, "{chart} point {i}: '{label}' in '{text}'");
+        assert_eq!(got, fnum(want), "{chart} point {i}: '{label}' in '{text}'");
+    };
+    let eqn = |label: &str, want: u64| {
+        let got = after(text, label);
+        assert_eq!(
+            got,
+            fcount(want),
+            "{chart} point {i}: '{label}' in '{text}'"
+        );
+    };
+    let width = if r.intervals.len() > 1 {
+        r.intervals[1].start_s - r.intervals[0].start_s
+    } else {
+        r.duration_s
     };
     match chart {
         c if c.starts_with("pct-") => {
@@ -349,18 +568,42 @@ fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, text: &str) 
             eq("p50 ", v.p50);
             eq("p99 ", v.p99);
             eq("max ", v.max);
-            eq("ok ", v.ok as f64);
+            eqn("ok ", v.ok);
         }
         "ts-rate" => {
-            eq("sent ", r.intervals[i].sent as f64);
-            eq("ok ", r.intervals[i].ok as f64);
+            let v = &r.intervals[i];
+            eqn("sent ", v.sent);
+            eqn("ok ", v.ok);
+            eq("sent/s ", v.sent as f64 / width);
+            eq("ok/s ", v.ok as f64 / width);
+            if let Some(o) = offered_in_interval(r, i, width) {
+                eq("offered ", o);
+            }
+        }
+        "stages-rate" => {
+            // Series 0 is the offered rate at the stages' ends; 1 and 2
+            // the intervals' sent/s and ok/s.
+            if si == 0 {
+                let (x, y) = stage_points(r)[i];
+                eq(" · offered ", y);
+                assert!(text.contains(&format!("{} s", fnum(x))), "{text}");
+            } else {
+                let v = &r.intervals[i];
+                let n = if si == 1 { v.sent } else { v.ok };
+                let label = if si == 1 {
+                    "achieved (sent/s) "
+                } else {
+                    "ok/s "
+                };
+                eq(label, n as f64 / width);
+            }
         }
         "ts-errors" => {
             let v = &r.intervals[i];
-            eq("errors ", v.errors as f64);
-            eq("dropped ", v.dropped as f64);
-            eq("unsent ", v.unsent as f64);
-            eq("waited ", v.waited as f64);
+            eqn("errors ", v.errors);
+            eqn("dropped ", v.dropped);
+            eqn("unsent ", v.unsent);
+            eqn("waited ", v.waited);
         }
         "ts-lag" => eq("send lag p99 ", r.intervals[i].send_lag_p99),
         "ts-cpu" => eq("work_cpu ", r.intervals[i].work_cpu),
@@ -371,8 +614,8 @@ fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, text: &str) 
             } else {
                 &w.output_tokens
             };
-            eq("tokens ≤ ", d.buckets[i].0 as f64);
-            eq(": ", d.buckets[i].1 as f64);
+            eqn("tokens ≤ ", d.buckets[i].0);
+            eqn(": ", d.buckets[i].1);
         }
         other => panic!("no hover check for {other}"),
     }
@@ -504,10 +747,11 @@ fn check_behind_listed(r: &Report, dom: &str) {
     let from = dom.find("id=\"behind-list\"").map_or(dom.len(), |i| i);
     for b in &r.generator.behind {
         let line = format!(
-            "{} s to {} s, {} intervals, {}: {}",
-            js(b.from_s),
-            js(b.until_s),
-            b.intervals,
+            "{} s to {} s, {} interval{}, {}: {}",
+            fnum(b.from_s),
+            fnum(b.until_s),
+            fcount(b.intervals),
+            if b.intervals == 1 { "" } else { "s" },
             b.cause,
             b.detail
         );
@@ -518,26 +762,53 @@ fn check_behind_listed(r: &Report, dom: &str) {
 /// The verdict box names what the report says.
 fn check_verdict(r: &Report, verdict: &str) {
     let q = &r.requests;
-    let rate = if r.model == "closed" {
-        format!(
-            "Closed loop, {} workers: achieved {} req/s",
-            r.closed_workers,
-            js(r.achieved_rps)
-        )
+    let mut want = if r.model == "closed" {
+        vec![format!(
+            "Closed loop, {} worker{}: achieved {} req/s",
+            fcount(u64::from(r.closed_workers)),
+            if r.closed_workers == 1 { "" } else { "s" },
+            fnum(r.achieved_rps)
+        )]
+    } else if let Some(s) = r.sessions.filter(|s| s.planned_turns > 0) {
+        vec![format!(
+            "Offered {} sessions/s ({} turns planned: {} req/s), achieved {} req/s",
+            fnum(r.offered_rps),
+            fcount(s.planned_turns),
+            fnum(s.offered_turns_per_s),
+            fnum(r.achieved_rps)
+        )]
     } else {
-        format!(
-            "Offered {} req/s, achieved {} req/s",
-            js(r.offered_rps),
-            js(r.achieved_rps)
-        )
+        vec![
+            format!("Offered {} req/s", fnum(r.offered_rps)),
+            format!("achieved {} req/s", fnum(r.achieved_rps)),
+        ]
     };
-    for want in [
-        rate,
-        format!(
-            "ok {}, errors {}, dropped {}, unsent {}",
-            q.ok, q.errors, q.dropped, q.unsent
-        ),
-    ] {
+    if !r.stages.is_empty() {
+        let rates = r.stages.iter().flat_map(|s| [s.start_rps, s.target_rps]);
+        let lo = rates.clone().fold(f64::INFINITY, f64::min);
+        let hi = rates.fold(f64::NEG_INFINITY, f64::max);
+        want.push(format!(
+            "req/s on average ({} stages, {} to {} req/s), achieved",
+            r.stages.len(),
+            fnum(lo),
+            fnum(hi)
+        ));
+    }
+    want.push(format!(
+        "Throughput {} ok/s over the real window of {} s.",
+        fnum(r.throughput_rps),
+        fnum(r.window.window_s)
+    ));
+    want.push(format!(
+        "ok {}, errors {}, dropped {}, unsent {} (scheduled {}, sent {}",
+        fcount(q.ok),
+        fcount(q.errors),
+        fcount(q.dropped),
+        fcount(q.unsent),
+        fcount(q.scheduled),
+        fcount(q.sent)
+    ));
+    for want in want {
         assert!(
             verdict.contains(&want),
             "'{want}' not in verdict '{verdict}'"
@@ -549,11 +820,25 @@ fn check_verdict(r: &Report, verdict: &str) {
         assert!(verdict.starts_with(&head), "{verdict}");
     }
     for t in &r.thresholds {
+        // The value with its unit: ms for a metric's statistic, a
+        // percentage for a ratio.
+        let lhs = t.expr.split(['<', '>', '=', '!']).next().unwrap();
+        let value = if lhs.contains('.') {
+            format!("{} ms", fnum(t.value))
+        } else if ["error_rate", "achieved_ratio", "goodput"].contains(&lhs) {
+            fpct(t.value)
+        } else if lhs.ends_with("_rps") {
+            format!("{} req/s", fnum(t.value))
+        } else if lhs == "output_tokens_per_s" {
+            format!("{} tokens/s", fnum(t.value))
+        } else {
+            let n = t.value as u64;
+            format!("{} request{}", fcount(n), if n == 1 { "" } else { "s" })
+        };
         let want = format!(
-            "{} {}: measured {}",
+            "{} {}: measured {value}",
             if t.passed { "PASS" } else { "FAIL" },
             t.expr,
-            js(t.value)
         );
         assert!(
             verdict.contains(&want),
@@ -582,17 +867,223 @@ fn check_verdict(r: &Report, verdict: &str) {
         );
     }
     if others.len() > 3 {
-        let more = format!("in {} more stretches", others.len() - 3);
+        let more = format!("in {} more stretches", fcount(others.len() as u64 - 3));
         assert!(verdict.contains(&more), "'{more}' not in '{verdict}'");
     }
     for (k, n) in r.errors.by_kind.iter().filter(|(_, n)| **n > 0) {
-        assert!(verdict.contains(&format!("{k} {n}")), "{verdict}");
+        assert!(
+            verdict.contains(&format!("{k} {}", fcount(*n))),
+            "{verdict}"
+        );
     }
+}
+
+/// A Metric's row as the page's percentile tables show it.
+fn metric_row(name: &str, m: &Metric) -> Vec<String> {
+    let mut row = vec![name.to_string(), fcount(m.count)];
+    row.extend(
+        [m.min, m.mean, m.p50, m.p90, m.p95, m.p99, m.p999, m.max]
+            .into_iter()
+            .map(fnum),
+    );
+    row
+}
+
+/// The cells of the table `id` the self-check recorded.
+fn table_rows(check: &Value, id: &str) -> Vec<Vec<String>> {
+    let t = check["tables"][id]
+        .as_array()
+        .unwrap_or_else(|| panic!("no table #{id} on the page"));
+    t.iter()
+        .map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every section's table shows the JSON's numbers by the shared rule:
+/// percentiles, requests by name, stages, sessions, stream metrics, token
+/// counts and each compat view.
+fn check_sections(r: &Report, check: &Value) {
+    let m = &r.metrics;
+    let mut core = vec![
+        metric_row("latency", &m.latency),
+        metric_row("service time", &m.service_time),
+        metric_row("send lag", &m.send_lag),
+    ];
+    if let Some(c) = &m.latency_corrected {
+        core.push(metric_row("latency (CO-corrected)", c));
+    }
+    assert_eq!(table_rows(check, "latency-table"), core);
+    if !r.by_request.is_empty() {
+        let ttft = r.by_request.iter().any(|q| q.ttft.is_some());
+        let want: Vec<Vec<String>> = r
+            .by_request
+            .iter()
+            .map(|q| {
+                let mut row = vec![q.name.clone()];
+                row.extend([q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.unsent].map(fcount));
+                row.extend(
+                    [
+                        q.latency.p50,
+                        q.latency.p99,
+                        q.latency.max,
+                        q.service_time.p50,
+                        q.send_lag.p99,
+                    ]
+                    .map(fnum),
+                );
+                if ttft {
+                    let t = q.ttft.as_ref().unwrap();
+                    row.extend([fnum(t.p50), fnum(t.p99)]);
+                }
+                let kinds: Vec<String> = q
+                    .errors_by_kind
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k} {}", fcount(*n)))
+                    .collect();
+                row.push(if kinds.is_empty() {
+                    "none".into()
+                } else {
+                    kinds.join(", ")
+                });
+                row
+            })
+            .collect();
+        assert_eq!(table_rows(check, "by-request-table"), want);
+    }
+    if !r.stages.is_empty() {
+        let want: Vec<Vec<String>> = r
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut row = vec![
+                    (i + 1).to_string(),
+                    fnum(s.from_s),
+                    fnum(s.until_s),
+                    format!("{} → {}", fnum(s.start_rps), fnum(s.target_rps)),
+                    fnum(s.offered),
+                ];
+                row.extend([s.scheduled, s.sent, s.ok, s.errors, s.dropped, s.unsent].map(fcount));
+                row.extend([fnum(s.p50), fnum(s.p99)]);
+                row
+            })
+            .collect();
+        assert_eq!(table_rows(check, "stages-table"), want);
+    }
+    if let Some(s) = &r.sessions {
+        let row = |k: &str, v: String| vec![k.to_string(), v];
+        let want = vec![
+            row("started", fcount(s.started)),
+            row("completed", fcount(s.completed)),
+            row("abandoned", fcount(s.abandoned)),
+            row("cut", fcount(s.cut)),
+            row("overflowed", fcount(s.overflowed)),
+            row("unfinished", fcount(s.unfinished)),
+            row("follow-up turns", fcount(s.follow_ups)),
+            row("think time", format!("{} ms", fnum(s.think_time_ms))),
+            row("planned turns", fcount(s.planned_turns)),
+            row(
+                "planned turns per second",
+                format!("{} req/s", fnum(s.offered_turns_per_s)),
+            ),
+        ];
+        assert_eq!(table_rows(check, "sessions-table"), want);
+    }
+    if r.workload.is_some() || m.ttft.count > 0 {
+        let want: Vec<Vec<String>> = [
+            ("TTFT", &m.ttft),
+            ("TTFAT (first answer token)", &m.ttfat),
+            ("ITL (per token)", &m.itl),
+            ("ITL (per chunk)", &m.itl_chunk),
+            ("TPOT", &m.tpot),
+            ("tail (last token to end)", &m.tail),
+            ("latency", &m.latency),
+        ]
+        .iter()
+        .map(|(n, m)| metric_row(n, m))
+        .collect();
+        assert_eq!(table_rows(check, "stream-metrics"), want);
+    }
+    if let Some(w) = &r.workload {
+        let want: Vec<Vec<String>> = [("input", &w.input_tokens), ("output", &w.output_tokens)]
+            .iter()
+            .map(|(n, d)| {
+                vec![
+                    n.to_string(),
+                    fcount(d.count),
+                    fcount(d.total),
+                    fcount(d.min),
+                    fnum(d.mean),
+                    fcount(d.p50),
+                    fcount(d.p90),
+                    fcount(d.p99),
+                    fcount(d.max),
+                ]
+            })
+            .collect();
+        assert_eq!(table_rows(check, "token-counts"), want);
+    }
+    for c in &r.compat {
+        for (suffix, tps) in [("ms", false), ("tps", true)] {
+            let want: Vec<Vec<String>> = c
+                .metrics
+                .iter()
+                .filter(|(k, _)| k.contains("throughput") == tps)
+                .map(|(k, m)| metric_row(k, m))
+                .collect();
+            let id = format!("compat-{}-{suffix}", c.peer);
+            if want.is_empty() {
+                assert!(check["tables"][&id].is_null(), "{id}");
+            } else {
+                assert_eq!(table_rows(check, &id), want, "{id}");
+            }
+        }
+    }
+    check_digits(check);
+    let wide = check["overflow"].as_array().unwrap();
+    assert!(wide.is_empty(), "tables wider than the page: {wide:?}");
+}
+
+/// No number on the page has more than 6 significant digits (the
+/// self-check's text leaves out code, seeds, times and ids).
+fn check_digits(check: &Value) {
+    let text = check["text"].as_str().unwrap();
+    let mut word = String::new();
+    let mut bad = Vec::new();
+    for c in text.chars().chain([' ']) {
+        if c.is_ascii_digit() || c == '.' || (c == ',' && !word.is_empty()) {
+            word.push(c);
+            continue;
+        }
+        // "1,234" is one number; "a, 2" is not (a ',' then a space).
+        let w = word.trim_end_matches([',', '.']);
+        let digits: String = w.chars().filter(char::is_ascii_digit).collect();
+        let significant = if w.contains('.') {
+            digits.trim_start_matches('0').len()
+        } else {
+            digits.trim_start_matches('0').trim_end_matches('0').len()
+        };
+        if significant > 6 {
+            bad.push(w.to_string());
+        }
+        word.clear();
+    }
+    assert!(
+        bad.is_empty(),
+        "numbers with more than 6 significant digits: {bad:?}"
+    );
 }
 
 /// Loads a report's page in the browser and checks it against the report;
 /// writes its screenshot.
-fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
+fn check_report_page(exe: &Path, page: &Path, r: &Report) -> (Value, String) {
     let (check, dom) = load(exe, page);
     check_clean(&check, page);
     assert_eq!(check["kind"], "report");
@@ -609,6 +1100,7 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
     }
     check_verdict(r, check["verdict"].as_str().unwrap());
     check_behind_listed(r, &dom);
+    check_sections(r, &check);
     if r.intervals.is_empty() {
         assert!(check["zoom"].is_null());
     } else {
@@ -616,7 +1108,7 @@ fn check_report_page(exe: &Path, page: &Path, r: &Report) -> String {
         check_keyboard(r, &check, &hs);
     }
     screenshot(exe, page, 3400);
-    dom
+    (check, dom)
 }
 
 fn screenshot(exe: &Path, page: &Path, height: u32) {
@@ -764,15 +1256,22 @@ fn openai_stream_page() {
             "--slo",
             "tpot=10ms",
             "--metrics-compat",
-            "vllm,aiperf",
+            "vllm,guidellm,aiperf",
         ],
         0,
     );
-    assert!(r.metrics.ttft.count > 0 && r.compat.len() == 2);
+    assert!(r.metrics.ttft.count > 0 && r.compat.len() == 3);
+    // aiperf's throughput metrics are tokens/s: a chart and table of their
+    // own, never on the ms axis.
+    let aiperf = r.compat.iter().find(|c| c.peer == "aiperf").unwrap();
+    assert!(aiperf.metrics.keys().any(|k| k.contains("throughput")));
     if let Some(exe) = exe_or_skip("the stream run") {
-        let dom = check_report_page(&exe, &page, &r);
-        assert!(dom.contains("As vllm defines them") && dom.contains("As aiperf defines them"));
-        assert!(dom.contains(&format!("Goodput {}", js(r.goodput))));
+        let (_, dom) = check_report_page(&exe, &page, &r);
+        for peer in ["vllm", "guidellm", "aiperf"] {
+            assert!(dom.contains(&format!("As {peer} defines them")), "{peer}");
+        }
+        assert!(dom.contains("The aiperf throughput metrics by percentile (tokens/s)"));
+        assert!(dom.contains(&format!("Goodput {}", fpct(r.goodput))));
     }
 }
 
@@ -819,87 +1318,7 @@ fn sweep_page() {
     let Some(exe) = exe_or_skip("the sweep") else {
         return;
     };
-    let (check, dom) = load(&exe, &page);
-    check_clean(&check, &page);
-    assert_eq!(check["kind"], "sweep");
-    if let Some(k) = sw.knee {
-        let label = format!("knee: {} req/s", js(sw.steps[k].offered_rps));
-        assert_eq!(dom.matches(&label).count(), 2, "marked on both charts");
-    }
-    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
-    type Pick = (&'static str, f64, fn(&Metric) -> f64);
-    let picks: [Pick; 3] = [
-        ("p50", 0.5, |m| m.p50),
-        ("p99", 0.99, |m| m.p99),
-        ("p99.9", 0.999, |m| m.p999),
-    ];
-    let steps_of = |q: f64| -> Vec<&Report> {
-        sw.steps
-            .iter()
-            .filter(|s| supported(&s.metrics.latency, q))
-            .collect()
-    };
-    // The sweep's charts, then the shown step's (the knee's, else the last).
-    let shown = &sw.steps[sw.knee.unwrap_or(sw.steps.len() - 1)];
-    let mut want = vec![
-        (
-            "sweep-latency".to_string(),
-            picks
-                .iter()
-                .map(|(n, q, _)| (n.to_string(), steps_of(*q).len()))
-                .collect::<Series>(),
-        ),
-        (
-            "sweep-rate".to_string(),
-            vec![
-                ("achieved".to_string(), sw.steps.len()),
-                ("throughput (ok/s)".to_string(), sw.steps.len()),
-            ],
-        ),
-    ];
-    want.extend(expected_report_charts(shown));
-    assert_eq!(chart_list(&check), want);
-    for (chart, si, i, text) in hovers(&check) {
-        match chart.as_str() {
-            "sweep-latency" => {
-                let (name, q, pick) = picks[si];
-                let s = steps_of(q)[i];
-                assert_eq!(after(&text, "offered "), s.offered_rps, "{text}");
-                assert_eq!(
-                    after(&text, &format!("{name} ")),
-                    pick(&s.metrics.latency),
-                    "{text}"
-                );
-            }
-            "sweep-rate" => {
-                let s = &sw.steps[i];
-                let (label, v) = if si == 0 {
-                    ("achieved ", s.achieved_rps)
-                } else {
-                    ("throughput ", s.throughput_rps)
-                };
-                assert_eq!(after(&text, label), v, "{text}");
-            }
-            other => check_report_hover(shown, other, si, i, &text),
-        }
-    }
-    let verdict = check["verdict"].as_str().unwrap();
-    match sw.knee {
-        Some(k) => {
-            let why = metronome::report::sweep::fell_behind(&sw.steps[k]).unwrap();
-            assert!(
-                verdict.contains(&format!(
-                    "Knee at {} req/s (step {} of {}): {why}.",
-                    js(sw.steps[k].offered_rps),
-                    k + 1,
-                    sw.steps.len()
-                )),
-                "{verdict}"
-            );
-        }
-        None => assert!(verdict.contains("Every step kept up with its schedule.")),
-    }
-    screenshot(&exe, &page, 3000);
+    check_sweep_page(&exe, &page, &sw);
 }
 
 #[test]
@@ -946,24 +1365,27 @@ fn merge_page() {
     let Some(exe) = exe_or_skip("the merge") else {
         return;
     };
-    let dom = check_report_page(&exe, &page, &r);
+    let (check, _) = check_report_page(&exe, &page, &r);
     let first = r
         .shard_starts
         .iter()
         .map(|s| s.began_unix_ns())
         .min()
         .unwrap();
-    for s in &r.shard_starts {
-        let row = format!(
-            "<th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            s.shard,
-            metronome::units::rfc3339_ns(s.start_unix_ns),
-            s.start_unix_ns,
-            s.start_offset_ns,
-            js((s.began_unix_ns() - first) as f64 / 1e6)
-        );
-        assert!(dom.contains(&row), "no shard row {row}");
-    }
+    let want: Vec<Vec<String>> = r
+        .shard_starts
+        .iter()
+        .map(|s| {
+            vec![
+                s.shard.clone(),
+                metronome::units::rfc3339_ns(s.start_unix_ns),
+                s.start_unix_ns.to_string(),
+                fnum(s.start_offset_ns as f64 / 1e6),
+                fnum((s.began_unix_ns() - first) as f64 / 1e6),
+            ]
+        })
+        .collect();
+    assert_eq!(table_rows(&check, "shards-table"), want);
 }
 
 /// Bad input: a clear error and exit 2, never a panic.
@@ -1072,6 +1494,7 @@ fn ten_minute_page_within_budget() {
     assert_eq!(chart_list(&check), expected_report_charts(&r));
     check_verdict(&r, check["verdict"].as_str().unwrap());
     check_behind_listed(&r, &dom);
+    check_sections(&r, &check);
     assert!(check["verdict"]
         .as_str()
         .unwrap()
@@ -1129,7 +1552,15 @@ fn edge_case_pages() {
         .warnings
         .push("<img src=x onerror=\"window.pwned=1\"> & \u{2028} done".into());
     hostile.seed = u64::MAX;
-    let pages = [("closed", closed), ("empty", empty), ("hostile", hostile)];
+    // One worker: "1 worker", never "1 workers".
+    let mut closed_one = closed.clone();
+    closed_one.closed_workers = 1;
+    let pages = [
+        ("closed", closed),
+        ("closed-one", closed_one),
+        ("empty", empty),
+        ("hostile", hostile),
+    ];
     let exe = exe_or_skip("the edge-case pages");
     for (name, r) in &pages {
         let page = artifacts().join(format!("edge-{name}.html"));
@@ -1147,6 +1578,7 @@ fn edge_case_pages() {
             check_report_hover(r, &chart, si, i, &text);
         }
         check_verdict(r, check["verdict"].as_str().unwrap());
+        check_sections(r, &check);
         if *name == "hostile" {
             assert!(!dom.contains("<img src=x"), "markup injected");
             assert!(dom.contains("&lt;img src=x onerror"), "shown as text");
@@ -1159,5 +1591,423 @@ fn edge_case_pages() {
                 .unwrap()
                 .contains("Closed loop, 4 workers"));
         }
+        if *name == "closed-one" {
+            let v = check["verdict"].as_str().unwrap();
+            assert!(v.contains("Closed loop, 1 worker: "), "{v}");
+        }
+    }
+}
+
+/// Loads a sweep's page and checks it against the sweep: charts and their
+/// points, hovers, the knee, stream charts for stream sweeps, the steps
+/// table, and the shown step's report view.
+fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
+    let (exe, page) = (exe.to_path_buf(), page.to_path_buf());
+    let (check, dom) = load(&exe, &page);
+    check_clean(&check, &page);
+    assert_eq!(check["kind"], "sweep");
+    let stream = sw
+        .steps
+        .iter()
+        .any(|s| s.workload.is_some() || s.metrics.ttft.count > 0);
+    if let Some(k) = sw.knee {
+        let label = format!("knee: {} req/s", fnum(sw.steps[k].offered_rps));
+        let charts = if stream { 5 } else { 2 };
+        let page_only = &dom[..dom.find("<pre id=\"selfcheck\"").unwrap()];
+        assert_eq!(
+            page_only.matches(&label).count(),
+            charts,
+            "marked on every chart"
+        );
+    }
+    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
+    type Pick = (&'static str, f64, fn(&Metric) -> f64);
+    let picks: [Pick; 3] = [
+        ("p50", 0.5, |m| m.p50),
+        ("p99", 0.99, |m| m.p99),
+        ("p99.9", 0.999, |m| m.p999),
+    ];
+    let steps_of = |q: f64| -> Vec<&Report> {
+        sw.steps
+            .iter()
+            .filter(|s| supported(&s.metrics.latency, q))
+            .collect()
+    };
+    // The sweep's charts, then the shown step's (the knee's, else the last).
+    let shown = &sw.steps[sw.knee.unwrap_or(sw.steps.len() - 1)];
+    let mut want = vec![
+        (
+            "sweep-latency".to_string(),
+            picks
+                .iter()
+                .map(|(n, q, _)| (n.to_string(), steps_of(*q).len()))
+                .collect::<Series>(),
+        ),
+        (
+            "sweep-rate".to_string(),
+            vec![
+                ("achieved".to_string(), sw.steps.len()),
+                ("throughput (ok/s)".to_string(), sw.steps.len()),
+            ],
+        ),
+    ];
+    // Stream sweeps: TTFT and ITL (p50, p99, steps with values) and
+    // output tokens/s against the offered rate.
+    let with = |k: &str| -> Vec<&Report> {
+        sw.steps
+            .iter()
+            .filter(|s| s.metrics.get(k).unwrap().count > 0)
+            .collect()
+    };
+    if stream {
+        for (id, k) in [("sweep-ttft", "ttft"), ("sweep-itl", "itl")] {
+            let n = with(k).len();
+            want.push((
+                id.to_string(),
+                vec![("p50".to_string(), n), ("p99".to_string(), n)],
+            ));
+        }
+        want.push((
+            "sweep-tokens".to_string(),
+            vec![("output tokens/s".to_string(), sw.steps.len())],
+        ));
+    }
+    want.extend(expected_report_charts(shown));
+    assert_eq!(chart_list(&check), want);
+    let steps_table: Vec<Vec<String>> = table_rows(&check, "steps-table")
+        .into_iter()
+        .map(|row| row[..9].to_vec())
+        .collect();
+    let want_steps: Vec<Vec<String>> = sw
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let m = &s.metrics.latency;
+            let knee = if sw.knee == Some(i) { " (knee)" } else { "" };
+            vec![
+                format!("{}{knee}", fnum(s.offered_rps)),
+                fnum(s.achieved_rps),
+                fcount(s.requests.errors),
+                fcount(s.requests.dropped),
+                fnum(m.p50),
+                fnum(m.p99),
+                fnum(m.p999),
+                fnum(m.max),
+                fnum(s.metrics.send_lag.p99),
+            ]
+        })
+        .collect();
+    assert_eq!(steps_table, want_steps);
+    if let Some(a) = &sw.auto {
+        let want = format!(
+            "the synchronous probe (one request at a time) sustained {} req/s, the throughput probe ({} worker{}) {} req/s",
+            fnum(a.synchronous_rps),
+            a.throughput_workers,
+            if a.throughput_workers == 1 { "" } else { "s" },
+            fnum(a.throughput_rps)
+        );
+        assert!(
+            check["verdict"].as_str().unwrap().contains(&want),
+            "'{want}' not in {}",
+            check["verdict"]
+        );
+    }
+    check_sections(shown, &check);
+    for (chart, si, i, text) in hovers(&check) {
+        match chart.as_str() {
+            "sweep-latency" => {
+                let (name, q, pick) = picks[si];
+                let s = steps_of(q)[i];
+                assert_eq!(after(&text, "offered "), fnum(s.offered_rps), "{text}");
+                assert_eq!(
+                    after(&text, &format!("{name} ")),
+                    fnum(pick(&s.metrics.latency)),
+                    "{text}"
+                );
+            }
+            "sweep-rate" => {
+                let s = &sw.steps[i];
+                let (label, v) = if si == 0 {
+                    ("achieved ", s.achieved_rps)
+                } else {
+                    ("throughput ", s.throughput_rps)
+                };
+                assert_eq!(after(&text, label), fnum(v), "{text}");
+            }
+            "sweep-ttft" | "sweep-itl" => {
+                let k = if chart == "sweep-ttft" { "ttft" } else { "itl" };
+                let s = with(k)[i];
+                let m = s.metrics.get(k).unwrap();
+                let (name, v) = if si == 0 {
+                    ("p50 ", m.p50)
+                } else {
+                    ("p99 ", m.p99)
+                };
+                assert_eq!(after(&text, "offered "), fnum(s.offered_rps), "{text}");
+                assert_eq!(after(&text, name), fnum(v), "{text}");
+            }
+            "sweep-tokens" => {
+                let s = &sw.steps[i];
+                assert_eq!(
+                    after(&text, "output "),
+                    fnum(s.output_tokens_per_s),
+                    "{text}"
+                );
+            }
+            other => check_report_hover(shown, other, si, i, &text),
+        }
+    }
+    let verdict = check["verdict"].as_str().unwrap();
+    match sw.knee {
+        Some(k) => {
+            let why = metronome::report::sweep::fell_behind(&sw.steps[k]).unwrap();
+            assert!(
+                verdict.contains(&format!(
+                    "Knee at {} req/s (step {} of {}): {why}.",
+                    fnum(sw.steps[k].offered_rps),
+                    k + 1,
+                    sw.steps.len()
+                )),
+                "{verdict}"
+            );
+        }
+        None => assert!(verdict.contains("Every step kept up with its schedule.")),
+    }
+    screenshot(&exe, &page, 3000);
+}
+
+/// The page's formatter (`window.metronomeFormat`), evaluated in Chromium
+/// on every golden vector of tests/data/numbers.json, gives each text.
+#[test]
+fn page_formatter_gives_the_golden_vectors() {
+    let cases = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/numbers.json"
+    ))
+    .unwrap();
+    let html = metronome::report::html::render_report(&example(), None).unwrap();
+    // A script after the page's own: formats every case into #golden.
+    let probe = format!(
+        "<script>(function () {{ var g = {}; var f = window.metronomeFormat; \
+         var p = document.createElement('pre'); p.id = 'golden'; \
+         p.textContent = JSON.stringify(g.cases.map(function (c) {{ return f[c.kind](c.value); }})); \
+         document.body.appendChild(p); }})();</script>\n</body>",
+        cases.replace('<', "\\u003c")
+    );
+    let page = artifacts().join("golden.html");
+    std::fs::write(&page, html.replacen("</body>", &probe, 1)).unwrap();
+    let Some(exe) = exe_or_skip("the golden vectors") else {
+        return;
+    };
+    let dom = chromium(&exe, &page, &["--dump-dom".to_string()]);
+    let open = "<pre id=\"golden\">";
+    let from = dom.find(open).expect("the probe ran") + open.len();
+    let len = dom[from..].find("</pre>").unwrap();
+    let got: Vec<String> = serde_json::from_str(&unescape(&dom[from..from + len])).unwrap();
+    let want = golden();
+    assert_eq!(got.len(), want.len());
+    for ((kind, v, text), got) in want.iter().zip(&got) {
+        assert_eq!(got, text, "{kind} {v}");
+    }
+}
+
+/// A request mix over three stages (a linear ramp 0 -> 300, 300 -> 600,
+/// then 600 steady) against a server that stalls for half a second: the
+/// page's request-name and stage sections equal the JSON, the ramp is
+/// drawn as offered against achieved (the offered line follows the
+/// stages), and the verdict gives the stages' range beside the mean.
+#[test]
+fn mix_stages_and_stall_page() {
+    let srv = server(ServeConfig {
+        service: Duration::from_millis(1),
+        stall_at: Some(Duration::from_millis(2200)),
+        stall_for: Duration::from_millis(400),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/", srv.addr());
+    let mix = artifacts().join("mix.jsonl");
+    std::fs::write(
+        &mix,
+        "{\"name\":\"home\",\"path\":\"/\",\"weight\":3}\n\
+         {\"name\":\"search\",\"path\":\"/search?q=x\",\"weight\":1}\n",
+    )
+    .unwrap();
+    let (page, r) = run_page(
+        "mix-stages",
+        &url,
+        &[
+            "--stages",
+            "1s:300,3s:600,1s:600",
+            "--requests",
+            p(&mix),
+            "--warm-up",
+            "off",
+        ],
+        0,
+    );
+    assert_eq!(r.stages.len(), 3);
+    assert_eq!(r.by_request.len(), 2);
+    let offered: Vec<f64> = stage_points(&r).iter().map(|p| p.1).collect();
+    assert_eq!(offered, [0.0, 300.0, 300.0, 600.0, 600.0, 600.0]);
+    if let Some(exe) = exe_or_skip("the stages run") {
+        let (check, _) = check_report_page(&exe, &page, &r);
+        // ts-rate's offered series moves with the stages (its first
+        // interval offers 150 req/s on average, its last 600).
+        let width = r.intervals[1].start_s - r.intervals[0].start_s;
+        let first = offered_in_interval(&r, 0, width).unwrap();
+        let last = offered_in_interval(&r, r.intervals.len() - 1, width).unwrap();
+        assert!(first < last, "{first} {last}");
+        let rows = table_rows(&check, "stages-table");
+        assert_eq!(rows[1][3], "300.0 → 600.0");
+    }
+}
+
+/// A conversation run: the sessions section and one row per turn equal
+/// the JSON; the verdict offers sessions/s and their planned turns.
+#[test]
+fn conversation_page() {
+    let srv = server(ServeConfig {
+        sse: true,
+        tokens: 4,
+        ttft: Duration::from_millis(5),
+        itl: Duration::from_millis(2),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/v1/chat/completions", srv.addr());
+    let data = artifacts().join("conv.jsonl");
+    std::fs::write(
+        &data,
+        "{\"turns\": [\"alpha one\", \"alpha two\", \"alpha three\"]}\n\
+         {\"turns\": [\"beta only\"]}\n\
+         {\"turns\": [\"gamma one\", \"gamma two\"]}\n",
+    )
+    .unwrap();
+    let (page, r) = run_page(
+        "conversation",
+        &url,
+        &[
+            "--openai",
+            "--model",
+            "m",
+            "--dataset",
+            p(&data),
+            "--think-time",
+            "50ms",
+            "--rate",
+            "4",
+            "--duration",
+            "2s",
+            "--warm-up",
+            "off",
+        ],
+        0,
+    );
+    let s = r.sessions.expect("sessions");
+    assert!(s.started > 0 && s.planned_turns > 0, "{s:?}");
+    assert!(r.by_request.iter().any(|q| q.name == "turn-1"));
+    if let Some(exe) = exe_or_skip("the conversation run") {
+        let (_, dom) = check_report_page(&exe, &page, &r);
+        assert!(dom.contains("<h2 id=\"sessions\">Sessions</h2>"));
+        assert!(dom.contains("<h2 id=\"by-request\">Turns</h2>"));
+    }
+}
+
+/// `sweep --auto` of a stream: the probes are named, and the page charts
+/// TTFT, ITL and output tokens/s against the offered rate.
+#[test]
+fn auto_stream_sweep_page() {
+    let srv = server(ServeConfig {
+        sse: true,
+        tokens: 8,
+        ttft: Duration::from_millis(10),
+        itl: Duration::from_millis(2),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/", srv.addr());
+    let dir = artifacts();
+    let page = dir.join("sweep-auto.html");
+    let json = dir.join("sweep-auto.json");
+    ok(
+        &[
+            "sweep",
+            &url,
+            "--openai",
+            "--auto",
+            "--auto-steps",
+            "3",
+            "--duration",
+            "1s",
+            "--max-concurrency",
+            "4",
+            "--quiet",
+            "--engine",
+            "std",
+            "--out",
+            p(&json),
+            "--html",
+            p(&page),
+        ],
+        0,
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    let sw: Sweep = serde_json::from_str(&text).unwrap();
+    check_static(&page, &text);
+    assert!(sw.auto.is_some() && sw.steps.len() == 3);
+    assert!(sw.steps.iter().all(|s| s.metrics.ttft.count > 0));
+    if let Some(exe) = exe_or_skip("the auto sweep") {
+        check_sweep_page(&exe, &page, &sw);
+    }
+}
+
+/// A replayed trace whose rate triples after its first second: the offered
+/// line of "Requests per second" follows the trace (each interval's due
+/// requests per second), not the run's mean.
+#[test]
+fn trace_page() {
+    let srv = server(ServeConfig {
+        sse: true,
+        tokens: 4,
+        ttft: Duration::from_millis(2),
+        itl: Duration::from_millis(1),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/v1/chat/completions", srv.addr());
+    // 5 requests in the first second, 15 in the second.
+    let stamps: Vec<u64> = (0..5)
+        .map(|i| i * 200)
+        .chain((0..15).map(|i| 1000 + i * 66))
+        .collect();
+    let text: String = stamps
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!("{{\"timestamp\": {t}, \"input_length\": 8, \"output_length\": 4, \"hash_ids\": [{i}]}}\n")
+        })
+        .collect();
+    let trace = artifacts().join("trace.jsonl");
+    std::fs::write(&trace, text).unwrap();
+    let (page, r) = run_page(
+        "trace",
+        &url,
+        &[
+            "--openai",
+            "--model",
+            "m",
+            "--trace",
+            p(&trace),
+            "--warm-up",
+            "off",
+        ],
+        0,
+    );
+    assert!(r.arrival.trace.is_some());
+    assert_eq!(r.requests.scheduled, 20);
+    let width = r.intervals[1].start_s - r.intervals[0].start_s;
+    let first = offered_in_interval(&r, 0, width).unwrap();
+    let second = offered_in_interval(&r, 1, width).unwrap();
+    assert!(first < second, "{first} {second}");
+    if let Some(exe) = exe_or_skip("the trace run") {
+        check_report_page(&exe, &page, &r);
     }
 }

@@ -1,6 +1,6 @@
 //! The HTML report (`--html FILE`): one self-contained page that opens
 //! offline. The report (or sweep) JSON is embedded verbatim in a
-//! `<script type="application/json">` element, and about 800 lines of
+//! `<script type="application/json">` element, and about 1,100 lines of
 //! plain JavaScript (`html/page.js`, no charting library) draw hand-made SVG
 //! charts from it; the stylesheet is `html/page.css`. A Content-Security-Policy
 //! of `default-src 'none'` forbids the page every network request. Without

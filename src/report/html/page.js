@@ -1,8 +1,10 @@
 // metronome's HTML report: draws hand-made SVG charts from the JSON report
 // embedded in the page (#report-data) and the page's meta (#page-meta).
-// No library, no network. Every number shown from the report is the JSON
-// value itself (JavaScript's shortest round-trip form); derived figures
-// (percentages, per-second rates of a count) are labelled as such.
+// No library, no network. Every number shown goes through one formatter
+// (fmtNum and its kin below: 4 significant digits, thousands separated,
+// units always shown), the rule text and SVG share; the embedded JSON keeps
+// full precision. Derived figures (percentages, per-second rates of a
+// count) are labelled as such.
 // docs/html.md describes the page and its self-check (#selfcheck).
 (function () {
   'use strict';
@@ -28,9 +30,60 @@
     tail: 'tail (last token to end)', latency_corrected: 'latency (CO-corrected)'
   };
 
+  // ---- numbers for people ----------------------------------------------------
+  // The shared rule of every output (golden vectors: tests/data/numbers.json;
+  // Rust's twin for text and SVG: src/report/num.rs). num: at most 4
+  // significant digits, integer digits never dropped, from 1000 an integer
+  // with thousands separated by ','; zero '0'; non-finite '-'. count: an
+  // integer, thousands separated. pct: a fraction, as num(100 x) '%'. bytes:
+  // B below 1000, else the smallest of KiB, MiB, GiB, TiB under 1000.
+  // toPrecision rounds the exact binary value to nearest, as the rule says.
+  function grouped(digits) { return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+  function fmtNum(v) {
+    v = Number(v);
+    if (!isFinite(v)) return '-';
+    if (v === 0) return '0';
+    var a = Math.abs(v), sign = v < 0 ? '-' : '';
+    var s = a.toPrecision(4);
+    if (Number(s) >= 1000) return sign + grouped(BigInt(Math.round(a)).toString());
+    var e = s.indexOf('e');
+    if (e >= 0) {
+      // Below 1e-6 toPrecision writes d.ddde-N: write it out in full.
+      var exp = Number(s.slice(e + 1)), digits = s.slice(0, e).replace('.', '');
+      s = '0.' + new Array(-exp).join('0') + digits;
+    }
+    return sign + s;
+  }
+  function fmtCount(v) {
+    v = Number(v);
+    if (!isFinite(v)) return '-';
+    return (v < 0 ? '-' : '') + grouped(BigInt(Math.round(Math.abs(v))).toString());
+  }
+  function fmtPct(v) { v = Number(v); return isFinite(v) ? fmtNum(100 * v) + '%' : '-'; }
+  function fmtBytes(v) {
+    v = Number(v);
+    if (!isFinite(v)) return '-';
+    if (Math.abs(v) < 1000) return fmtCount(v) + ' B';
+    var units = ['KiB', 'MiB', 'GiB', 'TiB'], i = 0, x = v / 1024;
+    while (Math.abs(x) >= 1000 && i < units.length - 1) { x /= 1024; i++; }
+    return fmtNum(x) + ' ' + units[i];
+  }
+  // For the browser test (tests/e2e_html.rs checks every golden vector).
+  window.metronomeFormat = { num: fmtNum, count: fmtCount, pct: fmtPct, bytes: fmtBytes };
+
   // ---- small helpers -------------------------------------------------------
-  function num(v) { return v === null || v === undefined ? '—' : String(v); }
-  function pct(v, digits) { return (100 * v).toFixed(digits === undefined ? 1 : digits) + '%'; }
+  // A figure of the report for people (null: '—'); with a unit when given.
+  function num(v, unit) {
+    if (v === null || v === undefined) return '—';
+    return fmtNum(v) + (unit ? ' ' + unit : '');
+  }
+  // A count (an integer), with its noun made plural unless it is 1:
+  // cnt(1, 'worker') = '1 worker', cnt(3, 'worker') = '3 workers'.
+  function cnt(v, noun, plural) {
+    if (v === null || v === undefined) return '—';
+    return fmtCount(v) + (noun ? ' ' + (v === 1 ? noun : (plural || noun + 's')) : '');
+  }
+  function pct(v) { return v === null || v === undefined ? '—' : fmtPct(v); }
   function el(tag, attrs) {
     var e = document.createElement(tag);
     if (attrs) { for (var k in attrs) { if (attrs[k] !== null && attrs[k] !== undefined) e.setAttribute(k, attrs[k]); } }
@@ -49,8 +102,9 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  function table(caption, head, rows) {
-    return el('div', { class: 'scroll' }, el('table', null,
+  // A table; with an id, the self-check records its cells (tests compare them).
+  function table(caption, head, rows, id) {
+    return el('div', { class: 'scroll' }, el('table', id ? { id: id } : null,
       caption ? el('caption', null, caption) : null,
       el('thead', null, el('tr', null, head.map(function (h, i) {
         return el('th', { scope: 'col', class: i === 0 ? 'l' : null }, h);
@@ -59,7 +113,19 @@
         return el('tr', null, r.map(function (c, i) { return el(i === 0 ? 'th' : 'td', i === 0 ? { scope: 'row' } : null, c); }));
       }))));
   }
-  function stat(k, v) { return el('div', { class: 'stat' }, el('div', { class: 'k' }, k), el('div', { class: 'v num' }, v)); }
+  // Sentences worded by Rust (warnings, details, notes), shown verbatim;
+  // the self-check's text leaves them out (Rust formats their numbers).
+  var proseTexts = [];
+  function prose(t) { proseTexts.push(t); return t; }
+  // Text shown as recorded (a seed, a timestamp, an id): no number rule.
+  function raw(t) { return el('span', { class: 'raw' }, t); }
+  // A tile: a name, and a figure with its unit after the first space
+  // (drawn smaller, so the figure stays on one line).
+  function stat(k, v) {
+    var at = v.indexOf(' ');
+    var shown = at > 0 ? [v.slice(0, at), ' ', el('span', { class: 'u' }, v.slice(at + 1))] : v;
+    return el('div', { class: 'stat' }, el('div', { class: 'k' }, k), el('div', { class: 'v num' }, shown));
+  }
   function dl(pairs) {
     return el('dl', { class: 'cfg' }, pairs.filter(function (p) { return p; }).map(function (p) {
       return [el('dt', null, p[0]), el('dd', null, p[1])];
@@ -72,7 +138,7 @@
     for (var i = 0; i < steps.length; i++) { if (v <= steps[i] * mag * (1 + 1e-12)) return steps[i] * mag; }
     return 10 * mag;
   }
-  function tick(v) { return String(Number(v.toPrecision(6))); }
+  function tick(v) { return fmtNum(v); }
   function isStream(r) { return !!r.workload || r.metrics.ttft.count > 0; }
 
   // ---- the chart -------------------------------------------------------------
@@ -370,13 +436,11 @@
     });
     return { pts: pts, info: info };
   }
-  function pctOf(cum, total) {
-    var p = 100 * cum / total;
-    return p === 100 ? '100%' : String(Number(p.toFixed(4))) + '%';
-  }
   var COLORS = ['var(--c0)', 'var(--c1)', 'var(--c2)', 'var(--c3)', 'var(--c4)', 'var(--c5)'];
-  // A percentile chart of metrics [[key, label, Metric]].
-  function pctChart(id, title, desc, metrics, hlines) {
+  // A percentile chart of metrics [[key, label, Metric, dashed]], in `unit`
+  // (ms unless given).
+  function pctChart(id, title, desc, metrics, hlines, unit) {
+    unit = unit || 'ms';
     metrics = metrics.filter(function (m) { return m[2] && m[2].count > 0; });
     if (!metrics.length) return el('p', { class: 'sub' }, title + ': no values recorded.');
     var curves = metrics.map(function (m) { return curve(m[2]); });
@@ -385,31 +449,53 @@
     var series = metrics.map(function (m, i) {
       return { name: m[1], color: COLORS[i % COLORS.length], pts: curves[i].pts, dashed: !!m[3] };
     });
-    var cols = ['count', 'min', 'mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max'];
     return chart({
       id: id, title: title, desc: desc, xType: 'pct', yType: 'log', yToggle: true, xMin: 0, xMax: decades,
-      xLabel: 'percentile (log scale of 1/(1-p); a curve ends at 1 - 1/count)', yLabel: 'ms',
+      xLabel: 'percentile (log scale of 1/(1-p); a curve ends at 1 - 1/count)', yLabel: unit,
       series: series, nearest: 'xy', hlines: hlines || [],
       hover: function (si, pi) {
         var m = metrics[si], inf = curves[si].info[pi], v = curves[si].pts[pi][1];
-        if (pi === 0) return m[1] + ': min ' + num(v) + ' ms';
-        return m[1] + ': ' + num(v) + ' ms at ' + pctOf(inf.cum, inf.total) + ' (' + inf.cum + ' of ' + inf.total + ' values at or below)';
+        if (pi === 0) return m[1] + ': min ' + num(v, unit);
+        return m[1] + ': ' + num(v, unit) + ' at ' + pct(inf.cum / inf.total) + ' (' + cnt(inf.cum) + ' of ' + cnt(inf.total) + ' values at or below)';
       },
       table: {
-        caption: 'Percentiles (ms), as in the JSON report', head: ['metric'].concat(cols.map(function (k) { return k === 'p999' ? 'p99.9' : k; })),
-        rows: metrics.map(function (m) { return [m[1]].concat(cols.map(function (k) { return num(m[2][k]); })); })
+        caption: 'Percentiles (' + unit + ') of the JSON report', head: ['metric'].concat(METRIC_COLS.map(function (k) { return k === 'p999' ? 'p99.9' : k; })),
+        rows: metrics.map(function (m) { return [m[1]].concat(metricCells(m[2])); })
       }
     });
   }
-  function pctTable(caption, metrics) {
-    var cols = ['count', 'min', 'mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max'];
-    return table(caption, ['metric (ms)'].concat(cols.map(function (k) { return k === 'p999' ? 'p99.9' : k; })),
-      metrics.filter(function (m) { return m[2]; }).map(function (m) {
-        return [m[1]].concat(cols.map(function (k) { return num(m[2][k]); }));
-      }));
+  // count, min, mean, p50, p90, p95, p99, p99.9, max of a Metric.
+  var METRIC_COLS = ['count', 'min', 'mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max'];
+  function metricCells(m) { return METRIC_COLS.map(function (k) { return k === 'count' ? cnt(m[k]) : num(m[k]); }); }
+  function pctTable(caption, metrics, unit, id) {
+    return table(caption, ['metric (' + (unit || 'ms') + ')'].concat(METRIC_COLS.map(function (k) { return k === 'p999' ? 'p99.9' : k; })),
+      metrics.filter(function (m) { return m[2]; }).map(function (m) { return [m[1]].concat(metricCells(m[2])); }), id);
   }
 
   // ---- one report ------------------------------------------------------------------
+  // How the offered rate moved, after its mean: stages or a trace.
+  function offeredShape(r) {
+    if (r.stages && r.stages.length) {
+      var rates = [];
+      r.stages.forEach(function (s) { rates.push(s.start_rps, s.target_rps); });
+      var lo = Math.min.apply(null, rates), hi = Math.max.apply(null, rates);
+      return ' on average (' + cnt(r.stages.length, 'stage') + ', ' + num(lo) + ' to ' + num(hi, 'req/s') + ')';
+    }
+    if (r.arrival.trace) return ' on average (a trace of ' + cnt(r.arrival.trace.offsets, 'offset') + ' at speed ' + num(r.arrival.trace.speed) + ')';
+    return '';
+  }
+  // A threshold's measured value with its unit: ms for a metric's
+  // statistic, a percentage for a ratio, req/s or tokens/s for a rate, a
+  // count of requests for a count.
+  function thresholdValue(t) {
+    var lhs = t.expr.split(/[<>=!]/)[0].trim(), stat = lhs.split('.')[1];
+    if (stat === 'count') return cnt(t.value, 'value');
+    if (stat !== undefined) return num(t.value, 'ms');
+    if (lhs === 'error_rate' || lhs === 'achieved_ratio' || lhs === 'goodput') return pct(t.value);
+    if (lhs === 'achieved_rps' || lhs === 'throughput_rps') return num(t.value, 'req/s');
+    if (lhs === 'output_tokens_per_s') return num(t.value, 'tokens/s');
+    return cnt(t.value, 'request');
+  }
   function verdict(r, meta) {
     var q = r.requests, failed = r.thresholds.filter(function (t) { return !t.passed; });
     var warnings = r.generator.warnings, behind = r.generator.behind;
@@ -417,62 +503,99 @@
     var cls = bad ? 'verdict fail' : (warnings.length || behind.length || r.interrupted || r.partial) ? 'verdict warn' : 'verdict';
     var head;
     if (q.ok === 0 && q.sent > 0) head = 'No request succeeded.';
-    else if (failed.length) head = 'Thresholds breached: ' + failed.length + ' of ' + r.thresholds.length + '.';
-    else if (r.thresholds.length) head = 'All ' + r.thresholds.length + ' thresholds held.';
+    else if (failed.length) head = 'Thresholds breached: ' + cnt(failed.length) + ' of ' + cnt(r.thresholds.length) + '.';
+    else if (r.thresholds.length) head = r.thresholds.length === 1 ? 'The threshold held.' : 'All ' + cnt(r.thresholds.length) + ' thresholds held.';
     else head = 'No thresholds set.';
-    if (warnings.length) head += ' ' + warnings.length + (warnings.length === 1 ? ' warning.' : ' warnings.');
+    if (warnings.length) head += ' ' + cnt(warnings.length, 'warning') + '.';
     // Conversations: the schedule offers sessions, the requests are their turns.
     var conv = r.sessions && r.sessions.planned_turns ? r.sessions : null;
     var rate = r.model === 'closed'
-      ? 'Closed loop, ' + r.closed_workers + ' workers: achieved ' + num(r.achieved_rps) + ' req/s (no schedule: a stall silently lowers the rate).'
+      ? 'Closed loop, ' + cnt(r.closed_workers, 'worker') + ': achieved ' + num(r.achieved_rps, 'req/s') + ' (no schedule: a stall silently lowers the rate).'
       : conv
-        ? 'Offered ' + num(r.offered_rps) + ' sessions/s (' + num(conv.planned_turns) + ' turns planned: ' +
-          num(conv.offered_turns_per_s) + ' req/s), achieved ' + num(r.achieved_rps) + ' req/s (' +
+        ? 'Offered ' + num(r.offered_rps, 'sessions/s') + ' (' + cnt(conv.planned_turns, 'turn') + ' planned: ' +
+          num(conv.offered_turns_per_s, 'req/s') + '), achieved ' + num(r.achieved_rps, 'req/s') + ' (' +
           (conv.offered_turns_per_s > 0 ? pct(r.achieved_rps / conv.offered_turns_per_s) : '—') +
-          ' of the planned turns) over ' + num(r.duration_s) + ' s.'
-        : 'Offered ' + num(r.offered_rps) + ' req/s, achieved ' + num(r.achieved_rps) + ' req/s (' +
-          (r.offered_rps > 0 ? pct(r.achieved_rps / r.offered_rps) : '—') + ' of offered) over ' + num(r.duration_s) + ' s.';
+          ' of the planned turns) over ' + num(r.duration_s, 's') + '.'
+        : 'Offered ' + num(r.offered_rps, 'req/s') + offeredShape(r) + ', achieved ' + num(r.achieved_rps, 'req/s') + ' (' +
+          (r.offered_rps > 0 ? pct(r.achieved_rps / r.offered_rps) : '—') + ' of offered) over ' + num(r.duration_s, 's') + '.';
     var kinds = Object.keys(r.errors.by_kind).filter(function (k) { return r.errors.by_kind[k] > 0; });
     var lines = [];
     lines.push(el('li', null, rate));
-    lines.push(el('li', null, 'Throughput ' + num(r.throughput_rps) + ' ok/s over the real window of ' + num(r.window.window_s) + ' s.'));
-    lines.push(el('li', null, 'ok ' + q.ok + ', errors ' + q.errors + ', dropped ' + q.dropped + ', unsent ' + q.unsent +
-      ' (scheduled ' + q.scheduled + ', sent ' + q.sent + ', timeouts ' + q.timeouts + ', retried ' + q.retried + ').'));
+    lines.push(el('li', null, 'Throughput ' + num(r.throughput_rps, 'ok/s') + ' over the real window of ' + num(r.window.window_s, 's') + '.'));
+    lines.push(el('li', null, 'ok ' + cnt(q.ok) + ', errors ' + cnt(q.errors) + ', dropped ' + cnt(q.dropped) + ', unsent ' + cnt(q.unsent) +
+      ' (scheduled ' + cnt(q.scheduled) + ', sent ' + cnt(q.sent) + ', timeouts ' + cnt(q.timeouts) + ', retried ' + cnt(q.retried) + ').'));
     if (kinds.length) {
-      lines.push(el('li', null, 'Errors by kind: ' + kinds.map(function (k) { return k + ' ' + r.errors.by_kind[k]; }).join(', ') +
-        (Object.keys(r.errors.by_status).length ? '; by status: ' + Object.keys(r.errors.by_status).map(function (s) { return s + ' ' + r.errors.by_status[s]; }).join(', ') : '') + '.'));
+      lines.push(el('li', null, 'Errors by kind: ' + kinds.map(function (k) { return k + ' ' + cnt(r.errors.by_kind[k]); }).join(', ') +
+        (Object.keys(r.errors.by_status).length ? '; by status: ' + Object.keys(r.errors.by_status).map(function (s) { return s + ' ' + cnt(r.errors.by_status[s]); }).join(', ') : '') + '.'));
     }
     r.thresholds.forEach(function (t) {
       lines.push(el('li', null, el('span', { class: t.passed ? 'pass' : 'fail-t' }, t.passed ? 'PASS' : 'FAIL'), ' ',
-        el('code', null, t.expr), ': measured ' + num(t.value)));
+        el('code', null, t.expr), ': measured ' + thresholdValue(t)));
     });
-    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
+    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', prose(w))); });
     // A stretch is usually a warning already (build.rs words the first
     // few so); list up to three others here, and all under "Over time".
     var others = behind.filter(function (b) {
       return !warnings.some(function (w) { return w.indexOf(b.detail) >= 0; });
     });
     others.slice(0, 3).forEach(function (b) {
-      lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s) + ' s to ' + num(b.until_s) +
-        ' s (' + b.cause + '): ' + b.detail));
+      lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s, 's') + ' to ' + num(b.until_s, 's') +
+        ' (' + b.cause + '): ' + prose(b.detail)));
     });
     if (others.length > 3) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' in ' + (others.length - 3) +
-        ' more stretches (' + behind.length + ' in all, listed under Over time).'));
+        ' more stretches (' + cnt(behind.length) + ' in all, listed under Over time).'));
     }
     if (r.interrupted) lines.push(el('li', null, 'Interrupted by a signal: the report covers what was measured until then.'));
     if (r.partial) lines.push(el('li', null, 'Partial merge (' + r.shard + '): the figures cover only these shards.'));
     var box = el('section', { class: cls, id: 'verdict', 'aria-label': 'Verdict' },
       el('p', { class: 'head' }, head), el('ul', { class: 'lines' }, lines),
       el('div', { class: 'stats' },
-        conv ? stat('offered sessions/s', num(r.offered_rps)) : stat('offered req/s', num(r.offered_rps)),
-        conv ? stat('planned turns/s', num(conv.offered_turns_per_s)) : null,
-        stat('achieved req/s', num(r.achieved_rps)),
-        stat('ok', num(q.ok)), stat('errors', num(q.errors)), stat('dropped', num(q.dropped)),
-        stat('latency p50 ms', num(r.metrics.latency.p50)), stat('latency p99 ms', num(r.metrics.latency.p99)),
-        stat('latency max ms', num(r.metrics.latency.max)), stat('error rate', num(r.error_rate)),
-        stat('goodput', num(r.goodput))));
+        conv ? stat('offered', num(r.offered_rps, 'sessions/s')) : r.model === 'closed' ? null : stat('offered' + (r.stages && r.stages.length ? ' (mean)' : ''), num(r.offered_rps, 'req/s')),
+        conv ? stat('planned turns', num(conv.offered_turns_per_s, 'req/s')) : null,
+        stat('achieved', num(r.achieved_rps, 'req/s')),
+        stat('ok', cnt(q.ok)), stat('errors', cnt(q.errors)), stat('dropped', cnt(q.dropped)),
+        stat('latency p50', num(r.metrics.latency.p50, 'ms')), stat('latency p99', num(r.metrics.latency.p99, 'ms')),
+        stat('latency max', num(r.metrics.latency.max, 'ms')), stat('error rate', pct(r.error_rate)),
+        stat('goodput', pct(r.goodput))));
     return box;
+  }
+
+  // The rate of stage `s` at schedule time t (s), req/s; `ramp` is the
+  // report's arrival.ramp.
+  function stageRate(s, ramp, t) {
+    var f = s.until_s > s.from_s ? Math.max(0, Math.min(1, (t - s.from_s) / (s.until_s - s.from_s))) : 1;
+    if (s.start_rps === s.target_rps) return s.start_rps;
+    if (ramp === 'exponential' && s.start_rps > 0 && s.target_rps > 0) return s.start_rps * Math.pow(s.target_rps / s.start_rps, f);
+    return s.start_rps + (s.target_rps - s.start_rps) * f;
+  }
+  // Requests stage `s` offers from schedule time a to b (the exact integral
+  // of its linear or exponential rate).
+  function stageOffers(s, ramp, a, b) {
+    a = Math.max(a, s.from_s); b = Math.min(b, s.until_s);
+    if (!(b > a)) return 0;
+    var ra = stageRate(s, ramp, a), rb = stageRate(s, ramp, b);
+    if (ramp === 'exponential' && s.start_rps > 0 && s.target_rps > 0 && s.start_rps !== s.target_rps) {
+      return (rb - ra) * (s.until_s - s.from_s) / Math.log(s.target_rps / s.start_rps);
+    }
+    return (b - a) * (ra + rb) / 2;
+  }
+  // Each interval's offered rate (req/s, this report's shards' share) for
+  // a run whose rate moves: the stages' integral over the interval, or a
+  // trace's due requests; null for a steady rate.
+  function offeredPerInterval(r, width) {
+    var iv = r.intervals;
+    if (r.stages && r.stages.length) {
+      var n = /^\d+\/\d+$/.test(r.shard) ? Number(r.shard.split('/')[1]) : 1;
+      var ramp = r.arrival.ramp;
+      return iv.map(function (v) {
+        var a = r.warmup_s + v.start_s, b = a + width, sum = 0;
+        r.stages.forEach(function (s) { sum += stageOffers(s, ramp, a, b); });
+        return sum / width / n;
+      });
+    }
+    if (r.arrival.trace) return iv.map(function (v) { return v.scheduled / width; });
+    return null;
   }
 
   function timeSeries(r) {
@@ -485,9 +608,9 @@
     var bands = r.generator.behind.map(function (b) { return { from: b.from_s, to: b.until_s, label: 'behind: ' + b.cause }; });
     var when = function (i) {
       var b = r.generator.behind.filter(function (b) { return iv[i].start_s >= b.from_s && iv[i].start_s < b.until_s; })[0];
-      return 'interval ' + num(iv[i].start_s) + ' s (' + num(width) + ' s wide' + (b ? ', behind: ' + b.cause : '') + ')';
+      return 'interval ' + num(iv[i].start_s, 's') + ' (' + num(width, 's') + ' wide' + (b ? ', behind: ' + b.cause : '') + ')';
     };
-    var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v)]; }); };
+    var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v, i)]; }); };
     var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
       // A marker on each point when there are few (one interval is a point).
       series.forEach(function (s) { s.markers = iv.length <= 60; });
@@ -495,7 +618,7 @@
         id: id, title: title, desc: desc, xType: 'lin', xMin: 0, xMax: end, xLabel: 'seconds since the measured phase began',
         yLabel: yLabel, series: series, bands: bands, hlines: hlines || [], nearest: 'x', zoom: zoom,
         hover: function (si, pi) { return hover(pi); },
-        table: { caption: title, head: ['interval start (s)'].concat(head), rows: iv.map(function (v) { return [num(v.start_s)].concat(row(v)); }) }
+        table: { caption: title, head: ['interval start (s)'].concat(head), rows: iv.map(function (v, i) { return [num(v.start_s)].concat(row(v, i)); }) }
       });
       charts.push(c); zoom.charts.push(c);
       return c.fig;
@@ -507,40 +630,52 @@
       [{ name: 'p50', color: COLORS[0], pts: mk(function (v) { return v.p50; }) },
         { name: 'p99', color: COLORS[1], pts: mk(function (v) { return v.p99; }) },
         { name: 'max', color: COLORS[2], pts: mk(function (v) { return v.max; }) }],
-      function (i) { var v = iv[i]; return when(i) + ' · p50 ' + num(v.p50) + ' ms · p99 ' + num(v.p99) + ' ms · max ' + num(v.max) + ' ms · ok ' + v.ok; },
-      ['ok', 'p50 ms', 'p99 ms', 'max ms'], function (v) { return [num(v.ok), num(v.p50), num(v.p99), num(v.max)]; }));
+      function (i) { var v = iv[i]; return when(i) + ' · p50 ' + num(v.p50, 'ms') + ' · p99 ' + num(v.p99, 'ms') + ' · max ' + num(v.max, 'ms') + ' · ok ' + cnt(v.ok); },
+      ['ok', 'p50 ms', 'p99 ms', 'max ms'], function (v) { return [cnt(v.ok), num(v.p50), num(v.p99), num(v.max)]; }));
+    // Stages and traces: the offered rate moves, so it is a series (each
+    // interval's mean offered rate), not a line at the run's mean.
+    var moving = offeredPerInterval(r, width);
+    var rateSeries = [{ name: 'sent/s', color: COLORS[0], pts: mk(function (v) { return perS(v.sent); }) },
+      { name: 'ok/s', color: COLORS[3], pts: mk(function (v) { return perS(v.ok); }) }];
+    if (moving) rateSeries.push({ name: 'offered/s', color: COLORS[5], dashed: true, pts: mk(function (v, i) { return moving[i]; }) });
     out.push(ts('ts-rate', 'Requests per second, per interval',
-      'Requests sent and succeeded in each interval, divided by its width; the offered rate is the dashed line.', 'requests/s',
-      [{ name: 'sent/s', color: COLORS[0], pts: mk(function (v) { return perS(v.sent); }) },
-        { name: 'ok/s', color: COLORS[3], pts: mk(function (v) { return perS(v.ok); }) }],
-      function (i) { var v = iv[i]; return when(i) + ' · sent ' + v.sent + ' · ok ' + v.ok + ' (sent/s ' + num(perS(v.sent)) + ', ok/s ' + num(perS(v.ok)) + ')'; },
-      ['sent', 'ok'], function (v) { return [num(v.sent), num(v.ok)]; },
-      r.sessions && r.sessions.planned_turns
-        ? [{ y: r.sessions.offered_turns_per_s, label: 'planned turns ' + num(r.sessions.offered_turns_per_s) + ' req/s' }]
-        : r.offered_rps > 0 ? [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps) + ' req/s' }] : []));
+      'Requests sent and succeeded in each interval, divided by its width; the offered rate is dashed' +
+        (moving ? (r.arrival.trace ? ' (the trace\'s due requests per second of each interval).' : ' (the stages\' rate, averaged over each interval).') : '.'), 'requests/s',
+      rateSeries,
+      function (i) {
+        var v = iv[i];
+        return when(i) + ' · sent ' + cnt(v.sent) + ' · ok ' + cnt(v.ok) + ' (sent/s ' + num(perS(v.sent)) + ', ok/s ' + num(perS(v.ok)) + ')' +
+          (moving ? ' · offered ' + num(moving[i], 'req/s') : '');
+      },
+      moving ? ['sent', 'ok', 'offered req/s'] : ['sent', 'ok'],
+      function (v, i) { return [cnt(v.sent), cnt(v.ok)].concat(moving ? [num(moving[i])] : []); },
+      moving ? []
+        : r.sessions && r.sessions.planned_turns
+          ? [{ y: r.sessions.offered_turns_per_s, label: 'planned turns ' + num(r.sessions.offered_turns_per_s, 'req/s') }]
+          : r.offered_rps > 0 ? [{ y: r.offered_rps, label: 'offered ' + num(r.offered_rps, 'req/s') }] : []));
     out.push(ts('ts-errors', 'Errors, drops and waits per interval',
       'Failed requests (all kinds; by kind in the totals below), requests dropped above --max-in-flight, never sent, and that waited for a connection.', 'requests',
       [{ name: 'errors', color: COLORS[2], pts: mk(function (v) { return v.errors; }) },
         { name: 'dropped', color: COLORS[1], pts: mk(function (v) { return v.dropped; }) },
         { name: 'unsent', color: COLORS[4], pts: mk(function (v) { return v.unsent; }) },
         { name: 'waited', color: COLORS[5], pts: mk(function (v) { return v.waited; }) }],
-      function (i) { var v = iv[i]; return when(i) + ' · errors ' + v.errors + ' · dropped ' + v.dropped + ' · unsent ' + v.unsent + ' · waited ' + v.waited; },
-      ['errors', 'dropped', 'unsent', 'waited'], function (v) { return [num(v.errors), num(v.dropped), num(v.unsent), num(v.waited)]; }));
+      function (i) { var v = iv[i]; return when(i) + ' · errors ' + cnt(v.errors) + ' · dropped ' + cnt(v.dropped) + ' · unsent ' + cnt(v.unsent) + ' · waited ' + cnt(v.waited); },
+      ['errors', 'dropped', 'unsent', 'waited'], function (v) { return [cnt(v.errors), cnt(v.dropped), cnt(v.unsent), cnt(v.waited)]; }));
     out.push(ts('ts-lag', 'Send lag p99 per interval', 'How late the generator sent (actual - intended send), p99 of each interval, ms.', 'send lag (ms)',
       [{ name: 'send lag p99', color: COLORS[4], pts: mk(function (v) { return v.send_lag_p99; }) }],
-      function (i) { return when(i) + ' · send lag p99 ' + num(iv[i].send_lag_p99) + ' ms'; },
+      function (i) { return when(i) + ' · send lag p99 ' + num(iv[i].send_lag_p99, 'ms'); },
       ['send lag p99 ms'], function (v) { return [num(v.send_lag_p99)]; }));
     out.push(ts('ts-cpu', 'Generator CPU per interval', 'Share of the pacing threads\' time spent working (busy-wait excluded), 0 to 1; near 1 the generator was CPU-bound.', 'work CPU (0..1)',
       [{ name: 'work_cpu', color: COLORS[5], pts: mk(function (v) { return v.work_cpu; }) }],
-      function (i) { return when(i) + ' · work_cpu ' + num(iv[i].work_cpu) + ' (' + pct(iv[i].work_cpu) + ')'; },
+      function (i) { return when(i) + ' · work_cpu ' + num(iv[i].work_cpu) + ' (' + pct(iv[i].work_cpu) + ' of the time)'; },
       ['work_cpu'], function (v) { return [num(v.work_cpu)]; }));
     if (r.generator.behind.length) {
       var list = el('ul', { class: 'lines', id: 'behind-list' }, r.generator.behind.map(function (b) {
-        return el('li', null, num(b.from_s) + ' s to ' + num(b.until_s) + ' s, ' + b.intervals + ' intervals, ' + b.cause + ': ' + b.detail);
+        return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + prose(b.detail));
       }));
       out.push(el('h3', null, 'Where the generator fell behind'));
       out.push(r.generator.behind.length > 10
-        ? el('details', null, el('summary', null, r.generator.behind.length + ' stretches (shaded on the charts above)'), list)
+        ? el('details', null, el('summary', null, cnt(r.generator.behind.length, 'stretch', 'stretches') + ' (shaded on the charts above)'), list)
         : list);
     }
     return out;
@@ -549,21 +684,21 @@
   function streams(r) {
     var m = r.metrics, w = r.workload, out = [];
     out.push(el('div', { class: 'stats' },
-      stat('output tokens/s', num(r.output_tokens_per_s)),
-      stat('in-schedule tokens/s', num(r.window.in_schedule_output_tokens_per_s)),
-      stat('goodput', num(r.goodput)), stat('good req/s', num(r.window.goodput_rps)),
-      stat('good', num(r.requests.good)), stat('ok without [DONE]', num(r.requests.ok_without_done))));
+      stat('output', num(r.output_tokens_per_s, 'tokens/s')),
+      stat('in-schedule output', num(r.window.in_schedule_output_tokens_per_s, 'tokens/s')),
+      stat('goodput', pct(r.goodput)), stat('good rate', num(r.window.goodput_rps, 'req/s')),
+      stat('good', cnt(r.requests.good, 'request')), stat('ok without [DONE]', cnt(r.requests.ok_without_done))));
     var slo = [['latency', r.slo.latency_ms, m.latency], ['ttft', r.slo.ttft_ms, m.ttft], ['itl', r.slo.itl_ms, m.itl], ['tpot', r.slo.tpot_ms, m.tpot]];
     var set = slo.filter(function (s) { return s[1] !== null; });
     out.push(el('p', null, set.length
-      ? 'Goodput ' + num(r.goodput) + ' (' + r.requests.good + ' of ' + r.requests.scheduled + ' scheduled requests met every SLO: ' +
-        set.map(function (s) { return s[0] + ' ≤ ' + num(s[1]) + ' ms'; }).join(', ') + ').'
-      : 'No SLO set: goodput is ok / scheduled = ' + num(r.goodput) + '.'));
+      ? 'Goodput ' + pct(r.goodput) + ' (' + cnt(r.requests.good) + ' of ' + cnt(r.requests.scheduled) + ' scheduled requests met every SLO: ' +
+        set.map(function (s) { return s[0] + ' ≤ ' + num(s[1], 'ms'); }).join(', ') + ').'
+      : 'No SLO set: goodput is ok / scheduled = ' + pct(r.goodput) + '.'));
     if (set.length) {
       out.push(table('SLOs against the distributions (ms)', ['metric', 'SLO', 'p50', 'p90', 'p99', 'max'],
-        set.map(function (s) { return [s[0], num(s[1]), num(s[2].p50), num(s[2].p90), num(s[2].p99), num(s[2].max)]; })));
+        set.map(function (s) { return [s[0], num(s[1]), num(s[2].p50), num(s[2].p90), num(s[2].p99), num(s[2].max)]; }), 'slo-table'));
     }
-    var line = function (key, bound) { return bound === null ? null : { y: bound, label: key + ' SLO ' + num(bound) + ' ms' }; };
+    var line = function (key, bound) { return bound === null ? null : { y: bound, label: key + ' SLO ' + num(bound, 'ms') }; };
     out.push(pctChart('pct-stream-first', 'Time to first token, first answer token, and end to end, by percentile',
       'From the intended send time, ms; dashed: the SLO bounds.',
       [['ttft', 'TTFT', m.ttft], ['ttfat', 'TTFAT', m.ttfat, true], ['latency', 'E2E latency', m.latency]],
@@ -572,89 +707,200 @@
       'ITL per token (each chunk\'s gap spread over its tokens) and per chunk, TPOT (decode pace), and the tail after the last token, ms.',
       [['itl', 'ITL (per token)', m.itl], ['itl_chunk', 'ITL (per chunk)', m.itl_chunk, true], ['tpot', 'TPOT', m.tpot], ['tail', 'tail', m.tail]],
       [line('itl', r.slo.itl_ms), line('tpot', r.slo.tpot_ms)].filter(Boolean)));
-    out.push(pctTable('Stream metrics (ms), as in the JSON report',
-      ['ttft', 'ttfat', 'itl', 'itl_chunk', 'tpot', 'tail', 'latency'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })));
+    out.push(pctTable('Stream metrics (ms) of the JSON report',
+      ['ttft', 'ttfat', 'itl', 'itl_chunk', 'tpot', 'tail', 'latency'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; }), 'ms', 'stream-metrics'));
     if (w) {
       out.push(el('h3', null, 'Token distributions'));
       out.push(dl([['endpoint', w.endpoint], ['model', w.model + ' (from ' + w.model_source + ')'], ['prompts', w.prompts],
-        ['distinct requests', num(w.distinct_requests)]]));
+        ['distinct requests', cnt(w.distinct_requests)]]));
       var dist = function (id, title, d) {
         if (!d.count) return el('p', { class: 'sub' }, title + ': none recorded.');
         return chart({
-          id: id, title: title, desc: 'Requests per token-count bucket (upper bound of the bucket); count ' + d.count + ', total ' + d.total + '.',
+          id: id, title: title, desc: 'Requests per token-count bucket (upper bound of the bucket); ' + cnt(d.count, 'request') + ', ' + cnt(d.total, 'token') + ' in all.',
           xType: 'lin', xMin: 0, xMax: niceMax(1.1 * d.max), xLabel: 'tokens', yLabel: 'requests', nearest: 'x',
           series: [{ name: 'requests', color: COLORS[0], bars: true, pts: d.buckets.map(function (b) { return [Math.min(b[0], d.max), b[1]]; }) }],
-          hover: function (si, pi) { var b = d.buckets[pi]; return 'tokens ≤ ' + b[0] + ': ' + b[1] + ' requests'; },
-          table: { caption: title, head: ['bucket upper bound (tokens)', 'requests'], rows: d.buckets.map(function (b) { return [num(b[0]), num(b[1])]; }) }
+          hover: function (si, pi) { var b = d.buckets[pi]; return 'tokens ≤ ' + cnt(b[0]) + ': ' + cnt(b[1], 'request'); },
+          table: { caption: title, head: ['bucket upper bound (tokens)', 'requests'], rows: d.buckets.map(function (b) { return [cnt(b[0]), cnt(b[1])]; }) }
         });
       };
       out.push(dist('dist-input', 'Input tokens per request', w.input_tokens),
         dist('dist-output', 'Output tokens per successful request', w.output_tokens));
-      out.push(table('Token counts', ['', 'count', 'total', 'min', 'mean', 'p50', 'p90', 'p99', 'max'],
+      out.push(table('Token counts (tokens per request)', ['', 'requests', 'total', 'min', 'mean', 'p50', 'p90', 'p99', 'max'],
         [['input', w.input_tokens], ['output', w.output_tokens]].map(function (p) {
           var d = p[1];
-          return [p[0], num(d.count), num(d.total), num(d.min), num(d.mean), num(d.p50), num(d.p90), num(d.p99), num(d.max)];
-        })));
+          return [p[0], cnt(d.count), cnt(d.total), cnt(d.min), num(d.mean), cnt(d.p50), cnt(d.p90), cnt(d.p99), cnt(d.max)];
+        }), 'token-counts'));
     }
     // compat: a list of views; reports of older versions hold one view or null.
     var views = Array.isArray(r.compat) ? r.compat : (r.compat ? [r.compat] : []);
-    views.forEach(function (cp) {
-      var keys = Object.keys(cp.metrics);
-      out.push(el('h3', null, 'As ' + cp.peer + ' defines them (--metrics-compat)'));
-      out.push(el('div', null,
-        el('div', null, pctTable(cp.peer + ' (ms)', keys.map(function (k) { return [k, k, cp.metrics[k]]; })),
-          el('p', null, 'request throughput ' + num(cp.request_throughput_rps) + ' req/s, output throughput ' + num(cp.output_throughput_tokens_per_s) + ' tokens/s' +
-            (cp.window_s ? ' over ' + num(cp.window_s) + ' s' + (cp.peer === 'aiperf' ? " (aiperf's phase window)" : '') : ''))),
-        el('div', null, pctTable('metronome (ms)', ['ttft', 'itl', 'tpot', 'latency', 'service_time'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; })),
-          el('p', null, 'throughput ' + num(r.throughput_rps) + ' ok/s, output ' + num(r.output_tokens_per_s) + ' tokens/s'))));
-      out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile', 'The same run, measured as ' + cp.peer + ' defines each metric, ms' + (cp.peer === 'aiperf' ? ' (output_token_throughput_per_user, e2e_output_token_throughput: tokens/s).' : '.'),
-        keys.map(function (k) { return [k, k, cp.metrics[k]]; })));
-      out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
-        cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
-    });
+    views.forEach(function (cp) { out.push(compatView(r, cp)); });
     return out;
+  }
+
+  // A compat metric's unit: aiperf's throughput metrics are tokens/s, the
+  // rest ms.
+  function compatUnit(key) { return /throughput/.test(key) ? 'tokens/s' : 'ms'; }
+  // One --metrics-compat view: the peer's metrics (ms, and tokens/s apart),
+  // its rates, metronome's own beside them, one chart per unit.
+  function compatView(r, cp) {
+    var m = r.metrics, keys = Object.keys(cp.metrics);
+    var ms = keys.filter(function (k) { return compatUnit(k) === 'ms'; });
+    var tps = keys.filter(function (k) { return compatUnit(k) !== 'ms'; });
+    var rows = function (ks) { return ks.map(function (k) { return [k, k, cp.metrics[k]]; }); };
+    var out = [el('h3', { id: 'compat-' + cp.peer }, 'As ' + cp.peer + ' defines them (--metrics-compat)')];
+    out.push(el('ul', { class: 'lines' },
+      el('li', null, cp.peer + ': request throughput ' + num(cp.request_throughput_rps, 'req/s') + ', output throughput ' +
+        num(cp.output_throughput_tokens_per_s, 'tokens/s') +
+        (cp.window_s ? ' over ' + num(cp.window_s, 's') + (cp.peer === 'aiperf' ? " (aiperf's phase window)" : '') : '') + '.'),
+      el('li', null, 'metronome: throughput ' + num(r.throughput_rps, 'ok/s') + ', output ' + num(r.output_tokens_per_s, 'tokens/s') + '.')));
+    out.push(pctTable(cp.peer + ' (ms)', rows(ms), 'ms', 'compat-' + cp.peer + '-ms'));
+    if (tps.length) out.push(pctTable(cp.peer + ' (tokens/s)', rows(tps), 'tokens/s', 'compat-' + cp.peer + '-tps'));
+    out.push(el('details', null, el('summary', null, 'metronome\'s own metrics beside them'),
+      pctTable('metronome (ms)', ['ttft', 'itl', 'tpot', 'latency', 'service_time'].map(function (k) { return [k, METRIC_NAMES[k], m[k]]; }))));
+    out.push(pctChart('pct-compat-' + cp.peer, 'The ' + cp.peer + ' metrics by percentile (ms)',
+      'The same run, measured as ' + cp.peer + ' defines each metric, ms.', rows(ms)));
+    if (tps.length) {
+      out.push(pctChart('pct-compat-' + cp.peer + '-tps', 'The ' + cp.peer + ' throughput metrics by percentile (tokens/s)',
+        'Per-request output token rates as ' + cp.peer + ' defines them, tokens/s.', rows(tps), [], 'tokens/s'));
+    }
+    out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, prose(n)); }),
+      cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
+    return el('section', { class: 'compat' }, out);
   }
 
   function config(r, rm, meta) {
     var g = r.generator, cn = r.connections;
     var pairs = [
       ['target', r.target], ['engine', r.engine], ['model', r.model],
-      ['arrival', r.arrival.process + (r.arrival.burst_size !== null ? ', burst size ' + r.arrival.burst_size : '') +
+      ['arrival', r.arrival.process + (r.arrival.burst_size !== null ? ', burst size ' + cnt(r.arrival.burst_size) : '') +
         (r.arrival.burstiness !== null ? ', burstiness ' + num(r.arrival.burstiness) : '')],
       r.sessions && r.sessions.planned_turns
-        ? ['offered rate', num(r.offered_rps) + ' sessions/s (' + num(r.sessions.offered_turns_per_s) + ' req/s in planned turns)']
-        : ['offered rate', num(r.offered_rps) + ' req/s'], ['duration', num(r.duration_s) + ' s (planned ' + num(r.planned_duration_s) + ' s)'],
-      ['warmup', num(r.warmup_s) + ' s'], ['seed', rm.seed], ['shard', r.shard],
-      r.closed_workers ? ['closed workers', num(r.closed_workers)] : null,
-      ['start', r.start_time + ' (start_unix_ns ' + rm.start_unix_ns + ')'], ['start_at', r.start_at === null ? 'not set' : r.start_at],
-      ['start offset', num(r.start_offset_ns) + ' ns'], ['run id', r.run_id],
-      ['threads', num(g.threads)], ['generator CPU', num(g.cpu_s) + ' s (spin ' + num(g.spin_s) + ' s; ' + num(g.cpu_us_per_request) + ' µs/request, work ' + num(g.work_us_per_request) + ' µs/request)'],
-      ['connections', 'opened ' + g.connections_opened + ', peak ' + g.peak_connections + ', closed idle ' + g.connections_closed_idle + ', unsolicited ' + g.connections_unsolicited +
-        (cn.tls ? '; TLS' + (cn.insecure ? ' (unverified)' : '') + ', resumed ' + cn.tls_resumed : '')],
-      cn.connect ? ['connect time', 'p50 ' + num(cn.connect.p50) + ' ms, max ' + num(cn.connect.max) + ' ms'] : null,
-      cn.tls_handshake ? ['TLS handshake', 'p50 ' + num(cn.tls_handshake.p50) + ' ms, max ' + num(cn.tls_handshake.max) + ' ms'] : null,
+        ? ['offered rate', num(r.offered_rps, 'sessions/s') + ' (' + num(r.sessions.offered_turns_per_s, 'req/s') + ' in planned turns)']
+        : ['offered rate', num(r.offered_rps, 'req/s') + offeredShape(r)], ['duration', num(r.duration_s, 's') + ' (planned ' + num(r.planned_duration_s, 's') + ')'],
+      ['warmup', num(r.warmup_s, 's')], ['seed', raw(rm.seed)], ['shard', r.shard],
+      r.closed_workers ? ['closed workers', cnt(r.closed_workers)] : null,
+      ['start', raw(r.start_time + ' (start_unix_ns ' + rm.start_unix_ns + ')')], ['start_at', r.start_at === null ? 'not set' : raw(r.start_at)],
+      ['start offset', num(r.start_offset_ns / 1e6, 'ms')], ['run id', raw(r.run_id)],
+      ['threads', cnt(g.threads)], ['generator CPU', num(g.cpu_s, 's') + ' (spin ' + num(g.spin_s, 's') + '; ' + num(g.cpu_us_per_request, 'µs/request') + ', work ' + num(g.work_us_per_request, 'µs/request') + ')'],
+      ['connections', 'opened ' + cnt(g.connections_opened) + ', peak ' + cnt(g.peak_connections) + ', closed idle ' + cnt(g.connections_closed_idle) + ', unsolicited ' + cnt(g.connections_unsolicited) +
+        (cn.tls ? '; TLS' + (cn.insecure ? ' (unverified)' : '') + ', resumed ' + cnt(cn.tls_resumed) : '')],
+      cn.connect ? ['connect time', 'p50 ' + num(cn.connect.p50, 'ms') + ', max ' + num(cn.connect.max, 'ms')] : null,
+      cn.tls_handshake ? ['TLS handshake', 'p50 ' + num(cn.tls_handshake.p50, 'ms') + ', max ' + num(cn.tls_handshake.max, 'ms')] : null,
       ['SLOs', ['latency', 'ttft', 'itl', 'tpot'].filter(function (k) { return r.slo[k + '_ms'] !== null; })
-        .map(function (k) { return k + ' ' + num(r.slo[k + '_ms']) + ' ms'; }).join(', ') || 'none'],
+        .map(function (k) { return k + ' ' + num(r.slo[k + '_ms'], 'ms'); }).join(', ') || 'none'],
       ['thresholds', r.thresholds.map(function (t) { return t.expr; }).join('  ') || 'none'],
       ['command line', meta.command === null ? 'not recorded (page drawn from a saved report)' : el('code', null, meta.command)],
       ['equivalent command', el('code', null, rm.equivalent)],
       ['page drawn by', 'metronome ' + meta.version]
     ];
     return [dl(pairs), el('details', null, el('summary', null, 'Errors by kind, status and cause'),
-      table(null, ['errors', 'count'], Object.keys(r.errors.by_kind).map(function (k) { return [k, num(r.errors.by_kind[k])]; })),
-      table(null, ['status', 'count'], Object.keys(r.errors.by_status).map(function (k) { return [k, num(r.errors.by_status[k])]; })),
-      table(null, ['bad framing cause', 'count'], Object.keys(r.errors.bad_framing_by_cause).map(function (k) { return [k, num(r.errors.bad_framing_by_cause[k])]; })),
-      table(null, ['unsent reason', 'count'], Object.keys(r.errors.unsent_by_reason).map(function (k) { return [k, num(r.errors.unsent_by_reason[k])]; })))];
+      table(null, ['errors', 'count'], Object.keys(r.errors.by_kind).map(function (k) { return [k, cnt(r.errors.by_kind[k])]; })),
+      table(null, ['status', 'count'], Object.keys(r.errors.by_status).map(function (k) { return [k, cnt(r.errors.by_status[k])]; })),
+      table(null, ['bad framing cause', 'count'], Object.keys(r.errors.bad_framing_by_cause).map(function (k) { return [k, cnt(r.errors.bad_framing_by_cause[k])]; })),
+      table(null, ['unsent reason', 'count'], Object.keys(r.errors.unsent_by_reason).map(function (k) { return [k, cnt(r.errors.unsent_by_reason[k])]; })))];
   }
 
   function shardsView(r, rm) {
     if (!rm.shards.length) return null;
     return [el('h2', null, 'Shards'),
-      el('p', null, 'This report merges ' + rm.shards.length + ' shard reports (' + r.shard + '). Each shard\'s schedule zero and when it began pacing:'),
-      table('Per shard, in the order merged', ['shard', 'start (schedule zero)', 'start_unix_ns', 'start offset (ns)', 'began after the first (ms)'],
+      el('p', null, 'This report merges ' + cnt(rm.shards.length) + ' shard reports (' + r.shard + '). Each shard\'s schedule zero and when it began pacing:'),
+      table('Per shard, in the order merged', ['shard', 'start (schedule zero)', 'start_unix_ns', 'start offset (ms)', 'began after the first (ms)'],
         rm.shards.map(function (s) {
-          return [s.shard, s.start_time, s.start_unix_ns, num(s.start_offset_ns), String(s.began_after_first_ns / 1e6)];
-        }))];
+          return [s.shard, raw(s.start_time), raw(s.start_unix_ns), num(s.start_offset_ns / 1e6), num(s.began_after_first_ns / 1e6)];
+        }), 'shards-table')];
+  }
+
+  // Conversations: how the sessions went (started = completed + abandoned
+  // + cut + overflowed + unfinished); the turns are the request rows.
+  function sessionsView(r) {
+    var s = r.sessions;
+    if (!s) return null;
+    return [el('h2', { id: 'sessions' }, 'Sessions'),
+      el('p', null, cnt(s.started, 'session') + ' started: ' + cnt(s.completed) + ' completed, ' + cnt(s.abandoned) + ' abandoned, ' +
+        cnt(s.cut) + ' cut at the end of the schedule, ' + cnt(s.overflowed) + ' overflowed, ' + cnt(s.unfinished) + ' unfinished; ' +
+        cnt(s.follow_ups, 'follow-up turn') + ' came due; think time ' + num(s.think_time_ms, 'ms') + '.'),
+      table('Sessions of the JSON report', ['', 'value'], [
+        ['started', cnt(s.started)], ['completed', cnt(s.completed)], ['abandoned', cnt(s.abandoned)], ['cut', cnt(s.cut)],
+        ['overflowed', cnt(s.overflowed)], ['unfinished', cnt(s.unfinished)], ['follow-up turns', cnt(s.follow_ups)],
+        ['think time', num(s.think_time_ms, 'ms')], ['planned turns', cnt(s.planned_turns)],
+        ['planned turns per second', num(s.offered_turns_per_s, 'req/s')]], 'sessions-table')];
+  }
+
+  // --requests / --targets (and conversations' turns): a row per name.
+  function requestsView(r) {
+    var rows = r.by_request || [];
+    if (!rows.length) return null;
+    var conv = !!r.sessions;
+    var ttft = rows.some(function (q) { return q.ttft; });
+    var head = [conv ? 'turn' : 'request', 'scheduled', 'sent', 'ok', 'errors', 'dropped', 'unsent', 'latency p50 ms', 'latency p99 ms',
+      'latency max ms', 'service p50 ms', 'send lag p99 ms'].concat(ttft ? ['TTFT p50 ms', 'TTFT p99 ms'] : []).concat(['errors by kind']);
+    var body = rows.map(function (q) {
+      var kinds = Object.keys(q.errors_by_kind).filter(function (k) { return q.errors_by_kind[k] > 0; });
+      return [q.name, cnt(q.scheduled), cnt(q.sent), cnt(q.ok), cnt(q.errors), cnt(q.dropped), cnt(q.unsent),
+        num(q.latency.p50), num(q.latency.p99), num(q.latency.max), num(q.service_time.p50), num(q.send_lag.p99)]
+        .concat(ttft ? [q.ttft ? num(q.ttft.p50) : '—', q.ttft ? num(q.ttft.p99) : '—'] : [])
+        .concat([kinds.length ? kinds.map(function (k) { return k + ' ' + cnt(q.errors_by_kind[k]); }).join(', ') : 'none']);
+    });
+    return [el('h2', { id: 'by-request' }, conv ? 'Turns' : 'Requests by name'),
+      el('p', { class: 'sub' }, conv
+        ? 'One row per turn of the conversations (turn-1 is every session\'s first), each request counted under its turn.'
+        : 'One row per request name of the mix, each request counted under the name it sent; the rows add up to the totals.'),
+      table(conv ? 'Per turn' : 'Per request name', head, body, 'by-request-table'),
+      pctChart('pct-by-request', (conv ? 'Latency per turn' : 'Latency per request name') + ' by percentile',
+        'Latency from the intended send time of each name\'s successes, ms.',
+        rows.map(function (q) { return [q.name, q.name, q.latency]; }))];
+  }
+
+  // --stages: a row per stage, and the ramp as offered against achieved.
+  function stagesView(r) {
+    var st = r.stages || [];
+    if (!st.length) return null;
+    var ramp = r.arrival.ramp, w0 = r.warmup_s;
+    var n = /^\d+\/\d+$/.test(r.shard) ? Number(r.shard.split('/')[1]) : 1;
+    // The offered rate at each stage's ends (and within an exponential
+    // ramp), x in seconds since the measured phase began.
+    var offered = [];
+    st.forEach(function (s) {
+      var k = ramp === 'exponential' && s.start_rps !== s.target_rps ? 16 : 1;
+      for (var i = 0; i <= k; i++) {
+        var t = s.from_s + (s.until_s - s.from_s) * i / k;
+        offered.push([t - w0, stageRate(s, ramp, t) / n]);
+      }
+    });
+    var iv = r.intervals;
+    var width = iv.length > 1 ? iv[1].start_s - iv[0].start_s : (r.duration_s || 1);
+    var sent = iv.map(function (v) { return [v.start_s + width / 2, v.sent / width]; });
+    var ok = iv.map(function (v) { return [v.start_s + width / 2, v.ok / width]; });
+    var xMin = Math.min(0, offered[0][0]), xMax = Math.max(offered[offered.length - 1][0], iv.length ? iv[iv.length - 1].start_s + width : 0);
+    var series = [{ name: 'offered', color: COLORS[5], dashed: true, pts: offered },
+      { name: 'achieved (sent/s)', color: COLORS[0], markers: iv.length <= 60, pts: sent },
+      { name: 'ok/s', color: COLORS[3], markers: iv.length <= 60, pts: ok }];
+    var stageOf = function (x) {
+      for (var i = 0; i < st.length; i++) { if (x + w0 >= st[i].from_s && x + w0 < st[i].until_s) return 'stage ' + (i + 1) + ' · '; }
+      return '';
+    };
+    return [el('h2', { id: 'stages' }, 'Stages'),
+      el('p', { class: 'sub' }, cnt(st.length, 'stage') + (ramp ? ', ' + ramp + ' ramps' : '') +
+        '; times from the schedule\'s zero (the warmup\'s start), each request counted in the stage of its intended time.'),
+      table('Per stage', ['stage', 'from s', 'until s', 'offered req/s (start → end)', 'offered requests', 'scheduled', 'sent', 'ok', 'errors',
+        'dropped', 'unsent', 'p50 ms', 'p99 ms'],
+      st.map(function (s, i) {
+        return [String(i + 1), num(s.from_s), num(s.until_s), num(s.start_rps) + ' → ' + num(s.target_rps), num(s.offered), cnt(s.scheduled),
+          cnt(s.sent), cnt(s.ok), cnt(s.errors), cnt(s.dropped), cnt(s.unsent), num(s.p50), num(s.p99)];
+      }), 'stages-table'),
+      chart({
+        id: 'stages-rate', title: 'The ramp: offered against achieved over time',
+        desc: 'The stages\' offered rate (dashed' + (n > 1 ? ', this shard\'s share' : '') + '), and the requests sent and succeeded per second of each interval.',
+        xType: 'lin', xMin: xMin, xMax: xMax, xLabel: 'seconds since the measured phase began', yLabel: 'requests/s', nearest: 'xy', series: series,
+        hover: function (si, pi) {
+          var p = series[si].pts[pi];
+          return stageOf(p[0]) + num(p[0], 's') + ' · ' + series[si].name + ' ' + num(p[1], 'req/s');
+        },
+        table: {
+          caption: 'Offered rate at the stages\' ends (req/s)', head: ['seconds', 'offered req/s'],
+          rows: offered.map(function (p) { return [num(p[0]), num(p[1])]; })
+        }
+      })];
   }
 
   function reportView(r, rm, meta) {
@@ -668,8 +914,11 @@
       el('h2', null, 'Latency by percentile'),
       pctChart('pct-latency', 'Latency, service time and send lag by percentile',
         'Latency from the intended send time, service time from the actual send, and send lag (actual - intended), ms, from the report\'s histograms.',
-        core, r.slo.latency_ms !== null ? [{ y: r.slo.latency_ms, label: 'latency SLO ' + num(r.slo.latency_ms) + ' ms' }] : []),
-      pctTable('Percentiles (ms), as in the JSON report', core),
+        core, r.slo.latency_ms !== null ? [{ y: r.slo.latency_ms, label: 'latency SLO ' + num(r.slo.latency_ms, 'ms') }] : []),
+      pctTable('Percentiles (ms) of the JSON report', core, 'ms', 'latency-table'),
+      sessionsView(r),
+      requestsView(r),
+      stagesView(r),
       isStream(r) ? [el('h2', { id: 'streams' }, 'Streams'), streams(r)] : null,
       el('h2', { id: 'over-time' }, 'Over time'),
       timeSeries(r),
@@ -679,22 +928,58 @@
   }
 
   // ---- a sweep ---------------------------------------------------------------------
+  // Stream sweeps: TTFT and ITL (p50, p99) and output tokens/s against
+  // the offered rate, one point per step with values.
+  function sweepStreams(steps, xMax, vl, stepRow) {
+    var out = [];
+    [['sweep-ttft', 'ttft', 'TTFT against offered rate', 'TTFT (ms)'], ['sweep-itl', 'itl', 'ITL (per token) against offered rate', 'ITL (ms)']].forEach(function (d) {
+      var idx = steps.map(function (s, i) { return i; }).filter(function (i) { return steps[i].metrics[d[1]].count > 0; });
+      var picks = [['p50', 'p50'], ['p99', 'p99']];
+      out.push(chart({
+        id: d[0], title: d[2], xType: 'lin', yType: 'log', yToggle: true, xMin: 0, xMax: xMax, nearest: 'xy', vlines: vl,
+        desc: d[1].toUpperCase() + ' p50 and p99, ms, one point per step with streams.', xLabel: 'offered rate (requests/s)', yLabel: d[3],
+        series: picks.map(function (p, k) {
+          return { name: p[0], color: COLORS[k], markers: true, pts: idx.map(function (i) { return [steps[i].offered_rps, steps[i].metrics[d[1]][p[1]]]; }) };
+        }),
+        hover: function (si, pi) { var s = steps[idx[pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics[d[1]][picks[si][1]], 'ms'); },
+        table: {
+          caption: d[2] + ' (ms)', head: ['offered req/s', 'p50', 'p90', 'p99', 'max', 'count'],
+          rows: idx.map(function (i) { var m = steps[i].metrics[d[1]]; return [num(steps[i].offered_rps), num(m.p50), num(m.p90), num(m.p99), num(m.max), cnt(m.count)]; })
+        }
+      }));
+    });
+    out.push(chart({
+      id: 'sweep-tokens', title: 'Output tokens per second against offered rate', xType: 'lin', xMin: 0, xMax: xMax, nearest: 'xy', vlines: vl,
+      desc: 'Output tokens per second of the real window at each step.', xLabel: 'offered rate (requests/s)', yLabel: 'tokens/s',
+      series: [{ name: 'output tokens/s', color: COLORS[3], markers: true, pts: steps.map(function (s) { return [s.offered_rps, s.output_tokens_per_s]; }) }],
+      hover: function (si, pi) { var s = steps[pi]; return stepRow(s) + ' · output ' + num(s.output_tokens_per_s, 'tokens/s'); },
+      table: {
+        caption: 'Output tokens per second per step', head: ['offered req/s', 'output tokens/s'],
+        rows: steps.map(function (s) { return [num(s.offered_rps), num(s.output_tokens_per_s)]; })
+      }
+    }));
+    return out;
+  }
+
   function sweepView(sw, meta, app) {
     var steps = sw.steps, knee = sw.knee;
     var out = [];
     var head = knee === null
       ? 'Every step kept up with its schedule.'
-      : 'Knee at ' + num(steps[knee].offered_rps) + ' req/s (step ' + (knee + 1) + ' of ' + steps.length + '): ' + meta.knee_reason + '.';
+      : 'Knee at ' + num(steps[knee].offered_rps, 'req/s') + ' (step ' + (knee + 1) + ' of ' + steps.length + '): ' + prose(meta.knee_reason) + '.';
     out.push(el('section', { class: knee === null ? 'verdict' : 'verdict fail', id: 'verdict', 'aria-label': 'Verdict' },
       el('p', { class: 'head' }, head),
       meta.descheduled_steps.length ? el('p', null, 'The host took the generator\'s CPU (descheduled) at ' +
-        meta.descheduled_steps.map(function (i) { return num(steps[i].offered_rps); }).join(', ') + ' req/s: sends there were late by the host, not the target.') : null));
+        meta.descheduled_steps.map(function (i) { return num(steps[i].offered_rps); }).join(', ') + ' req/s: sends there were late by the host, not the target.') : null,
+      sw.auto ? el('p', null, 'sweep --auto: the synchronous probe (one request at a time) sustained ' + num(sw.auto.synchronous_rps, 'req/s') +
+        ', the throughput probe (' + cnt(sw.auto.throughput_workers, 'worker') + ') ' + num(sw.auto.throughput_rps, 'req/s') +
+        '; the ' + cnt(steps.length, 'step') + ' are spaced evenly between them.') : null));
     var supported = function (m, q) { return m.count > 0 && m.count * (1 - q) >= 1 - 1e-9; };
     var picks = [['p50', 0.5, 'p50'], ['p99', 0.99, 'p99'], ['p99.9', 0.999, 'p999']];
     var idx = picks.map(function (p) { return steps.map(function (s, i) { return i; }).filter(function (i) { return supported(steps[i].metrics.latency, p[1]); }); });
-    var vl = knee === null ? [] : [{ x: steps[knee].offered_rps, label: 'knee: ' + num(steps[knee].offered_rps) + ' req/s' }];
+    var vl = knee === null ? [] : [{ x: steps[knee].offered_rps, label: 'knee: ' + num(steps[knee].offered_rps, 'req/s') }];
     var xMax = niceMax(1.05 * steps.reduce(function (a, s) { return Math.max(a, s.offered_rps); }, 0));
-    var stepRow = function (s) { return 'offered ' + num(s.offered_rps) + ' req/s'; };
+    var stepRow = function (s) { return 'offered ' + num(s.offered_rps, 'req/s'); };
     out.push(chart({
       id: 'sweep-latency', title: 'Latency against offered rate', xType: 'lin', yType: 'log', yToggle: true, xMin: 0, xMax: xMax,
       desc: 'Latency p50, p99 (steps of 100+ samples) and p99.9 (1000+ samples), ms, one point per step; the knee is the dashed line.',
@@ -702,10 +987,10 @@
       series: picks.map(function (p, k) {
         return { name: p[0], color: COLORS[k], markers: true, dashed: k === 2, pts: idx[k].map(function (i) { return [steps[i].offered_rps, steps[i].metrics.latency[p[2]]]; }) };
       }),
-      hover: function (si, pi) { var s = steps[idx[si][pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics.latency[picks[si][2]]) + ' ms'; },
+      hover: function (si, pi) { var s = steps[idx[si][pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics.latency[picks[si][2]], 'ms'); },
       table: {
         caption: 'Latency per step (ms)', head: ['offered req/s', 'p50', 'p99', 'p99.9', 'max', 'count'],
-        rows: steps.map(function (s) { var m = s.metrics.latency; return [num(s.offered_rps), num(m.p50), num(m.p99), num(m.p999), num(m.max), num(m.count)]; })
+        rows: steps.map(function (s) { var m = s.metrics.latency; return [num(s.offered_rps), num(m.p50), num(m.p99), num(m.p999), num(m.max), cnt(m.count)]; })
       }
     }));
     out.push(chart({
@@ -714,21 +999,23 @@
       xLabel: 'offered rate (requests/s)', yLabel: 'requests/s', nearest: 'xy', vlines: vl,
       series: [{ name: 'achieved', color: COLORS[0], markers: true, pts: steps.map(function (s) { return [s.offered_rps, s.achieved_rps]; }) },
         { name: 'throughput (ok/s)', color: COLORS[3], markers: true, pts: steps.map(function (s) { return [s.offered_rps, s.throughput_rps]; }) }],
-      hover: function (si, pi) { var s = steps[pi]; return stepRow(s) + (si === 0 ? ' · achieved ' + num(s.achieved_rps) : ' · throughput ' + num(s.throughput_rps)) + ' req/s'; },
+      hover: function (si, pi) { var s = steps[pi]; return stepRow(s) + (si === 0 ? ' · achieved ' + num(s.achieved_rps, 'req/s') : ' · throughput ' + num(s.throughput_rps, 'req/s')); },
       table: {
         caption: 'Rates per step (req/s)', head: ['offered', 'achieved', 'throughput'],
         rows: steps.map(function (s) { return [num(s.offered_rps), num(s.achieved_rps), num(s.throughput_rps)]; })
       }
     }));
+    var streamSteps = steps.some(isStream);
+    if (streamSteps) out.push(sweepStreams(steps, xMax, vl, stepRow));
     out.push(table('Steps', ['offered req/s', 'achieved req/s', 'errors', 'dropped', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'lag p99 ms', 'kept up'],
       steps.map(function (s, i) {
         var m = s.metrics.latency;
-        return [num(s.offered_rps) + (knee === i ? ' (knee)' : ''), num(s.achieved_rps), num(s.requests.errors), num(s.requests.dropped),
-          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + meta.runs[i].fell_behind];
-      })));
+        return [num(s.offered_rps) + (knee === i ? ' (knee)' : ''), num(s.achieved_rps), cnt(s.requests.errors), cnt(s.requests.dropped),
+          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + prose(meta.runs[i].fell_behind)];
+      }), 'steps-table'));
     if (meta.command !== null) out.push(el('p', null, 'Command line: ', el('code', null, meta.command)));
     var sel = el('select', { id: 'step-select', 'aria-label': 'Step to show' }, steps.map(function (s, i) {
-      return el('option', { value: String(i) }, 'step ' + (i + 1) + ': ' + num(s.offered_rps) + ' req/s' + (knee === i ? ' (knee)' : ''));
+      return el('option', { value: String(i) }, 'step ' + (i + 1) + ': ' + num(s.offered_rps, 'req/s') + (knee === i ? ' (knee)' : ''));
     }));
     var first = knee === null ? steps.length - 1 : knee;
     sel.value = String(first);
@@ -794,6 +1081,27 @@
     }
     var v = document.getElementById('verdict');
     check.verdict = v ? v.textContent : '';
+    // Every table with an id: its body's cells as shown.
+    check.tables = {};
+    Array.prototype.forEach.call(document.querySelectorAll('table[id]'), function (t) {
+      check.tables[t.id] = Array.prototype.map.call(t.querySelectorAll('tbody tr'), function (tr) {
+        return Array.prototype.map.call(tr.children, function (c) { return c.textContent; });
+      });
+    });
+    // The page's text as a person reads it (hover read-outs, chart ticks
+    // and labels included), less what is shown as recorded: code (command
+    // lines, threshold expressions) and .raw (seeds, times, ids).
+    var copy = app.cloneNode(true);
+    Array.prototype.forEach.call(copy.querySelectorAll('code, .raw'), function (e) { e.parentNode.removeChild(e); });
+    // Tables wider than their box (a sideways scroll bar).
+    check.overflow = Array.prototype.filter.call(document.querySelectorAll('.scroll'), function (d) {
+      return d.scrollWidth > d.clientWidth + 1;
+    }).map(function (d) { var t = d.querySelector('table'); return (t && t.id) || (t && t.caption ? t.caption.textContent : '?'); });
+    var words = [], walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode()) words.push(walk.currentNode.nodeValue);
+    var text = words.join(' ');
+    proseTexts.forEach(function (t) { if (t) text = text.split(t).join(' '); });
+    check.text = text;
     check.resources = performance.getEntriesByType('resource').length;
   }
 
@@ -813,7 +1121,7 @@
       var r = data;
       document.title = 'metronome: ' + r.target + ' at ' + num(r.offered_rps) + ' req/s (' + r.arrival.process + ')';
       add(app, [el('h1', null, 'metronome report'), el('p', { class: 'sub' }, r.target + ' · ' + r.model + ' model, ' + r.arrival.process +
-        ' arrivals, ' + r.engine + ' engine · ' + r.start_time + ' · run ' + r.run_id)]);
+        ' arrivals, ' + r.engine + ' engine · ', raw(r.start_time), ' · run ', raw(r.run_id))]);
       add(app, reportView(r, meta.runs[0], meta));
     }
     check.ok = true;
