@@ -138,7 +138,12 @@
     for (var i = 0; i < steps.length; i++) { if (v <= steps[i] * mag * (1 + 1e-12)) return steps[i] * mag; }
     return 10 * mag;
   }
-  function tick(v) { return fmtNum(v); }
+  // An axis tick: a round value (1, 2 or 5 x 10^k), so the formatter's
+  // trailing zeros say nothing: 0.001, 0.5, 100, 1,000.
+  function tick(v) {
+    var t = fmtNum(v);
+    return t.indexOf('.') < 0 ? t : t.replace(/0+$/, '').replace(/\.$/, '');
+  }
   function isStream(r) { return !!r.workload || r.metrics.ttft.count > 0; }
 
   // ---- the chart -------------------------------------------------------------
