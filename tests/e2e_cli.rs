@@ -470,7 +470,7 @@ fn sweep_stages_is_one_continuous_run() {
     assert_eq!(
         table
             .lines()
-            .filter(|l| l.contains("-1.0 ") || l.contains("-2.0 "))
+            .filter(|l| l.contains("-1.000 ") || l.contains("-2.000 "))
             .count(),
         2,
         "{table}"

@@ -1,6 +1,7 @@
 //! Arguments to a core [`Plan`]: check every flag (a bad one is a
 //! [`UsageError`] naming it), encode the requests, resolve the target.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use metronome_core::measure::Slo;
@@ -699,7 +700,7 @@ fn openai_requests(
             let path = models_path(&target.path);
             let auth: Vec<String> = headers[2..].to_vec();
             let m = super::discover::discover(addr, &target.authority(), &path, &auth, tls)?;
-            eprintln!("metronome: model: {m} (from {path})");
+            eprint_once(format!("metronome: model: {m} (from {path})"));
             (m, "/v1/models")
         }
     };
@@ -720,12 +721,12 @@ fn openai_requests(
         requests.push(encode(&target, method, &headers, Some(&b)));
     }
     if let Some(from) = completed_from {
-        eprintln!(
+        eprint_once(format!(
             "metronome: posting to {}://{}{} (the URL's path {from} completed)",
             if target.tls { "https" } else { "http" },
             target.authority(),
             target.path
-        );
+        ));
     }
     Ok(OpenAiRequests {
         requests,
@@ -741,6 +742,20 @@ fn openai_requests(
         turns: sessions,
         table,
     })
+}
+
+/// Prints `line` on stderr unless this process printed it before: what
+/// the model discovery found and how the URL was completed are the same
+/// for every step of a sweep (and its `--auto` probes), so they print once.
+fn eprint_once(line: String) {
+    static PRINTED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut printed = PRINTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !printed.contains(&line) {
+        eprintln!("{line}");
+        printed.insert(line);
+    }
 }
 
 fn parse_shard(s: &str) -> Result<Shard, UsageError> {
