@@ -10,6 +10,7 @@
 //! - [`pct`]: a fraction as a percentage, `num(100 x)` then `%`.
 //! - [`bytes`]: a byte count in `B`, `KiB`, `MiB`, `GiB` or `TiB`.
 //! - [`unit`]: a number and its unit (`411.6 ms`).
+//! - [`tick`]: an axis tick, [`num`] without trailing zeros.
 //! - [`fixed`]: a fixed number of decimals, thousands separated, for
 //!   aligned table columns.
 //!
@@ -147,6 +148,28 @@ pub fn unit(value: f64, unit: &str) -> String {
         return "-".to_owned();
     }
     format!("{} {unit}", num(value))
+}
+
+/// An axis tick: [`num`] without the trailing zeros of its fraction
+/// (`25`, `18.75`, `0.125`, `1,500`), for the round values ticks are.
+///
+/// # Example
+/// ```
+/// use metronome::report::num::tick;
+/// assert_eq!(tick(25.0), "25");
+/// assert_eq!(tick(18.75), "18.75");
+/// assert_eq!(tick(0.125), "0.125");
+/// assert_eq!(tick(1500.0), "1,500");
+/// assert_eq!(tick(0.0), "0");
+/// ```
+#[must_use]
+pub fn tick(value: f64) -> String {
+    let text = num(value);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
 }
 
 /// `value` with exactly `decimals` decimals and thousands separated by `,`,

