@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::num::{count, num, unit};
+use super::num::{count, num, tick, unit};
 use super::text::samples_for_percentile;
 use super::{Metric, Report};
 
@@ -241,15 +241,16 @@ fn render_stages(s: &Sweep, r: &Report) -> String {
         if span <= 0.0 || st.offered <= 0.0 {
             continue;
         }
+        // The stages' bounds as written (`0s:50,1s:50`): without padding.
         let offered = if st.start_rps == st.target_rps {
-            num(st.target_rps)
+            tick(st.target_rps)
         } else {
-            format!("{}->{}", num(st.start_rps), num(st.target_rps))
+            format!("{}->{}", tick(st.start_rps), tick(st.target_rps))
         };
         let _ = writeln!(
             t,
             "{:>14} {:>16} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9}{}",
-            format!("{}-{}", num(st.from_s), num(st.until_s)),
+            format!("{}-{}", tick(st.from_s), tick(st.until_s)),
             offered,
             num(st.sent as f64 / span),
             count(st.errors),
@@ -266,8 +267,8 @@ fn render_stages(s: &Sweep, r: &Report) -> String {
             let _ = writeln!(
                 t,
                 "\nIn the stage from {} to {} the run stopped keeping up: {why}.",
-                unit(st.from_s, "s"),
-                unit(st.until_s, "s")
+                format!("{} s", tick(st.from_s)),
+                format!("{} s", tick(st.until_s))
             );
         }
         None => {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use metronome_core::measure::FramingCause;
 
-use super::num::{count, num, pct, unit};
+use super::num::{count, num, pct, tick, unit};
 use super::{Metric, Model, Report};
 
 /// Renders the one-screen text summary.
@@ -224,8 +224,8 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  {:<17} {:>19} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9}",
-                format!("{}-{} s", num(st.from_s), num(st.until_s)),
-                format!("{} -> {}", num(st.start_rps), num(st.target_rps)),
+                format!("{}-{} s", tick(st.from_s), tick(st.until_s)),
+                format!("{} -> {}", tick(st.start_rps), tick(st.target_rps)),
                 count(st.scheduled),
                 count(st.sent),
                 count(st.ok),
