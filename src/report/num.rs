@@ -9,7 +9,7 @@
 //! - [`count`]: an integer, thousands separated.
 //! - [`pct`]: a fraction as a percentage, `num(100 x)` then `%`.
 //! - [`bytes`]: a byte count in `B`, `KiB`, `MiB`, `GiB` or `TiB`.
-//! - [`unit`]: a number and its unit (`411.6 ms`).
+//! - [`unit()`]: a number and its unit (`411.6 ms`).
 //! - [`tick`]: an axis tick, [`num`] without trailing zeros.
 //! - [`fixed`]: a fixed number of decimals, thousands separated, for
 //!   aligned table columns.

@@ -266,9 +266,9 @@ fn render_stages(s: &Sweep, r: &Report) -> String {
             let why = stage_knee(r).map(|(_, why)| why).unwrap_or_default();
             let _ = writeln!(
                 t,
-                "\nIn the stage from {} to {} the run stopped keeping up: {why}.",
-                format!("{} s", tick(st.from_s)),
-                format!("{} s", tick(st.until_s))
+                "\nIn the stage from {} s to {} s the run stopped keeping up: {why}.",
+                tick(st.from_s),
+                tick(st.until_s)
             );
         }
         None => {

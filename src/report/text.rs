@@ -307,7 +307,7 @@ pub fn render_text(r: &Report) -> String {
                 String::new()
             },
             count(x.follow_ups),
-            unit(x.think_time_ms as f64, "ms")
+            unit(x.think_time_ms, "ms")
         );
     }
     if let Some(t) = &r.arrival.trace {

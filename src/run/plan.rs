@@ -603,8 +603,10 @@ fn openai_requests(
             .min((SYNTHETIC_MAX_BYTES / per_request).max(1));
         if (count as f64) < expected {
             eprintln!(
-                "metronome: notice: {count} synthetic prompts for about {expected:.0} requests: \
-                 they repeat (a server's prefix cache may serve repeats faster)"
+                "metronome: notice: {} synthetic prompts for about {} requests: \
+                 they repeat (a server's prefix cache may serve repeats faster)",
+                crate::report::num::count(count as u64),
+                crate::report::num::count(expected.round() as u64)
             );
         }
         let first = shard.index as usize * count;
