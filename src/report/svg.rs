@@ -483,3 +483,46 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
     let _ = writeln!(s, "</svg>");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::report::sweep::{Sweep, SCHEMA};
+    use crate::report::Report;
+
+    /// The sample report of docs/report.md.
+    fn sample() -> Report {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
+            .expect("read docs/report.md");
+        let json = doc
+            .split("```json")
+            .nth(1)
+            .and_then(|t| t.split("```").next());
+        serde_json::from_str(json.expect("a json block")).expect("the sample report")
+    }
+
+    /// The sweep plot's labels go through the shared formatter: ticks
+    /// thousands-separated without trailing zeros, the knee with its unit.
+    #[test]
+    fn sweep_labels_are_numbers_for_people() {
+        let mut slow = sample();
+        slow.offered_rps = 1000.0;
+        let mut fast = sample();
+        fast.offered_rps = 2000.0;
+        let s = Sweep {
+            schema: SCHEMA.into(),
+            steps: vec![slow, fast],
+            knee: Some(1),
+            auto: None,
+            continuous: None,
+        };
+        let svg = super::render_sweep_svg(&s);
+        for label in ["0", "500", "1,000", "1,500", "2,000"] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")),
+                "tick {label}: {svg}"
+            );
+        }
+        assert!(svg.contains(">knee: 2,000 req/s</text>"), "{svg}");
+        assert!(!svg.contains(">1000<") && !svg.contains(">2000<"), "{svg}");
+    }
+}

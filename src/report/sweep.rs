@@ -403,3 +403,91 @@ fn ms_cell(m: &Metric, q: f64, v: f64) -> String {
         text => format!("{text} ms"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{render, Sweep, SCHEMA};
+    use crate::report::num::num;
+    use crate::report::Report;
+
+    /// The sample report of docs/report.md (400 requests, no stream).
+    fn sample() -> Report {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
+            .expect("read docs/report.md");
+        let json = doc
+            .split("```json")
+            .nth(1)
+            .and_then(|t| t.split("```").next());
+        serde_json::from_str(json.expect("a json block")).expect("the sample report")
+    }
+
+    fn sweep(steps: Vec<Report>) -> Sweep {
+        Sweep {
+            schema: SCHEMA.into(),
+            steps,
+            knee: None,
+            auto: None,
+            continuous: None,
+        }
+    }
+
+    /// Each cell of a step's row is the report's number through the shared
+    /// formatter; p99.9 of 392 samples is `-`; no stream table without
+    /// streams.
+    #[test]
+    fn rows_are_the_reports_numbers() {
+        let r = sample();
+        let text = render(&sweep(vec![r.clone()]));
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        let m = &r.metrics.latency;
+        assert_eq!(
+            row,
+            [
+                num(r.offered_rps),
+                num(r.achieved_rps),
+                "8".into(),
+                "0".into(),
+                num(m.p50),
+                num(m.p99),
+                "-".into(),
+                num(m.max),
+                num(r.metrics.send_lag.p99),
+            ],
+            "{text}"
+        );
+        assert!(!text.contains("ttft"), "{text}");
+    }
+
+    /// A stream step adds the TTFT/ITL/tokens table, one row per step,
+    /// `-` where a percentile's samples are too few (the ITL p99 of 50).
+    #[test]
+    fn streams_add_ttft_itl_and_tokens() {
+        let mut r = sample();
+        r.metrics.ttft = r.metrics.latency.clone();
+        r.metrics.itl = r.metrics.service_time.clone();
+        r.metrics.itl.count = 50;
+        r.output_tokens_per_s = 1234.56;
+        let text = render(&sweep(vec![sample(), r.clone()]));
+        let lines: Vec<&str> = text.lines().collect();
+        let head = lines.iter().position(|l| l.contains("ttft p50")).unwrap();
+        let cells = |i: usize| lines[head + i].split_whitespace().collect::<Vec<_>>();
+        let ms = |v: f64| format!("{} ms", num(v));
+        let (t, i) = (&r.metrics.ttft, &r.metrics.itl);
+        let want = [
+            num(r.offered_rps),
+            ms(t.p50),
+            ms(t.p99),
+            ms(i.p50),
+            "-".into(),
+            "1,235".into(),
+        ]
+        .join(" ");
+        assert_eq!(
+            cells(2),
+            want.split_whitespace().collect::<Vec<_>>(),
+            "{text}"
+        );
+        // The step without streams: every cell `-` but its rate and 0 tokens/s.
+        assert_eq!(cells(1)[1..], ["-", "-", "-", "-", "0"], "{text}");
+    }
+}
