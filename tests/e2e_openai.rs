@@ -53,7 +53,8 @@ impl Drop for ServeProcess {
     }
 }
 
-/// The line of the text report that counts requests, as numbers.
+/// The line of the text report that counts requests, as numbers (printed
+/// with thousands separated: `1,000`).
 fn request_counts(stdout: &str) -> Vec<(String, u64)> {
     let line = stdout
         .lines()
@@ -62,7 +63,7 @@ fn request_counts(stdout: &str) -> Vec<(String, u64)> {
     let words: Vec<&str> = line.split_whitespace().skip(1).collect();
     words
         .chunks(2)
-        .map(|kv| (kv[0].to_string(), kv[1].parse().unwrap()))
+        .map(|kv| (kv[0].to_string(), kv[1].replace(',', "").parse().unwrap()))
         .collect()
 }
 
@@ -117,15 +118,15 @@ fn a_bare_url_gives_a_valid_run_on_both_engines() {
         // The built-in prompt has 6 words; serve sends 16 tokens per stream.
         assert!(
             stdout.contains(
-                "  input tokens per request: mean 6.0  p50 6  p90 6  p99 6  max 6  \
-                 (1000 requests, 6000 tokens)\n"
+                "  input tokens per request: mean 6.000  p50 6  p90 6  p99 6  max 6  \
+                 (1,000 requests, 6,000 tokens)\n"
             ),
             "{engine}: {stdout}"
         );
         assert!(
             stdout.contains(
-                "  output tokens per request: mean 16.0  p50 16  p90 16  p99 16  max 16  \
-                 (1000 requests, 16000 tokens)\n"
+                "  output tokens per request: mean 16.00  p50 16  p90 16  p99 16  max 16  \
+                 (1,000 requests, 16,000 tokens)\n"
             ),
             "{engine}: {stdout}"
         );
