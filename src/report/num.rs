@@ -11,8 +11,6 @@
 //! - [`bytes`]: a byte count in `B`, `KiB`, `MiB`, `GiB` or `TiB`.
 //! - [`unit()`]: a number and its unit (`411.6 ms`).
 //! - [`tick`]: an axis tick, [`num`] without trailing zeros.
-//! - [`fixed`]: a fixed number of decimals, thousands separated, for
-//!   aligned table columns.
 //!
 //! Rounding is to nearest on the exact binary value (Rust's formatter).
 //!
@@ -172,38 +170,6 @@ pub fn tick(value: f64) -> String {
     }
 }
 
-/// `value` with exactly `decimals` decimals and thousands separated by `,`,
-/// for table columns that read better aligned (the column's header names
-/// the unit); a non-finite value is `-`.
-///
-/// # Example
-/// ```
-/// use metronome::report::num::fixed;
-/// assert_eq!(fixed(1234.5678, 2), "1,234.57");
-/// assert_eq!(fixed(-0.004, 2), "-0.00");
-/// assert_eq!(fixed(0.5, 0), "0");
-/// ```
-#[must_use]
-pub fn fixed(value: f64, decimals: usize) -> String {
-    if !value.is_finite() {
-        return "-".to_owned();
-    }
-    let text = format!("{:.*}", decimals, value.abs());
-    let (int, frac) = match text.split_once('.') {
-        Some((int, frac)) => (int, Some(frac)),
-        None => (text.as_str(), None),
-    };
-    let sign = if value.is_sign_negative() && value != 0.0 {
-        "-"
-    } else {
-        ""
-    };
-    match frac {
-        Some(frac) => format!("{sign}{}.{frac}", separate(int)),
-        None => format!("{sign}{}", separate(int)),
-    }
-}
-
 /// Decimal digits with `,` between each group of three from the right.
 fn separate(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -271,7 +237,6 @@ mod tests {
         assert_eq!(bytes(1000 * 1024), "0.9766 MiB");
         assert_eq!(bytes(u64::MAX), "16,777,216 TiB");
         assert_eq!(count(u64::MAX), "18,446,744,073,709,551,615");
-        assert_eq!(fixed(999.999, 2), "1,000.00");
         assert_eq!(separate("123456"), "123,456");
         assert_eq!(separate("1"), "1");
     }
