@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, DemoArgs, EngineArg};
+use crate::report::num::{count, num, unit};
 use crate::report::Report;
 use crate::serve::{self, ServeConfig};
 
@@ -114,13 +115,13 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
     for (i, part) in parts.iter().enumerate() {
         if progress {
             eprint!(
-                "[{}/{}] {:<22} {:.0}s against a fresh server (1 ms service, {} ms stall at {:.1}s) ... ",
+                "[{}/{}] {:<22} {} against a fresh server (1 ms service, {} stall at {}) ... ",
                 i + 1,
                 parts.len(),
                 part.label,
-                args.duration.as_secs_f64(),
-                args.stall.as_millis(),
-                stall_at.as_secs_f64()
+                unit(args.duration.as_secs_f64(), "s"),
+                unit(args.stall.as_secs_f64() * 1e3, "ms"),
+                unit(stall_at.as_secs_f64(), "s")
             );
             let _ = std::io::stderr().flush();
         }
@@ -149,7 +150,7 @@ pub fn run_parts(args: &DemoArgs, progress: bool) -> anyhow::Result<Vec<(&'stati
             )?;
         }
         if progress {
-            eprintln!("{} sent", result.report.requests.sent);
+            eprintln!("{} sent", count(result.report.requests.sent));
         }
         out.push((part.label, result.report));
     }
@@ -161,9 +162,9 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nThe same server (FIFO, 1 ms service, one {} ms stall) measured four ways, {:.0} s each:\n",
-        args.stall.as_millis(),
-        args.duration.as_secs_f64()
+        "\nThe same server (FIFO, 1 ms service, one {} stall) measured four ways, {} each:\n",
+        unit(args.stall.as_secs_f64() * 1e3, "ms"),
+        unit(args.duration.as_secs_f64(), "s")
     );
     let _ = writeln!(
         s,
@@ -178,8 +179,14 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
             .unwrap_or(&r.metrics.latency);
         let _ = writeln!(
             s,
-            "{:<22} {:>8} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            label, r.requests.sent, r.achieved_rps, m.p50, m.p99, m.p999, m.max
+            "{:<22} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            label,
+            count(r.requests.sent),
+            num(r.achieved_rps),
+            num(m.p50),
+            num(m.p99),
+            num(m.p999),
+            num(m.max)
         );
     }
     let closed = reports.first().map(|(_, r)| r);
@@ -189,14 +196,14 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
         let _ = writeln!(
             s,
             "\nThe closed loop stopped sending while the server stalled, so only {} of its {} requests \
-             waited more than half the stall and its p99 ({:.2} ms) looks healthy.\n\
+             waited more than half the stall and its p99 ({}) looks healthy.\n\
              The open loop kept its schedule and measured every request from its intended send time: \
-             {} requests waited more than half the stall, and its p99 is {:.2} ms.",
-            c.metrics.latency.count_at_least(half_stall_ms),
-            c.requests.sent,
-            c.metrics.latency.p99,
-            o.metrics.latency.count_at_least(half_stall_ms),
-            o.metrics.latency.p99
+             {} requests waited more than half the stall, and its p99 is {}.",
+            count(c.metrics.latency.count_at_least(half_stall_ms)),
+            count(c.requests.sent),
+            unit(c.metrics.latency.p99, "ms"),
+            count(o.metrics.latency.count_at_least(half_stall_ms)),
+            unit(o.metrics.latency.p99, "ms")
         );
     }
     s

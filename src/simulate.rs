@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::cli::SimulateArgs;
 use crate::report::ms;
+use crate::report::num::{count, num, unit};
 use crate::serve::fifo::Fifo;
 
 /// Virtual time unit: one microsecond, in nanoseconds.
@@ -239,31 +240,31 @@ pub fn render(o: &Outcome) -> String {
     ] {
         let _ = writeln!(
             s,
-            "{:<28} {:>7} {:>10.3} {:>10.3} {:>10.3}   {:>10.3} {:>10.3} {:>10.3}",
+            "{:<28} {:>7} {:>10} {:>10} {:>10}   {:>10} {:>10} {:>10}",
             name,
-            e.n,
-            ms(e.p50),
-            ms(e.p99),
-            ms(e.max),
-            ms(h.p50),
-            ms(h.p99),
-            ms(h.max)
+            count(e.n),
+            num(ms(e.p50)),
+            num(ms(e.p99)),
+            num(ms(e.max)),
+            num(ms(h.p50)),
+            num(ms(h.p99)),
+            num(ms(h.max))
         );
     }
     let _ = writeln!(
         s,
         "\nThe closed loop sent nothing during the stall, so one slow request hides among {} fast ones\n\
          and its p99 stays at the service time; the open loop kept its schedule, and every request\n\
-         intended during the stall waited for it: p99 {:.3} ms. The correction recovers the open picture\n\
+         intended during the stall waited for it: p99 {}. The correction recovers the open picture\n\
          from closed data only because the loop's pace was known.",
-        o.closed.0.n,
-        ms(o.open.0.p99)
+        count(o.closed.0.n),
+        unit(ms(o.open.0.p99), "ms")
     );
     let _ = writeln!(
         s,
-        "\nPoisson schedule, 1000/s, seed 42: {} arrivals, mean gap {:.6} ms (expected 1 ms).",
-        o.poisson_arrivals,
-        o.poisson_mean_gap_ns / 1e6
+        "\nPoisson schedule, 1000/s, seed 42: {} arrivals, mean gap {} (expected 1 ms).",
+        count(o.poisson_arrivals),
+        unit(o.poisson_mean_gap_ns / 1e6, "ms")
     );
     s
 }

@@ -63,7 +63,12 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             break;
         }
         if !args.run.quiet {
-            eprintln!("sweep step {}/{}: {rate} req/s", i + 1, rates.len());
+            eprintln!(
+                "sweep step {}/{}: {}",
+                i + 1,
+                rates.len(),
+                crate::report::num::unit(rate, "req/s")
+            );
         }
         let mut step = args.run.clone();
         step.rate = Some(rate);

@@ -264,8 +264,10 @@ fn conversation_turns_arrive_in_order_with_their_history() {
         assert_eq!(s.offered_turns_per_s, s.planned_turns as f64 / 2.0, "{ctx}");
         let head = metronome::report::text::render_text(&r);
         let want = format!(
-            "offered 2.0 sessions/s ({} turns planned: {:.1} req/s), achieved {:.1} req/s (100.0% of the planned turns)",
-            s.planned_turns, s.offered_turns_per_s, r.achieved_rps
+            "offered 2.000 sessions/s ({} turns planned: {} req/s), achieved {} req/s (100.0% of the planned turns)",
+            s.planned_turns,
+            metronome::report::num::num(s.offered_turns_per_s),
+            metronome::report::num::num(r.achieved_rps)
         );
         assert!(head.contains(&want), "{want:?} in {head}");
         for q in &r.by_request {

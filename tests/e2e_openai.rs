@@ -53,7 +53,8 @@ impl Drop for ServeProcess {
     }
 }
 
-/// The line of the text report that counts requests, as numbers.
+/// The line of the text report that counts requests, as numbers (printed
+/// with thousands separated: `1,000`).
 fn request_counts(stdout: &str) -> Vec<(String, u64)> {
     let line = stdout
         .lines()
@@ -62,7 +63,7 @@ fn request_counts(stdout: &str) -> Vec<(String, u64)> {
     let words: Vec<&str> = line.split_whitespace().skip(1).collect();
     words
         .chunks(2)
-        .map(|kv| (kv[0].to_string(), kv[1].parse().unwrap()))
+        .map(|kv| (kv[0].to_string(), kv[1].replace(',', "").parse().unwrap()))
         .collect()
 }
 
@@ -117,15 +118,15 @@ fn a_bare_url_gives_a_valid_run_on_both_engines() {
         // The built-in prompt has 6 words; serve sends 16 tokens per stream.
         assert!(
             stdout.contains(
-                "  input tokens per request: mean 6.0  p50 6  p90 6  p99 6  max 6  \
-                 (1000 requests, 6000 tokens)\n"
+                "  input tokens per request: mean 6.000  p50 6  p90 6  p99 6  max 6  \
+                 (1,000 requests, 6,000 tokens)\n"
             ),
             "{engine}: {stdout}"
         );
         assert!(
             stdout.contains(
-                "  output tokens per request: mean 16.0  p50 16  p90 16  p99 16  max 16  \
-                 (1000 requests, 16000 tokens)\n"
+                "  output tokens per request: mean 16.00  p50 16  p90 16  p99 16  max 16  \
+                 (1,000 requests, 16,000 tokens)\n"
             ),
             "{engine}: {stdout}"
         );
@@ -849,5 +850,110 @@ fn compat_views_take_the_peers_percentiles_of_every_request() {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `sweep --openai` (issue 31): the table shows each step's TTFT and ITL
+/// p50/p99 and output tokens/s against the offered rate, as guidellm's
+/// main table does, each cell the document's own number through the
+/// shared formatter (`-` where a p99 has under 100 samples); the
+/// discovered model is named once for the whole sweep, not per step.
+#[test]
+fn sweep_of_streams_shows_ttft_itl_and_tokens_per_rate() {
+    use metronome::report::num::num;
+    let srv = ServeProcess::start(&[
+        "--sse",
+        "--model",
+        "org/Served-1B",
+        "--tokens",
+        "8",
+        "--ttft",
+        "5ms",
+        "--itl",
+        "1ms",
+    ]);
+    let out_path =
+        std::env::temp_dir().join(format!("metronome-sweep-sse-{}.json", std::process::id()));
+    let url = format!("http://{}/v1", srv.addr);
+    let out = metronome(&[
+        "sweep",
+        &url,
+        "--openai",
+        "--output-len",
+        "4",
+        "--ignore-eos",
+        "--rates",
+        "25,50",
+        "--duration",
+        "2s",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("metronome: model: org/Served-1B").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("sweep step ").count(), 2, "{stderr}");
+    let s: metronome::report::sweep::Sweep =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&out_path);
+    assert_eq!(s.steps.len(), 2);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.contains("ttft p50"))
+        .unwrap_or_else(|| panic!("no stream table: {text}"));
+    assert_eq!(
+        lines[head].split_whitespace().collect::<Vec<_>>(),
+        [
+            "offered/s",
+            "ttft",
+            "p50",
+            "ttft",
+            "p99",
+            "itl",
+            "p50",
+            "itl",
+            "p99",
+            "out",
+            "tokens/s"
+        ],
+        "{text}"
+    );
+    for (i, r) in s.steps.iter().enumerate() {
+        let (ttft, itl) = (&r.metrics.ttft, &r.metrics.itl);
+        // 25 and 50 req/s for 2 s; 4 tokens each, 3 gaps between them.
+        assert_eq!(ttft.count, [50, 100][i], "{text}");
+        assert_eq!(itl.count, [150, 300][i], "{text}");
+        assert!(
+            ttft.p50 >= 5.0,
+            "serve waits 5 ms before the first token: {ttft:?}"
+        );
+        assert!(r.output_tokens_per_s > 0.0, "{r:?}");
+        let ms = |v: f64| format!("{} ms", num(v));
+        let want: String = [
+            num(r.offered_rps),
+            ms(ttft.p50),
+            // A p99 needs 100 samples: the 25 req/s step's 50 are too few.
+            if i == 0 {
+                "-".to_string()
+            } else {
+                ms(ttft.p99)
+            },
+            ms(itl.p50),
+            ms(itl.p99),
+            num(r.output_tokens_per_s),
+        ]
+        .join(" ");
+        let want: Vec<&str> = want.split_whitespace().collect();
+        assert_eq!(
+            lines[head + 1 + i].split_whitespace().collect::<Vec<_>>(),
+            want,
+            "{text}"
+        );
     }
 }

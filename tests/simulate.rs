@@ -145,6 +145,6 @@ fn simulate_prints_the_table() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("1101.000"), "{text}");
-    assert!(text.contains("98000"), "{text}");
+    assert!(text.contains(" 1,101 "), "{text}");
+    assert!(text.contains("98,000"), "{text}");
 }

@@ -5,6 +5,7 @@
 
 use metronome_core::plan::Plan;
 
+use super::num::{count, pct, unit};
 use super::{Behind, IntervalReport};
 
 /// Work share from which the pacing threads count as saturated.
@@ -133,15 +134,15 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             "{} requests waited for one of the --max-concurrency {} slots, as asked, while {} \
              responses arrived: their latency (from the intended time) includes the wait, their \
              service time does not",
-            t.pool_full,
+            count(t.pool_full),
             cap.unwrap_or(0),
-            t.ok + t.errors
+            count(t.ok + t.errors)
         ),
         "in_flight_limit" => format!(
             "{} due requests were dropped above --max-in-flight{} ({}): \
              the server answers slower than requests arrive, or the limit is too low",
-            t.dropped,
-            plan.map(|p| format!(" ({})", p.max_in_flight))
+            count(t.dropped),
+            plan.map(|p| format!(" ({})", count(p.max_in_flight as u64)))
                 .unwrap_or_default(),
             latency_p50(t)
         ),
@@ -149,39 +150,39 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             "{} requests found every connection busy with the pool at its limit{} and waited \
              for one, while {} responses arrived: the server is slower than the connections \
              allow (raise --max-connections)",
-            t.pool_full,
-            plan.map(|p| format!(" ({} connections)", p.max_connections))
+            count(t.pool_full),
+            plan.map(|p| format!(" ({} connections)", count(p.max_connections.into())))
                 .unwrap_or_default(),
-            t.ok + t.errors
+            count(t.ok + t.errors)
         ),
         "server_slower" => format!(
             "{} requests found every connection busy and waited for one, the pool below its \
              limit ({}{}): the server answered slower than before",
-            t.waited,
+            count(t.waited),
             latency_p50(t),
             if t.sent > 0 {
-                format!(", send-lag p99 up to {:.3} ms", t.send_lag_p99)
+                format!(", send-lag p99 up to {}", unit(t.send_lag_p99, "ms"))
             } else {
                 ", none sent".to_string()
             }
         ),
         "cpu_saturated" => format!(
-            "the pacing threads worked {:.0}% of the time (busy-wait excluded; send-lag p99 \
-             {:.3} ms, {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
+            "the pacing threads worked {} of the time (busy-wait excluded; send-lag p99 \
+             {}, {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
              this rate (add --threads, or shards on more machines)",
-            100.0 * t.work_cpu,
-            t.send_lag_p99,
-            t.late,
-            t.scheduled.max(t.sent)
+            pct(t.work_cpu),
+            unit(t.send_lag_p99, "ms"),
+            count(t.late),
+            count(t.scheduled.max(t.sent))
         ),
         _ => format!(
-            "the pacing threads worked only {:.0}% of the time yet sent {} of {} requests over \
-             1 ms late (send-lag p99 {:.3} ms): the host took their CPU (other processes, a \
+            "the pacing threads worked only {} of the time yet sent {} of {} requests over \
+             1 ms late (send-lag p99 {}): the host took their CPU (other processes, a \
              VM's steal, interrupts; pin with --cpus to an idle core)",
-            100.0 * t.work_cpu,
-            t.late,
-            t.scheduled.max(t.sent),
-            t.send_lag_p99
+            pct(t.work_cpu),
+            count(t.late),
+            count(t.scheduled.max(t.sent)),
+            unit(t.send_lag_p99, "ms")
         ),
     }
 }
@@ -190,7 +191,7 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
 /// samples: latency covers successes only, so a stretch without one says so.
 fn latency_p50(t: &IntervalReport) -> String {
     if t.ok > 0 {
-        format!("latency p50 up to {:.3} ms", t.p50)
+        format!("latency p50 up to {}", unit(t.p50, "ms"))
     } else {
         "no request succeeded".to_string()
     }
@@ -268,7 +269,7 @@ mod tests {
         let all = behind(&series, None, None, 1.0);
         assert_eq!(
             all[0].detail,
-            "the pacing threads worked 95% of the time (busy-wait excluded; send-lag p99 1.500 \
+            "the pacing threads worked 95.00% of the time (busy-wait excluded; send-lag p99 1.500 \
              ms, 33 of 200 requests sent over 1 ms late): the generator is CPU-bound at this \
              rate (add --threads, or shards on more machines)"
         );

@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use metronome_core::engine::RunOutput;
 
 use super::behind::behind;
+use super::num::{count, pct, unit};
 use metronome_core::measure::{ErrorKind, Exact, NameTally, StageTally};
 use metronome_core::plan::{Model as PlanModel, Plan, Profile as PlanProfile};
 use metronome_core::rng;
@@ -489,8 +490,8 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     }
     if r.generator.stopped {
         w.push(format!(
-            "the run was stopped early after {:.2}s; the report covers what was measured",
-            r.duration_s
+            "the run was stopped early after {}; the report covers what was measured",
+            unit(r.duration_s, "s")
         ));
     }
     let lag_p99 = r.metrics.send_lag.p99;
@@ -521,18 +522,20 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         // generator falling behind.
         w.push(format!(
             "requests waited for one of the --max-concurrency {cap} slots (queued, as asked): \
-             the send lag (p99 {lag_p99:.3} ms, max {:.3} ms) is that queue's, not the \
+             the send lag (p99 {}, max {}) is that queue's, not the \
              generator's; their latency from the intended time includes the wait, the service \
              time excludes it",
-            r.metrics.send_lag.max
+            unit(lag_p99, "ms"),
+            unit(r.metrics.send_lag.max, "ms")
         ));
     }
     if plan.model == PlanModel::Open && at_limit > 0 {
         w.push(format!(
-            "the connection pool was exhausted ({} connections): {at_limit} requests waited for \
+            "the connection pool was exhausted ({} connections): {} requests waited for \
              a free connection with the pool at its limit; their latency includes the wait \
              (raise --max-connections to send on time)",
-            plan.max_connections
+            count(plan.max_connections.into()),
+            count(at_limit)
         ));
     } else if r.model == Model::Open
         && queued.is_none()
@@ -544,16 +547,20 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     {
         // Only when it was material: some interval is behind (above).
         w.push(format!(
-            "the generator fell behind its schedule: send lag p99 is {lag_p99:.3} ms (max {:.3} ms); \
+            "the generator fell behind its schedule: send lag p99 is {} (max {}); \
              latency is still measured from the intended time",
-            r.metrics.send_lag.max
+            unit(lag_p99, "ms"),
+            unit(r.metrics.send_lag.max, "ms")
         ));
     }
     // At most three stretches in the warnings; the JSON has them all.
     for b in r.generator.behind.iter().take(3) {
         w.push(format!(
-            "behind schedule from {:.1} s to {:.1} s ({}): {}",
-            b.from_s, b.until_s, b.cause, b.detail
+            "behind schedule from {} to {} ({}): {}",
+            unit(b.from_s, "s"),
+            unit(b.until_s, "s"),
+            b.cause,
+            b.detail
         ));
     }
     if r.generator.behind.len() > 3 {
@@ -564,11 +571,14 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     }
     if let (Model::Open, Some(k)) = (r.model, &r.generator.pool.knee) {
         w.push(format!(
-            "saturated at about {:.0} req/s with {} connections (the knee): {} connections \
-             completed {:.0} req/s, no more, so the pool did not grow (more connections only \
+            "saturated at about {} with {} connections (the knee): {} connections \
+             completed {}, no more, so the pool did not grow (more connections only \
              move the queue into the server); requests waited for a connection, and their \
              latency from the intended time includes the wait",
-            k.completions_per_s, k.connections, k.probe_connections, k.probe_per_s
+            unit(k.completions_per_s, "req/s"),
+            count(k.connections.into()),
+            count(k.probe_connections.into()),
+            unit(k.probe_per_s, "req/s")
         ));
     }
     // Conversations offer sessions; their turns are the requests. Turns
@@ -589,12 +599,14 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     {
         w.push(match r.sessions {
             Some(_) => format!(
-                "achieved {:.1} req/s is below the {offered:.1} req/s of the planned turns",
-                r.achieved_rps
+                "achieved {} is below the {} of the planned turns",
+                unit(r.achieved_rps, "req/s"),
+                unit(offered, "req/s")
             ),
             None => format!(
-                "achieved {:.1} req/s is below the offered {offered:.1} req/s",
-                r.achieved_rps
+                "achieved {} is below the offered {}",
+                unit(r.achieved_rps, "req/s"),
+                unit(offered, "req/s")
             ),
         });
     }
@@ -603,22 +615,23 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         w.push(format!(
             "{} requests were never sent: {} found no connection (refused or unreachable), {} \
              waited for a free connection until the end",
-            r.requests.unsent,
-            by.get("connect").copied().unwrap_or(0),
-            by.get("timeout").copied().unwrap_or(0),
+            count(r.requests.unsent),
+            count(by.get("connect").copied().unwrap_or(0)),
+            count(by.get("timeout").copied().unwrap_or(0)),
         ));
     }
     if r.requests.dropped > 0 {
         w.push(format!(
             "{} requests were dropped above --max-in-flight {} and never sent",
-            r.requests.dropped, plan.max_in_flight
+            count(r.requests.dropped),
+            count(plan.max_in_flight as u64)
         ));
     }
     if r.requests.ok_without_done > 0 {
         w.push(format!(
             "{} streams ended after a finish_reason without data: [DONE]; counted as ok \
              (vLLM's bench, guidellm and the openai SDK accept such streams)",
-            r.requests.ok_without_done
+            count(r.requests.ok_without_done)
         ));
     }
     if let Some(line) = late_warning(r) {
@@ -626,8 +639,8 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     }
     if r.error_rate > 0.5 {
         w.push(format!(
-            "errors dominate: {:.1}% of completed requests failed; latency covers successes only",
-            100.0 * r.error_rate
+            "errors dominate: {} of completed requests failed; latency covers successes only",
+            pct(r.error_rate)
         ));
     }
     w
@@ -657,15 +670,15 @@ pub fn late_warning(r: &Report) -> Option<String> {
     let worst = by_ok.max(by_tokens);
     (worst > LATE_SHARE_WARNING).then(|| {
         format!(
-            "{:.1}% of successes ({:.1}% of output tokens) completed after the schedule ended \
+            "{} of successes ({} of output tokens) completed after the schedule ended \
              (requests outlasting it, or a server behind the offered rate): rates are over the \
-             real window of {:.2}s; within the schedule {:.1} ok/s, {:.1} tokens/s over {:.2}s",
-            100.0 * by_ok,
-            100.0 * by_tokens,
-            w.window_s,
-            w.in_schedule_throughput_rps,
-            w.in_schedule_output_tokens_per_s,
-            r.duration_s
+             real window of {}; within the schedule {}, {} over {}",
+            pct(by_ok),
+            pct(by_tokens),
+            unit(w.window_s, "s"),
+            unit(w.in_schedule_throughput_rps, "ok/s"),
+            unit(w.in_schedule_output_tokens_per_s, "tokens/s"),
+            unit(r.duration_s, "s")
         )
     })
 }
@@ -836,7 +849,7 @@ mod tests {
         r.achieved_rps = 5.0;
         assert_eq!(
             below(&r),
-            ["achieved 5.0 req/s is below the 6.0 req/s of the planned turns"]
+            ["achieved 5.000 req/s is below the 6.000 req/s of the planned turns"]
         );
         if let Some(s) = r.sessions.as_mut() {
             s.cut = 1;

@@ -237,11 +237,11 @@ pub fn skew_warning(inputs: &[(&str, &Report)], max_skew_ns: u64) -> Option<Stri
     let (skew, (first_file, first), (last_file, last)) = start_skew(inputs)?;
     (skew > max_skew_ns).then(|| {
         format!(
-            "shards began {:.3} ms apart, more than --max-skew {}: {last_file} (shard {}) began \
+            "shards began {} apart, more than --max-skew {}: {last_file} (shard {}) began \
              at {} and {first_file} (shard {}) at {}; the merged figures mix schedules shifted \
              by that much (sync the clocks and give every shard one --start-at: \
              docs/distributed.md)",
-            skew as f64 / 1e6,
+            crate::report::num::unit(skew as f64 / 1e6, "ms"),
             crate::units::format_duration(std::time::Duration::from_nanos(max_skew_ns)),
             last.shard,
             crate::units::rfc3339_ns(last.start_unix_ns.saturating_add(last.start_offset_ns)),

@@ -5,6 +5,7 @@
 //! - [`behind`]: where an open-loop run fell behind its schedule, and why.
 //! - `metric`: [`Metric`], one histogram summarised, and its
 //!   [`ExactPercentiles`].
+//! - [`num`]: numbers for people (every text, SVG and log line).
 //! - [`text`]: the one-screen summary (`--format text`).
 //! - [`hgrm`]: HdrHistogram's percentile distribution (`--hgrm`).
 //! - [`hlog`]: HdrHistogram's compressed V2 encoding and interval log (`--hlog`).
@@ -41,6 +42,7 @@ pub mod hlog;
 pub mod html;
 pub mod merge;
 mod metric;
+pub mod num;
 pub mod repeat;
 pub mod show;
 pub mod svg;

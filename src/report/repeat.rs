@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::num::{count, num, unit};
 use super::Report;
 
 /// Always the `schema` of a repeat document.
@@ -182,30 +183,49 @@ pub fn render(r: &Repeat) -> String {
     for (i, run) in r.runs.iter().enumerate() {
         let _ = writeln!(
             s,
-            "  run {}: seed {}, achieved {:.1} req/s, ok {} of {}, latency p99 {:.3} ms",
+            "  run {}: seed {}, achieved {}, ok {} of {}, latency p99 {}",
             i + 1,
             run.seed,
-            run.achieved_rps,
-            run.requests.ok,
-            run.requests.scheduled,
-            run.metrics
-                .latency
-                .exact
-                .as_ref()
-                .map_or(run.metrics.latency.p99, |e| e.p99)
+            unit(run.achieved_rps, "req/s"),
+            count(run.requests.ok),
+            count(run.requests.scheduled),
+            unit(
+                run.metrics
+                    .latency
+                    .exact
+                    .as_ref()
+                    .map_or(run.metrics.latency.p99, |e| e.p99),
+                "ms"
+            )
         );
     }
     let _ = writeln!(
         s,
         "\n  {:<22} {:>14} {:>12} {:>12} {:>12} {:>12}",
-        "number (ms, req/s)", "mean", "+- 95% CI", "sd", "min", "max"
+        "number", "mean", "+- 95% CI", "sd", "min", "max"
     );
     for st in &r.summary {
         let _ = writeln!(
             s,
-            "  {:<22} {:>14.4} {:>12.4} {:>12.4} {:>12.4} {:>12.4}",
-            st.name, st.mean, st.ci95, st.sd, st.min, st.max
+            "  {:<22} {:>14} {:>12} {:>12} {:>12} {:>12}",
+            format!("{} ({})", st.name, unit_of(&st.name)),
+            num(st.mean),
+            num(st.ci95),
+            num(st.sd),
+            num(st.min),
+            num(st.max)
         );
     }
     s
+}
+
+/// The unit of a [`headline`] number, by its name.
+fn unit_of(name: &str) -> &'static str {
+    match name {
+        "achieved_rps" => "req/s",
+        "throughput_rps" => "ok/s",
+        "output_tokens_per_s" => "tokens/s",
+        "error_rate" | "goodput" => "fraction",
+        _ => "ms",
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::report::num::{tick, unit};
 use crate::report::sweep::Sweep;
 use crate::report::{Metric, Report};
 
@@ -107,17 +108,6 @@ fn draw(s: &mut String, px: &[(f64, f64)], color: &str, dashed: bool, markers: b
                 r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
             );
         }
-    }
-}
-
-/// A tick value without trailing zeros: 25, 18.75, 0.125.
-fn tick(v: f64) -> String {
-    let t = format!("{v:.3}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    if t.is_empty() || t == "-0" {
-        "0".into()
-    } else {
-        t.to_string()
     }
 }
 
@@ -293,7 +283,7 @@ pub fn render_svg(r: &Report) -> String {
         .map(|i| {
             (
                 f64::from(i) / 4.0,
-                format!("{}s", tick(x_max * f64::from(i) / 4.0)),
+                format!("{} s", tick(x_max * f64::from(i) / 4.0)),
             )
         })
         .collect();
@@ -482,14 +472,57 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
         let (_, bottom) = to_px(r.offered_rps, 0.0, x_max, 0.0, 0.0);
         let _ = writeln!(
             s,
-            r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">knee: {} req/s</text>"##,
+            r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">knee: {}</text>"##,
             x - 4.0,
             top + 14.0,
-            r.offered_rps
+            unit(r.offered_rps, "req/s")
         );
     }
     let items: Vec<(&str, &str)> = picks.iter().map(|(n, c, _, _)| (*n, *c)).collect();
     legend(&mut s, 0.0, &items);
     let _ = writeln!(s, "</svg>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::sweep::{Sweep, SCHEMA};
+    use crate::report::Report;
+
+    /// The sample report of docs/report.md.
+    fn sample() -> Report {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
+            .expect("read docs/report.md");
+        let json = doc
+            .split("```json")
+            .nth(1)
+            .and_then(|t| t.split("```").next());
+        serde_json::from_str(json.expect("a json block")).expect("the sample report")
+    }
+
+    /// The sweep plot's labels go through the shared formatter: ticks
+    /// thousands-separated without trailing zeros, the knee with its unit.
+    #[test]
+    fn sweep_labels_are_numbers_for_people() {
+        let mut slow = sample();
+        slow.offered_rps = 1000.0;
+        let mut fast = sample();
+        fast.offered_rps = 2000.0;
+        let s = Sweep {
+            schema: SCHEMA.into(),
+            steps: vec![slow, fast],
+            knee: Some(1),
+            auto: None,
+            continuous: None,
+        };
+        let svg = super::render_sweep_svg(&s);
+        for label in ["0", "500", "1,000", "1,500", "2,000"] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")),
+                "tick {label}: {svg}"
+            );
+        }
+        assert!(svg.contains(">knee: 2,000 req/s</text>"), "{svg}");
+        assert!(!svg.contains(">1000<") && !svg.contains(">2000<"), "{svg}");
+    }
 }

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::Report;
+use super::num::{count, num, tick, unit};
+use super::text::samples_for_percentile;
+use super::{Metric, Report};
 
 /// The schema name of a sweep's JSON.
 pub const SCHEMA: &str = "metronome.sweep/v1";
@@ -81,12 +83,12 @@ pub fn fell_behind(r: &Report) -> Option<String> {
     }
     if r.achieved_rps < 0.99 * r.offered_rps {
         return Some(format!(
-            "achieved {:.1} req/s, below 99% of offered",
-            r.achieved_rps
+            "achieved {}, below 99% of offered",
+            unit(r.achieved_rps, "req/s")
         ));
     }
     if r.requests.dropped > 0 {
-        return Some(format!("{} requests dropped", r.requests.dropped));
+        return Some(format!("{} requests dropped", count(r.requests.dropped)));
     }
     if let Some(b) = r
         .generator
@@ -95,8 +97,10 @@ pub fn fell_behind(r: &Report) -> Option<String> {
         .find(|b| b.cause == "pool_exhausted" || b.cause == "cpu_saturated")
     {
         return Some(format!(
-            "behind its schedule from {:.0} s ({}): {}",
-            b.from_s, b.cause, b.detail
+            "behind its schedule from {} ({}): {}",
+            unit(b.from_s, "s"),
+            b.cause,
+            b.detail
         ));
     }
     r.thresholds
@@ -111,9 +115,11 @@ pub fn fell_behind(r: &Report) -> Option<String> {
 pub fn saturated(r: &Report) -> Option<String> {
     r.generator.pool.knee.as_ref().map(|k| {
         format!(
-            "saturated at about {:.0} req/s with {} connections ({} connections completed \
-             {:.0} req/s, no more)",
-            k.completions_per_s, k.connections, k.probe_connections, k.probe_per_s
+            "saturated at about {} with {} connections ({} connections completed {}, no more)",
+            unit(k.completions_per_s, "req/s"),
+            count(k.connections.into()),
+            count(k.probe_connections.into()),
+            unit(k.probe_per_s, "req/s")
         )
     })
 }
@@ -134,7 +140,7 @@ pub fn saturated(r: &Report) -> Option<String> {
 /// assert_eq!(stage_fell_behind(&st), None);
 /// st.sent = 900;
 /// st.unsent = 100;
-/// assert_eq!(stage_fell_behind(&st).unwrap(), "sent 90.0 req/s, below 99% of the 100.0 offered");
+/// assert_eq!(stage_fell_behind(&st).unwrap(), "sent 90.00 req/s, below 99% of the 100.0 offered");
 /// ```
 pub fn stage_fell_behind(st: &super::StageReport) -> Option<String> {
     let span = st.until_s - st.from_s;
@@ -143,15 +149,15 @@ pub fn stage_fell_behind(st: &super::StageReport) -> Option<String> {
     }
     if (st.sent as f64) < 0.99 * st.offered {
         return Some(format!(
-            "sent {:.1} req/s, below 99% of the {:.1} offered",
-            st.sent as f64 / span,
-            st.offered / span
+            "sent {}, below 99% of the {} offered",
+            unit(st.sent as f64 / span, "req/s"),
+            num(st.offered / span)
         ));
     }
     if st.dropped > 0 {
-        return Some(format!("{} requests dropped", st.dropped));
+        return Some(format!("{} requests dropped", count(st.dropped)));
     }
-    (st.unsent > 0).then(|| format!("{} requests never sent", st.unsent))
+    (st.unsent > 0).then(|| format!("{} requests never sent", count(st.unsent)))
 }
 
 /// The knee of a continuous sweep (`sweep --stages`): the first stage that
@@ -235,22 +241,23 @@ fn render_stages(s: &Sweep, r: &Report) -> String {
         if span <= 0.0 || st.offered <= 0.0 {
             continue;
         }
+        // The stages' bounds as written (`0s:50,1s:50`): without padding.
         let offered = if st.start_rps == st.target_rps {
-            format!("{:.1}", st.target_rps)
+            tick(st.target_rps)
         } else {
-            format!("{:.0}->{:.0}", st.start_rps, st.target_rps)
+            format!("{}->{}", tick(st.start_rps), tick(st.target_rps))
         };
         let _ = writeln!(
             t,
-            "{:>14} {:>16} {:>10.1} {:>8} {:>8} {:>9.3} {:>9.3} {:>9.3}{}",
-            format!("{:.1}-{:.1}", st.from_s, st.until_s),
+            "{:>14} {:>16} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9}{}",
+            format!("{}-{}", tick(st.from_s), tick(st.until_s)),
             offered,
-            st.sent as f64 / span,
-            st.errors,
-            st.dropped,
-            st.latency.p50,
-            st.latency.p99,
-            st.latency.max,
+            num(st.sent as f64 / span),
+            count(st.errors),
+            count(st.dropped),
+            cell(&st.latency, 0.5, st.latency.p50),
+            cell(&st.latency, 0.99, st.latency.p99),
+            cell(&st.latency, 0.0, st.latency.max),
             if s.knee == Some(i) { "  <- knee" } else { "" }
         );
     }
@@ -259,8 +266,9 @@ fn render_stages(s: &Sweep, r: &Report) -> String {
             let why = stage_knee(r).map(|(_, why)| why).unwrap_or_default();
             let _ = writeln!(
                 t,
-                "\nIn the stage from {:.1} s to {:.1} s the run stopped keeping up: {why}.",
-                st.from_s, st.until_s
+                "\nIn the stage from {} s to {} s the run stopped keeping up: {why}.",
+                tick(st.from_s),
+                tick(st.until_s)
             );
         }
         None => {
@@ -285,15 +293,17 @@ pub fn render(s: &Sweep) -> String {
     if let Some(a) = &s.auto {
         let _ = writeln!(
             t,
-            "auto: synchronous {:.1} ok/s, throughput {:.1} ok/s ({} at a time); steps between",
-            a.synchronous_rps, a.throughput_rps, a.throughput_workers
+            "auto: synchronous {}, throughput {} ({} at a time); steps between",
+            unit(a.synchronous_rps, "ok/s"),
+            unit(a.throughput_rps, "ok/s"),
+            count(a.throughput_workers.into())
         );
     }
     let _ = writeln!(
         t,
         "{:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>11}",
-        "offered",
-        "achieved",
+        "offered/s",
+        "achieved/s",
         "errors",
         "dropped",
         "p50 ms",
@@ -306,26 +316,27 @@ pub fn render(s: &Sweep) -> String {
         let m = &r.metrics.latency;
         let _ = writeln!(
             t,
-            "{:>10.1} {:>10.1} {:>8} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>11.3}{}",
-            r.offered_rps,
-            r.achieved_rps,
-            r.requests.errors,
-            r.requests.dropped,
-            m.p50,
-            m.p99,
-            m.p999,
-            m.max,
-            r.metrics.send_lag.p99,
+            "{:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
+            num(r.offered_rps),
+            num(r.achieved_rps),
+            count(r.requests.errors),
+            count(r.requests.dropped),
+            cell(m, 0.5, m.p50),
+            cell(m, 0.99, m.p99),
+            cell(m, 0.999, m.p999),
+            cell(m, 0.0, m.max),
+            cell(&r.metrics.send_lag, 0.99, r.metrics.send_lag.p99),
             if s.knee == Some(i) { "  <- knee" } else { "" }
         );
     }
+    render_streams(&mut t, s);
     match s.knee {
         Some(i) => {
             let why = fell_behind(&s.steps[i]).unwrap_or_default();
             let _ = writeln!(
                 t,
-                "\nAt {:.1} req/s the run stopped keeping up: {why}.",
-                s.steps[i].offered_rps
+                "\nAt {} the run stopped keeping up: {why}.",
+                unit(s.steps[i].offered_rps, "req/s")
             );
         }
         None => {
@@ -336,7 +347,7 @@ pub fn render(s: &Sweep) -> String {
         .steps
         .iter()
         .filter(|r| r.generator.behind.iter().any(|b| b.cause == "descheduled"))
-        .map(|r| format!("{:.1}", r.offered_rps))
+        .map(|r| num(r.offered_rps))
         .collect();
     if !host.is_empty() {
         let _ = writeln!(
@@ -346,4 +357,137 @@ pub fn render(s: &Sweep) -> String {
         );
     }
     t
+}
+
+/// A table cell of a metric's statistic (ms): `-` where its samples are
+/// too few for percentile `q` ([`samples_for_percentile`]), else [`num`].
+fn cell(m: &Metric, q: f64, v: f64) -> String {
+    if m.count < samples_for_percentile(q) {
+        "-".to_string()
+    } else {
+        num(v)
+    }
+}
+
+/// A stream (LLM) sweep's view, as guidellm's main table: each step's
+/// TTFT and ITL (per token) p50 and p99 and its output tokens/s against
+/// the offered rate. Nothing when no step streamed.
+fn render_streams(t: &mut String, s: &Sweep) {
+    if !s.steps.iter().any(|r| r.metrics.ttft.count > 0) {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "\n{:>10} {:>10} {:>10} {:>10} {:>10} {:>13}",
+        "offered/s", "ttft p50", "ttft p99", "itl p50", "itl p99", "out tokens/s"
+    );
+    for r in &s.steps {
+        let (ttft, itl) = (&r.metrics.ttft, &r.metrics.itl);
+        let _ = writeln!(
+            t,
+            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>13}",
+            num(r.offered_rps),
+            ms_cell(ttft, 0.5, ttft.p50),
+            ms_cell(ttft, 0.99, ttft.p99),
+            ms_cell(itl, 0.5, itl.p50),
+            ms_cell(itl, 0.99, itl.p99),
+            num(r.output_tokens_per_s)
+        );
+    }
+}
+
+/// [`cell`] with its unit, `ms`, for a table whose header names none.
+fn ms_cell(m: &Metric, q: f64, v: f64) -> String {
+    match cell(m, q, v).as_str() {
+        "-" => "-".to_string(),
+        text => format!("{text} ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{render, Sweep, SCHEMA};
+    use crate::report::num::num;
+    use crate::report::Report;
+
+    /// The sample report of docs/report.md (400 requests, no stream).
+    fn sample() -> Report {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md"))
+            .expect("read docs/report.md");
+        let json = doc
+            .split("```json")
+            .nth(1)
+            .and_then(|t| t.split("```").next());
+        serde_json::from_str(json.expect("a json block")).expect("the sample report")
+    }
+
+    fn sweep(steps: Vec<Report>) -> Sweep {
+        Sweep {
+            schema: SCHEMA.into(),
+            steps,
+            knee: None,
+            auto: None,
+            continuous: None,
+        }
+    }
+
+    /// Each cell of a step's row is the report's number through the shared
+    /// formatter; p99.9 of 392 samples is `-`; no stream table without
+    /// streams.
+    #[test]
+    fn rows_are_the_reports_numbers() {
+        let r = sample();
+        let text = render(&sweep(vec![r.clone()]));
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        let m = &r.metrics.latency;
+        assert_eq!(
+            row,
+            [
+                num(r.offered_rps),
+                num(r.achieved_rps),
+                "8".into(),
+                "0".into(),
+                num(m.p50),
+                num(m.p99),
+                "-".into(),
+                num(m.max),
+                num(r.metrics.send_lag.p99),
+            ],
+            "{text}"
+        );
+        assert!(!text.contains("ttft"), "{text}");
+    }
+
+    /// A stream step adds the TTFT/ITL/tokens table, one row per step,
+    /// `-` where a percentile's samples are too few (the ITL p99 of 50).
+    #[test]
+    fn streams_add_ttft_itl_and_tokens() {
+        let mut r = sample();
+        r.metrics.ttft = r.metrics.latency.clone();
+        r.metrics.itl = r.metrics.service_time.clone();
+        r.metrics.itl.count = 50;
+        r.output_tokens_per_s = 1234.56;
+        let text = render(&sweep(vec![sample(), r.clone()]));
+        let lines: Vec<&str> = text.lines().collect();
+        let head = lines.iter().position(|l| l.contains("ttft p50")).unwrap();
+        let cells = |i: usize| lines[head + i].split_whitespace().collect::<Vec<_>>();
+        let ms = |v: f64| format!("{} ms", num(v));
+        let (t, i) = (&r.metrics.ttft, &r.metrics.itl);
+        let want = [
+            num(r.offered_rps),
+            ms(t.p50),
+            ms(t.p99),
+            ms(i.p50),
+            "-".into(),
+            "1,235".into(),
+        ]
+        .join(" ");
+        assert_eq!(
+            cells(2),
+            want.split_whitespace().collect::<Vec<_>>(),
+            "{text}"
+        );
+        // The step without streams: every cell `-` but its rate and 0 tokens/s.
+        assert_eq!(cells(1)[1..], ["-", "-", "-", "-", "0"], "{text}");
+    }
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use metronome_core::measure::FramingCause;
 
+use super::num::{count, num, pct, tick, unit};
 use super::{Metric, Model, Report};
 
 /// Renders the one-screen text summary.
@@ -17,46 +18,50 @@ pub fn render_text(r: &Report) -> String {
     if r.model == Model::Closed {
         let _ = writeln!(
             s,
-            "  closed loop, {}: {:.1} req/s achieved over {:.2}s (no schedule: a stall silently lowers the rate)",
-            super::counted(r.closed_workers.into(), "worker"), r.achieved_rps, r.duration_s
+            "  closed loop, {}: {} achieved over {} (no schedule: a stall silently lowers the rate)",
+            super::counted(r.closed_workers.into(), "worker"), unit(r.achieved_rps, "req/s"), unit(r.duration_s, "s")
         );
     } else if let Some(sess) = r.sessions.filter(|x| x.planned_turns > 0) {
         // Conversations: the schedule offers sessions, the requests are
         // their turns; the ratio is of requests to requests.
         let ratio = if sess.offered_turns_per_s > 0.0 {
-            100.0 * r.achieved_rps / sess.offered_turns_per_s
+            r.achieved_rps / sess.offered_turns_per_s
         } else {
             0.0
         };
         let _ = writeln!(
             s,
-            "  offered {:.1} sessions/s ({} turns planned: {:.1} req/s), achieved {:.1} req/s ({ratio:.1}% of the planned turns) over {:.2}s; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
-            r.offered_rps, sess.planned_turns, sess.offered_turns_per_s, r.achieved_rps, r.duration_s,
-            r.throughput_rps, r.window.window_s, r.window.in_schedule_throughput_rps
+            "  offered {} ({} turns planned: {}), achieved {} ({} of the planned turns) over {}; throughput {} over {} ({} within the schedule)",
+            unit(r.offered_rps, "sessions/s"), count(sess.planned_turns), unit(sess.offered_turns_per_s, "req/s"),
+            unit(r.achieved_rps, "req/s"), pct(ratio), unit(r.duration_s, "s"), unit(r.throughput_rps, "ok/s"),
+            unit(r.window.window_s, "s"), unit(r.window.in_schedule_throughput_rps, "ok/s")
         );
     } else {
         let ratio = if r.offered_rps > 0.0 {
-            100.0 * r.achieved_rps / r.offered_rps
+            r.achieved_rps / r.offered_rps
         } else {
             0.0
         };
         // Sends that waited into the drain are not the schedule's rate.
         let late = match r.window.late_sent {
             0 => String::new(),
-            n => format!(", {n} more sent after its end"),
+            n => format!(", {} more sent after its end", count(n)),
         };
         let _ = writeln!(
             s,
-            "  offered {:.1} req/s, achieved {:.1} req/s ({ratio:.1}%) on schedule over {:.2}s{late}; throughput {:.1} ok/s over {:.2}s ({:.1} ok/s within the schedule)",
-            r.offered_rps, r.achieved_rps, r.duration_s, r.throughput_rps, r.window.window_s,
-            r.window.in_schedule_throughput_rps
+            "  offered {}, achieved {} ({}) on schedule over {}{late}; throughput {} over {} ({} within the schedule)",
+            unit(r.offered_rps, "req/s"), unit(r.achieved_rps, "req/s"), pct(ratio), unit(r.duration_s, "s"),
+            unit(r.throughput_rps, "ok/s"), unit(r.window.window_s, "s"),
+            unit(r.window.in_schedule_throughput_rps, "ok/s")
         );
     }
     let q = &r.requests;
-    let _ = writeln!(
+    let _ =
+        writeln!(
         s,
         "  requests: scheduled {}  sent {}  ok {}  errors {}  dropped {}  unsent {}  timeouts {}",
-        q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.unsent, q.timeouts
+        count(q.scheduled), count(q.sent), count(q.ok), count(q.errors), count(q.dropped),
+        count(q.unsent), count(q.timeouts)
     );
     if r.interrupted {
         let _ = writeln!(
@@ -73,10 +78,10 @@ pub fn render_text(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "  error rate {:.2}%  goodput {:.2}% ({:.1} good/s)",
-        100.0 * r.error_rate,
-        100.0 * r.goodput,
-        r.window.goodput_rps
+        "  error rate {}  goodput {} ({})",
+        pct(r.error_rate),
+        pct(r.goodput),
+        unit(r.window.goodput_rps, "good/s")
     );
     if q.errors > 0 {
         let kinds: Vec<String> = r
@@ -84,19 +89,19 @@ pub fn render_text(r: &Report) -> String {
             .by_kind
             .iter()
             .filter(|(_, &n)| n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, &n)| format!("{k} {}", count(n)))
             .chain(
                 r.errors
                     .by_status
                     .iter()
-                    .map(|(c, n)| format!("HTTP {c}: {n}")),
+                    .map(|(c, &n)| format!("HTTP {c}: {}", count(n))),
             )
             .chain(
                 grpc_codes(r)
                     .into_iter()
                     .map(|(c, n)| match super::grpc_code_name(&c) {
-                        Some(name) => format!("grpc-status {c} {name}: {n}"),
-                        None => format!("grpc-status {c}: {n}"),
+                        Some(name) => format!("grpc-status {c} {name}: {}", count(n)),
+                        None => format!("grpc-status {c}: {}", count(n)),
                     }),
             )
             .collect();
@@ -110,7 +115,7 @@ pub fn render_text(r: &Report) -> String {
                 .copied()
                 .unwrap_or(0);
             if n > 0 {
-                let _ = writeln!(s, "  bad framing ({n}): {}", cause.describe());
+                let _ = writeln!(s, "  bad framing ({}): {}", count(n), cause.describe());
             }
         }
     }
@@ -120,7 +125,7 @@ pub fn render_text(r: &Report) -> String {
             .unsent_by_reason
             .iter()
             .filter(|(_, &n)| n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, &n)| format!("{k} {}", count(n)))
             .collect();
         let _ = writeln!(s, "  never sent: {}", reasons.join(", "));
     }
@@ -129,14 +134,14 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(
             s,
             "  connections: {} closed by the server while idle, {} closed for unsolicited bytes; {} requests retried",
-            g.connections_closed_idle, g.connections_unsolicited, q.retried
+            count(g.connections_closed_idle), count(g.connections_unsolicited), count(q.retried)
         );
     }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "metric (ms)", "count", "p50", "p90", "p99", "p99.9", "max", "mean"
+        "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "metric (ms)", "count", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"
     );
     let mut rows: Vec<(&str, &Metric)> = vec![
         ("latency", &r.metrics.latency),
@@ -161,11 +166,13 @@ pub fn render_text(r: &Report) -> String {
     for (name, m) in &rows {
         let _ = writeln!(
             s,
-            "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             name,
-            m.count,
+            count(m.count),
+            pct_ms(m.count, 0.0, m.min),
             pct_ms(m.count, 0.5, m.p50),
             pct_ms(m.count, 0.9, m.p90),
+            pct_ms(m.count, 0.95, m.p95),
             pct_ms(m.count, 0.99, m.p99),
             pct_ms(m.count, 0.999, m.p999),
             pct_ms(m.count, 0.0, m.max),
@@ -185,11 +192,13 @@ pub fn render_text(r: &Report) -> String {
         for (name, e) in exact {
             let _ = writeln!(
                 s,
-                "  {:<18} {:>8} {:>9} {:>9} {:>9} {:>9}",
+                "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 name,
-                e.count,
+                count(e.count),
+                "",
                 pct_ms(e.count, 0.5, e.p50),
                 pct_ms(e.count, 0.9, e.p90),
+                pct_ms(e.count, 0.95, e.p95),
                 pct_ms(e.count, 0.99, e.p99),
                 pct_ms(e.count, 0.999, e.p999)
             );
@@ -215,13 +224,13 @@ pub fn render_text(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "  {:<17} {:>19} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9}",
-                format!("{}s-{}s", trim_s(st.from_s), trim_s(st.until_s)),
-                format!("{} -> {}", trim_s(st.start_rps), trim_s(st.target_rps)),
-                st.scheduled,
-                st.sent,
-                st.ok,
-                st.errors,
-                st.dropped,
+                format!("{}-{} s", tick(st.from_s), tick(st.until_s)),
+                format!("{} -> {}", tick(st.start_rps), tick(st.target_rps)),
+                count(st.scheduled),
+                count(st.sent),
+                count(st.ok),
+                count(st.errors),
+                count(st.dropped),
                 pct_ms(st.ok, 0.5, st.p50),
                 pct_ms(st.ok, 0.99, st.p99)
             );
@@ -267,11 +276,11 @@ pub fn render_text(r: &Report) -> String {
                 s,
                 "  {:<width$} {:>9} {:>9} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}{}",
                 name,
-                q.scheduled,
-                q.sent,
-                q.ok,
-                q.errors,
-                q.dropped,
+                count(q.scheduled),
+                count(q.sent),
+                count(q.ok),
+                count(q.errors),
+                count(q.dropped),
                 pct_ms(q.latency.count, 0.5, q.latency.p50),
                 pct_ms(q.latency.count, 0.99, q.latency.p99),
                 pct_ms(q.latency.count, 0.0, q.latency.max),
@@ -280,53 +289,59 @@ pub fn render_text(r: &Report) -> String {
         }
     }
     if let Some(x) = &r.sessions {
-        let _ =
-            writeln!(
+        let _ = writeln!(
             s,
             "  sessions: {} started, {} completed, {} abandoned (a turn failed), {} cut by the \
-             end, {} unfinished{}; {} later turns; think time {} ms",
-            x.started,
-            x.completed,
-            x.abandoned,
-            x.cut,
-            x.unfinished,
+             end, {} unfinished{}; {} later turns; think time {}",
+            count(x.started),
+            count(x.completed),
+            count(x.abandoned),
+            count(x.cut),
+            count(x.unfinished),
             if x.overflowed > 0 {
-                format!(", {} overflowed (no room was left for their next turn)", x.overflowed)
+                format!(
+                    ", {} overflowed (no room was left for their next turn)",
+                    count(x.overflowed)
+                )
             } else {
                 String::new()
             },
-            x.follow_ups,
-            x.think_time_ms
+            count(x.follow_ups),
+            unit(x.think_time_ms, "ms")
         );
     }
     if let Some(t) = &r.arrival.trace {
         let _ = writeln!(
             s,
             "  trace: {} ({} offsets, speed {})",
-            t.file, t.offsets, t.speed
+            t.file,
+            count(t.offsets),
+            num(t.speed)
         );
     }
     if r.output_tokens_per_s > 0.0 {
         let _ = writeln!(
             s,
-            "  output tokens/s: {:.1} over the real window {:.2}s (first send to last completion); \
-             {:.1} within the schedule",
-            r.output_tokens_per_s, r.window.window_s, r.window.in_schedule_output_tokens_per_s
+            "  output tokens/s: {} over the real window {} (first send to last completion); \
+             {} within the schedule",
+            num(r.output_tokens_per_s),
+            unit(r.window.window_s, "s"),
+            num(r.window.in_schedule_output_tokens_per_s)
         );
     }
     for c in &r.compat {
         let _ = writeln!(
             s,
-            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {:.2} req/s, {:.1} output tokens/s over {:.2}s{}",
+            "  as {} defines them (clock from the actual send; ms{}; docs/metrics.md): {}, {} over {}{}",
             c.peer,
             if c.metrics.contains_key("output_token_throughput_per_user") {
                 ", *_throughput* tokens/s"
             } else {
                 ""
             },
-            c.request_throughput_rps,
-            c.output_throughput_tokens_per_s,
-            c.window_s,
+            unit(c.request_throughput_rps, "req/s"),
+            unit(c.output_throughput_tokens_per_s, "output tokens/s"),
+            unit(c.window_s, "s"),
             if c.peer == "aiperf" {
                 " (aiperf's phase window)"
             } else {
@@ -358,7 +373,7 @@ pub fn render_text(r: &Report) -> String {
                 s,
                 "  {:<width$} {:>8} mean {:>9} p50 {:>9} p99 {:>9}{mark}",
                 format!("{}.{name}", c.peer),
-                m.count,
+                count(m.count),
                 pct_ms(m.count, 0.0, m.mean),
                 p50,
                 p99
@@ -369,21 +384,30 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(
             s,
             "  workload: {} on {} (model from {}), {}, {} distinct requests",
-            w.model, w.endpoint, w.model_source, w.prompts, w.distinct_requests
+            w.model,
+            w.endpoint,
+            w.model_source,
+            w.prompts,
+            count(w.distinct_requests)
         );
         for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
             let _ = writeln!(
                 s,
-                "  {name} tokens per request: mean {:.1}  p50 {}  p90 {}  p99 {}  max {}  ({} requests, {} tokens)",
-                d.mean, d.p50, d.p90, d.p99, d.max, d.count, d.total
+                "  {name} tokens per request: mean {}  p50 {}  p90 {}  p99 {}  max {}  ({} requests, {} tokens)",
+                num(d.mean), count(d.p50), count(d.p90), count(d.p99), count(d.max), count(d.count),
+                count(d.total)
             );
         }
     }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "  generator: {}, CPU {:.3}s ({:.2} us/request; {:.2} us of work, busy-wait {:.3}s excluded), peak {}",
-        super::counted(g.threads.into(), "thread"), g.cpu_s, g.cpu_us_per_request, g.work_us_per_request, g.spin_s,
+        "  generator: {}, CPU {} ({}; {} of work, busy-wait {} excluded), peak {}",
+        super::counted(g.threads.into(), "thread"),
+        unit(g.cpu_s, "s"),
+        unit(g.cpu_us_per_request, "us/request"),
+        unit(g.work_us_per_request, "us"),
+        unit(g.spin_s, "s"),
         super::counted(g.peak_connections, "connection")
     );
     let c = &r.connections;
@@ -391,12 +415,13 @@ pub fn render_text(r: &Report) -> String {
         let failed: u64 = c.handshake_failures.values().sum();
         let _ = writeln!(
             s,
-            "  tls: {} handshakes ({} resumed, {failed} failed), handshake p50 {} ms max {} ms; connect p50 {} ms",
-            shake.count,
-            c.tls_resumed,
-            fmt_ms(shake.p50),
-            fmt_ms(shake.max),
-            fmt_ms(connect.p50)
+            "  tls: {} handshakes ({} resumed, {} failed), handshake p50 {} max {}; connect p50 {}",
+            count(shake.count),
+            count(c.tls_resumed),
+            count(failed),
+            unit(shake.p50, "ms"),
+            unit(shake.max, "ms"),
+            unit(connect.p50, "ms")
         );
     }
     // Only a warm start that did something: sent a warm-up request, or
@@ -407,19 +432,19 @@ pub fn render_text(r: &Report) -> String {
         .filter(|w| w.requests + w.failed + w.unsolicited > 0)
     {
         let service = w.service_p50_ms.map_or_else(String::new, |ms| {
-            format!(" (service p50 {} ms)", fmt_ms(ms))
+            format!(" (service p50 {})", unit(ms, "ms"))
         });
         let _ = writeln!(
             s,
             "  warm start ({}): {} of {} warm-up requests answered before the clock{service}, {} failed; {} connections closed for bytes before any request",
-            w.mode, w.answered, w.requests, w.failed, w.unsolicited
+            w.mode, count(w.answered), count(w.requests), count(w.failed), count(w.unsolicited)
         );
     }
     for t in &r.thresholds {
         let measured = if t.samples == Some(0) {
             "no samples".to_string()
         } else {
-            format!("measured {}", t.value)
+            format!("measured {}", measured(&t.expr, t.value))
         };
         let _ = writeln!(
             s,
@@ -434,11 +459,26 @@ pub fn render_text(r: &Report) -> String {
     s
 }
 
-/// A number of seconds or requests per second, without trailing zeros.
-fn trim_s(v: f64) -> String {
-    let t = format!("{v:.3}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    t.to_string()
+/// A threshold's measured value with its unit, from the quantity its
+/// expression names: ms for a metric's statistic, req/s or tokens/s for a
+/// rate, a count for a count, a plain number for a fraction (as the
+/// expression writes it, `error_rate<0.01`).
+fn measured(expr: &str, value: f64) -> String {
+    let lhs = expr
+        .split(['<', '>', '=', '!'])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    match lhs {
+        _ if lhs.contains('.') => unit(value, "ms"),
+        "achieved_rps" => unit(value, "req/s"),
+        "throughput_rps" => unit(value, "ok/s"),
+        "output_tokens_per_s" => unit(value, "tokens/s"),
+        "dropped" | "errors" | "timeouts" | "ok" | "sent" | "scheduled" if value >= 0.0 => {
+            count(value as u64)
+        }
+        _ => num(value),
+    }
 }
 
 /// The samples a percentile `q` needs to be told apart from the maximum:
@@ -453,24 +493,13 @@ pub fn samples_for_percentile(q: f64) -> u64 {
 }
 
 /// A percentile cell: `-` where `count` samples are too few for `q`
-/// ([`samples_for_percentile`]), else [`fmt_ms`].
-fn pct_ms(count: u64, q: f64, v: f64) -> String {
-    if count < samples_for_percentile(q) {
+/// ([`samples_for_percentile`]), else the value through [`num`] (the
+/// column's header names the unit).
+fn pct_ms(samples: u64, q: f64, v: f64) -> String {
+    if samples < samples_for_percentile(q) {
         "-".to_string()
     } else {
-        fmt_ms(v)
-    }
-}
-
-/// Milliseconds for a table cell: one decimal from 100 ms, two from 1 ms,
-/// three below.
-fn fmt_ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
+        num(v)
     }
 }
 
@@ -486,4 +515,23 @@ fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
         .collect();
     codes.sort_by_key(|(c, _)| c.parse::<u64>().unwrap_or(u64::MAX));
     codes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::measured;
+
+    /// A threshold's measured value carries the unit of its quantity.
+    #[test]
+    fn measured_names_the_unit() {
+        assert_eq!(measured("latency.p99<50ms", 411.60914842493287), "411.6 ms");
+        assert_eq!(measured("achieved_rps>=100", 99.996), "100.0 req/s");
+        assert_eq!(measured("throughput_rps>1", 1234.6), "1,235 ok/s");
+        assert_eq!(
+            measured("output_tokens_per_s>1", 12.345678),
+            "12.35 tokens/s"
+        );
+        assert_eq!(measured("dropped==0", 5018.0), "5,018");
+        assert_eq!(measured("error_rate<0.01", 0.0123456), "0.01235");
+    }
 }

@@ -305,9 +305,9 @@ fn check_start_at(at: SystemTime) -> Result<(), crate::UsageError> {
     match at.duration_since(now) {
         Ok(_) => Ok(()),
         Err(e) => Err(crate::UsageError(format!(
-            "--start-at {} is {:.3} s in the past (now is {}): give an instant in the future, leaving time to open the connections",
+            "--start-at {} is {} in the past (now is {}): give an instant in the future, leaving time to open the connections",
             crate::units::rfc3339_ns(metronome_core::engine::unix_ns(at)),
-            e.duration().as_secs_f64(),
+            crate::report::num::unit(e.duration().as_secs_f64(), "s"),
             crate::units::rfc3339_ns(metronome_core::engine::unix_ns(now)),
         ))),
     }

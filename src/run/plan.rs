@@ -1,6 +1,7 @@
 //! Arguments to a core [`Plan`]: check every flag (a bad one is a
 //! [`UsageError`] naming it), encode the requests, resolve the target.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use metronome_core::measure::Slo;
@@ -623,8 +624,10 @@ fn openai_requests(
             .min((SYNTHETIC_MAX_BYTES / per_request).max(1));
         if (count as f64) < expected {
             eprintln!(
-                "metronome: notice: {count} synthetic prompts for about {expected:.0} requests: \
-                 they repeat (a server's prefix cache may serve repeats faster)"
+                "metronome: notice: {} synthetic prompts for about {} requests: \
+                 they repeat (a server's prefix cache may serve repeats faster)",
+                crate::report::num::count(count as u64),
+                crate::report::num::count(expected.round() as u64)
             );
         }
         let first = shard.index as usize * count;
@@ -720,7 +723,7 @@ fn openai_requests(
             let path = models_path(&target.path);
             let auth: Vec<String> = headers[2..].to_vec();
             let m = super::discover::discover(addr, &target.authority(), &path, &auth, tls)?;
-            eprintln!("metronome: model: {m} (from {path})");
+            eprint_once(format!("metronome: model: {m} (from {path})"));
             (m, "/v1/models")
         }
     };
@@ -741,12 +744,12 @@ fn openai_requests(
         requests.push(encode(&target, method, &headers, Some(&b)));
     }
     if let Some(from) = completed_from {
-        eprintln!(
+        eprint_once(format!(
             "metronome: posting to {}://{}{} (the URL's path {from} completed)",
             if target.tls { "https" } else { "http" },
             target.authority(),
             target.path
-        );
+        ));
     }
     Ok(OpenAiRequests {
         requests,
@@ -762,6 +765,20 @@ fn openai_requests(
         turns: sessions,
         table,
     })
+}
+
+/// Prints `line` on stderr unless this process printed it before: what
+/// the model discovery found and how the URL was completed are the same
+/// for every step of a sweep (and its `--auto` probes), so they print once.
+fn eprint_once(line: String) {
+    static PRINTED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut printed = PRINTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !printed.contains(&line) {
+        eprintln!("{line}");
+        printed.insert(line);
+    }
 }
 
 fn parse_shard(s: &str) -> Result<Shard, UsageError> {

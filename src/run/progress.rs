@@ -7,6 +7,7 @@ use std::time::Duration;
 use metronome_core::engine::Control;
 
 use crate::report::ms;
+use crate::report::num::{count, num, unit};
 use crate::report::text::samples_for_percentile;
 
 /// Polls Ctrl-C into the engine's stop flag and draws the progress line.
@@ -28,11 +29,12 @@ pub(super) fn watch(
             let p = &control.progress;
             let elapsed = start.elapsed().as_secs_f64();
             eprint!(
-                "\r\x1b[2K  {elapsed:>5.1}s/{:.0}s  sent {}  ok {}  errors {}  {}",
-                end_ns as f64 / 1e9,
-                p.sent.load(Ordering::Relaxed),
-                p.ok.load(Ordering::Relaxed),
-                p.errors.load(Ordering::Relaxed),
+                "\r\x1b[2K  {}/{}  sent {}  ok {}  errors {}  {}",
+                num(elapsed),
+                unit(end_ns as f64 / 1e9, "s"),
+                count(p.sent.load(Ordering::Relaxed)),
+                count(p.ok.load(Ordering::Relaxed)),
+                count(p.errors.load(Ordering::Relaxed)),
                 p99s(p),
             );
         }
@@ -47,15 +49,12 @@ pub(super) fn watch(
 fn p99s(p: &metronome_core::engine::Progress) -> String {
     let enough = |samples: u64| samples >= samples_for_percentile(0.99);
     let latency = if enough(p.last_samples.load(Ordering::Relaxed)) {
-        format!("{:.2}ms", ms(p.last_p99_ns.load(Ordering::Relaxed)))
+        unit(ms(p.last_p99_ns.load(Ordering::Relaxed)), "ms")
     } else {
         "-".to_string()
     };
     let lag = if enough(p.last_send_lag_samples.load(Ordering::Relaxed)) {
-        format!(
-            "{:.3}ms",
-            ms(p.last_send_lag_p99_ns.load(Ordering::Relaxed))
-        )
+        unit(ms(p.last_send_lag_p99_ns.load(Ordering::Relaxed)), "ms")
     } else {
         "-".to_string()
     };
@@ -79,8 +78,8 @@ mod tests {
         p.last_send_lag_p99_ns.store(40_000, Ordering::Relaxed);
         p.last_samples.store(99, Ordering::Relaxed);
         p.last_send_lag_samples.store(100, Ordering::Relaxed);
-        assert_eq!(p99s(&p), "p99 -  send lag p99 0.040ms");
+        assert_eq!(p99s(&p), "p99 -  send lag p99 0.04000 ms");
         p.last_samples.store(100, Ordering::Relaxed);
-        assert_eq!(p99s(&p), "p99 2.50ms  send lag p99 0.040ms");
+        assert_eq!(p99s(&p), "p99 2.500 ms  send lag p99 0.04000 ms");
     }
 }
