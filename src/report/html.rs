@@ -37,7 +37,9 @@ pub struct PageMeta {
     /// The metronome version that drew the page.
     pub version: &'static str,
     /// The command line that produced the report, shell-quoted, secrets
-    /// redacted; null when the page was drawn from a saved file.
+    /// redacted: the report's `argv` when it has one (a sweep: the command
+    /// of the process that drew the page, else its first step's); null
+    /// when the page was drawn from a saved report without one.
     pub command: Option<String>,
     /// The page's reports (one, or a sweep's steps in order), each with the
     /// figures JavaScript cannot hold exactly.
@@ -56,7 +58,8 @@ pub struct RunMeta {
     /// `start_unix_ns` as a decimal string.
     pub start_unix_ns: String,
     /// A command line that re-runs this test, rebuilt from the report
-    /// (flags the report does not record, such as headers, are missing).
+    /// (flags the report does not record, such as headers, are missing):
+    /// shown, labelled reconstructed, only when the report has no `argv`.
     pub equivalent: String,
     /// Why this step did not keep up (sweeps; null when it did).
     pub fell_behind: Option<String>,
@@ -94,6 +97,25 @@ pub struct ShardRow {
 /// );
 /// ```
 pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
+    shell_words(&masked_argv(args))
+}
+
+/// A command line word by word, as given, with the secrets in it replaced
+/// by `REDACTED`: the value of `--api-key`, the value of a credential
+/// header (`-H`/`--header` named `Authorization`, `Proxy-Authorization`,
+/// `Cookie`, or with `key`, `token` or `secret` in its name), and the
+/// password of a URL (`http://user:REDACTED@host/`).
+///
+/// # Example
+/// ```
+/// use metronome::report::html::masked_argv;
+/// let args = ["metronome", "run", "http://u:pw@h/", "-HCookie: a=1", "--header=X-Trace: 7"];
+/// assert_eq!(
+///     masked_argv(args.iter().map(|s| s.to_string())),
+///     ["metronome", "run", "http://u:REDACTED@h/", "-HCookie: REDACTED", "--header=X-Trace: 7"]
+/// );
+/// ```
+pub fn masked_argv(args: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut redact_next = false;
     let mut header_next = false;
@@ -106,14 +128,48 @@ pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
             "--api-key=REDACTED".to_string()
         } else if let Some(h) = a.strip_prefix("--header=") {
             format!("--header={}", redact_header(h))
+        } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
+            format!("-H{}", redact_header(h))
         } else {
-            a.clone()
+            redact_url_password(&a)
         };
         redact_next = a == "--api-key";
         header_next = a == "-H" || a == "--header";
-        out.push(shell_quote(&shown));
+        out.push(shown);
     }
-    out.join(" ")
+    out
+}
+
+/// Words joined into one shell command line, each quoted for a POSIX
+/// shell when it needs it.
+///
+/// ```
+/// use metronome::report::html::shell_words;
+/// let w = ["metronome", "run", "-H", "A: b", "it's"].map(String::from);
+/// assert_eq!(shell_words(&w), r"metronome run -H 'A: b' 'it'\''s'");
+/// ```
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `scheme://user:password@host...` with the password replaced; any other
+/// word as it is.
+fn redact_url_password(w: &str) -> String {
+    let Some((scheme, rest)) = w.split_once("://") else {
+        return w.to_string();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let Some((userinfo, _)) = authority.rsplit_once('@') else {
+        return w.to_string();
+    };
+    let Some((user, _)) = userinfo.split_once(':') else {
+        return w.to_string();
+    };
+    format!("{scheme}://{user}:REDACTED{}", &rest[userinfo.len()..])
 }
 
 /// A header with a credential's value replaced.
@@ -298,7 +354,7 @@ pub fn render_report(r: &Report, command: Option<String>) -> anyhow::Result<Stri
     let meta = PageMeta {
         kind: "report",
         version: env!("CARGO_PKG_VERSION"),
-        command,
+        command: r.argv.as_deref().map(shell_words).or(command),
         runs: vec![run_meta(r, None)],
         knee_reason: None,
         descheduled_steps: Vec::new(),
@@ -329,7 +385,12 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
     let meta = PageMeta {
         kind: "sweep",
         version: env!("CARGO_PKG_VERSION"),
-        command,
+        command: command.or_else(|| {
+            sw.steps
+                .first()
+                .and_then(|r| r.argv.as_deref())
+                .map(shell_words)
+        }),
         runs: sw
             .steps
             .iter()

@@ -181,6 +181,7 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
             shard: r.shard.clone(),
             start_unix_ns: r.start_unix_ns,
             start_offset_ns: r.start_offset_ns,
+            argv: r.argv.clone(),
         })
         .collect();
     if coverage.missing.is_empty() {
@@ -499,6 +500,22 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
             *c.handshake_failures.entry(k.clone()).or_default() += v;
         }
     }
+    c.tls_versions.clear();
+    c.alpn.clear();
+    for r in reports {
+        for (k, v) in &r.connections.tls_versions {
+            *c.tls_versions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &r.connections.alpn {
+            *c.alpn.entry(k.clone()).or_default() += v;
+        }
+    }
+    let h2s: Vec<_> = reports.iter().filter_map(|r| r.connections.h2).collect();
+    c.h2 = (!h2s.is_empty()).then(|| crate::report::H2Streams {
+        peak_streams: h2s.iter().map(|h| h.peak_streams).max().unwrap_or(0),
+        client_max_streams: h2s.iter().map(|h| h.client_max_streams).max().unwrap_or(0),
+        server_max_streams: h2s.iter().filter_map(|h| h.server_max_streams).min(),
+    });
     let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
     if let Some(w) = &mut m.workload {
         let input: Vec<_> = workloads.iter().map(|w| &w.input_tokens).collect();

@@ -14,6 +14,12 @@ pub fn render_text(r: &Report) -> String {
         "metronome {} -> {}  [{} model, {} engine, {}]",
         r.run_id, r.target, r.model, r.engine, r.arrival.process
     );
+    if let Some(line) = super::protocol_line(r) {
+        let _ = writeln!(s, "  protocol: {line}");
+    }
+    if let Some(argv) = &r.argv {
+        let _ = writeln!(s, "  command: {}", super::html::shell_words(argv));
+    }
     if r.model == Model::Closed {
         let _ = writeln!(
             s,

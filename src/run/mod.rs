@@ -58,6 +58,7 @@ pub struct RunResult {
 /// A [`UsageError`](crate::UsageError) for bad input (exit 2); any other error (exit 1) when the
 /// run could not be done, e.g. the target refuses connections.
 pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    let protocol = protocol(args);
     let profiled;
     let args = match args.profile {
         Some(profile) => {
@@ -161,6 +162,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         keylog: crate::tls::keylog_requested(),
         profile: args.profile.map(|p| p.to_string()),
         request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
+        protocol: protocol.to_string(),
+        argv: Some(report::html::masked_argv(std::env::args())),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
@@ -262,6 +265,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         failure,
         report,
     })
+}
+
+/// The protocol a run's requests are sent in ([`Report::protocol`]).
+fn protocol(args: &RunArgs) -> &'static str {
+    if args.grpc.is_some() {
+        "grpc"
+    } else if args.http2 {
+        "h2"
+    } else if args.http2_prior_knowledge {
+        "h2c"
+    } else {
+        "http/1.1"
+    }
 }
 
 /// Checks every output file of a run before it starts ([`crate::output::check`]).
