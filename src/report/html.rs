@@ -214,13 +214,30 @@ pub fn equivalent_command(r: &Report) -> String {
         .split_once('/')
         .and_then(|(_, n)| n.parse::<u32>().ok())
         .unwrap_or(1);
-    if r.closed_workers > 0 {
+    match r.protocol.as_deref() {
+        Some("h2c") => a.push("--http2-prior-knowledge".into()),
+        Some("h2") => a.push("--http2".into()),
+        _ => {}
+    }
+    let staged = !r.stages.is_empty();
+    if let Some(p) = &r.profile {
+        push(&mut a, "--profile", p.clone());
+    } else if r.closed_workers > 0 {
         push(&mut a, "--closed", r.closed_workers.to_string());
+    } else if let Some(t) = &r.arrival.trace {
+        // A trace replays its file: no rate, no arrival process.
+        push(&mut a, "--trace", t.file.clone());
+        if t.speed != 1.0 {
+            push(&mut a, "--trace-speed", t.speed.to_string());
+        }
     } else {
+        let first = r.stages.first().map(|s| s.start_rps);
         push(
             &mut a,
             "--rate",
-            (r.offered_rps * f64::from(shards)).to_string(),
+            first
+                .unwrap_or(r.offered_rps * f64::from(shards))
+                .to_string(),
         );
         push(&mut a, "--arrival", r.arrival.process.clone());
         if let Some(b) = r.arrival.burst_size {
@@ -229,13 +246,31 @@ pub fn equivalent_command(r: &Report) -> String {
         if let Some(b) = r.arrival.burstiness {
             push(&mut a, "--burstiness", b.to_string());
         }
+        if staged {
+            let stages: Vec<String> = r
+                .stages
+                .iter()
+                .map(|s| format!("{}s:{}", s.until_s - s.from_s, s.target_rps))
+                .collect();
+            push(&mut a, "--stages", stages.join(","));
+            if let Some(ramp) = &r.arrival.ramp {
+                push(&mut a, "--ramp", ramp.clone());
+            }
+        }
+    }
+    if let Some(n) = r.max_concurrency {
+        push(&mut a, "--max-concurrency", n.to_string());
     }
     let dur = if r.planned_duration_s > 0.0 {
         r.planned_duration_s
     } else {
         r.duration_s
     };
-    push(&mut a, "--duration", format!("{dur}s"));
+    // Stages set the duration (their sum); a trace's is its last offset
+    // unless cut, which the report cannot tell apart: it is given.
+    if !staged {
+        push(&mut a, "--duration", format!("{dur}s"));
+    }
     if r.warmup_s > 0.0 {
         push(&mut a, "--warmup", format!("{}s", r.warmup_s));
     }
@@ -477,6 +512,12 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(html.matches("</script>").count(), 3);
         let meta: serde_json::Value = serde_json::from_str(embedded(&html, "page-meta")).unwrap();
+        // The report's own argv is the command line shown; the one given
+        // serves a report without one.
+        assert_eq!(meta["command"], shell_words(r.argv.as_ref().unwrap()));
+        r.argv = None;
+        let html = render_report(&r, Some("metronome run x".into())).unwrap();
+        let meta: serde_json::Value = serde_json::from_str(embedded(&html, "page-meta")).unwrap();
         assert_eq!(meta["command"], "metronome run x");
         assert_eq!(meta["runs"][0]["seed"], r.seed.to_string());
         // The title and the fallback are escaped.
@@ -527,6 +568,24 @@ mod tests {
         assert!(c.contains("--shard 1/4"), "{c}");
         assert!(c.contains("--threshold 'latency.p99<50ms'"), "{c}");
         assert!(c.contains(&format!("--seed {}", r.seed)), "{c}");
+
+        // A trace: --trace FILE, never `--arrival trace` (the CLI refuses it).
+        let mut t = sample();
+        t.arrival.process = "trace".into();
+        t.arrival.trace = Some(crate::report::TraceReport {
+            file: "t.jsonl".into(),
+            offsets: 3,
+            speed: 2.0,
+        });
+        t.protocol = Some("h2c".into());
+        t.max_concurrency = Some(8);
+        let c = equivalent_command(&t);
+        assert!(
+            c.contains(" --http2-prior-knowledge --trace t.jsonl --trace-speed 2 "),
+            "{c}"
+        );
+        assert!(c.contains(" --max-concurrency 8 "), "{c}");
+        assert!(!c.contains("--arrival") && !c.contains("--rate"), "{c}");
     }
 
     /// The size budget (docs/html.md): a 10-minute stream run at 1 s
