@@ -446,3 +446,78 @@ fn h2c_against_http1_server_says_it_answered_http1() {
         assert!(!stderr.contains("frame of"), "{engine}: {stderr}");
     }
 }
+
+/// A TLS server that refuses every ClientHello as one whose ALPN offers
+/// none of its protocols does (Go's crypto/tls for an h2-only gRPC
+/// server): the fatal alert `no_application_protocol` (120).
+fn alpn_refusing_server() -> (std::net::SocketAddr, Arc<AtomicBool>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    std::thread::spawn(move || {
+        while !stopping.load(Ordering::Relaxed) {
+            let Ok((mut sock, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            };
+            std::thread::spawn(move || {
+                sock.set_nonblocking(false).unwrap();
+                sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 4096];
+                if matches!(sock.read(&mut buf), Ok(n) if n > 0) {
+                    let _ = sock.write_all(&[0x15, 3, 3, 0, 2, 2, 120]);
+                }
+            });
+        }
+    });
+    (addr, stop)
+}
+
+/// HTTP/1.1 over TLS refused by ALPN (`no_application_protocol`): the line
+/// says to add `--http2` when the server speaks HTTP/2 only; with
+/// `--http2` it says the server offers no h2 (drop it), as before.
+#[test]
+fn alpn_refusal_names_the_flag() {
+    let (addr, stop) = alpn_refusing_server();
+    let url = format!("https://{addr}/");
+    for engine in engines() {
+        for (extra, want) in [
+            (
+                None,
+                "the server speaks none of the protocols offered by ALPN (http/1.1): if it \
+                 speaks HTTP/2 only, add --http2",
+            ),
+            (Some("--http2"), "drop --http2"),
+        ] {
+            let mut args = vec![
+                "run",
+                &url,
+                "--insecure",
+                "--engine",
+                engine,
+                "--rate",
+                "20",
+                "--duration",
+                "200ms",
+                "--quiet",
+            ];
+            args.extend(extra);
+            let out = metronome(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{engine} {extra:?}: {stderr}");
+            assert!(
+                stderr.contains("no_application_protocol"),
+                "{engine}: {stderr}"
+            );
+            assert!(stderr.contains(want), "{engine} {extra:?}: {stderr}");
+            assert_eq!(
+                stderr.contains("add --http2"),
+                extra.is_none(),
+                "{engine} {extra:?}: {stderr}"
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+}

@@ -127,6 +127,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
                     "{e:#}: the server does not offer h2 in ALPN (an HTTP/1.1-only TLS \
                      server); drop --http2"
                 )
+            } else if format!("{e:#}").contains("no_application_protocol") {
+                anyhow::anyhow!(
+                    "{e:#}: the server speaks none of the protocols offered by ALPN \
+                     (http/1.1): if it speaks HTTP/2 only, add --http2"
+                )
             } else {
                 e
             }
