@@ -235,9 +235,10 @@ pub fn protocol_line(r: &Report) -> Option<String> {
             .server_max_streams
             .map_or_else(|| "unlimited".to_string(), |n| n.to_string());
         line += &format!(
-            "; at most {} streams at once on a connection (client cap {}, server's \
+            "; at most {} at once on a connection (client cap {}, server's \
              SETTINGS_MAX_CONCURRENT_STREAMS {server})",
-            h.peak_streams, h.client_max_streams
+            counted(h.peak_streams.into(), "stream"),
+            h.client_max_streams
         );
     }
     Some(line)

@@ -18,7 +18,12 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(s, "  protocol: {line}");
     }
     if let Some(argv) = &r.argv {
-        let _ = writeln!(s, "  command: {}", super::html::shell_words(argv));
+        // A merged report's is its first shard's.
+        let whose = r
+            .shard_starts
+            .first()
+            .map_or_else(String::new, |f| format!(" (shard {}'s)", f.shard));
+        let _ = writeln!(s, "  command{whose}: {}", super::html::shell_words(argv));
     }
     if r.model == Model::Closed {
         let _ = writeln!(
