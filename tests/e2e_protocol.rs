@@ -529,3 +529,42 @@ fn alpn_refusal_names_the_flag() {
     }
     stop.store(true, Ordering::Relaxed);
 }
+
+/// A word of the command line that is not UTF-8 (a file name) is kept in
+/// `argv` with U+FFFD for its invalid bytes: no panic, the run is reported.
+#[test]
+fn a_non_utf8_word_is_kept_lossily() {
+    use std::os::unix::ffi::OsStrExt;
+    let srv = server(ServeConfig::default());
+    let url = format!("http://{}/", srv.addr());
+    let dir = tmp("nonutf8");
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join(std::ffi::OsStr::from_bytes(b"r\xff.html"));
+    let out = dir.join("r.json");
+    let run = std::process::Command::new(BIN)
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "10",
+            "--duration",
+            "200ms",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    srv.stop();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    let r = read_report(&out);
+    let argv = r.argv.unwrap();
+    assert_eq!(
+        argv.last().unwrap(),
+        &format!("{}/r\u{FFFD}.html", dir.display())
+    );
+    assert!(html.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

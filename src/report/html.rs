@@ -453,9 +453,16 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
 }
 
 /// The command line of this process for a page ([`command_line`] of
-/// `std::env::args`).
+/// [`this_argv`]).
 pub fn this_command() -> String {
-    command_line(std::env::args())
+    shell_words(&this_argv())
+}
+
+/// The words of this process's command line, secrets masked
+/// ([`masked_argv`]); a word that is not UTF-8 (a path) is kept with its
+/// invalid bytes replaced by U+FFFD rather than refused.
+pub fn this_argv() -> Vec<String> {
+    masked_argv(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
 }
 
 /// Writes a report's page to `path`.

@@ -168,7 +168,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         profile: args.profile.map(|p| p.to_string()),
         request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
         protocol: protocol.to_string(),
-        argv: Some(report::html::masked_argv(std::env::args())),
+        argv: Some(report::html::this_argv()),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
