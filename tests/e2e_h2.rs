@@ -516,7 +516,8 @@ impl Nginx {
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
              error_log {d}/error.log warn;\nevents {{ worker_connections 256; }}\n\
-             http {{\n access_log off;\n client_body_temp_path {d}/body;\n\
+             http {{\n log_format proto '$server_protocol';\n \
+             access_log {d}/access.log proto;\n client_body_temp_path {d}/body;\n\
              proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
              server {{\n  {listen}\n\
@@ -543,6 +544,18 @@ impl Nginx {
             std::thread::sleep(Duration::from_millis(20));
         }
         Nginx { child, dir, port }
+    }
+}
+
+impl Nginx {
+    /// The protocol of every request nginx logged so far
+    /// (`$server_protocol`, one line each: `HTTP/2.0`, `HTTP/1.1`).
+    fn protocols(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 }
 
@@ -585,6 +598,16 @@ fn h2c_against_nginx_goaway_loses_nothing() {
         assert_eq!(r.requests.sent, 500);
         assert_eq!(r.requests.ok, 500, "{:?}", r.errors);
         assert_accounting(&r);
+        // The protocol the report names is the one nginx logged, and its
+        // SETTINGS_MAX_CONCURRENT_STREAMS (http2_max_concurrent_streams,
+        // 128 by default) is the server's limit reported.
+        assert_eq!(r.protocol.as_deref(), Some("h2c"));
+        let logged = ngx.protocols();
+        assert!(logged.len() >= 500, "{} requests logged", logged.len());
+        assert!(logged.iter().all(|p| p == "HTTP/2.0"), "{logged:?}");
+        let h2 = r.connections.h2.expect("h2 streams");
+        assert_eq!(h2.server_max_streams, Some(128), "{h2:?}");
+        assert!((1..=100).contains(&h2.peak_streams), "{h2:?}");
 
         let r = common::run_url_json(
             &url,
@@ -743,11 +766,24 @@ fn h2_over_tls_against_nginx() {
             ],
             0,
         );
+        let logged = ngx.protocols();
         drop(ngx);
         assert_eq!(r.requests.sent, 3000);
         assert_eq!(r.requests.ok, 3000, "{:?}", r.errors);
         assert!(r.connections.tls);
         assert_accounting(&r);
+        // h2 by ALPN on every handshake, as nginx logged it.
+        assert_eq!(r.protocol.as_deref(), Some("h2"));
+        assert!(logged.len() >= 3000, "{} requests logged", logged.len());
+        assert!(logged.iter().all(|p| p == "HTTP/2.0"), "{logged:?}");
+        let shakes = r.connections.tls_handshake.as_ref().map_or(0, |m| m.count);
+        assert_eq!(
+            r.connections.alpn,
+            [("h2".to_string(), shakes)].into_iter().collect(),
+            "{:?}",
+            r.connections
+        );
+        assert_eq!(r.connections.tls_versions.values().sum::<u64>(), shakes);
 
         let ngx = Nginx::start_with(&bin, Some((&certs, false)));
         let out = metronome(&[

@@ -891,3 +891,45 @@ fn version_and_cipher_mismatch_are_one_line() {
         );
     }
 }
+
+/// The report names the TLS version and ALPN protocol as a TLS stack
+/// metronome did not write (OpenSSL, by Python's ssl) agreed them: TLS 1.3
+/// by default, TLS 1.2 when the server allows no more; no ALPN when the
+/// server sets none, `http/1.1` when it offers it. Every handshake counted
+/// (2 connections).
+#[test]
+fn tls_version_and_alpn_as_the_peer_agreed() {
+    if !tools() {
+        return;
+    }
+    let dir = Dir::new("agreed");
+    let (cert, key) = openssl_default(&dir, "server");
+    let plain = Peer::start(&cert, &key, &[]);
+    let alpn = Peer::start(&cert, &key, &["--alpn", "http/1.1"]);
+    let tls12 = Peer::start(
+        &cert,
+        &key,
+        &["--tls12-ciphers", "ECDHE-RSA-AES128-GCM-SHA256"],
+    );
+    let map = |pairs: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
+        pairs.iter().map(|&(k, n)| (k.to_string(), n)).collect()
+    };
+    for engine in engines() {
+        for (peer, version, chosen) in [
+            (&plain, "TLSv1.3", "none"),
+            (&alpn, "TLSv1.3", "http/1.1"),
+            (&tls12, "TLSv1.2", "none"),
+        ] {
+            let r = run_ok(&peer.url("127.0.0.1"), engine, &["--cacert", s(&cert)]);
+            let shakes = r.connections.tls_handshake.as_ref().map_or(0, |m| m.count);
+            assert!(shakes >= 2, "{engine}: {:?}", r.connections);
+            assert_eq!(r.protocol.as_deref(), Some("http/1.1"), "{engine}");
+            assert_eq!(
+                r.connections.tls_versions,
+                map(&[(version, shakes)]),
+                "{engine}"
+            );
+            assert_eq!(r.connections.alpn, map(&[(chosen, shakes)]), "{engine}");
+        }
+    }
+}

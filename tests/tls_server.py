@@ -3,13 +3,14 @@
 TLS tests of tests/e2e_tls_peer.rs: a TLS stack metronome did not write.
 
     tls_server.py CERT KEY [--client-ca FILE] [--tls12-ciphers LIST]
-                  [--tls11] [--seconds N]
+                  [--tls11] [--alpn LIST] [--seconds N]
 
 Listens on 127.0.0.1 with an ephemeral port and prints `PORT` as its first
 line on stdout; answers every HTTP/1.1 request with `200 ok` (keep-alive).
 With --client-ca it requires a client certificate signed by (or equal to)
 one of FILE's certificates. --tls12-ciphers serves TLS 1.2 only, with the
-OpenSSL cipher list LIST; --tls11 serves TLS 1.1 only. It stops by itself after N seconds (default 30)
+OpenSSL cipher list LIST; --tls11 serves TLS 1.1 only; --alpn offers the
+comma-separated ALPN protocols LIST (default: no ALPN). It stops by itself after N seconds (default 30)
 or when its stdin closes, whichever comes first.
 """
 
@@ -66,6 +67,7 @@ def main():
     parser.add_argument("--client-ca")
     parser.add_argument("--tls12-ciphers")
     parser.add_argument("--tls11", action="store_true")
+    parser.add_argument("--alpn")
     parser.add_argument("--seconds", type=float, default=30.0)
     args = parser.parse_args()
 
@@ -79,6 +81,8 @@ def main():
         context.set_ciphers("DEFAULT:@SECLEVEL=0")
         context.minimum_version = ssl.TLSVersion.TLSv1_1
         context.maximum_version = ssl.TLSVersion.TLSv1_1
+    if args.alpn:
+        context.set_alpn_protocols(args.alpn.split(","))
     if args.client_ca:
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(args.client_ca)

@@ -45,6 +45,21 @@ pub fn expect_h2(conn: &ClientConnection) -> io::Result<()> {
     }
 }
 
+/// What a completed handshake agreed: TLS 1.3 (else 1.2), and the ALPN
+/// protocol the server chose as one of [`Setup::ALPN`](crate::engine::Setup::ALPN)'s
+/// names (`None`: none, or one this client never offers), for
+/// [`Setup::negotiated`](crate::engine::Setup::negotiated).
+pub fn agreed(conn: &ClientConnection) -> (bool, Option<&'static [u8]>) {
+    let tls13 = conn.protocol_version() == Some(ProtocolVersion::TLSv1_3);
+    let alpn = conn.alpn_protocol().and_then(|a| {
+        crate::engine::Setup::ALPN
+            .iter()
+            .find(|n| !n.is_empty() && n.as_bytes() == a)
+            .map(|n| n.as_bytes())
+    });
+    (tls13, alpn)
+}
+
 /// The TLS side of a target: the client configuration (trust, ALPN, the
 /// session cache every connection shares) and the server name (SNI, and
 /// the name the certificate must carry).

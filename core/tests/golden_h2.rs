@@ -391,6 +391,30 @@ fn error_of(conn: &mut Connection<8>, f: Frame<'_>) -> Option<H2Error> {
     drive(conn, &w, &[]).error
 }
 
+/// An HTTP/1.1 server answers the preface with a status line: the
+/// connection error says so (not "a frame of 4 740 180 bytes", which is what
+/// `HTT` reads as), at any split of the bytes, and the GOAWAY is
+/// PROTOCOL_ERROR. After the server's SETTINGS the same bytes are a frame.
+#[test]
+fn http1_answer_to_the_preface_is_named() {
+    let answer = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    for cut in 0..=answer.len() {
+        let mut conn = Connection::<8>::new(Config::DEFAULT);
+        flush(&mut conn, &mut [0u8; 256], &mut Vec::new());
+        let run = drive(&mut conn, answer, &[cut]);
+        assert_eq!(run.error, Some(H2Error::Http1Answer), "cut {cut}");
+        assert_eq!(
+            frames(&run.written),
+            ["GoAway { last_stream: 0, code: ErrorCode(1), debug: [] }"]
+        );
+    }
+    assert!(H2Error::Http1Answer
+        .to_string()
+        .starts_with("the server answered HTTP/1.1, not HTTP/2"));
+    let mut conn = ready();
+    assert!(matches!(conn.handle_read(answer), Err(H2Error::Frame(_))));
+}
+
 #[test]
 fn connection_errors_send_goaway() {
     let mut conn = Connection::<8>::new(Config::DEFAULT);
@@ -671,8 +695,10 @@ fn max_concurrent_streams_is_honoured() {
                 .unwrap(),
         },
     );
+    assert_eq!(conn.server_max_streams(), None);
     drive(&mut conn, &w, &[]);
     assert_eq!(conn.max_streams(), 2);
+    assert_eq!(conn.server_max_streams(), Some(2));
     assert_eq!(
         conn.start_request(b"\x82", true, &mut out).map(|r| r.0),
         Ok(1)

@@ -34,7 +34,7 @@ pub(crate) fn run(
         )
         .map_err(crate::connect_error)?;
         if let Some(o) = conn.opened.take() {
-            setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+            o.record(&mut setup);
         }
         conns.push(conn);
     }

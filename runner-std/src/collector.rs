@@ -51,6 +51,10 @@ pub(crate) enum Fact {
     Opened(Opened),
     /// A connection's TLS handshake failed during the run.
     HandshakeFailed(HandshakeFailure),
+    /// An HTTP/2 worker's streams, once at its end: the most open at once
+    /// on its connection and the server's stream limits (set-up figures
+    /// with nothing else counted).
+    H2Streams(Box<metronome_core::engine::Setup>),
 }
 
 /// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
@@ -72,12 +76,8 @@ impl<'p> Collector<'p> {
     pub(crate) fn handle(&mut self, fact: Fact, progress: &Progress) {
         let ledger = self.ledger;
         match fact {
-            Fact::Opened(o) => {
-                return self
-                    .out
-                    .setup
-                    .opened(o.connect_ns, o.handshake_ns, o.resumed)
-            }
+            Fact::Opened(o) => return o.record(&mut self.out.setup),
+            Fact::H2Streams(s) => return self.out.setup.merge(&s),
             Fact::HandshakeFailed(kind) => return self.out.setup.failed(kind),
             _ => {}
         }
@@ -134,7 +134,7 @@ impl<'p> Collector<'p> {
                 );
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
-            Fact::Opened(_) | Fact::HandshakeFailed(_) => (None, None),
+            Fact::Opened(_) | Fact::HandshakeFailed(_) | Fact::H2Streams(_) => (None, None),
         };
         if let Some(c) = counter {
             c.fetch_add(1, Ordering::Relaxed);

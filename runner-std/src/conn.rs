@@ -108,6 +108,18 @@ pub(crate) struct Opened {
     pub(crate) connect_ns: u64,
     pub(crate) handshake_ns: Option<u64>,
     pub(crate) resumed: bool,
+    /// Over TLS: what the handshake agreed ([`crate::tls::agreed`]).
+    pub(crate) agreed: Option<(bool, Option<&'static [u8]>)>,
+}
+
+impl Opened {
+    /// Records this connection in the engine's set-up figures.
+    pub(crate) fn record(&self, setup: &mut metronome_core::engine::Setup) {
+        setup.opened(self.connect_ns, self.handshake_ns, self.resumed);
+        if let Some((tls13, alpn)) = self.agreed {
+            setup.negotiated(tls13, alpn);
+        }
+    }
 }
 
 /// A connection, its read buffer and its exchange.
@@ -260,6 +272,7 @@ impl Conn {
             connect_ns,
             handshake_ns: None,
             resumed: false,
+            agreed: None,
         };
         // The connect counts even when the handshake then fails.
         self.opened = Some(opened);
@@ -269,6 +282,7 @@ impl Conn {
             opened.resumed =
                 tls::handshake(target, &mut conn, &s, Instant::now() + handshake_timeout)?;
             opened.handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
+            opened.agreed = Some(tls::agreed(&conn));
             self.tls = Some(Box::new(conn));
         }
         self.opened = Some(opened);

@@ -229,6 +229,7 @@ pub(crate) fn open(
     sock.set_nodelay(true)?;
     let mut handshake_ns = None;
     let mut resumed = false;
+    let mut agreed = None;
     let mut tls = match target {
         None => None,
         Some(target) => {
@@ -236,6 +237,7 @@ pub(crate) fn open(
             let mut conn = crate::tls::client(target)?;
             resumed = crate::tls::handshake(target, &mut conn, &sock, started + timeout)?;
             handshake_ns = Some(shaking.elapsed().as_nanos() as u64);
+            agreed = Some(crate::tls::agreed(&conn));
             expect_h2(&conn)?;
             Some(Box::new(conn))
         }
@@ -254,6 +256,7 @@ pub(crate) fn open(
             connect_ns,
             handshake_ns,
             resumed,
+            agreed,
         },
     })
 }
@@ -278,6 +281,7 @@ pub(crate) fn worker(
     let link = Mutex::new(Link::new(plan, cap));
     let changed = Condvar::new();
     let mut stats = ThreadStats::default();
+    let mut streams = Box::new(metronome_core::engine::Setup::default());
     let grown = first.is_none();
     std::thread::scope(|s| {
         let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
@@ -451,6 +455,7 @@ pub(crate) fn worker(
                 continue;
             };
             let sent_ns = clock.now_ns();
+            streams.h2_streams(l.h2.open_streams(), l.h2.server_max_streams());
             let wrote = l.write_out(written);
             l.exchanges[slot].begin(job.intended_ns, sent_ns);
             l.flights[slot] = Some(InFlight {
@@ -501,6 +506,7 @@ pub(crate) fn worker(
         .dropped_gaps
         .fetch_add(dropped + l.dropped_gaps, Ordering::Relaxed);
     lock(all_stats).push(stats);
+    let _ = tx.send(Fact::H2Streams(streams));
 }
 
 /// Writes `bytes` whole: on the socket, or through the TLS session.

@@ -236,8 +236,7 @@ pub(crate) fn run(
     for _ in 0..h2_count {
         match crate::h2::open(plan.addr, connect_timeout, tls) {
             Ok(o) => {
-                let op = o.opened();
-                setup.opened(op.connect_ns, op.handshake_ns, op.resumed);
+                o.opened().record(&mut setup);
                 pre_h2.push(o);
             }
             Err(e) if pre_h2.is_empty() => return Err(crate::connect_error(e)),
@@ -265,7 +264,7 @@ pub(crate) fn run(
         ) {
             Ok(mut c) => {
                 if let Some(o) = c.opened.take() {
-                    setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+                    o.record(&mut setup);
                 }
                 pre.push(c)
             }
@@ -292,7 +291,7 @@ pub(crate) fn run(
             let mut c =
                 Conn::connect(plan.addr, limit, Exchange::for_plan(plan), tls.cloned()).ok()?;
             if let Some(o) = c.opened.take() {
-                setup.opened(o.connect_ns, o.handshake_ns, o.resumed);
+                o.record(&mut setup);
             }
             Some(c)
         };

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-pub use metronome_core::tls::{client, handshake, Tls, TlsFailure};
+pub use metronome_core::tls::{agreed, client, handshake, Tls, TlsFailure};
 
 /// Reads and writes the socket without blocking (`WouldBlock` when it
 /// cannot), for rustls's `read_tls` and `write_tls`.

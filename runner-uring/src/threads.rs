@@ -303,6 +303,8 @@ fn pre_open(
         Some(shaking.elapsed().as_nanos() as u64),
         resumed,
     );
+    let (tls13, alpn) = metronome_core::tls::agreed(&conn);
+    setup.negotiated(tls13, alpn);
     Ok((s, Some(Box::new(conn))))
 }
 

@@ -62,6 +62,10 @@ pub struct RunMeta {
     /// `--requests`/`--targets`: the name of each row of the plan's names
     /// (empty without a mix).
     pub request_names: Vec<String>,
+    /// The protocol spoken: `http/1.1`, `h2c`, `h2` or `grpc` ([`Report::protocol`]).
+    pub protocol: String,
+    /// The command line, secrets masked ([`Report::argv`]).
+    pub argv: Option<Vec<String>>,
 }
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
@@ -123,7 +127,9 @@ impl Report {
             schema: SCHEMA.to_string(),
             run_id,
             target: url.to_string(),
+            protocol: Some(meta.protocol.clone()),
             engine: engine.as_str().to_string(),
+            argv: meta.argv.clone(),
             model: if closed { Model::Closed } else { Model::Open },
             arrival: ArrivalReport {
                 process: if closed {
@@ -293,6 +299,14 @@ impl Report {
                 .filter(|v| v.len() as u64 == metric.count)
                 .and_then(|v| ExactPercentiles::of_sorted(&v));
         }
+        report.connections.h2 = plan.http2.map(|h| crate::report::H2Streams {
+            peak_streams: out.setup.h2_peak_streams,
+            client_max_streams: match h.max_streams {
+                0 => metronome_core::plan::H2_MAX_STREAMS,
+                n => n,
+            },
+            server_max_streams: out.setup.h2_server_max_streams.map(|(lo, _)| lo),
+        });
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {

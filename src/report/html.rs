@@ -37,7 +37,9 @@ pub struct PageMeta {
     /// The metronome version that drew the page.
     pub version: &'static str,
     /// The command line that produced the report, shell-quoted, secrets
-    /// redacted; null when the page was drawn from a saved file.
+    /// redacted: the report's `argv` when it has one (a sweep: the command
+    /// of the process that drew the page, else its first step's); null
+    /// when the page was drawn from a saved report without one.
     pub command: Option<String>,
     /// The page's reports (one, or a sweep's steps in order), each with the
     /// figures JavaScript cannot hold exactly.
@@ -56,7 +58,8 @@ pub struct RunMeta {
     /// `start_unix_ns` as a decimal string.
     pub start_unix_ns: String,
     /// A command line that re-runs this test, rebuilt from the report
-    /// (flags the report does not record, such as headers, are missing).
+    /// (flags the report does not record, such as headers, are missing):
+    /// shown, labelled reconstructed, only when the report has no `argv`.
     pub equivalent: String,
     /// Why this step did not keep up (sweeps; null when it did).
     pub fell_behind: Option<String>,
@@ -94,6 +97,25 @@ pub struct ShardRow {
 /// );
 /// ```
 pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
+    shell_words(&masked_argv(args))
+}
+
+/// A command line word by word, as given, with the secrets in it replaced
+/// by `REDACTED`: the value of `--api-key`, the value of a credential
+/// header (`-H`/`--header` named `Authorization`, `Proxy-Authorization`,
+/// `Cookie`, or with `key`, `token` or `secret` in its name), and the
+/// password of a URL (`http://user:REDACTED@host/`).
+///
+/// # Example
+/// ```
+/// use metronome::report::html::masked_argv;
+/// let args = ["metronome", "run", "http://u:pw@h/", "-HCookie: a=1", "--header=X-Trace: 7"];
+/// assert_eq!(
+///     masked_argv(args.iter().map(|s| s.to_string())),
+///     ["metronome", "run", "http://u:REDACTED@h/", "-HCookie: REDACTED", "--header=X-Trace: 7"]
+/// );
+/// ```
+pub fn masked_argv(args: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut redact_next = false;
     let mut header_next = false;
@@ -106,14 +128,48 @@ pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
             "--api-key=REDACTED".to_string()
         } else if let Some(h) = a.strip_prefix("--header=") {
             format!("--header={}", redact_header(h))
+        } else if let Some(h) = a.strip_prefix("-H").filter(|h| !h.is_empty()) {
+            format!("-H{}", redact_header(h))
         } else {
-            a.clone()
+            redact_url_password(&a)
         };
         redact_next = a == "--api-key";
         header_next = a == "-H" || a == "--header";
-        out.push(shell_quote(&shown));
+        out.push(shown);
     }
-    out.join(" ")
+    out
+}
+
+/// Words joined into one shell command line, each quoted for a POSIX
+/// shell when it needs it.
+///
+/// ```
+/// use metronome::report::html::shell_words;
+/// let w = ["metronome", "run", "-H", "A: b", "it's"].map(String::from);
+/// assert_eq!(shell_words(&w), r"metronome run -H 'A: b' 'it'\''s'");
+/// ```
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `scheme://user:password@host...` with the password replaced; any other
+/// word as it is.
+fn redact_url_password(w: &str) -> String {
+    let Some((scheme, rest)) = w.split_once("://") else {
+        return w.to_string();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let Some((userinfo, _)) = authority.rsplit_once('@') else {
+        return w.to_string();
+    };
+    let Some((user, _)) = userinfo.split_once(':') else {
+        return w.to_string();
+    };
+    format!("{scheme}://{user}:REDACTED{}", &rest[userinfo.len()..])
 }
 
 /// A header with a credential's value replaced.
@@ -158,13 +214,30 @@ pub fn equivalent_command(r: &Report) -> String {
         .split_once('/')
         .and_then(|(_, n)| n.parse::<u32>().ok())
         .unwrap_or(1);
-    if r.closed_workers > 0 {
+    match r.protocol.as_deref() {
+        Some("h2c") => a.push("--http2-prior-knowledge".into()),
+        Some("h2") => a.push("--http2".into()),
+        _ => {}
+    }
+    let staged = !r.stages.is_empty();
+    if let Some(p) = &r.profile {
+        push(&mut a, "--profile", p.clone());
+    } else if r.closed_workers > 0 {
         push(&mut a, "--closed", r.closed_workers.to_string());
+    } else if let Some(t) = &r.arrival.trace {
+        // A trace replays its file: no rate, no arrival process.
+        push(&mut a, "--trace", t.file.clone());
+        if t.speed != 1.0 {
+            push(&mut a, "--trace-speed", t.speed.to_string());
+        }
     } else {
+        let first = r.stages.first().map(|s| s.start_rps);
         push(
             &mut a,
             "--rate",
-            (r.offered_rps * f64::from(shards)).to_string(),
+            first
+                .unwrap_or(r.offered_rps * f64::from(shards))
+                .to_string(),
         );
         push(&mut a, "--arrival", r.arrival.process.clone());
         if let Some(b) = r.arrival.burst_size {
@@ -173,13 +246,31 @@ pub fn equivalent_command(r: &Report) -> String {
         if let Some(b) = r.arrival.burstiness {
             push(&mut a, "--burstiness", b.to_string());
         }
+        if staged {
+            let stages: Vec<String> = r
+                .stages
+                .iter()
+                .map(|s| format!("{}s:{}", s.until_s - s.from_s, s.target_rps))
+                .collect();
+            push(&mut a, "--stages", stages.join(","));
+            if let Some(ramp) = &r.arrival.ramp {
+                push(&mut a, "--ramp", ramp.clone());
+            }
+        }
+    }
+    if let Some(n) = r.max_concurrency {
+        push(&mut a, "--max-concurrency", n.to_string());
     }
     let dur = if r.planned_duration_s > 0.0 {
         r.planned_duration_s
     } else {
         r.duration_s
     };
-    push(&mut a, "--duration", format!("{dur}s"));
+    // Stages set the duration (their sum); a trace's is its last offset
+    // unless cut, which the report cannot tell apart: it is given.
+    if !staged {
+        push(&mut a, "--duration", format!("{dur}s"));
+    }
     if r.warmup_s > 0.0 {
         push(&mut a, "--warmup", format!("{}s", r.warmup_s));
     }
@@ -298,7 +389,7 @@ pub fn render_report(r: &Report, command: Option<String>) -> anyhow::Result<Stri
     let meta = PageMeta {
         kind: "report",
         version: env!("CARGO_PKG_VERSION"),
-        command,
+        command: r.argv.as_deref().map(shell_words).or(command),
         runs: vec![run_meta(r, None)],
         knee_reason: None,
         descheduled_steps: Vec::new(),
@@ -329,7 +420,12 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
     let meta = PageMeta {
         kind: "sweep",
         version: env!("CARGO_PKG_VERSION"),
-        command,
+        command: command.or_else(|| {
+            sw.steps
+                .first()
+                .and_then(|r| r.argv.as_deref())
+                .map(shell_words)
+        }),
         runs: sw
             .steps
             .iter()
@@ -357,9 +453,16 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
 }
 
 /// The command line of this process for a page ([`command_line`] of
-/// `std::env::args`).
+/// [`this_argv`]).
 pub fn this_command() -> String {
-    command_line(std::env::args())
+    shell_words(&this_argv())
+}
+
+/// The words of this process's command line, secrets masked
+/// ([`masked_argv`]); a word that is not UTF-8 (a path) is kept with its
+/// invalid bytes replaced by U+FFFD rather than refused.
+pub fn this_argv() -> Vec<String> {
+    masked_argv(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
 }
 
 /// Writes a report's page to `path`.
@@ -416,6 +519,12 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(html.matches("</script>").count(), 3);
         let meta: serde_json::Value = serde_json::from_str(embedded(&html, "page-meta")).unwrap();
+        // The report's own argv is the command line shown; the one given
+        // serves a report without one.
+        assert_eq!(meta["command"], shell_words(r.argv.as_ref().unwrap()));
+        r.argv = None;
+        let html = render_report(&r, Some("metronome run x".into())).unwrap();
+        let meta: serde_json::Value = serde_json::from_str(embedded(&html, "page-meta")).unwrap();
         assert_eq!(meta["command"], "metronome run x");
         assert_eq!(meta["runs"][0]["seed"], r.seed.to_string());
         // The title and the fallback are escaped.
@@ -466,6 +575,24 @@ mod tests {
         assert!(c.contains("--shard 1/4"), "{c}");
         assert!(c.contains("--threshold 'latency.p99<50ms'"), "{c}");
         assert!(c.contains(&format!("--seed {}", r.seed)), "{c}");
+
+        // A trace: --trace FILE, never `--arrival trace` (the CLI refuses it).
+        let mut t = sample();
+        t.arrival.process = "trace".into();
+        t.arrival.trace = Some(crate::report::TraceReport {
+            file: "t.jsonl".into(),
+            offsets: 3,
+            speed: 2.0,
+        });
+        t.protocol = Some("h2c".into());
+        t.max_concurrency = Some(8);
+        let c = equivalent_command(&t);
+        assert!(
+            c.contains(" --http2-prior-knowledge --trace t.jsonl --trace-speed 2 "),
+            "{c}"
+        );
+        assert!(c.contains(" --max-concurrency 8 "), "{c}");
+        assert!(!c.contains("--arrival") && !c.contains("--rate"), "{c}");
     }
 
     /// The size budget (docs/html.md): a 10-minute stream run at 1 s

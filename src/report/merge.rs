@@ -65,8 +65,15 @@ fn plan_difference(
     let total = |r: &Report, n: u32| r.offered_rps * f64::from(n);
     let (ta, tb) = (total(a, na), total(b, nb));
     let slo = |r: &Report| serde_json::to_string(&r.slo).unwrap_or_default();
+    // Reports of older versions name no protocol: not a difference.
+    let protocols = match (&a.protocol, &b.protocol) {
+        (Some(pa), Some(pb)) if pa != pb => Some((pa.clone(), pb.clone())),
+        _ => None,
+    };
     if a.target != b.target {
         Some(("target", a.target.clone(), b.target.clone()))
+    } else if let Some((pa, pb)) = protocols {
+        Some(("protocol", pa, pb))
     } else if a.model != b.model || a.closed_workers != b.closed_workers {
         Some(("model", model(a), model(b)))
     } else if a.arrival != b.arrival {
@@ -97,7 +104,7 @@ fn plan_difference(
 }
 
 /// Checks that `inputs` (file name, report) are distinct shards of one run
-/// (same target, model, arrival process and parameters, seed, offered rate
+/// (same target, protocol, model, arrival process and parameters, seed, offered rate
 /// over all shards, duration, warmup, SLO and shard count) and, unless
 /// `partial`, all of them.
 ///
@@ -181,6 +188,7 @@ pub fn merge_shards(inputs: &[(&str, &Report)], partial: bool) -> anyhow::Result
             shard: r.shard.clone(),
             start_unix_ns: r.start_unix_ns,
             start_offset_ns: r.start_offset_ns,
+            argv: r.argv.clone(),
         })
         .collect();
     if coverage.missing.is_empty() {
@@ -499,6 +507,22 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
             *c.handshake_failures.entry(k.clone()).or_default() += v;
         }
     }
+    c.tls_versions.clear();
+    c.alpn.clear();
+    for r in reports {
+        for (k, v) in &r.connections.tls_versions {
+            *c.tls_versions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &r.connections.alpn {
+            *c.alpn.entry(k.clone()).or_default() += v;
+        }
+    }
+    let h2s: Vec<_> = reports.iter().filter_map(|r| r.connections.h2).collect();
+    c.h2 = (!h2s.is_empty()).then(|| crate::report::H2Streams {
+        peak_streams: h2s.iter().map(|h| h.peak_streams).max().unwrap_or(0),
+        client_max_streams: h2s.iter().map(|h| h.client_max_streams).max().unwrap_or(0),
+        server_max_streams: h2s.iter().filter_map(|h| h.server_max_streams).min(),
+    });
     let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
     if let Some(w) = &mut m.workload {
         let input: Vec<_> = workloads.iter().map(|w| &w.input_tokens).collect();
@@ -560,6 +584,27 @@ mod tests {
             r.errors.clone(),
             r.window,
         )
+    }
+
+    /// Shards that spoke different protocols are not one run (a report of
+    /// an older version, without one, is not refused for it).
+    #[test]
+    fn shards_of_different_protocols_differ() {
+        let mut a = example();
+        a.protocol = Some("h2c".into());
+        let mut b = a.clone();
+        assert_eq!(plan_difference(&a, &b, 2, 2), None);
+        b.protocol = Some("http/1.1".into());
+        assert_eq!(
+            plan_difference(&a, &b, 2, 2),
+            Some(("protocol", "h2c".into(), "http/1.1".into()))
+        );
+        b.protocol = None;
+        assert_eq!(plan_difference(&a, &b, 2, 2), None);
+        // The same protocol: later fields are still compared.
+        b.protocol = a.protocol.clone();
+        b.seed = a.seed + 1;
+        assert_eq!(plan_difference(&a, &b, 2, 2).map(|d| d.0), Some("seed"));
     }
 
     #[test]

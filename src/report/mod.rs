@@ -74,8 +74,22 @@ pub struct Report {
     pub run_id: String,
     /// The target URL.
     pub target: String,
+    /// The protocol the requests were sent in: `http/1.1` (over TLS for
+    /// an https:// target), `h2c` (HTTP/2 with prior knowledge), `h2`
+    /// (HTTP/2 over TLS, ALPN h2) or `grpc` (unary gRPC over HTTP/2, h2c or
+    /// h2 by the target's scheme). TLS version and ALPN are in
+    /// `connections`. (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// `uring` or `std`.
     pub engine: String,
+    /// The command line that produced the report, word by word as given,
+    /// with secrets masked (`REDACTED`: the values of `--api-key` and of
+    /// credential headers such as `Authorization`, and a URL's password).
+    /// A merged report keeps the first shard's (in the order given; each
+    /// shard's is in `shard_starts`). (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
     /// `open` or `closed`.
     pub model: Model,
     /// The arrival process.
@@ -201,6 +215,37 @@ pub struct Report {
     pub compat: Vec<compat::Compat>,
 }
 
+/// The protocol of a report in one line: the protocol, over TLS its
+/// versions and ALPN, over HTTP/2 the streams per connection; `None` for a
+/// report of an older version, which does not say. E.g. `h2; TLS TLSv1.3
+/// x2; ALPN h2 x2; at most 7 streams at once on a connection (client cap
+/// 100, server's SETTINGS_MAX_CONCURRENT_STREAMS 100)`.
+pub fn protocol_line(r: &Report) -> Option<String> {
+    let mut line = r.protocol.clone()?;
+    let c = &r.connections;
+    if !c.tls_versions.is_empty() {
+        let list = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, n)| format!("{k} x{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        line += &format!("; TLS {}; ALPN {}", list(&c.tls_versions), list(&c.alpn));
+    }
+    if let Some(h) = c.h2 {
+        let server = h
+            .server_max_streams
+            .map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+        line += &format!(
+            "; at most {} at once on a connection (client cap {}, server's \
+             SETTINGS_MAX_CONCURRENT_STREAMS {server})",
+            counted(h.peak_streams.into(), "stream"),
+            h.client_max_streams
+        );
+    }
+    Some(line)
+}
+
 /// How the engine's connections were set up, over every connection it
 /// opened (pre-opened ones, before the clock, included).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -227,6 +272,32 @@ pub struct ConnectionsReport {
     /// the clock: never counted as load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_up: Option<WarmUpReport>,
+    /// Completed TLS handshakes by the version agreed (`TLSv1.2`,
+    /// `TLSv1.3`); https only. (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tls_versions: BTreeMap<String, u64>,
+    /// Completed TLS handshakes by the ALPN protocol the server chose
+    /// (`http/1.1`, `h2`, or `none`); https only. (Absent in reports of
+    /// older versions.)
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub alpn: BTreeMap<String, u64>,
+    /// HTTP/2 runs: the streams carried per connection (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Streams>,
+}
+
+/// How many streams HTTP/2 connections carried at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct H2Streams {
+    /// The most streams (requests) open at once on one connection.
+    pub peak_streams: u32,
+    /// The most the client would open on one (`--max-streams`, else 100).
+    pub client_max_streams: u32,
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, the smallest any
+    /// connection was given; null when the server never set it (unlimited)
+    /// or no stream started.
+    pub server_max_streams: Option<u32>,
 }
 
 /// What the warm start before the clock did (`--warm-up`).
@@ -272,8 +343,29 @@ impl ConnectionsReport {
     /// The set-up an engine measured, for a plain or TLS target.
     pub fn from_setup(setup: &metronome_core::engine::Setup, tls: bool, insecure: bool) -> Self {
         let metric = |h: &Histogram| (h.count() > 0).then(|| Metric::from_histogram(h));
+        let mut tls_versions = BTreeMap::new();
+        let mut alpn = BTreeMap::new();
+        if tls {
+            for (name, n) in ["TLSv1.2", "TLSv1.3"].into_iter().zip(setup.tls_versions) {
+                if n > 0 {
+                    tls_versions.insert(name.to_string(), n);
+                }
+            }
+            for (name, n) in metronome_core::engine::Setup::ALPN
+                .into_iter()
+                .zip(setup.alpn)
+            {
+                if n > 0 {
+                    let name = if name.is_empty() { "none" } else { name };
+                    alpn.insert(name.to_string(), n);
+                }
+            }
+        }
         ConnectionsReport {
             warm_up: None,
+            tls_versions,
+            alpn,
+            h2: None,
             tls,
             insecure,
             keylog: false,
@@ -330,6 +422,9 @@ pub struct ShardStart {
     pub start_unix_ns: u64,
     /// Its `start_offset_ns`.
     pub start_offset_ns: u64,
+    /// Its command line ([`Report::argv`]); absent when its report had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
 }
 
 impl ShardStart {

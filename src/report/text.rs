@@ -15,6 +15,17 @@ pub fn render_text(r: &Report) -> String {
         "metronome {} -> {}  [{} model, {} engine, {}]",
         r.run_id, r.target, r.model, r.engine, r.arrival.process
     );
+    if let Some(line) = super::protocol_line(r) {
+        let _ = writeln!(s, "  protocol: {line}");
+    }
+    if let Some(argv) = &r.argv {
+        // A merged report's is its first shard's.
+        let whose = r
+            .shard_starts
+            .first()
+            .map_or_else(String::new, |f| format!(" (shard {}'s)", f.shard));
+        let _ = writeln!(s, "  command{whose}: {}", super::html::shell_words(argv));
+    }
     if r.model == Model::Closed {
         let _ = writeln!(
             s,

@@ -58,6 +58,7 @@ pub struct RunResult {
 /// A [`UsageError`](crate::UsageError) for bad input (exit 2); any other error (exit 1) when the
 /// run could not be done, e.g. the target refuses connections.
 pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    let protocol = protocol(args);
     let profiled;
     let args = match args.profile {
         Some(profile) => {
@@ -126,6 +127,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
                     "{e:#}: the server does not offer h2 in ALPN (an HTTP/1.1-only TLS \
                      server); drop --http2"
                 )
+            } else if format!("{e:#}").contains("no_application_protocol") {
+                anyhow::anyhow!(
+                    "{e:#}: the server speaks none of the protocols offered by ALPN \
+                     (http/1.1): if it speaks HTTP/2 only, add --http2"
+                )
             } else {
                 e
             }
@@ -161,6 +167,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         keylog: crate::tls::keylog_requested(),
         profile: args.profile.map(|p| p.to_string()),
         request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
+        protocol: protocol.to_string(),
+        argv: Some(report::html::this_argv()),
     };
     let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
@@ -262,6 +270,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         failure,
         report,
     })
+}
+
+/// The protocol a run's requests are sent in ([`Report::protocol`]).
+fn protocol(args: &RunArgs) -> &'static str {
+    if args.grpc.is_some() {
+        "grpc"
+    } else if args.http2 {
+        "h2"
+    } else if args.http2_prior_knowledge {
+        "h2c"
+    } else {
+        "http/1.1"
+    }
 }
 
 /// Checks every output file of a run before it starts ([`crate::output::check`]).

@@ -642,6 +642,17 @@ pub struct Setup {
     pub resumed: u64,
     /// TLS handshakes that failed, by [`HandshakeFailure::index`].
     pub handshake_failures: [u64; 3],
+    /// TLS handshakes completed, by the version agreed: `[TLS 1.2, TLS 1.3]`.
+    pub tls_versions: [u64; 2],
+    /// TLS handshakes completed, by the ALPN protocol the server chose:
+    /// `[none, http/1.1, h2]` ([`Setup::ALPN`]).
+    pub alpn: [u64; 3],
+    /// HTTP/2: the most streams open at once on one connection.
+    pub h2_peak_streams: u32,
+    /// HTTP/2: the smallest and largest `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// the server advertised on a connection (`None` until one did; a
+    /// server that never sets it allows unlimited streams).
+    pub h2_server_max_streams: Option<(u32, u32)>,
 }
 
 impl Default for Setup {
@@ -651,6 +662,10 @@ impl Default for Setup {
             tls_handshake: Box::new(Histogram::new()),
             resumed: 0,
             handshake_failures: [0; 3],
+            tls_versions: [0; 2],
+            alpn: [0; 3],
+            h2_peak_streams: 0,
+            h2_server_max_streams: None,
         }
     }
 }
@@ -671,6 +686,54 @@ impl Setup {
         self.handshake_failures[kind.index()] += 1;
     }
 
+    /// The names of [`Setup::alpn`]'s counts, in order (`""`: the server
+    /// chose no protocol).
+    pub const ALPN: [&'static str; 3] = ["", "http/1.1", "h2"];
+
+    /// Counts one completed TLS handshake by what it agreed: TLS 1.3 (else
+    /// 1.2) and the ALPN protocol chosen (`None`: none; one the client did
+    /// not offer counts as none).
+    ///
+    /// ```
+    /// let mut s = metronome_core::engine::Setup::default();
+    /// s.negotiated(true, Some(b"h2"));
+    /// s.negotiated(false, None);
+    /// assert_eq!((s.tls_versions, s.alpn), ([1, 1], [1, 0, 1]));
+    /// ```
+    pub fn negotiated(&mut self, tls13: bool, alpn: Option<&[u8]>) {
+        self.tls_versions[usize::from(tls13)] += 1;
+        let at = alpn
+            .and_then(|a| {
+                Self::ALPN
+                    .iter()
+                    .position(|n| !n.is_empty() && n.as_bytes() == a)
+            })
+            .unwrap_or(0);
+        self.alpn[at] += 1;
+    }
+
+    /// Records an HTTP/2 connection's state after a stream started: the
+    /// streams open on it and the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// (`None`: not sent, unlimited).
+    ///
+    /// ```
+    /// let mut s = metronome_core::engine::Setup::default();
+    /// s.h2_streams(3, Some(100));
+    /// s.h2_streams(1, Some(8));
+    /// assert_eq!((s.h2_peak_streams, s.h2_server_max_streams), (3, Some((8, 100))));
+    /// ```
+    pub fn h2_streams(&mut self, open: usize, server_max: Option<u32>) {
+        self.h2_peak_streams = self
+            .h2_peak_streams
+            .max(u32::try_from(open).unwrap_or(u32::MAX));
+        if let Some(m) = server_max {
+            self.h2_server_max_streams = Some(match self.h2_server_max_streams {
+                Some((lo, hi)) => (lo.min(m), hi.max(m)),
+                None => (m, m),
+            });
+        }
+    }
+
     /// Adds another set-up's counts (exact).
     pub fn merge(&mut self, other: &Setup) {
         self.connect.merge(&other.connect);
@@ -683,6 +746,17 @@ impl Setup {
         {
             *a += b;
         }
+        for (a, b) in self.tls_versions.iter_mut().zip(other.tls_versions) {
+            *a += b;
+        }
+        for (a, b) in self.alpn.iter_mut().zip(other.alpn) {
+            *a += b;
+        }
+        if let Some((lo, hi)) = other.h2_server_max_streams {
+            self.h2_streams(0, Some(lo));
+            self.h2_streams(0, Some(hi));
+        }
+        self.h2_peak_streams = self.h2_peak_streams.max(other.h2_peak_streams);
     }
 }
 

@@ -187,6 +187,9 @@ pub enum H2Error {
     HeaderBlockTooLarge,
     /// More than [`PONG_CAP`] PINGs between two `poll_transmit` calls.
     PingFlood,
+    /// The server's first bytes were an HTTP/1.x response (`HTTP/`), not
+    /// its SETTINGS: it does not speak HTTP/2 on this connection.
+    Http1Answer,
 }
 
 impl H2Error {
@@ -195,7 +198,7 @@ impl H2Error {
         match self {
             H2Error::Frame(e) => e.code(),
             H2Error::Hpack(_) => ErrorCode::COMPRESSION_ERROR,
-            H2Error::Protocol(_) => ErrorCode::PROTOCOL_ERROR,
+            H2Error::Protocol(_) | H2Error::Http1Answer => ErrorCode::PROTOCOL_ERROR,
             H2Error::FlowControl => ErrorCode::FLOW_CONTROL_ERROR,
             H2Error::HeaderBlockTooLarge => ErrorCode::INTERNAL_ERROR,
             H2Error::PingFlood => ErrorCode::ENHANCE_YOUR_CALM,
@@ -214,6 +217,10 @@ impl fmt::Display for H2Error {
                 f.write_str("HTTP/2 header block larger than the connection's block buffer")
             }
             H2Error::PingFlood => f.write_str("HTTP/2 PING flood"),
+            H2Error::Http1Answer => f.write_str(
+                "the server answered HTTP/1.1, not HTTP/2: it does not speak HTTP/2 with prior \
+                 knowledge (h2c) on this port; drop --http2-prior-knowledge",
+            ),
         }
     }
 }
@@ -505,6 +512,16 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     /// `MAX_CONCURRENT_STREAMS` (unlimited until it says), at most `S`.
     pub fn max_streams(&self) -> usize {
         (self.peer_max_streams as usize).min(S)
+    }
+
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, as it said it
+    /// (`None`: not said, unlimited).
+    pub const fn server_max_streams(&self) -> Option<u32> {
+        if self.peer_max_streams == u32::MAX {
+            None
+        } else {
+            Some(self.peer_max_streams)
+        }
     }
 
     /// Whether [`start_request`](Self::start_request) would find a stream.
@@ -962,6 +979,11 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     }
 
     fn frame(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), H2Error> {
+        // An HTTP/1.x server reads the preface as a bad request and
+        // answers it: its status line would read as a frame of some 4.7 MB.
+        if !self.ready && input.starts_with(b"HTTP/") {
+            return Err(H2Error::Http1Answer);
+        }
         let Some((frame, n)) = read_frame(input, DEFAULT_MAX_FRAME_SIZE)? else {
             return Ok((0, None));
         };

@@ -203,7 +203,10 @@ impl FramingCause {
             FramingCause::ChunkFraming => "missing CRLF after chunk data",
             FramingCause::Upgrade => "unsupported 101 Switching Protocols",
             FramingCause::Tls => "the port speaks TLS: use https://",
-            FramingCause::Http2 => "the port speaks HTTP/2 only: metronome speaks HTTP/1.1",
+            FramingCause::Http2 => {
+                "the port speaks HTTP/2 only: add --http2-prior-knowledge (h2c, for an http:// \
+                 URL) or --http2 (for an https:// URL)"
+            }
             FramingCause::Http2Protocol => {
                 "HTTP/2 protocol error: a malformed frame, header block or response from \
                  the server, or its GOAWAY with a protocol error"

@@ -310,6 +310,9 @@ impl Worker<'_> {
             return Ok(());
         };
         l.out_len += written;
+        self.out
+            .setup
+            .h2_streams(l.conn.open_streams(), l.conn.server_max_streams());
         let gap = h2.gap_free.pop().unwrap_or(NO_GAP);
         let l = &mut h2.links[slot];
         l.flights[fi] = Flight {

@@ -210,6 +210,7 @@ impl Worker<'_> {
             .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
         let handshaking = session.is_handshaking();
         let resumed = session.handshake_kind() == Some(HandshakeKind::Resumed);
+        let (tls13, alpn) = metronome_core::tls::agreed(session);
         self.conns[slot].held = more;
         // Handshake replies, key updates, alerts.
         self.tls_flush(slot)?;
@@ -226,6 +227,7 @@ impl Worker<'_> {
             let shake = now.saturating_sub(self.conns[slot].shake_at_ns);
             self.out.setup.tls_handshake.record(shake);
             self.out.setup.resumed += u64::from(resumed);
+            self.out.setup.negotiated(tls13, alpn);
             if self.h2.is_some() {
                 // HTTP/2 (ALPN h2): still connecting until its SETTINGS.
                 self.h2_greet(slot, got)?;

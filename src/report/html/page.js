@@ -777,6 +777,8 @@
     var g = r.generator, cn = r.connections;
     var pairs = [
       ['target', r.target], ['engine', r.engine], ['model', r.model],
+      ['protocol', (r.protocol || 'not recorded') + (cn.tls_versions ? ', ' + Object.keys(cn.tls_versions).join(' ') + ' ALPN ' + Object.keys(cn.alpn || {}).join(' ') : '') +
+        (cn.h2 ? ', at most ' + cnt(cn.h2.peak_streams, 'stream') + ' at once per connection (client cap ' + cnt(cn.h2.client_max_streams) + ', server ' + (cn.h2.server_max_streams === null ? 'unlimited' : cnt(cn.h2.server_max_streams)) + ')' : '')],
       ['arrival', r.arrival.process + (r.arrival.burst_size !== null ? ', burst size ' + cnt(r.arrival.burst_size) : '') +
         (r.arrival.burstiness !== null ? ', burstiness ' + num(r.arrival.burstiness) : '')],
       r.sessions && r.sessions.planned_turns
@@ -794,8 +796,8 @@
       ['SLOs', ['latency', 'ttft', 'itl', 'tpot'].filter(function (k) { return r.slo[k + '_ms'] !== null; })
         .map(function (k) { return k + ' ' + num(r.slo[k + '_ms'], 'ms'); }).join(', ') || 'none'],
       ['thresholds', r.thresholds.map(function (t) { return t.expr; }).join('  ') || 'none'],
-      ['command line', meta.command === null ? 'not recorded (page drawn from a saved report)' : el('code', null, meta.command)],
-      ['equivalent command', el('code', null, rm.equivalent)],
+      meta.command === null ? ['command line (reconstructed)', el('code', null, rm.equivalent)]
+        : ['command line' + (r.shard_starts && r.shard_starts.length && r.argv ? ' (shard ' + r.shard_starts[0].shard + '\'s)' : ''), el('code', null, meta.command)],
       ['page drawn by', 'metronome ' + meta.version]
     ];
     return [dl(pairs), el('details', null, el('summary', null, 'Errors by kind, status and cause'),
