@@ -923,18 +923,18 @@ pub struct PrometheusArgs {
     /// (http://HOST:PORT/api/v1/write) at the end of the run: every interval, then the totals.
     /// A push that fails is a warning, not a failed run. docs/prometheus.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-rw", value_name = "URL", value_parser = crate::prom::push::Endpoint::parse)]
-    pub rw: Option<crate::prom::push::Endpoint>,
+    pub prometheus_rw: Option<crate::prom::push::Endpoint>,
     /// A label NAME=VALUE on every pushed series (repeatable; may override job, run_id,
     /// shard, engine).
-    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-label", value_name = "NAME=VALUE", value_parser = crate::prom::series::parse_label, requires = "rw")]
-    pub labels: Vec<(String, String)>,
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-label", value_name = "NAME=VALUE", value_parser = crate::prom::series::parse_label, requires = "prometheus_rw")]
+    pub prometheus_labels: Vec<(String, String)>,
     /// Push classic summaries (quantile labels, _sum, _count) instead of native histograms,
     /// for servers without native histograms.
-    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-summaries", requires = "rw")]
-    pub summaries: bool,
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-summaries", requires = "prometheus_rw")]
+    pub prometheus_summaries: bool,
     /// How long the final flush may take before what is left is given up.
-    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-timeout", default_value = "10s", value_parser = parse_duration, requires = "rw")]
-    pub timeout: Duration,
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-timeout", default_value = "10s", value_parser = parse_duration, requires = "prometheus_rw")]
+    pub prometheus_timeout: Duration,
 }
 
 /// `metronome merge FILE...`.

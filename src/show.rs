@@ -71,7 +71,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     ])?;
     let r = match load_any(&args.file)? {
         Saved::Report(r) => r,
-        Saved::Sweep(_) if args.prometheus.rw.is_some() => {
+        Saved::Sweep(_) if args.prometheus.prometheus_rw.is_some() => {
             return Err(crate::UsageError(format!(
                 "{}: a sweep cannot be pushed with --prometheus-rw; push each step's run report",
                 args.file.display()

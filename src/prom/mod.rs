@@ -19,13 +19,13 @@ use crate::report::Report;
 
 /// Pushes a finished (or saved) report as `args` say: each interval, then
 /// the totals ([`series::report_requests`]), and waits for the flush up to
-/// `args.timeout`. Returns the warning to print when anything was not
+/// `args.prometheus_timeout`. Returns the warning to print when anything was not
 /// stored; `None` without `--prometheus-rw` or when all went through.
 pub fn push_report(r: &Report, args: &PrometheusArgs) -> Option<String> {
-    let endpoint = args.rw.clone()?;
+    let endpoint = args.prometheus_rw.clone()?;
     let opts = series::Options {
-        labels: args.labels.clone(),
-        summaries: args.summaries,
+        labels: args.prometheus_labels.clone(),
+        summaries: args.prometheus_summaries,
     };
     let pusher = match push::Pusher::start(endpoint) {
         Ok(p) => p,
@@ -34,5 +34,5 @@ pub fn push_report(r: &Report, args: &PrometheusArgs) -> Option<String> {
     for req in series::report_requests(r, &opts) {
         pusher.push(&req);
     }
-    pusher.finish(args.timeout).warning()
+    pusher.finish(args.prometheus_timeout).warning()
 }

@@ -16,28 +16,31 @@
 //!
 //! # The mapping
 //!
-//! Each of our non-empty buckets goes **whole** into the native bucket that
-//! holds its representative value: the bucket's upper bound (the value our
-//! own quantiles report), or the true maximum for the bucket holding it (our
-//! quantiles clamp to it too). A bucket that straddles a native boundary is
-//! not split. Zeros go to the zero bucket (`zero_threshold` 0: it holds
-//! exactly 0). Count and sum are exact (sum rounded once to `f64` seconds).
+//! Each of our non-empty buckets `[L, U]` goes **whole** into the native
+//! bucket that holds its upper bound `U` (the value our own quantiles
+//! report); a bucket that straddles a native boundary is not split. Zeros go
+//! to the zero bucket (`zero_threshold` 0: it holds exactly 0). Count and
+//! sum are exact (the sum rounded once to `f64` seconds). The mapping is
+//! bucket-wise, so it commutes with addition: the native histograms of the
+//! shards of a run sum (PromQL `sum`) to exactly the native histogram of
+//! their merge.
 //!
 //! # The error bound
 //!
-//! With `Q` metronome's quantile for `q` (the representative of the bucket
-//! that holds the nearest-rank value) and `p` what Prometheus'
-//! `histogram_quantile(q, ...)` computes from the native histogram at the
-//! same rank: `p` lies in the native bucket holding `Q` (Prometheus
-//! interpolates inside the bucket where the cumulative count reaches the
-//! rank), so
+//! Let `x` be the exact sample value at the nearest rank of `q`, `[L, U]`
+//! our bucket that holds it, `Q = min(U, max)` metronome's quantile, and
+//! `p` what Prometheus' `histogram_quantile(q, ...)` computes from the
+//! native histogram at the same rank. Prometheus interpolates inside the
+//! native bucket where the cumulative count reaches the rank, which is the
+//! one holding `U`: `U / 2^(1/256) < p <= U * 2^(1/256)`. Since `x` and `Q`
+//! both lie in `[L, U]` and `U < L * (1 + 1/128)`:
 //!
-//! `Q / 2^(1/256) < p <= Q * 2^(1/256)`, i.e. `|p / Q - 1| < 0.271%`
-//! ([`QUANTILE_BOUND`]).
+//! - `|p / Q - 1| < 2^(1/256) - 1 = 0.271%` ([`QUANTILE_BOUND`]) whenever
+//!   `Q = U` (every quantile not clamped to the recorded maximum);
+//! - always, for `Q` and for `x` alike: `2^(-1/256) < p / Q < (129/128) *
+//!   2^(1/256)`, i.e. from -0.271% to +1.06% ([`quantile_range`]).
 //!
-//! Against the exact sample value `x` at that rank (`x <= Q < x * 1.0079`):
-//! `-0.271% < p / x - 1 < +1.06%`. A quantile at 0 (zeros only up to the
-//! rank) is 0 in both.
+//! A quantile at 0 (zeros only up to the rank) is 0 in both.
 
 use metronome_core::histogram::Histogram;
 
@@ -49,8 +52,22 @@ pub const SCHEMA: i32 = 8;
 
 /// Relative bound between Prometheus' `histogram_quantile` over a native
 /// histogram sent by [`to_native`] and metronome's own quantile at the same
-/// rank: `2^(1/256) - 1` (see the module docs).
+/// rank, when that is a bucket's upper bound: `2^(1/256) - 1` (see the
+/// module docs).
 pub const QUANTILE_BOUND: f64 = 0.002_711_275_050_203_3;
+
+/// The open range that Prometheus' quantile lies in, given metronome's
+/// quantile `q_ours` at the same rank (any unit): `(q_ours / 2^(1/256),
+/// q_ours * (129/128) * 2^(1/256))` (see the module docs).
+///
+/// ```
+/// let (lo, hi) = metronome::prom::native::quantile_range(1.0);
+/// assert!((lo - 0.997296).abs() < 1e-6 && (hi - 1.010545).abs() < 1e-6);
+/// ```
+pub fn quantile_range(q_ours: f64) -> (f64, f64) {
+    let ratio = 1.0 + QUANTILE_BOUND;
+    (q_ours / ratio, q_ours * (129.0 / 128.0) * ratio)
+}
 
 /// The coarsest native schema (-4..=8) whose bucket ratio `2^(2^-s)` is
 /// below `1 + 1 / (2 * sub_buckets)`, the smallest spacing of two upper
@@ -100,14 +117,12 @@ pub fn bucket_key(v: f64, schema: i32) -> i32 {
 pub fn to_native(h: &Histogram, timestamp_ms: i64) -> proto::Histogram {
     let mut zero = 0u64;
     let mut keys: Vec<(i32, u64)> = Vec::new();
-    let max = h.max();
     for b in h.buckets() {
         if b.upper == 0 {
             zero += b.count;
             continue;
         }
-        let rep = b.upper.min(max);
-        let key = bucket_key(rep as f64 * 1e-9, SCHEMA);
+        let key = bucket_key(b.upper as f64 * 1e-9, SCHEMA);
         match keys.last_mut() {
             Some((k, c)) if *k == key => *c += b.count,
             _ => keys.push((key, b.count)),
@@ -200,25 +215,26 @@ mod tests {
         h.record_n(0, 2);
         h.record_n(1_000_000, 3); // our bucket [999424, 1003519] ns
         h.record_n(1_010_000, 1); // our bucket [1007616, 1011711] ns
-        h.record_n(1_000_000_000, 4); // the max: 1 s exactly, native key 0
+        h.record_n(1_000_000_000, 4); // [998244352, 1002438655]: key 1
         let n = to_native(&h, 7);
         assert_eq!(n.count, Some(proto::Count::CountInt(10)));
         assert_eq!(n.zero_count, Some(proto::ZeroCount::ZeroCountInt(2)));
         assert_eq!((n.schema, n.zero_threshold, n.timestamp), (8, 0.0, 7));
         assert!((n.sum - (0.003 + 0.00101 + 4.0)).abs() < 1e-12);
+        assert_eq!(bucket_key(1_002_438_655e-9, 8), 1);
         // ceil(256 * log2(1003519e-9)) = -2549, ceil(256 * log2(1011711e-9)) = -2546.
         assert_eq!(bucket_key(1_003_519e-9, 8), -2549);
         assert_eq!(bucket_key(1_011_711e-9, 8), -2546);
         assert_eq!(
             positive_buckets(&n),
-            vec![(-2549, 3), (-2546, 1), (0, 4)]
+            vec![(-2549, 3), (-2546, 1), (1, 4)]
         );
         assert_eq!(
             n.positive_spans,
             vec![
                 proto::BucketSpan { offset: -2549, length: 1 },
                 proto::BucketSpan { offset: 2, length: 1 },
-                proto::BucketSpan { offset: 2545, length: 1 },
+                proto::BucketSpan { offset: 2546, length: 1 },
             ]
         );
         assert_eq!(n.positive_deltas, vec![3, -2, 3]);
