@@ -56,7 +56,8 @@ impl Prometheus {
             eprintln!("SKIP {test}: prometheus is not installed (apt-get install prometheus)");
             return None;
         };
-        let dir = std::env::temp_dir().join(format!("metronome-prom-{}-{test}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("metronome-prom-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("prometheus.yml");
@@ -70,7 +71,10 @@ impl Prometheus {
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--web.enable-remote-write-receiver")
             .arg("--enable-feature=native-histograms")
@@ -228,7 +232,10 @@ fn counters_and_p99_of_a_run_match_its_report() {
         "suite=run",
     ]);
     let run_id = metronome::prom::series::run_id_label(&r);
-    assert_eq!(run_id, r.run_id, "without --start-at the report's own run_id");
+    assert_eq!(
+        run_id, r.run_id,
+        "without --start-at the report's own run_id"
+    );
     let sel = format!("{{run_id=\"{run_id}\",suite=\"run\",shard=\"0/1\",job=\"metronome\"}}");
     let q = &r.requests;
     for (name, want) in [
@@ -250,9 +257,15 @@ fn counters_and_p99_of_a_run_match_its_report() {
     assert_eq!(sent1, r.intervals[0].sent.min(q.sent) as f64);
     // The run's native histogram: exact count, sum to the ns, p99 in bound.
     let h = r.metrics.latency.to_histogram();
-    let count = prom.value(&format!("histogram_count(metronome_latency_seconds{sel})"), None);
+    let count = prom.value(
+        &format!("histogram_count(metronome_latency_seconds{sel})"),
+        None,
+    );
     assert_eq!(count, h.count() as f64);
-    let sum = prom.value(&format!("histogram_sum(metronome_latency_seconds{sel})"), None);
+    let sum = prom.value(
+        &format!("histogram_sum(metronome_latency_seconds{sel})"),
+        None,
+    );
     assert!((sum - h.sum() as f64 * 1e-9).abs() < 1e-9 * h.count() as f64);
     let p99 = prom.value(
         &format!("histogram_quantile(0.99, sum(metronome_latency_seconds{sel}))"),
@@ -272,8 +285,14 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
     let url = format!("http://{}/", srv.addr());
     let w = prom.write_url();
     let at = SystemTime::now() + Duration::from_millis(2500);
-    let at = at.duration_since(UNIX_EPOCH).unwrap().as_millis().to_string();
-    let paths: Vec<PathBuf> = (0..2).map(|k| dir.join(format!("shard-{k}.json"))).collect();
+    let at = at
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    let paths: Vec<PathBuf> = (0..2)
+        .map(|k| dir.join(format!("shard-{k}.json")))
+        .collect();
     let shards: Vec<Report> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|k| {
@@ -314,11 +333,20 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
         "--out",
         merged_path.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let merged = common::read_report(&merged_path);
     let sel = format!("{{run_id=\"{run_id}\"}}");
     // Two series per counter, one per shard.
-    assert_eq!(prom.query(&format!("metronome_requests_ok_total{sel}"), None).len(), 2);
+    assert_eq!(
+        prom.query(&format!("metronome_requests_ok_total{sel}"), None)
+            .len(),
+        2
+    );
     let q = &merged.requests;
     for (name, want) in [("scheduled", q.scheduled), ("sent", q.sent), ("ok", q.ok)] {
         let got = prom.value(&format!("sum(metronome_requests_{name}_total{sel})"), None);
@@ -347,7 +375,12 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
         "--prometheus-label",
         "source=saved",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let saved = "{source=\"saved\"}";
     let ok = prom.value(&format!("metronome_requests_ok_total{saved}"), None);
     assert_eq!(ok, q.ok as f64);
@@ -355,7 +388,10 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
         &format!("histogram_quantile(0.99, metronome_latency_seconds{saved})"),
         None,
     );
-    assert_eq!(p99_saved, p99, "the merge's histogram equals the shards' sum");
+    assert_eq!(
+        p99_saved, p99,
+        "the merge's histogram equals the shards' sum"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -176,7 +176,11 @@ pub fn positive_buckets(n: &proto::Histogram) -> Vec<(i32, u64)> {
     let mut key = 0i32;
     let mut count = 0i64;
     for (i, span) in n.positive_spans.iter().enumerate() {
-        key = if i == 0 { span.offset } else { key + span.offset };
+        key = if i == 0 {
+            span.offset
+        } else {
+            key + span.offset
+        };
         for _ in 0..span.length {
             count += deltas.next().copied().unwrap_or(0);
             out.push((key, count.max(0) as u64));
@@ -225,16 +229,22 @@ mod tests {
         // ceil(256 * log2(1003519e-9)) = -2549, ceil(256 * log2(1011711e-9)) = -2546.
         assert_eq!(bucket_key(1_003_519e-9, 8), -2549);
         assert_eq!(bucket_key(1_011_711e-9, 8), -2546);
-        assert_eq!(
-            positive_buckets(&n),
-            vec![(-2549, 3), (-2546, 1), (1, 4)]
-        );
+        assert_eq!(positive_buckets(&n), vec![(-2549, 3), (-2546, 1), (1, 4)]);
         assert_eq!(
             n.positive_spans,
             vec![
-                proto::BucketSpan { offset: -2549, length: 1 },
-                proto::BucketSpan { offset: 2, length: 1 },
-                proto::BucketSpan { offset: 2546, length: 1 },
+                proto::BucketSpan {
+                    offset: -2549,
+                    length: 1
+                },
+                proto::BucketSpan {
+                    offset: 2,
+                    length: 1
+                },
+                proto::BucketSpan {
+                    offset: 2546,
+                    length: 1
+                },
             ]
         );
         assert_eq!(n.positive_deltas, vec![3, -2, 3]);

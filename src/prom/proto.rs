@@ -241,9 +241,7 @@ mod tests {
         // length 2}; packed sint64 deltas [1, 1] -> zigzag [2, 2]; timestamp 5.
         assert_eq!(
             bytes,
-            [
-                0x08, 3, 0x20, 16, 0x30, 0, 0x5a, 4, 0x08, 1, 0x10, 2, 0x62, 2, 2, 2, 0x78, 5
-            ]
+            [0x08, 3, 0x20, 16, 0x30, 0, 0x5a, 4, 0x08, 1, 0x10, 2, 0x62, 2, 2, 2, 0x78, 5]
         );
     }
 

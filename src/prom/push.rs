@@ -385,7 +385,10 @@ fn exchange(mut stream: TcpStream, endpoint: &Endpoint, body: &[u8], t: Duration
     let code = resp.code.unwrap_or(0);
     let text = String::from_utf8_lossy(&reply[body_at..]);
     let text = text.trim();
-    let why = format!("HTTP {code}: {}", text.chars().take(300).collect::<String>());
+    let why = format!(
+        "HTTP {code}: {}",
+        text.chars().take(300).collect::<String>()
+    );
     match code {
         200..=299 => Outcome::Done,
         429 | 500..=599 => Outcome::Retry(why),
@@ -400,9 +403,15 @@ mod tests {
     #[test]
     fn endpoint_forms() {
         let e = Endpoint::parse("http://[::1]:9090/w").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str()), ("[::1]", 9090, "/w"));
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("[::1]", 9090, "/w")
+        );
         let e = Endpoint::parse("http://prom").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str()), ("prom", 80, "/"));
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("prom", 80, "/")
+        );
         assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http://:9090/").is_err());
         assert!(Endpoint::parse("http://h:99999/").is_err());

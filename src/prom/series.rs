@@ -306,7 +306,10 @@ impl Run {
             ("metronome_offered_requests_per_second", r.offered_rps),
             ("metronome_achieved_requests_per_second", r.achieved_rps),
             ("metronome_connections_peak", g.peak_connections as f64),
-            ("metronome_connections_opened_total", g.connections_opened as f64),
+            (
+                "metronome_connections_opened_total",
+                g.connections_opened as f64,
+            ),
             ("metronome_duration_seconds", r.duration_s),
         ];
         for (n, v) in gauges {
@@ -354,14 +357,7 @@ impl Run {
     }
 
     /// One distribution: a native histogram, or a classic summary.
-    fn distribution(
-        &self,
-        b: &mut Batch,
-        name: &str,
-        extra: &[(&str, &str)],
-        m: &Metric,
-        ts: i64,
-    ) {
+    fn distribution(&self, b: &mut Batch, name: &str, extra: &[(&str, &str)], m: &Metric, ts: i64) {
         let h = m.to_histogram();
         if !self.summaries {
             b.entry(&self.labels, name, extra)
@@ -372,7 +368,11 @@ impl Run {
         for (quantile, field) in SUMMARY_QUANTILES {
             let mut with_q: Vec<(&str, &str)> = extra.to_vec();
             with_q.push(("quantile", quantile));
-            let v = if m.count == 0 { f64::NAN } else { field(m) / 1e3 };
+            let v = if m.count == 0 {
+                f64::NAN
+            } else {
+                field(m) / 1e3
+            };
             b.sample(&self.labels, name, &with_q, ts, v);
         }
         let sum = h.sum() as f64 * 1e-9;
