@@ -85,8 +85,9 @@ pub fn run_id_label(r: &Report) -> String {
 /// Milliseconds since the Unix epoch of `s` seconds into the measured
 /// phase (after the warmup) of `r`.
 pub fn measured_ms(r: &Report, s: f64) -> i64 {
-    let ns = r.start_unix_ns as f64 + (r.warmup_s + s) * 1e9;
-    (ns / 1e6).round() as i64
+    let ns = r.start_unix_ns as i128 + ((r.warmup_s + s) * 1e9).round() as i128;
+    // Rounded to the nearest millisecond.
+    ((ns + 500_000).div_euclid(1_000_000)) as i64
 }
 
 /// One run's series as it goes: the labels every series carries and the
@@ -408,4 +409,130 @@ pub fn report_requests(r: &Report, opts: &Options) -> Vec<WriteRequest> {
     }
     out.push(run.totals(r, end_ms));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prom::proto;
+
+    /// The example report of docs/report.md with two intervals of 1 s.
+    fn example() -> Report {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        let mut r: Report = serde_json::from_str(&doc[start..end]).unwrap();
+        let mut second = r.intervals[0].clone();
+        second.start_s = 1.0;
+        r.intervals.push(second);
+        r
+    }
+
+    fn find<'a>(req: &'a WriteRequest, name: &str) -> Vec<&'a TimeSeries> {
+        req.timeseries
+            .iter()
+            .filter(|t| t.labels.iter().any(|l| l.name == "__name__" && l.value == name))
+            .collect()
+    }
+
+    fn get<'a>(t: &'a TimeSeries, name: &str) -> Option<&'a str> {
+        t.labels
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.value.as_str())
+    }
+
+    #[test]
+    fn a_report_is_its_intervals_then_its_totals() {
+        let r = example();
+        let opts = Options {
+            labels: vec![("env".into(), "ci".into()), ("job".into(), "lt".into())],
+            summaries: false,
+        };
+        let reqs = report_requests(&r, &opts);
+        // The second interval ends at the run's end: left to the totals.
+        assert_eq!(reqs.len(), 2);
+        let t0 = ((r.start_unix_ns + 500_000) / 1_000_000) as i64;
+        let sent = find(&reqs[0], "metronome_requests_sent_total");
+        assert_eq!(sent.len(), 1);
+        let s = sent[0];
+        assert_eq!(s.samples, [proto::Sample { value: 200.0, timestamp: t0 + 1000 }]);
+        // Labels sorted by name; the user's job overrides the default.
+        let names: Vec<&str> = s.labels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["__name__", "engine", "env", "job", "run_id", "shard"]);
+        assert_eq!(get(s, "job"), Some("lt"));
+        assert_eq!(get(s, "run_id"), Some("1796111038-4beb93e2"));
+        assert_eq!(get(s, "shard"), Some("0/1"));
+        let rate = find(&reqs[0], "metronome_interval_sent_per_second");
+        assert_eq!(rate[0].samples[0].value, 200.0);
+        // Totals at the end of the measured phase.
+        let end = measured_ms(&r, r.duration_s);
+        assert_eq!(end, t0 + 2000);
+        let ok = find(&reqs[1], "metronome_requests_ok_total");
+        assert_eq!(ok[0].samples, [proto::Sample { value: 392.0, timestamp: end }]);
+        let lat = find(&reqs[1], "metronome_latency_seconds");
+        assert_eq!(lat.len(), 1);
+        let h = &lat[0].histograms[0];
+        assert_eq!(h.count, Some(proto::Count::CountInt(r.metrics.latency.count)));
+        assert_eq!((h.schema, h.timestamp), (8, end));
+        // A plain HTTP run: no stream metrics.
+        assert!(find(&reqs[1], "metronome_ttft_seconds").is_empty());
+    }
+
+    #[test]
+    fn interval_counters_never_pass_the_totals() {
+        let mut r = example();
+        r.intervals[0].sent = 500; // more than the run's 400
+        let reqs = report_requests(&r, &Options::default());
+        let sent = find(&reqs[0], "metronome_requests_sent_total");
+        assert_eq!(sent[0].samples[0].value, 400.0);
+    }
+
+    #[test]
+    fn summaries_replace_native_histograms() {
+        let r = example();
+        let opts = Options {
+            labels: vec![],
+            summaries: true,
+        };
+        let totals = report_requests(&r, &opts).pop().unwrap();
+        let lat = find(&totals, "metronome_latency_seconds");
+        assert!(lat.iter().all(|t| t.histograms.is_empty()));
+        let qs: Vec<(&str, f64)> = lat
+            .iter()
+            .map(|t| (get(t, "quantile").unwrap(), t.samples[0].value))
+            .collect();
+        let m = &r.metrics.latency;
+        assert_eq!(
+            qs,
+            [
+                ("0.5", m.p50 / 1e3),
+                ("0.9", m.p90 / 1e3),
+                ("0.95", m.p95 / 1e3),
+                ("0.99", m.p99 / 1e3),
+                ("0.999", m.p999 / 1e3)
+            ]
+        );
+        let count = find(&totals, "metronome_latency_seconds_count");
+        assert_eq!(count[0].samples[0].value, m.count as f64);
+    }
+
+    #[test]
+    fn shards_with_one_start_at_share_a_run_id() {
+        let mut a = example();
+        a.start_at = Some("2026-12-01T10:00:00.000000000Z".into());
+        let mut b = a.clone();
+        b.run_id = "other".into();
+        b.shard = "1/2".into();
+        assert_eq!(run_id_label(&a), run_id_label(&b));
+        assert_ne!(run_id_label(&a), "other");
+    }
+
+    #[test]
+    fn label_names_are_checked() {
+        assert!(parse_label("a_b1=x=y").is_ok_and(|(n, v)| n == "a_b1" && v == "x=y"));
+        for bad in ["=x", "a-b=1", "__x=1", "request=a", "quantile=1", "kind=x", "é=1"] {
+            assert!(parse_label(bad).is_err(), "{bad}");
+        }
+    }
 }
