@@ -435,3 +435,43 @@ fn a_refused_push_is_a_warning_and_the_run_succeeds() {
     assert!(out_path.is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bad_prometheus_flags_exit_2_with_the_reason() {
+    for (args, says) in [
+        (
+            vec![
+                "run",
+                "http://127.0.0.1:1/",
+                "--prometheus-rw",
+                "https://p/api/v1/write",
+            ],
+            "https is not supported",
+        ),
+        (
+            vec!["run", "http://127.0.0.1:1/", "--prometheus-rw", "p:9090"],
+            "not an http:// URL",
+        ),
+        (
+            vec![
+                "run",
+                "http://127.0.0.1:1/",
+                "--prometheus-rw",
+                "http://p/",
+                "--prometheus-label",
+                "a-b=1",
+            ],
+            "not a Prometheus label name",
+        ),
+        (
+            vec!["run", "http://127.0.0.1:1/", "--prometheus-label", "a=1"],
+            "--prometheus-rw",
+        ),
+    ] {
+        let out = metronome(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

@@ -27,8 +27,11 @@ pub struct Options {
     pub summaries: bool,
 }
 
+/// Reads one percentile (ms) of a [`Metric`].
+type Field = fn(&Metric) -> f64;
+
 /// The quantiles of a classic summary, with the [`Metric`] field of each.
-const SUMMARY_QUANTILES: [(&str, fn(&Metric) -> f64); 5] = [
+const SUMMARY_QUANTILES: [(&str, Field); 5] = [
     ("0.5", |m| m.p50),
     ("0.9", |m| m.p90),
     ("0.95", |m| m.p95),
@@ -431,7 +434,11 @@ mod tests {
     fn find<'a>(req: &'a WriteRequest, name: &str) -> Vec<&'a TimeSeries> {
         req.timeseries
             .iter()
-            .filter(|t| t.labels.iter().any(|l| l.name == "__name__" && l.value == name))
+            .filter(|t| {
+                t.labels
+                    .iter()
+                    .any(|l| l.name == "__name__" && l.value == name)
+            })
             .collect()
     }
 
@@ -456,10 +463,19 @@ mod tests {
         let sent = find(&reqs[0], "metronome_requests_sent_total");
         assert_eq!(sent.len(), 1);
         let s = sent[0];
-        assert_eq!(s.samples, [proto::Sample { value: 200.0, timestamp: t0 + 1000 }]);
+        assert_eq!(
+            s.samples,
+            [proto::Sample {
+                value: 200.0,
+                timestamp: t0 + 1000
+            }]
+        );
         // Labels sorted by name; the user's job overrides the default.
         let names: Vec<&str> = s.labels.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(names, ["__name__", "engine", "env", "job", "run_id", "shard"]);
+        assert_eq!(
+            names,
+            ["__name__", "engine", "env", "job", "run_id", "shard"]
+        );
         assert_eq!(get(s, "job"), Some("lt"));
         assert_eq!(get(s, "run_id"), Some("1796111038-4beb93e2"));
         assert_eq!(get(s, "shard"), Some("0/1"));
@@ -469,11 +485,20 @@ mod tests {
         let end = measured_ms(&r, r.duration_s);
         assert_eq!(end, t0 + 2000);
         let ok = find(&reqs[1], "metronome_requests_ok_total");
-        assert_eq!(ok[0].samples, [proto::Sample { value: 392.0, timestamp: end }]);
+        assert_eq!(
+            ok[0].samples,
+            [proto::Sample {
+                value: 392.0,
+                timestamp: end
+            }]
+        );
         let lat = find(&reqs[1], "metronome_latency_seconds");
         assert_eq!(lat.len(), 1);
         let h = &lat[0].histograms[0];
-        assert_eq!(h.count, Some(proto::Count::CountInt(r.metrics.latency.count)));
+        assert_eq!(
+            h.count,
+            Some(proto::Count::CountInt(r.metrics.latency.count))
+        );
         assert_eq!((h.schema, h.timestamp), (8, end));
         // A plain HTTP run: no stream metrics.
         assert!(find(&reqs[1], "metronome_ttft_seconds").is_empty());
@@ -531,7 +556,15 @@ mod tests {
     #[test]
     fn label_names_are_checked() {
         assert!(parse_label("a_b1=x=y").is_ok_and(|(n, v)| n == "a_b1" && v == "x=y"));
-        for bad in ["=x", "a-b=1", "__x=1", "request=a", "quantile=1", "kind=x", "é=1"] {
+        for bad in [
+            "=x",
+            "a-b=1",
+            "__x=1",
+            "request=a",
+            "quantile=1",
+            "kind=x",
+            "é=1",
+        ] {
             assert!(parse_label(bad).is_err(), "{bad}");
         }
     }
