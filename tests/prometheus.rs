@@ -284,7 +284,7 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
     let dir = scratch("shards");
     let url = format!("http://{}/", srv.addr());
     let w = prom.write_url();
-    let at = SystemTime::now() + Duration::from_millis(2500);
+    let at = SystemTime::now() + Duration::from_millis(3000);
     let at = at
         .duration_since(UNIX_EPOCH)
         .unwrap()

@@ -554,6 +554,41 @@ mod tests {
     }
 
     #[test]
+    fn a_mix_has_its_own_series_per_request() {
+        let mut r = example();
+        let mut h = Histogram::new();
+        h.record_n(2_000_000, 5);
+        let m = Metric::from_histogram(&h);
+        r.by_request.push(crate::report::RequestReport {
+            name: "login".into(),
+            scheduled: 9,
+            sent: 8,
+            ok: 5,
+            errors: 3,
+            dropped: 1,
+            unsent: 0,
+            errors_by_kind: BTreeMap::new(),
+            latency: m.clone(),
+            service_time: m.clone(),
+            send_lag: m,
+            ttft: None,
+        });
+        let totals = report_requests(&r, &Options::default()).pop().unwrap();
+        let ok = find(&totals, "metronome_mix_requests_ok_total");
+        assert_eq!(ok.len(), 1);
+        assert_eq!(
+            (get(ok[0], "request"), ok[0].samples[0].value),
+            (Some("login"), 5.0)
+        );
+        let lat = find(&totals, "metronome_mix_latency_seconds");
+        assert_eq!(lat[0].histograms[0].count, Some(proto::Count::CountInt(5)));
+        assert!(find(&totals, "metronome_mix_ttft_seconds").is_empty());
+        // The run's own series carry no request label.
+        let run_ok = find(&totals, "metronome_requests_ok_total");
+        assert_eq!(get(run_ok[0], "request"), None);
+    }
+
+    #[test]
     fn label_names_are_checked() {
         assert!(parse_label("a_b1=x=y").is_ok_and(|(n, v)| n == "a_b1" && v == "x=y"));
         for bad in [
