@@ -340,6 +340,7 @@ fn two_shards_sum_to_their_merge_and_a_saved_report_pushes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let merged = common::read_report(&merged_path);
+    assert_eq!(metronome::prom::series::run_id_label(&merged), run_id);
     let sel = format!("{{run_id=\"{run_id}\"}}");
     // Two series per counter, one per shard.
     assert_eq!(

@@ -73,11 +73,17 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// The `run_id` label of a report: the same for every shard of one run
-/// started with one `--start-at` (the report's `run_id` holds each shard's
-/// own start), else the report's `run_id`.
+/// The `run_id` label of a report: for a shard of a sharded run started
+/// with `--start-at` (or their merge), the same for every shard: the
+/// report's `run_id` formula applied to the common start instant and seed
+/// (the report's own `run_id` holds each shard's own start); else the
+/// report's `run_id`.
 pub fn run_id_label(r: &Report) -> String {
-    if r.start_at.is_some() && r.start_unix_ns > 0 {
+    let sharded = r.shard.starts_with("merged")
+        || r.shard
+            .split_once('/')
+            .is_some_and(|(_, n)| n.parse::<u32>().is_ok_and(|n| n > 1));
+    if sharded && r.start_at.is_some() && r.start_unix_ns > 0 {
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(r.start_unix_ns);
         crate::report::build::run_id(at, r.seed)
     } else {
@@ -546,11 +552,20 @@ mod tests {
     fn shards_with_one_start_at_share_a_run_id() {
         let mut a = example();
         a.start_at = Some("2026-12-01T10:00:00.000000000Z".into());
+        // Unsharded: the report's own run_id, --start-at or not.
+        assert_eq!(run_id_label(&a), a.run_id);
+        a.shard = "0/2".into();
         let mut b = a.clone();
         b.run_id = "other".into();
         b.shard = "1/2".into();
+        let mut m = a.clone();
+        m.shard = "merged 2".into();
         assert_eq!(run_id_label(&a), run_id_label(&b));
-        assert_ne!(run_id_label(&a), "other");
+        assert_eq!(run_id_label(&a), run_id_label(&m));
+        assert_ne!(run_id_label(&a), a.run_id);
+        // Without --start-at each shard keeps its own.
+        b.start_at = None;
+        assert_eq!(run_id_label(&b), "other");
     }
 
     #[test]
