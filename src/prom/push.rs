@@ -35,8 +35,9 @@ pub const MAX_ATTEMPTS: u32 = 6;
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// Connect, read and write timeout of one POST.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connect, read and write timeout of one POST (shortened to what is left
+/// before [`Pusher::finish`]'s deadline once that is set).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A parsed `--prometheus-rw` URL: `http://HOST[:PORT][/PATH]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,6 +216,8 @@ impl Pusher {
 
     /// Sends what is queued until `deadline` from now, then stops the
     /// thread and returns what happened; bodies left are counted `unsent`.
+    /// A POST already under way when it is called may take its
+    /// [`IO_TIMEOUT`] beyond the deadline.
     pub fn finish(mut self, deadline: Duration) -> Stats {
         {
             let mut s = lock(&self.shared);
@@ -264,6 +267,11 @@ fn run(endpoint: &Endpoint, shared: &Shared) {
         let (body, deadline) = {
             let mut s = lock(shared);
             loop {
+                // Past the deadline: what is left stays queued, and
+                // `finish` counts it unsent.
+                if s.deadline.is_some_and(|d| Instant::now() >= d) {
+                    return;
+                }
                 if let Some(body) = s.queue.pop_front() {
                     break (body, s.deadline);
                 }
