@@ -476,3 +476,59 @@ fn bad_prometheus_flags_exit_2_with_the_reason() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// The live path's API (`Run::interval` through `Pusher::push_interval`):
+/// three intervals, each with its own latency histogram, arrive in
+/// Prometheus as cumulative counters and cumulative native histograms at
+/// each interval's end.
+#[test]
+fn live_intervals_arrive_as_cumulative_series() {
+    use metronome::prom::push::{Endpoint, Pusher};
+    use metronome::prom::series::{Options, Run};
+    use metronome::report::IntervalReport;
+    use metronome_core::histogram::Histogram;
+
+    let Some(prom) = Prometheus::start("live") else {
+        return;
+    };
+    let mut run = Run::with_identity("live-1", "0/1", "std", &Options::default());
+    let pusher = Pusher::start(Endpoint::parse(&prom.write_url()).unwrap()).unwrap();
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut all = Histogram::new();
+    let mut ends = Vec::new();
+    for i in 0..3u64 {
+        let mut h = Histogram::new();
+        for k in 1..=100 * (i + 1) {
+            h.record(k * 10_000 * (i + 1)); // up to 3 ms, 6 ms, 9 ms
+        }
+        all.merge(&h);
+        let iv: IntervalReport = serde_json::from_value(serde_json::json!({
+            "start_s": i as f64, "sent": 100 * (i + 1), "ok": 100 * (i + 1), "errors": 0,
+            "unsent": 0, "p50": 0.0, "p99": 0.0, "max": 0.0, "send_lag_p99": 0.0
+        }))
+        .unwrap();
+        let end = now_ms - 3000 + 1000 * i as i64;
+        pusher.push_interval(&mut run, &iv, end, 1.0, &[("latency", &h)]);
+        ends.push((end, all.count(), all.quantile(0.99)));
+    }
+    let stats = pusher.finish(Duration::from_secs(10));
+    assert_eq!((stats.sent, stats.warning()), (3, None));
+    let sel = "{run_id=\"live-1\"}";
+    for (end, count, p99_ns) in ends {
+        let sent = prom.value(&format!("metronome_requests_sent_total{sel}"), Some(end));
+        assert_eq!(sent, count as f64);
+        let c = prom.value(
+            &format!("histogram_count(metronome_latency_seconds{sel})"),
+            Some(end),
+        );
+        assert_eq!(c, count as f64);
+        let p99 = prom.value(
+            &format!("histogram_quantile(0.99, metronome_latency_seconds{sel})"),
+            Some(end),
+        );
+        assert_within_bound(p99, p99_ns as f64 * 1e-9, "cumulative p99");
+    }
+}

@@ -196,11 +196,17 @@ impl Run {
     /// The series of a run with `r`'s identity (run id, shard, engine) and
     /// `opts`; counts start at zero.
     pub fn new(r: &Report, opts: &Options) -> Run {
+        Run::with_identity(&run_id_label(r), &r.shard, &r.engine, opts)
+    }
+
+    /// The series of a run known by its `run_id`, `shard` (`K/N`) and
+    /// `engine` labels before any report exists (the live push).
+    pub fn with_identity(run_id: &str, shard: &str, engine: &str, opts: &Options) -> Run {
         let mut by_name: BTreeMap<String, String> = BTreeMap::new();
         by_name.insert("job".into(), "metronome".into());
-        by_name.insert("run_id".into(), run_id_label(r));
-        by_name.insert("shard".into(), r.shard.clone());
-        by_name.insert("engine".into(), r.engine.clone());
+        by_name.insert("run_id".into(), run_id.to_string());
+        by_name.insert("shard".into(), shard.to_string());
+        by_name.insert("engine".into(), engine.to_string());
         for (n, v) in &opts.labels {
             by_name.insert(n.clone(), v.clone());
         }
