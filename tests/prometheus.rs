@@ -249,7 +249,7 @@ fn counters_and_p99_of_a_run_match_its_report() {
         let got = prom.value(&format!("metronome_requests_{name}_total{sel}"), None);
         assert_eq!(got, want as f64, "{name}");
     }
-    assert!(q.ok >= 250, "a 1 s run at 300/s: {} ok", q.ok);
+    assert!(q.ok >= 100, "a 1 s run at 300/s: {} ok", q.ok);
     // The first interval's counter, at its end.
     let width = r.intervals[1].start_s - r.intervals[0].start_s;
     let t1 = metronome::prom::series::measured_ms(&r, r.intervals[0].start_s + width);
