@@ -662,6 +662,9 @@ pub struct RunArgs {
     /// HdrHistogram interval log (.hlog) to FILE.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long)]
     pub hlog: Option<PathBuf>,
+    /// Prometheus remote write (docs/prometheus.md).
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
@@ -911,6 +914,30 @@ pub struct ReportArgs {
     /// (opens offline; docs/html.md).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Prometheus remote write of the saved report (docs/prometheus.md).
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
+}
+
+/// `--prometheus-rw` and its options, on `run` and `report`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct PrometheusArgs {
+    /// Push counters, gauges and native latency histograms to this Prometheus remote write URL
+    /// (http://HOST:PORT/api/v1/write) at the end of the run: every interval, then the totals.
+    /// A push that fails is a warning, not a failed run. docs/prometheus.md.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-rw", value_name = "URL", value_parser = crate::prom::push::Endpoint::parse)]
+    pub prometheus_rw: Option<crate::prom::push::Endpoint>,
+    /// A label NAME=VALUE on every pushed series (repeatable; may override job, run_id,
+    /// shard, engine).
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-label", value_name = "NAME=VALUE", value_parser = crate::prom::series::parse_label, requires = "prometheus_rw")]
+    pub prometheus_labels: Vec<(String, String)>,
+    /// Push classic summaries (quantile labels, _sum, _count) instead of native histograms,
+    /// for servers without native histograms.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-summaries", requires = "prometheus_rw")]
+    pub prometheus_summaries: bool,
+    /// How long the final flush may take before what is left is given up.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-timeout", default_value = "10s", value_parser = parse_duration, requires = "prometheus_rw")]
+    pub prometheus_timeout: Duration,
 }
 
 /// `metronome merge FILE...`.

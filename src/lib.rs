@@ -42,6 +42,7 @@ pub mod cli;
 pub mod demo;
 pub mod merge;
 pub mod output;
+pub mod prom;
 pub mod repeat;
 pub mod report;
 pub mod run;

@@ -71,6 +71,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     ])?;
     let r = match load_any(&args.file)? {
         Saved::Report(r) => r,
+        Saved::Sweep(_) if args.prometheus.prometheus_rw.is_some() => {
+            return Err(crate::UsageError(format!(
+                "{}: a sweep cannot be pushed with --prometheus-rw; push each step's run report",
+                args.file.display()
+            ))
+            .into())
+        }
         Saved::Sweep(s) => return report_sweep(args, &s),
     };
     if let Some(path) = &args.hgrm {
@@ -84,6 +91,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         crate::report::html::write_report(path, &r, None)?;
     }
     print(&r, args.format.into())?;
+    // Pushing is this command's job when asked: what was not stored fails it.
+    if let Some(warning) = crate::prom::push_report(&r, &args.prometheus) {
+        eprintln!("metronome: {warning}");
+        return Ok(crate::EXIT_FAILED);
+    }
     Ok(if r.thresholds.iter().all(|t| t.passed) {
         0
     } else {

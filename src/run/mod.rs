@@ -183,6 +183,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         breached |= !tr.passed;
         report.thresholds.push(tr);
     }
+    // A push that fails is a warning with its counts, never a failed run.
+    if let Some(warning) = crate::prom::push_report(&report, &args.prometheus) {
+        eprintln!("metronome: warning: {warning}");
+    }
     // Every file asked for; one that cannot be written (its path was
     // checked before the run) loses nothing: the report is still printed,
     // the JSON goes to a fallback file, and the run exits 1.

@@ -1,0 +1,38 @@
+//! `--prometheus-rw`: a run's numbers pushed to a Prometheus remote write
+//! 1.0 endpoint (docs/prometheus.md).
+//!
+//! - [`proto`]: the remote write messages and the snappy-compressed body.
+//! - [`native`]: a metronome histogram as a native histogram; the schema
+//!   and the error bound of its quantiles.
+//! - [`series`]: a report as series: counters, gauges, native histograms
+//!   (or classic summaries), their names and labels.
+//! - [`push`]: the pusher thread: a bounded queue that drops the oldest,
+//!   retries with backoff, a final flush with a deadline.
+
+pub mod native;
+pub mod proto;
+pub mod push;
+pub mod series;
+
+use crate::cli::PrometheusArgs;
+use crate::report::Report;
+
+/// Pushes a finished (or saved) report as `args` say: each interval, then
+/// the totals ([`series::report_requests`]), and waits for the flush up to
+/// `args.prometheus_timeout`. Returns the warning to print when anything was not
+/// stored; `None` without `--prometheus-rw` or when all went through.
+pub fn push_report(r: &Report, args: &PrometheusArgs) -> Option<String> {
+    let endpoint = args.prometheus_rw.clone()?;
+    let opts = series::Options {
+        labels: args.prometheus_labels.clone(),
+        summaries: args.prometheus_summaries,
+    };
+    let pusher = match push::Pusher::start(endpoint) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("--prometheus-rw: cannot start the pusher: {e}")),
+    };
+    for req in series::report_requests(r, &opts) {
+        pusher.push(&req);
+    }
+    pusher.finish(args.prometheus_timeout).warning()
+}
