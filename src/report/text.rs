@@ -78,6 +78,15 @@ pub fn render_text(r: &Report) -> String {
         100.0 * r.goodput,
         r.window.goodput_rps
     );
+    if let Some(t) = &r.transfer {
+        let _ = writeln!(
+            s,
+            "  transfer: received {} ({}/s), sent {}",
+            bytes(t.received_bytes),
+            bytes(t.received_per_s.round() as u64),
+            bytes(t.sent_bytes)
+        );
+    }
     if q.errors > 0 {
         let kinds: Vec<String> = r
             .errors
@@ -486,4 +495,22 @@ fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
         .collect();
     codes.sort_by_key(|(c, _)| c.parse::<u64>().unwrap_or(u64::MAX));
     codes
+}
+
+/// A byte count in binary units (`512 B`, `1.5 KiB`, `12.3 MiB`).
+///
+/// A private stand-in for `report::num::bytes` (helper `text`'s shared
+/// formatter): the lead swaps it in when both are merged.
+fn bytes(n: u64) -> String {
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    while v >= 1000.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
