@@ -876,11 +876,15 @@ fn stream_interval_series_page() {
             let want: Series = series.iter().map(|s| (s.to_string(), 8)).collect();
             assert_eq!(got, &want, "{id}");
         }
-        let dom = unescape(&dom);
-        assert!(
-            dom.contains("Transfer: received ") && dom.contains("id=\"transfer\""),
-            "no transfer line"
+        let line = format!(
+            "Transfer: received {} bytes ({} bytes/s), sent {} bytes ({} bytes/s) over the real window of {} s.",
+            t.received_bytes,
+            js(t.received_per_s),
+            t.sent_bytes,
+            js(t.sent_per_s),
+            js(r.window.window_s)
         );
+        assert!(unescape(&dom).contains(&line), "no line '{line}'");
     }
 }
 

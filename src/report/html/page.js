@@ -552,7 +552,6 @@
   // reports older than these fields).
   function flowSeries(r, iv, ts, mk, when, perS) {
     var out = [], has = function (v) { return v !== undefined && v !== null; };
-    var kib = function (b) { return b < 1000 ? num(b) + ' B' : num(Number((b / 1024).toFixed(1))) + ' KiB'; };
     var ti = iv.map(function (v, i) { return i; }).filter(function (i) { return has(iv[i].ttft_p50_ms); });
     var some = function (f) { return mk(f).filter(function (p, i) { return has(iv[i].ttft_p50_ms); }); };
     if (isStream(r) && ti.length) {
@@ -579,8 +578,8 @@
     }
     if (r.transfer && iv.length && has(iv[0].bytes_received)) {
       var t = r.transfer;
-      out.push(el('p', { id: 'transfer' }, 'Transfer: received ' + kib(t.received_bytes) + ' (' + kib(t.received_per_s) + '/s), sent ' +
-        kib(t.sent_bytes) + ' (' + kib(t.sent_per_s) + '/s) over the real window of ' + num(r.window.window_s) + ' s.'));
+      out.push(el('p', { id: 'transfer' }, 'Transfer: received ' + num(t.received_bytes) + ' bytes (' + num(t.received_per_s) + ' bytes/s), sent ' +
+        num(t.sent_bytes) + ' bytes (' + num(t.sent_per_s) + ' bytes/s) over the real window of ' + num(r.window.window_s) + ' s.'));
       out.push(ts('ts-transfer', 'Bytes per second, per interval',
         'Bytes read and written in each interval (response and request heads and bodies as on the wire; over TLS after decryption), divided by its width.', 'bytes/s',
         [{ name: 'received/s', color: COLORS[0], pts: mk(function (v) { return perS(v.bytes_received); }) },
