@@ -1280,6 +1280,48 @@ impl Generator {
 mod tests {
     use super::counted;
 
+    /// Two shards' rows of one interval: the TTFT quantiles of the sum
+    /// are those of one histogram of every value (not the larger of the
+    /// two: here the p50 of the sum is below shard B's), the max clamps
+    /// them; a row whose `ttft_hdr` is unreadable keeps an upper bound.
+    #[test]
+    fn interval_rows_add_ttft_exactly() {
+        use super::{hlog, ms, IntervalReport};
+        use metronome_core::histogram::Histogram;
+        let row = |values: &[u64]| {
+            let mut h = Histogram::new();
+            values.iter().for_each(|&v| h.record(v));
+            IntervalReport {
+                in_flight: 2,
+                bytes_received: 100,
+                ttft_p50_ms: Some(ms(h.quantile(0.5))),
+                ttft_p99_ms: Some(ms(h.quantile(0.99))),
+                ttft_max_ms: Some(ms(h.max())),
+                ttft_hdr: Some(hlog::base64_v2(&h)),
+                ..IntervalReport::default()
+            }
+        };
+        let (a, b) = (&[10_000_000, 11_000_000, 12_000_000][..], &[50_000_003][..]);
+        let mut sum = row(a);
+        sum.add(&row(b));
+        let all: Vec<u64> = a.iter().chain(b).copied().collect();
+        let want = row(&all);
+        assert_eq!(
+            (sum.ttft_p50_ms, sum.ttft_p99_ms, sum.ttft_max_ms),
+            (want.ttft_p50_ms, want.ttft_p99_ms, want.ttft_max_ms)
+        );
+        // The 2nd of 4 values, 11 ms: its bucket's upper bound.
+        assert_eq!(sum.ttft_p50_ms, Some(11.010047));
+        assert_eq!(sum.ttft_p99_ms, Some(50.000003));
+        assert_eq!((sum.in_flight, sum.bytes_received), (4, 200));
+        let mut bad = row(b);
+        bad.ttft_hdr = Some("not base64!".into());
+        let mut upper = row(a);
+        upper.add(&bad);
+        assert_eq!(upper.ttft_p50_ms, Some(50.000003));
+        assert_eq!(upper.ttft_hdr, None);
+    }
+
     /// "1 worker", never "1 workers".
     #[test]
     fn counted_is_singular_for_one() {
