@@ -212,9 +212,14 @@ fn plain_and_tls_bytes_match_curl() {
     let tls_per_response = curl_response_bytes(&tls_url, &[], Some(&cert.path));
     let args = ["--rate", "50", "--duration", "1s"];
     for engine in engines() {
-        let r = run_json(srv.addr(), "/", engine, &args, 0);
+        let mut r = run_json(srv.addr(), "/", engine, &args, 0);
         assert_eq!(r.requests.ok, 50, "{engine}");
         assert_bytes(&r, per_response);
+        // The text names the bytes; a run that moved none says nothing.
+        let line = "\n  transfer: received ";
+        assert!(metronome::report::text::render_text(&r).contains(line));
+        r.transfer = Some(metronome::report::Transfer::default());
+        assert!(!metronome::report::text::render_text(&r).contains(line));
         let r = run_tls_json(tls.addr(), "/", engine, &args, 0, &cert.path);
         assert_eq!(r.requests.ok, 50, "{engine}");
         assert_bytes(&r, tls_per_response);

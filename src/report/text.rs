@@ -78,7 +78,8 @@ pub fn render_text(r: &Report) -> String {
         100.0 * r.goodput,
         r.window.goodput_rps
     );
-    if let Some(t) = &r.transfer {
+    // Nothing moved (no connection): the line would say nothing.
+    if let Some(t) = r.transfer.filter(|t| t.received_bytes + t.sent_bytes > 0) {
         let _ = writeln!(
             s,
             "  transfer: received {} ({}/s), sent {}",
