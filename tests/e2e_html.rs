@@ -428,9 +428,43 @@ fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
     ));
     out.push(("ts-lag".into(), ts(&["send lag p99"])));
     out.push(("ts-cpu".into(), ts(&["work_cpu"])));
+    out.extend(flow_charts(r));
     // A chart with nothing to draw is a sentence instead.
     out.retain(|(_, series)| series.iter().any(|(_, n)| *n > 0));
     out
+}
+
+/// The charts of the per-interval stream series, in-flight counts and
+/// bytes (issue 31), after the others of "Over time": TTFT over the rows
+/// that have one, the rest over every row.
+fn flow_charts(r: &Report) -> Vec<(String, Series)> {
+    let n = r.intervals.len();
+    let ts =
+        |names: &[&str], n: usize| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
+    let mut out = Vec::new();
+    if n > 0 && (r.workload.is_some() || r.metrics.ttft.count > 0) {
+        let with = ttft_rows(r).len();
+        if with > 0 {
+            out.push(("ts-ttft".into(), ts(&["TTFT p50", "TTFT p99"], with)));
+        }
+        if r.intervals[0].output_tokens_per_s.is_some() {
+            out.push(("ts-tokens".into(), ts(&["tokens/s"], n)));
+        }
+    }
+    if n > 0 {
+        out.push(("ts-inflight".into(), ts(&["in flight"], n)));
+        if r.transfer.is_some() {
+            out.push(("ts-transfer".into(), ts(&["received/s", "sent/s"], n)));
+        }
+    }
+    out
+}
+
+/// The rows with a TTFT, the points of the TTFT chart.
+fn ttft_rows(r: &Report) -> Vec<usize> {
+    (0..r.intervals.len())
+        .filter(|&i| r.intervals[i].ttft_p50_ms.is_some())
+        .collect()
 }
 
 /// The metric behind series `si` of a percentile chart.
@@ -606,6 +640,19 @@ fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, text: &str) 
             eqn("waited ", v.waited);
         }
         "ts-lag" => eq("send lag p99 ", r.intervals[i].send_lag_p99),
+        "ts-ttft" => {
+            let v = &r.intervals[ttft_rows(r)[i]];
+            eq("interval ", v.start_s);
+            eq("TTFT p50 ", v.ttft_p50_ms.unwrap());
+            eq("p99 ", v.ttft_p99_ms.unwrap());
+            eq("max ", v.ttft_max_ms.unwrap());
+        }
+        "ts-tokens" => eq("tokens/s ", r.intervals[i].output_tokens_per_s.unwrap()),
+        "ts-inflight" => eq("in flight at its end ", r.intervals[i].in_flight as f64),
+        "ts-transfer" => {
+            eq("received ", r.intervals[i].bytes_received as f64);
+            eq("sent ", r.intervals[i].bytes_sent as f64);
+        }
         "ts-cpu" => eq("work_cpu ", r.intervals[i].work_cpu),
         "dist-input" | "dist-output" => {
             let w = r.workload.as_ref().unwrap();
@@ -715,7 +762,13 @@ fn check_zoom(r: &Report, check: &Value) {
             inside || before || after
         })
         .count();
-    let ts = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
+    let mut ts = vec!["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
+    let flow = flow_charts(r);
+    ts.extend(flow.iter().map(|(id, _)| id.as_str()));
+    // The TTFT chart draws the rows that have one: all of them here.
+    if flow.iter().any(|(id, _)| id == "ts-ttft") {
+        assert_eq!(ttft_rows(r).len(), iv.len(), "a row without TTFT");
+    }
     for (key, want) in [("charts", visible), ("reset", iv.len())] {
         let charts = z[key].as_array().unwrap();
         let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
@@ -1272,6 +1325,65 @@ fn openai_stream_page() {
         }
         assert!(dom.contains("The aiperf throughput metrics by percentile (tokens/s)"));
         assert!(dom.contains(&format!("Goodput {}", fpct(r.goodput))));
+    }
+}
+
+/// A stream run's page draws the interval series of issue 31 (TTFT p50
+/// and p99, tokens/s, in flight, bytes), each with a point per interval and
+/// the report's exact values on hover, and states the transfer totals.
+#[test]
+fn stream_interval_series_page() {
+    let srv = server(ServeConfig {
+        sse: true,
+        tokens: 8,
+        ttft: Duration::from_millis(30),
+        itl: Duration::from_millis(20),
+        ..ServeConfig::default()
+    });
+    let url = format!("http://{}/", srv.addr());
+    let (page, r) = run_page(
+        "stream-intervals",
+        &url,
+        &[
+            "--openai",
+            "--rate",
+            "20",
+            "--duration",
+            "2s",
+            "--interval",
+            "250ms",
+        ],
+        0,
+    );
+    assert_eq!(r.intervals.len(), 8);
+    let t = r.transfer.unwrap();
+    assert!(t.received_bytes > 0 && t.sent_bytes > 0);
+    if let Some(exe) = exe_or_skip("the stream interval series") {
+        let dom = check_report_page(&exe, &page, &r);
+        let (check, _) = load(&exe, &page);
+        let charts = chart_list(&check);
+        for (id, series) in [
+            ("ts-ttft", vec!["TTFT p50", "TTFT p99"]),
+            ("ts-tokens", vec!["tokens/s"]),
+            ("ts-inflight", vec!["in flight"]),
+            ("ts-transfer", vec!["received/s", "sent/s"]),
+        ] {
+            let (_, got) = charts
+                .iter()
+                .find(|(c, _)| c == id)
+                .unwrap_or_else(|| panic!("no chart {id}: {charts:?}"));
+            let want: Series = series.iter().map(|s| (s.to_string(), 8)).collect();
+            assert_eq!(got, &want, "{id}");
+        }
+        let line = format!(
+            "Transfer: received {} bytes ({} bytes/s), sent {} bytes ({} bytes/s) over the real window of {} s.",
+            t.received_bytes,
+            js(t.received_per_s),
+            t.sent_bytes,
+            js(t.sent_per_s),
+            js(r.window.window_s)
+        );
+        assert!(unescape(&dom).contains(&line), "no line '{line}'");
     }
 }
 

@@ -251,6 +251,38 @@ impl<'p> Ledger<'p> {
         }
     }
 
+    /// At `at_ns` a read brought `received` bytes and a write took `sent`
+    /// bytes of a connection (either may be 0): counted in the interval of
+    /// `at_ns` from the end of the warmup (the drain's after the schedule),
+    /// whatever request they belong to.
+    ///
+    /// ```
+    /// use metronome_core::ledger::{Ledger, Tally};
+    /// use metronome_core::measure::{Interval, Recorder};
+    /// use metronome_core::plan::example_plan;
+    /// let plan = example_plan(); // 0.5 s warmup, then one 1 s interval
+    /// let (mut recorder, mut intervals) = (Recorder::new(), [Interval::new()]);
+    /// let mut tally = Tally {
+    ///     recorder: &mut recorder,
+    ///     intervals: &mut intervals,
+    ///     stages: &mut [],
+    ///     names: &mut [],
+    ///     samples: None,
+    ///     follow_ups: None,
+    /// };
+    /// let ledger = Ledger::new(&plan);
+    /// ledger.transferred(&mut tally, 100_000_000, 500, 80); // warmup: not counted
+    /// ledger.transferred(&mut tally, 600_000_000, 300, 0);
+    /// ledger.transferred(&mut tally, 700_000_000, 0, 90);
+    /// assert_eq!((intervals[0].bytes_received, intervals[0].bytes_sent), (300, 90));
+    /// ```
+    pub fn transferred(&self, tally: &mut Tally<'_>, at_ns: u64, received: u64, sent: u64) {
+        if let Some(iv) = tally.interval(self.plan, at_ns) {
+            iv.bytes_received = iv.bytes_received.saturating_add(received);
+            iv.bytes_sent = iv.bytes_sent.saturating_add(sent);
+        }
+    }
+
     /// Request intended at `intended_ns` (request `request` of the plan)
     /// left at `sent_ns`. Returns true when it was recorded (not warmup).
     pub fn sent(
@@ -573,9 +605,15 @@ impl<'p> Ledger<'p> {
             rec.late_ok += 1;
             rec.late_tokens += rec.output_tokens - tokens_before;
         }
+        let tokens = if ok {
+            tally.recorder.output_tokens - tokens_before
+        } else {
+            0
+        };
         if let Some(iv) = tally.interval(self.plan, done_ns) {
             if ok {
                 iv.ok += 1;
+                iv.output_tokens = iv.output_tokens.saturating_add(tokens);
             } else {
                 iv.errors += 1;
             }
@@ -583,6 +621,13 @@ impl<'p> Ledger<'p> {
         if ok {
             let v = done_ns.saturating_sub(intended_ns);
             tally.record(self.plan, done_ns, IntervalMetric::Latency, v);
+            if let Finish::Stream { timing, .. } = finish {
+                if let Ok(s) = timing.summary() {
+                    // In the interval of the first output's own time.
+                    let first = timing.intended_ns.saturating_add(s.ttft_ns);
+                    tally.record(self.plan, first, IntervalMetric::Ttft, s.ttft_ns);
+                }
+            }
         }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             if ok {

@@ -635,3 +635,67 @@ fn grpc_outcomes_counted_by_code() {
     assert_eq!((r.errors[ErrorKind::Status.index()], r.status[329]), (1, 1));
     assert_eq!(b.column(|iv| iv.errors).iter().sum::<u64>(), 6);
 }
+
+/// The stream series of an interval (issue 31): a stream's TTFT enters the
+/// interval of its first output (not of its completion), its tokens the
+/// interval of its completion (as `ok`); a failed stream adds neither;
+/// bytes count in the interval of their read or write, none in the warmup.
+/// In flight at an interval's end is sent so far minus ended so far.
+#[test]
+fn stream_series_per_interval() {
+    let plan = plan(); // intervals 0.5-0.75-1.0-1.25-1.5 s
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    // Intended 0.6 s, first output 0.7 s (interval 0), done 1.1 s (interval 2).
+    let mut long = StreamTiming::new(600 * MS, 600 * MS);
+    long.on_content(700 * MS);
+    long.on_content(1_000 * MS);
+    long.on_usage(9);
+    long.on_done(1_100 * MS);
+    // Intended 0.8 s, first output 0.9 s, done 0.95 s (both interval 1).
+    let mut short = StreamTiming::new(800 * MS, 800 * MS);
+    short.on_content(900 * MS);
+    short.on_usage(4);
+    short.on_done(950 * MS);
+    // Intended 0.8 s, cut after its first output at 0.85 s: an error.
+    let mut cut = StreamTiming::new(800 * MS, 800 * MS);
+    cut.on_content(850 * MS);
+    assert!(ledger.sent(t, 600 * MS, 0, 600 * MS));
+    assert!(ledger.sent(t, 800 * MS, 0, 800 * MS));
+    assert!(ledger.sent(t, 800 * MS, 0, 800 * MS));
+    let stream = |timing| Finish::Stream { timing, gaps: &[] };
+    assert_eq!(
+        ledger.done(t, 800 * MS, 0, 800 * MS, 950 * MS, stream(&short)),
+        Some(true)
+    );
+    assert_eq!(
+        ledger.done(t, 800 * MS, 0, 800 * MS, 960 * MS, stream(&cut)),
+        Some(false)
+    );
+    assert_eq!(
+        ledger.done(t, 600 * MS, 0, 600 * MS, 1_100 * MS, stream(&long)),
+        Some(true)
+    );
+    ledger.transferred(t, 400 * MS, 1_000, 1_000); // warmup: not counted
+    ledger.transferred(t, 600 * MS, 0, 120);
+    ledger.transferred(t, 700 * MS, 300, 0);
+    ledger.transferred(t, 1_100 * MS, 50, 0);
+    ledger.transferred(t, 9_000 * MS, 7, 0); // past the series: the last interval
+    assert_eq!(b.column(|i| i.ttft.count()), [1, 1, 0, 0]);
+    assert_eq!(b.column(|i| i.ttft.max()), [100 * MS, 100 * MS, 0, 0]);
+    assert_eq!(b.column(|i| i.output_tokens), [0, 4, 9, 0]);
+    assert_eq!(b.column(|i| i.bytes_received), [300, 0, 50, 7]);
+    assert_eq!(b.column(|i| i.bytes_sent), [120, 0, 0, 0]);
+    let mut in_flight = 0;
+    let ends: Vec<u64> = b
+        .intervals
+        .iter()
+        .map(|i| {
+            in_flight = in_flight + i.sent - i.ok - i.errors;
+            in_flight
+        })
+        .collect();
+    assert_eq!(ends, [1, 1, 0, 0]);
+    assert_eq!(b.recorder.output_tokens, 13);
+}

@@ -46,6 +46,7 @@ pub(crate) fn run(
     let cpu_start = process_cpu_ns();
     let end_ns = plan.end_ns();
     let hard_end_ns = AtomicU64::new(plan.hard_end_ns());
+    let traffic = crate::traffic::Traffic::new(plan);
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
@@ -62,6 +63,7 @@ pub(crate) fn run(
                 let tx = tx.clone();
                 let clock = &clock;
                 let hard_end_ns = &hard_end_ns;
+                let traffic = &traffic;
                 s.spawn(move || {
                     let mut stats = ThreadStats::default();
                     let mut i = w as u64;
@@ -132,6 +134,7 @@ pub(crate) fn run(
                             plan.timeout_ns,
                             hard_end_ns,
                             (retried, plan.retry_non_idempotent),
+                            traffic,
                         );
                         match ended {
                             Exchanged::Retry => {
@@ -189,6 +192,7 @@ pub(crate) fn run(
     out.stopped = control.stopped();
     out.measured_ns = plan.measured_ns(Some(stop_ns));
     out.setup.merge(&setup);
+    traffic.add_to(&mut out);
     out.connections_opened = u64::from(workers);
     out.peak_connections = u64::from(workers);
     out.start_unix_ns = zero.unix_ns;

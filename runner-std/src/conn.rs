@@ -15,6 +15,7 @@ use metronome_core::plan::{Plan, READ_BUF_BYTES};
 use crate::clock::Clock;
 use crate::sys::{peek_now, recv_now, send_now, wait_readable_or_writable};
 use crate::tls::{self, NowIo, Tls};
+use crate::traffic::Traffic;
 
 /// The longest a blocking read or write waits before the thread looks at
 /// the run's hard end again (it moves earlier on a stop).
@@ -417,6 +418,7 @@ impl Conn {
         timeout_ns: u64,
         hard_end_ns: &AtomicU64,
         retry: (bool, bool),
+        traffic: &Traffic,
     ) -> Exchanged {
         self.exchange.begin(intended_ns, sent_ns, request);
         self.linger_until_ns = sent_ns.saturating_add(self.linger_ns);
@@ -425,7 +427,7 @@ impl Conn {
                 .saturating_add(timeout_ns)
                 .min(hard_end_ns.load(Ordering::Relaxed))
         };
-        let result = self.exchange_inner(clock, request, deadline);
+        let result = self.exchange_inner(clock, request, deadline, traffic);
         let done_ns = clock.now_ns();
         match result {
             Ok((keep_alive, unsolicited)) => {
@@ -461,6 +463,7 @@ impl Conn {
         clock: &Clock,
         request: &[u8],
         deadline: impl Fn() -> u64,
+        traffic: &Traffic,
     ) -> Result<(bool, bool), Finish<'static>> {
         let fault = |kind| Finish::Error(kind);
         // The send, bounded by the deadline (a server that stops reading).
@@ -477,7 +480,10 @@ impl Conn {
             let wait = Duration::from_nanos((end - now).max(1_000)).min(SLICE);
             let sent = match self.tls.as_mut() {
                 None => send_now(stream, &request[written..], wait, &mut self.write_timeout)
-                    .inspect(|n| written += n),
+                    .inspect(|&n| {
+                        written += n;
+                        traffic.sent(now, n);
+                    }),
                 // The whole request is encrypted at once; its records
                 // leave as the socket takes them.
                 Some(conn) => {
@@ -485,6 +491,7 @@ impl Conn {
                         if conn.writer().write_all(&request[written..]).is_err() {
                             return Err(fault(ErrorKind::Reset));
                         }
+                        traffic.sent(now, request.len() - written);
                         written = request.len();
                     }
                     conn.write_tls(&mut NowIo(stream))
@@ -507,7 +514,7 @@ impl Conn {
             // section 9.5): that is read at once, as the io_uring engine's
             // armed recv does.
             if wait_readable_or_writable(stream, wait) {
-                match self.read_early(clock)? {
+                match self.read_early(clock, traffic)? {
                     Early::Nothing => {}
                     // The request was not sent whole: the connection
                     // cannot carry another one.
@@ -550,7 +557,10 @@ impl Conn {
                         .map_err(fault)?;
                     return Ok((false, false));
                 }
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    traffic.received(clock.now_ns(), n);
+                    self.end += n;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // A slice ended: look at the deadline again.
                 Err(e) if io_kind(&e) == ErrorKind::Timeout => {}
@@ -584,7 +594,7 @@ impl Conn {
 
     /// While the send is blocked: reads, without blocking, what the server
     /// sent so far and hands it to the exchange.
-    fn read_early(&mut self, clock: &Clock) -> Result<Early, Finish<'static>> {
+    fn read_early(&mut self, clock: &Clock, traffic: &Traffic) -> Result<Early, Finish<'static>> {
         if self.stream.is_none() {
             return Ok(Early::Closed);
         }
@@ -594,6 +604,7 @@ impl Conn {
             // The close or the error is met again by the read that follows.
             Ok(0) | Err(_) => Ok(Early::Closed),
             Ok(n) => {
+                traffic.received(clock.now_ns(), n);
                 self.end += n;
                 Ok(match self.feed(clock)? {
                     Some((_, unsolicited)) => Early::Complete { unsolicited },

@@ -81,6 +81,9 @@ struct Link {
     error: Option<ErrorCode>,
     /// The code of the server's last GOAWAY on this connection.
     goaway_code: Option<ErrorCode>,
+    /// Bytes written and not yet counted in the run's traffic (whoever
+    /// holds the link next with a clock reading counts them).
+    written: usize,
 }
 
 impl Link {
@@ -106,6 +109,7 @@ impl Link {
             counted: 0,
             error: None,
             goaway_code: None,
+            written: 0,
         }
     }
 
@@ -151,9 +155,16 @@ impl Link {
 
     fn write_out(&mut self, n: usize) -> io::Result<()> {
         match self.sock.as_ref() {
-            Some(s) => send(s, self.tls.as_deref_mut(), &self.out[..n]),
+            Some(s) => {
+                send(s, self.tls.as_deref_mut(), &self.out[..n]).inspect(|()| self.written += n)
+            }
             None => Err(io::Error::from(io::ErrorKind::NotConnected)),
         }
+    }
+
+    /// Counts the bytes written since the last call at `now`.
+    fn count_written(&mut self, traffic: &crate::traffic::Traffic, now: u64) {
+        traffic.sent(now, std::mem::take(&mut self.written));
     }
 
     /// Sends what the server's windows allow of the body of the request in
@@ -467,6 +478,7 @@ pub(crate) fn worker(
             if wrote.is_ok() && !request.body.is_empty() {
                 let _ = l.push_body(slot, request.body);
             }
+            l.count_written(&shared.traffic, sent_ns);
             l.sync_idle(shared);
             drop(l);
             if !job.retried {
@@ -650,6 +662,7 @@ fn read_loop(
         let mut fault = None;
         match read {
             Ok(n) => {
+                shared.traffic.received(now, n);
                 end += n;
                 if let Err(kind) = feed(
                     &mut l,
@@ -663,6 +676,7 @@ fn read_loop(
                 ) {
                     fault = Some(kind);
                 }
+                l.count_written(&shared.traffic, now);
                 if fault.is_none() {
                     if let Err(kind) = compact(&mut buf, &mut start, &mut end) {
                         fault = Some(kind);

@@ -35,6 +35,7 @@ mod open;
 #[allow(unsafe_code)]
 mod sys;
 mod tls;
+mod traffic;
 
 pub use tls::Tls;
 

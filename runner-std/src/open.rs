@@ -156,6 +156,8 @@ pub(crate) struct Shared {
     /// ([`Warm::writes_first`]): connections opened during the run
     /// distrust their first response.
     pub(crate) writes_first: bool,
+    /// Bytes read and written, per interval.
+    pub(crate) traffic: crate::traffic::Traffic,
 }
 
 /// Conversations ([`metronome_core::turns`]): the next turns the collector
@@ -333,6 +335,7 @@ pub(crate) fn run(
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
         writes_first: warm.writes_first,
+        traffic: crate::traffic::Traffic::new(plan),
     };
     let talks = Talks {
         queue: Mutex::new(FollowUps::with_capacity(plan.follow_up_capacity())),
@@ -694,6 +697,7 @@ pub(crate) fn run(
     out.dropped_gaps = shared.dropped_gaps.load(Ordering::Relaxed);
     out.warnings.extend(warnings);
     out.setup.merge(&setup);
+    shared.traffic.add_to(&mut out);
     out.warm = warm;
     {
         let q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -866,6 +870,7 @@ fn worker(
                 plan.timeout_ns,
                 &shared.hard_end_ns,
                 (retried, plan.retry_non_idempotent),
+                &shared.traffic,
             );
             match ended {
                 Exchanged::Retry => {

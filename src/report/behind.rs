@@ -228,6 +228,7 @@ mod tests {
             late,
             late_waiting: if waited > 0 { late } else { 0 },
             work_cpu: work,
+            ..IntervalReport::default()
         }
     }
 

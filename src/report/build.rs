@@ -122,7 +122,7 @@ impl Report {
         } else {
             out.threads.len().max(1) as u64
         };
-        let (intervals, drain) = interval_rows(plan, out, pacers);
+        let (intervals, drain, bytes) = interval_rows(plan, out, pacers);
         let mut report = Report {
             schema: SCHEMA.to_string(),
             run_id,
@@ -207,6 +207,7 @@ impl Report {
             error_rate: 0.0,
             goodput: 0.0,
             output_tokens_per_s: per_window(rec.output_tokens),
+            transfer: Some(crate::report::Transfer::new(bytes.0, bytes.1, window_s)),
             window: Window {
                 window_s,
                 late_sent: rec.late_sent,
@@ -415,21 +416,39 @@ pub fn stage_rows(plan: &Plan<'_>, tallies: &[StageTally]) -> Vec<StageReport> {
 /// The interval rows of a run: the schedule's (up to the stop, for a run
 /// stopped early), then the drain's after the end of the schedule, up to
 /// the last one in which anything happened. Each row comes from the
-/// interval's exact histograms, decoded one at a time.
+/// interval's exact histograms, decoded one at a time. Also the bytes
+/// received and sent over every interval (rows kept or not).
 fn interval_rows(
     plan: &Plan<'_>,
     out: &RunOutput,
     pacers: u64,
-) -> (Vec<IntervalReport>, Vec<IntervalReport>) {
+) -> (Vec<IntervalReport>, Vec<IntervalReport>, (u64, u64)) {
     let width = plan.interval_ns.max(1);
     let schedule = if out.stopped {
         (out.measured_ns.div_ceil(width) as usize).clamp(1, plan.interval_count())
     } else {
         plan.interval_count()
     };
+    let stream = plan.protocol == metronome_core::plan::Protocol::OpenAiSse;
+    let width_s = width as f64 / 1e9;
+    // Sent up to the end of the interval and not yet ended.
+    let mut in_flight = 0u64;
+    let mut bytes = (0u64, 0u64);
     let mut rows = Vec::new();
     out.intervals.for_each(|i, iv| {
+        bytes.0 += iv.bytes_received;
+        bytes.1 += iv.bytes_sent;
+        in_flight = (in_flight + iv.sent).saturating_sub(iv.ok + iv.errors);
+        let ttft = (!iv.ttft.is_empty()).then_some(&iv.ttft);
         rows.push(IntervalReport {
+            in_flight,
+            bytes_received: iv.bytes_received,
+            bytes_sent: iv.bytes_sent,
+            output_tokens_per_s: stream.then(|| iv.output_tokens as f64 / width_s),
+            ttft_p50_ms: ttft.map(|h| ms(h.quantile(0.5))),
+            ttft_p99_ms: ttft.map(|h| ms(h.quantile(0.99))),
+            ttft_max_ms: ttft.map(|h| ms(h.max())),
+            ttft_hdr: ttft.map(super::hlog::base64_v2),
             dropped: iv.dropped,
             waited: iv.waited,
             pool_full: iv.pool_full,
@@ -452,7 +471,7 @@ fn interval_rows(
     let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
     rows.truncate(last.max(schedule.min(rows.len())));
     let drain = rows.split_off(schedule.min(rows.len()));
-    (rows, drain)
+    (rows, drain, bytes)
 }
 
 /// Share of `pacers` threads' time over `interval_ns` spent working (CPU

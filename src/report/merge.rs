@@ -426,6 +426,13 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         m.errors.add(&r.errors);
         m.window.add(&r.window);
         m.generator.add(&r.generator);
+        m.transfer = match (m.transfer, r.transfer) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
     }
     m.interrupted = reports.iter().any(|r| r.interrupted);
     let pick = |f: fn(&Report) -> &Metric| {

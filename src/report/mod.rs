@@ -163,6 +163,10 @@ pub struct Report {
     /// versions.)
     #[serde(default)]
     pub window: Window,
+    /// Bytes received and sent, and their rates over the real window.
+    /// (Absent in reports of older versions.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<Transfer>,
     /// The SLO bounds, ms (absent bounds are null).
     pub slo: SloReport,
     /// Latency and friends, ms.
@@ -410,6 +414,52 @@ pub struct Window {
     pub in_schedule_output_tokens_per_s: f64,
     /// Good requests (met every SLO) per second of the real window.
     pub goodput_rps: f64,
+}
+
+/// The bytes a run moved: every read and write on its connections from
+/// the end of the warmup to the end of the drain, by the time it
+/// completed, response heads and bodies as on the wire (over TLS, the
+/// plaintext after decryption; HTTP/2: frames, headers HPACK-encoded).
+/// The sum of the interval rows' `bytes_received` and `bytes_sent`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transfer {
+    /// Bytes read.
+    pub received_bytes: u64,
+    /// Bytes written.
+    pub sent_bytes: u64,
+    /// `received_bytes` per second of the real window (`window.window_s`).
+    pub received_per_s: f64,
+    /// `sent_bytes` per second of the real window.
+    pub sent_per_s: f64,
+}
+
+impl Transfer {
+    /// The transfer of `received` and `sent` bytes over `window_s` seconds.
+    pub fn new(received: u64, sent: u64, window_s: f64) -> Transfer {
+        let per_s = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
+        Transfer {
+            received_bytes: received,
+            sent_bytes: sent,
+            received_per_s: per_s(received),
+            sent_per_s: per_s(sent),
+        }
+    }
+
+    /// Adds another shard's transfer: bytes and rates add up (shards run
+    /// side by side).
+    pub fn add(&mut self, other: &Transfer) {
+        self.received_bytes += other.received_bytes;
+        self.sent_bytes += other.sent_bytes;
+        self.received_per_s += other.received_per_s;
+        self.sent_per_s += other.sent_per_s;
+    }
 }
 
 /// When one shard of a merged run started.
@@ -760,7 +810,7 @@ pub struct Metrics {
 }
 
 /// One report interval.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IntervalReport {
     /// Start of the interval, seconds after the warmup.
@@ -807,6 +857,36 @@ pub struct IntervalReport {
     /// shard's.
     #[serde(default)]
     pub work_cpu: f64,
+    /// Requests in flight at the interval's end: sent up to its end and
+    /// not yet ended (`sent - ok - errors` summed over the rows so far).
+    #[serde(default)]
+    pub in_flight: u64,
+    /// Bytes read in it (by the time each read completed; see
+    /// [`Transfer`]).
+    #[serde(default)]
+    pub bytes_received: u64,
+    /// Bytes written in it.
+    #[serde(default)]
+    pub bytes_sent: u64,
+    /// Streams only: output tokens of the streams that succeeded in it
+    /// (by completion time), per second of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_s: Option<f64>,
+    /// Streams only: TTFT median of the streams whose first output came in
+    /// it, ms (absent when none did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50_ms: Option<f64>,
+    /// TTFT p99, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_ms: Option<f64>,
+    /// TTFT max, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_max_ms: Option<f64>,
+    /// The interval's TTFT histogram (HdrHistogram V2, compressed, base64,
+    /// as a metric's `hdr`): what `merge` adds to give the merged row's
+    /// TTFT quantiles exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_hdr: Option<String>,
 }
 
 /// A stretch of the run in which the open loop could not keep its
@@ -1222,6 +1302,54 @@ impl IntervalReport {
         self.max = self.max.max(other.max);
         self.send_lag_p99 = self.send_lag_p99.max(other.send_lag_p99);
         self.work_cpu = self.work_cpu.max(other.work_cpu);
+        self.in_flight += other.in_flight;
+        self.bytes_received += other.bytes_received;
+        self.bytes_sent += other.bytes_sent;
+        self.output_tokens_per_s = match (self.output_tokens_per_s, other.output_tokens_per_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.add_ttft(other);
+    }
+
+    /// Adds the other row's TTFT histogram to this one's and sets the
+    /// quantiles from the sum: exact, as one histogram of both would give
+    /// (the max is the larger max; a quantile is its bucket's upper bound
+    /// clamped to it). A row whose `ttft_hdr` does not decode keeps the
+    /// larger of each quantile (an upper bound).
+    fn add_ttft(&mut self, other: &IntervalReport) {
+        let max = match (self.ttft_max_ms, other.ttft_max_ms) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let decode = |r: &IntervalReport| match &r.ttft_hdr {
+            None => Ok(None),
+            Some(t) => hlog::decode_base64_v2(t).map(Some),
+        };
+        match (decode(self), decode(other), max) {
+            (Ok(a), Ok(b), Some(max)) => {
+                let mut h = a.unwrap_or_default();
+                if let Some(b) = b {
+                    h.merge(&b);
+                }
+                let max_ns = (max * 1e6).round() as u64;
+                let q = |q: f64| ms(h.quantile(q).min(max_ns));
+                self.ttft_p50_ms = Some(q(0.5));
+                self.ttft_p99_ms = Some(q(0.99));
+                self.ttft_max_ms = Some(max);
+                self.ttft_hdr = Some(hlog::base64_v2(&h));
+            }
+            _ => {
+                let up = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                self.ttft_p50_ms = up(self.ttft_p50_ms, other.ttft_p50_ms);
+                self.ttft_p99_ms = up(self.ttft_p99_ms, other.ttft_p99_ms);
+                self.ttft_max_ms = max;
+                self.ttft_hdr = None;
+            }
+        }
     }
 }
 
@@ -1248,6 +1376,48 @@ impl Generator {
 #[cfg(test)]
 mod tests {
     use super::counted;
+
+    /// Two shards' rows of one interval: the TTFT quantiles of the sum
+    /// are those of one histogram of every value (not the larger of the
+    /// two: here the p50 of the sum is below shard B's), the max clamps
+    /// them; a row whose `ttft_hdr` is unreadable keeps an upper bound.
+    #[test]
+    fn interval_rows_add_ttft_exactly() {
+        use super::{hlog, ms, IntervalReport};
+        use metronome_core::histogram::Histogram;
+        let row = |values: &[u64]| {
+            let mut h = Histogram::new();
+            values.iter().for_each(|&v| h.record(v));
+            IntervalReport {
+                in_flight: 2,
+                bytes_received: 100,
+                ttft_p50_ms: Some(ms(h.quantile(0.5))),
+                ttft_p99_ms: Some(ms(h.quantile(0.99))),
+                ttft_max_ms: Some(ms(h.max())),
+                ttft_hdr: Some(hlog::base64_v2(&h)),
+                ..IntervalReport::default()
+            }
+        };
+        let (a, b) = (&[10_000_000, 11_000_000, 12_000_000][..], &[50_000_003][..]);
+        let mut sum = row(a);
+        sum.add(&row(b));
+        let all: Vec<u64> = a.iter().chain(b).copied().collect();
+        let want = row(&all);
+        assert_eq!(
+            (sum.ttft_p50_ms, sum.ttft_p99_ms, sum.ttft_max_ms),
+            (want.ttft_p50_ms, want.ttft_p99_ms, want.ttft_max_ms)
+        );
+        // The 2nd of 4 values, 11 ms: its bucket's upper bound.
+        assert_eq!(sum.ttft_p50_ms, Some(11.010047));
+        assert_eq!(sum.ttft_p99_ms, Some(50.000003));
+        assert_eq!((sum.in_flight, sum.bytes_received), (4, 200));
+        let mut bad = row(b);
+        bad.ttft_hdr = Some("not base64!".into());
+        let mut upper = row(a);
+        upper.add(&bad);
+        assert_eq!(upper.ttft_p50_ms, Some(50.000003));
+        assert_eq!(upper.ttft_hdr, None);
+    }
 
     /// "1 worker", never "1 workers".
     #[test]

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use metronome_core::measure::FramingCause;
 
-use super::num::{count, num, pct, tick, unit};
+use super::num::{bytes, count, num, pct, tick, unit};
 use super::{Metric, Model, Report};
 
 /// Renders the one-screen text summary.
@@ -94,6 +94,16 @@ pub fn render_text(r: &Report) -> String {
         pct(r.goodput),
         unit(r.window.goodput_rps, "good/s")
     );
+    // Nothing moved (no connection): the line would say nothing.
+    if let Some(t) = r.transfer.filter(|t| t.received_bytes + t.sent_bytes > 0) {
+        let _ = writeln!(
+            s,
+            "  transfer: received {} ({}/s), sent {}",
+            bytes(t.received_bytes),
+            bytes(t.received_per_s.round() as u64),
+            bytes(t.sent_bytes)
+        );
+    }
     if q.errors > 0 {
         let kinds: Vec<String> = r
             .errors

@@ -2,12 +2,13 @@
 //! merged run) at a memory that does not grow with the planned duration
 //! beyond a small cost per interval.
 //!
-//! - The [`Counts`] of every interval (96 bytes each), sized before the
+//! - The [`Counts`] of every interval (120 bytes each), sized before the
 //!   clock from [`Plan::series_len`]: the counters keyed by intended time
 //!   (scheduled, late, waited...) can come long after it, so each interval
 //!   keeps its own for the whole run.
-//! - The two histograms of the few **live** intervals in full, in a ring of
-//!   [`Series::ring_len`] slots (about 118 KB each): interval `i` lives in
+//! - The three histograms (latency, send lag, TTFT) of the few **live**
+//!   intervals in full, in a ring of [`Series::ring_len`] slots (about
+//!   177 KB each): interval `i` lives in
 //!   slot `i % ring_len` until a later interval needs the slot. Values
 //!   enter by the time of their own event (a send, a completion), which an
 //!   engine records as it happens, so they reach the newest intervals.
@@ -41,13 +42,24 @@ pub const RING_MAX: usize = 16;
 /// the metric (1 byte).
 const RECORD_HEADER_MAX: usize = 11;
 
-/// One live slot of the ring: an interval's two histograms in full.
+/// One live slot of the ring: an interval's three histograms in full.
 #[derive(Clone, Debug)]
 struct Live {
     /// The interval it holds; `usize::MAX` when free.
     index: usize,
     latency: Histogram,
     send_lag: Histogram,
+    ttft: Histogram,
+}
+
+impl Live {
+    fn histogram_mut(&mut self, metric: IntervalMetric) -> &mut Histogram {
+        match metric {
+            IntervalMetric::Latency => &mut self.latency,
+            IntervalMetric::SendLag => &mut self.send_lag,
+            IntervalMetric::Ttft => &mut self.ttft,
+        }
+    }
 }
 
 /// The per-interval series of one engine thread: counters for every
@@ -58,8 +70,8 @@ pub struct Series {
     counts: Vec<Counts>,
     schedule: usize,
     live: Vec<Live>,
-    /// Records: interval (varint), metric (0 latency, 1 send lag), the
-    /// sparse histogram.
+    /// Records: interval (varint), metric (0 latency, 1 send lag, 2 TTFT),
+    /// the sparse histogram.
     chunks: Vec<Vec<u8>>,
 }
 
@@ -117,6 +129,7 @@ impl Series {
                     index: usize::MAX,
                     latency: Histogram::new(),
                     send_lag: Histogram::new(),
+                    ttft: Histogram::new(),
                 })
                 .collect(),
             chunks: std::vec![Vec::with_capacity(CHUNK_BYTES)],
@@ -179,11 +192,12 @@ impl Series {
         }
         slot.latency.reset();
         slot.send_lag.reset();
+        slot.ttft.reset();
         slot.index = usize::MAX;
     }
 
     /// Calls `f` with every interval in order, each exactly as recorded
-    /// (counters, latency and send lag), decoded one at a time into one
+    /// (counters, latency, send lag and TTFT), decoded one at a time into one
     /// scratch interval.
     pub fn for_each(&self, mut f: impl FnMut(usize, &Interval)) {
         // Where each interval's records are: (interval, chunk, offset).
@@ -210,15 +224,16 @@ impl Series {
             scratch.counts = *counts;
             scratch.latency.reset();
             scratch.send_lag.reset();
+            scratch.ttft.reset();
             while next < index.len() && index[next].0 < i {
                 next += 1;
             }
             while next < index.len() && index[next].0 == i {
                 let (_, metric, c, at) = index[next];
-                let h = if metric == 0 {
-                    &mut scratch.latency
-                } else {
-                    &mut scratch.send_lag
+                let h = match metric {
+                    0 => &mut scratch.latency,
+                    1 => &mut scratch.send_lag,
+                    _ => &mut scratch.ttft,
                 };
                 h.merge_sparse(&self.chunks[c][at..]);
                 next += 1;
@@ -226,12 +241,13 @@ impl Series {
             for slot in self.live.iter().filter(|s| s.index == i) {
                 scratch.latency.merge(&slot.latency);
                 scratch.send_lag.merge(&slot.send_lag);
+                scratch.ttft.merge(&slot.ttft);
             }
             f(i, &scratch);
         }
     }
 
-    /// Every interval in full (tests and small series: 118 KB each).
+    /// Every interval in full (tests and small series: 177 KB each).
     pub fn to_vec(&self) -> Vec<Interval> {
         let mut v = Vec::new();
         self.for_each(|_, iv| v.push(iv.clone()));
@@ -259,10 +275,11 @@ impl Series {
     }
 }
 
-/// Compacts both histograms of a live slot into the chunks.
+/// Compacts the histograms of a live slot into the chunks.
 fn push_slot(chunks: &mut Vec<Vec<u8>>, slot: &Live) {
     push(chunks, slot.index, IntervalMetric::Latency, &slot.latency);
     push(chunks, slot.index, IntervalMetric::SendLag, &slot.send_lag);
+    push(chunks, slot.index, IntervalMetric::Ttft, &slot.ttft);
 }
 
 /// Room in the last chunk for `need` bytes: a new chunk when it is full
@@ -279,6 +296,7 @@ fn metric_byte(metric: IntervalMetric) -> u8 {
     match metric {
         IntervalMetric::Latency => 0,
         IntervalMetric::SendLag => 1,
+        IntervalMetric::Ttft => 2,
     }
 }
 
@@ -345,11 +363,7 @@ impl IntervalSink for Series {
                 return;
             }
         }
-        let slot = &mut self.live[s];
-        match metric {
-            IntervalMetric::Latency => slot.latency.record(v),
-            IntervalMetric::SendLag => slot.send_lag.record(v),
-        }
+        self.live[s].histogram_mut(metric).record(v);
     }
 
     fn p99s(&self, i: usize) -> Option<(u64, u64)> {
@@ -386,10 +400,10 @@ mod tests {
             };
             let i = now.saturating_sub(back as usize);
             let v = u64::from(rng.next_u32()) >> rng.below(32);
-            let metric = if rng.below(2) == 0 {
-                IntervalMetric::Latency
-            } else {
-                IntervalMetric::SendLag
+            let metric = match rng.below(3) {
+                0 => IntervalMetric::Latency,
+                1 => IntervalMetric::SendLag,
+                _ => IntervalMetric::Ttft,
             };
             series.record(i, metric, v);
             full.record(i, metric, v);
@@ -458,7 +472,7 @@ mod tests {
     }
 
     /// A 24 h plan at one-second intervals reserves a bounded amount before
-    /// the clock: its counters (96 bytes an interval), a ring of a few live
+    /// the clock: its counters (120 bytes an interval), a ring of a few live
     /// intervals and one chunk; the same for 2 h but for the counters.
     #[test]
     fn a_day_long_plan_reserves_a_bounded_amount() {
@@ -468,11 +482,11 @@ mod tests {
         };
         let s = Series::for_plan(&day);
         assert_eq!(s.len(), 86_400 + 2);
-        assert_eq!(core::mem::size_of::<Counts>(), 96);
+        assert_eq!(core::mem::size_of::<Counts>(), 120);
         let live = Series::ring_len(&day) * core::mem::size_of::<Live>();
-        assert_eq!(s.reserved_bytes(), (86_400 + 2) * 96 + live + CHUNK_BYTES);
-        // About 9.3 MB: what a day of full intervals cost was 86,402 x 118 KB (10 GB).
-        assert!(s.reserved_bytes() < 10 << 20, "{}", s.reserved_bytes());
+        assert_eq!(s.reserved_bytes(), (86_400 + 2) * 120 + live + CHUNK_BYTES);
+        // About 12 MB: a day of full intervals would cost 86,402 x 177 KB (15 GB).
+        assert!(s.reserved_bytes() < 12 << 20, "{}", s.reserved_bytes());
         // Compacted, a closed interval of 50 requests costs a few hundred
         // bytes: 50 latencies over ~30 buckets and 50 send lags.
         let mut s = Series::new(3, 3, 2);

@@ -8,8 +8,8 @@ use crate::histogram::Histogram;
 pub const LATE_NS: u64 = 1_000_000;
 
 /// The counters of one report interval (`--interval`) of one engine
-/// thread: everything an interval row holds but its two histograms. Kept
-/// for every interval of a run (96 bytes each), apart from the histograms,
+/// thread: everything an interval row holds but its histograms. Kept
+/// for every interval of a run (120 bytes each), apart from the histograms,
 /// which only the live intervals hold in full (see [`IntervalSink`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -44,6 +44,16 @@ pub struct Counts {
     pub cpu_ns: u64,
     /// Of `cpu_ns`, the time spent busy-waiting before sends (ns).
     pub spin_ns: u64,
+    /// Output tokens of the streams that succeeded in the interval (by
+    /// completion time, as `ok`).
+    pub output_tokens: u64,
+    /// Bytes read from the connections in the interval, by the time each
+    /// read completed: response heads and bodies as on the wire (over TLS,
+    /// after decryption; HTTP/2: frames, headers HPACK-encoded).
+    pub bytes_received: u64,
+    /// Bytes written to the connections in the interval, by the time each
+    /// write completed (as `bytes_received`).
+    pub bytes_sent: u64,
 }
 
 impl Counts {
@@ -62,6 +72,9 @@ impl Counts {
             late_waiting: 0,
             cpu_ns: 0,
             spin_ns: 0,
+            output_tokens: 0,
+            bytes_received: 0,
+            bytes_sent: 0,
         }
     }
 
@@ -79,12 +92,15 @@ impl Counts {
         self.late_waiting = self.late_waiting.saturating_add(other.late_waiting);
         self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
         self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
+        self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
     }
 }
 
 /// One report interval (`--interval`) of one engine thread: its
-/// [`Counts`] (reached through `Deref`: `iv.sent`) and the two histograms
-/// the interval rows need. About 118 KB: engines keep a few live ones per
+/// [`Counts`] (reached through `Deref`: `iv.sent`) and the three histograms
+/// the interval rows need. About 177 KB: engines keep a few live ones per
 /// thread, not one per planned interval ([`IntervalSink`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Interval {
@@ -94,6 +110,9 @@ pub struct Interval {
     pub latency: Histogram,
     /// Send lag (send - intended) of the interval's sent requests.
     pub send_lag: Histogram,
+    /// Time to first output (first output chunk - intended) of the
+    /// successful streams whose first output came in the interval.
+    pub ttft: Histogram,
 }
 
 impl core::ops::Deref for Interval {
@@ -122,6 +141,7 @@ impl Interval {
             counts: Counts::new(),
             latency: Histogram::new(),
             send_lag: Histogram::new(),
+            ttft: Histogram::new(),
         }
     }
 
@@ -143,6 +163,7 @@ impl Interval {
         self.counts.merge(&other.counts);
         self.latency.merge(&other.latency);
         self.send_lag.merge(&other.send_lag);
+        self.ttft.merge(&other.ttft);
     }
 }
 
@@ -153,6 +174,19 @@ pub enum IntervalMetric {
     Latency,
     /// [`Interval::send_lag`].
     SendLag,
+    /// [`Interval::ttft`].
+    Ttft,
+}
+
+impl Interval {
+    /// The histogram of `metric`.
+    pub fn histogram_mut(&mut self, metric: IntervalMetric) -> &mut Histogram {
+        match metric {
+            IntervalMetric::Latency => &mut self.latency,
+            IntervalMetric::SendLag => &mut self.send_lag,
+            IntervalMetric::Ttft => &mut self.ttft,
+        }
+    }
 }
 
 /// Where a [`crate::ledger::Ledger`] writes the per-interval series: the
@@ -185,10 +219,7 @@ pub trait IntervalSink: core::fmt::Debug {
 
 fn slice_record(ivs: &mut [Interval], i: usize, metric: IntervalMetric, v: u64) {
     if let Some(iv) = ivs.get_mut(i) {
-        match metric {
-            IntervalMetric::Latency => iv.latency.record(v),
-            IntervalMetric::SendLag => iv.send_lag.record(v),
-        }
+        iv.histogram_mut(metric).record(v);
     }
 }
 

@@ -14,8 +14,13 @@ use super::{State, Worker};
 
 impl Worker<'_> {
     pub(super) fn on_completion(&mut self, c: Completion) -> io::Result<()> {
-        if let Completion::Send { slot, .. } = c {
+        if let Completion::Send { slot, res } = c {
             self.conns[slot].tx_busy = false;
+            // Plain bytes as they leave; over TLS the plaintext is counted
+            // as rustls takes it (`tls_send`, `h2_flush`).
+            if res > 0 && self.conns[slot].tls.is_none() {
+                self.transferred(0, res as usize);
+            }
         }
         if self.h2.is_some() {
             return self.h2_completion(c);
@@ -101,6 +106,7 @@ impl Worker<'_> {
                     _ => return Ok(()),
                 }
                 if res > 0 {
+                    self.transferred(res as usize, 0);
                     self.conns[slot].end += res as usize;
                     return self.process(slot);
                 }

@@ -359,6 +359,7 @@ impl Worker<'_> {
             let n = session.writer().write(&l.out[..l.out_len]).unwrap_or(0);
             l.out.copy_within(n..l.out_len, 0);
             l.out_len -= n;
+            self.transferred(0, n);
             return self.tls_flush(slot);
         }
         if busy {
@@ -474,6 +475,7 @@ impl Worker<'_> {
             }
             return self.h2_conn_failed(slot);
         }
+        self.transferred(res as usize, 0);
         self.conns[slot].end += res as usize;
         self.h2_process(slot)
     }

@@ -518,6 +518,14 @@ impl<'p> Worker<'p> {
         Ok(stopped_at)
     }
 
+    /// Counts `received` bytes read and `sent` bytes written now, in the
+    /// interval of the clock's reading (core's `Ledger::transferred`).
+    pub(super) fn transferred(&mut self, received: usize, sent: usize) {
+        let now = self.clock.now_ns();
+        self.ledger
+            .transferred(&mut self.out.tally(), now, received as u64, sent as u64);
+    }
+
     /// Charges the CPU (and spin) used since the last sample to the
     /// interval of `now`: the per-interval series then tells a saturated
     /// generator from a descheduled one.

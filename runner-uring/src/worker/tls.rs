@@ -75,6 +75,7 @@ impl Worker<'_> {
         if session.writer().write_all(bytes).is_err() {
             return self.fault(slot, ErrorKind::Reset);
         }
+        self.transferred(0, bytes.len());
         self.tls_flush(slot)
     }
 

@@ -674,6 +674,7 @@
       [{ name: 'work_cpu', color: COLORS[5], pts: mk(function (v) { return v.work_cpu; }) }],
       function (i) { return when(i) + ' · work_cpu ' + num(iv[i].work_cpu) + ' (' + pct(iv[i].work_cpu) + ' of the time)'; },
       ['work_cpu'], function (v) { return [num(v.work_cpu)]; }));
+    out = out.concat(flowSeries(r, iv, ts, mk, when, perS));
     if (r.generator.behind.length) {
       var list = el('ul', { class: 'lines', id: 'behind-list' }, r.generator.behind.map(function (b) {
         return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + prose(b.detail));
@@ -682,6 +683,49 @@
       out.push(r.generator.behind.length > 10
         ? el('details', null, el('summary', null, cnt(r.generator.behind.length, 'stretch', 'stretches') + ' (shaded on the charts above)'), list)
         : list);
+    }
+    return out;
+  }
+
+  // The streams' TTFT and tokens/s, the requests in flight and the bytes
+  // moved, per interval, drawn with timeSeries' helpers (absent from
+  // reports older than these fields).
+  function flowSeries(r, iv, ts, mk, when, perS) {
+    var out = [], has = function (v) { return v !== undefined && v !== null; };
+    var ti = iv.map(function (v, i) { return i; }).filter(function (i) { return has(iv[i].ttft_p50_ms); });
+    var some = function (f) { return mk(f).filter(function (p, i) { return has(iv[i].ttft_p50_ms); }); };
+    if (isStream(r) && ti.length) {
+      out.push(ts('ts-ttft', 'TTFT per interval (by first-output time)',
+        'p50 and p99 time to first token of the streams whose first output came in each interval, ms.', 'TTFT (ms)',
+        [{ name: 'TTFT p50', color: COLORS[0], pts: some(function (v) { return v.ttft_p50_ms; }) },
+          { name: 'TTFT p99', color: COLORS[1], pts: some(function (v) { return v.ttft_p99_ms; }) }],
+        function (k) { var v = iv[ti[k]]; return when(ti[k]) + ' · TTFT p50 ' + num(v.ttft_p50_ms) + ' ms · p99 ' + num(v.ttft_p99_ms) + ' ms · max ' + num(v.ttft_max_ms) + ' ms'; },
+        ['TTFT p50 ms', 'TTFT p99 ms', 'TTFT max ms'], function (v) { return [num(v.ttft_p50_ms), num(v.ttft_p99_ms), num(v.ttft_max_ms)]; }));
+    }
+    if (isStream(r) && iv.length && has(iv[0].output_tokens_per_s)) {
+      out.push(ts('ts-tokens', 'Output tokens per second, per interval',
+        'Output tokens of the streams that succeeded in each interval (by completion time), divided by its width.', 'tokens/s',
+        [{ name: 'tokens/s', color: COLORS[3], pts: mk(function (v) { return v.output_tokens_per_s; }) }],
+        function (i) { return when(i) + ' · tokens/s ' + num(iv[i].output_tokens_per_s); },
+        ['output tokens/s'], function (v) { return [num(v.output_tokens_per_s)]; }));
+    }
+    if (iv.length && has(iv[0].in_flight)) {
+      out.push(ts('ts-inflight', 'Requests in flight at the end of each interval',
+        'Requests sent and not yet ended (sent minus ok and errors so far) at each interval\'s end.', 'requests',
+        [{ name: 'in flight', color: COLORS[5], pts: mk(function (v) { return v.in_flight; }) }],
+        function (i) { return when(i) + ' · in flight at its end ' + iv[i].in_flight; },
+        ['in flight'], function (v) { return [num(v.in_flight)]; }));
+    }
+    if (r.transfer && iv.length && has(iv[0].bytes_received)) {
+      var t = r.transfer;
+      out.push(el('p', { id: 'transfer' }, 'Transfer: received ' + num(t.received_bytes) + ' bytes (' + num(t.received_per_s) + ' bytes/s), sent ' +
+        num(t.sent_bytes) + ' bytes (' + num(t.sent_per_s) + ' bytes/s) over the real window of ' + num(r.window.window_s) + ' s.'));
+      out.push(ts('ts-transfer', 'Bytes per second, per interval',
+        'Bytes read and written in each interval (response and request heads and bodies as on the wire; over TLS after decryption), divided by its width.', 'bytes/s',
+        [{ name: 'received/s', color: COLORS[0], pts: mk(function (v) { return perS(v.bytes_received); }) },
+          { name: 'sent/s', color: COLORS[4], pts: mk(function (v) { return perS(v.bytes_sent); }) }],
+        function (i) { var v = iv[i]; return when(i) + ' · received ' + v.bytes_received + ' B · sent ' + v.bytes_sent + ' B'; },
+        ['bytes received', 'bytes sent'], function (v) { return [num(v.bytes_received), num(v.bytes_sent)]; }));
     }
     return out;
   }
