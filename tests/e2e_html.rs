@@ -648,10 +648,18 @@ fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, text: &str) 
             eq("max ", v.ttft_max_ms.unwrap());
         }
         "ts-tokens" => eq("tokens/s ", r.intervals[i].output_tokens_per_s.unwrap()),
-        "ts-inflight" => eq("in flight at its end ", r.intervals[i].in_flight as f64),
+        "ts-inflight" => eqn("in flight at its end ", r.intervals[i].in_flight),
         "ts-transfer" => {
-            eq("received ", r.intervals[i].bytes_received as f64);
-            eq("sent ", r.intervals[i].bytes_sent as f64);
+            // Byte counts by the library's formatter: "received 3.080 KiB".
+            use metronome::report::num::bytes;
+            let v = &r.intervals[i];
+            for (label, n) in [("received ", v.bytes_received), ("sent ", v.bytes_sent)] {
+                let want = format!("{label}{}", bytes(n));
+                assert!(
+                    text.contains(&want),
+                    "{chart} point {i}: '{want}' in '{text}'"
+                );
+            }
         }
         "ts-cpu" => eq("work_cpu ", r.intervals[i].work_cpu),
         "dist-input" | "dist-output" => {
@@ -1359,8 +1367,7 @@ fn stream_interval_series_page() {
     let t = r.transfer.unwrap();
     assert!(t.received_bytes > 0 && t.sent_bytes > 0);
     if let Some(exe) = exe_or_skip("the stream interval series") {
-        let dom = check_report_page(&exe, &page, &r);
-        let (check, _) = load(&exe, &page);
+        let (check, dom) = check_report_page(&exe, &page, &r);
         let charts = chart_list(&check);
         for (id, series) in [
             ("ts-ttft", vec!["TTFT p50", "TTFT p99"]),
@@ -1375,13 +1382,16 @@ fn stream_interval_series_page() {
             let want: Series = series.iter().map(|s| (s.to_string(), 8)).collect();
             assert_eq!(got, &want, "{id}");
         }
+        // Bytes by the library's formatter (itself held to the golden
+        // vectors the page's is).
+        use metronome::report::num::bytes;
         let line = format!(
-            "Transfer: received {} bytes ({} bytes/s), sent {} bytes ({} bytes/s) over the real window of {} s.",
-            t.received_bytes,
-            js(t.received_per_s),
-            t.sent_bytes,
-            js(t.sent_per_s),
-            js(r.window.window_s)
+            "Transfer: received {} ({}/s), sent {} ({}/s) over the real window of {} s.",
+            bytes(t.received_bytes),
+            bytes(t.received_per_s.round() as u64),
+            bytes(t.sent_bytes),
+            bytes(t.sent_per_s.round() as u64),
+            fnum(r.window.window_s)
         );
         assert!(unescape(&dom).contains(&line), "no line '{line}'");
     }

@@ -718,14 +718,14 @@
     }
     if (r.transfer && iv.length && has(iv[0].bytes_received)) {
       var t = r.transfer;
-      out.push(el('p', { id: 'transfer' }, 'Transfer: received ' + num(t.received_bytes) + ' bytes (' + num(t.received_per_s) + ' bytes/s), sent ' +
-        num(t.sent_bytes) + ' bytes (' + num(t.sent_per_s) + ' bytes/s) over the real window of ' + num(r.window.window_s) + ' s.'));
+      out.push(el('p', { id: 'transfer' }, 'Transfer: received ' + fmtBytes(t.received_bytes) + ' (' + fmtBytes(Math.round(t.received_per_s)) + '/s), sent ' +
+        fmtBytes(t.sent_bytes) + ' (' + fmtBytes(Math.round(t.sent_per_s)) + '/s) over the real window of ' + num(r.window.window_s, 's') + '.'));
       out.push(ts('ts-transfer', 'Bytes per second, per interval',
         'Bytes read and written in each interval (response and request heads and bodies as on the wire; over TLS after decryption), divided by its width.', 'bytes/s',
         [{ name: 'received/s', color: COLORS[0], pts: mk(function (v) { return perS(v.bytes_received); }) },
           { name: 'sent/s', color: COLORS[4], pts: mk(function (v) { return perS(v.bytes_sent); }) }],
-        function (i) { var v = iv[i]; return when(i) + ' · received ' + v.bytes_received + ' B · sent ' + v.bytes_sent + ' B'; },
-        ['bytes received', 'bytes sent'], function (v) { return [num(v.bytes_received), num(v.bytes_sent)]; }));
+        function (i) { var v = iv[i]; return when(i) + ' · received ' + fmtBytes(v.bytes_received) + ' · sent ' + fmtBytes(v.bytes_sent); },
+        ['received', 'sent'], function (v) { return [fmtBytes(v.bytes_received), fmtBytes(v.bytes_sent)]; }));
     }
     return out;
   }
