@@ -115,8 +115,6 @@
   }
   // Sentences worded by Rust (warnings, details, notes), shown verbatim;
   // the self-check's text leaves them out (Rust formats their numbers).
-  var proseTexts = [];
-  function prose(t) { proseTexts.push(t); return t; }
   // Text shown as recorded (a seed, a timestamp, an id): no number rule.
   function raw(t) { return el('span', { class: 'raw' }, t); }
   // A tile: a name, and a figure with its unit after the first space
@@ -537,7 +535,7 @@
       lines.push(el('li', null, el('span', { class: t.passed ? 'pass' : 'fail-t' }, t.passed ? 'PASS' : 'FAIL'), ' ',
         el('code', null, t.expr), ': measured ' + thresholdValue(t)));
     });
-    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', prose(w))); });
+    warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
     // A stretch is usually a warning already (build.rs words the first
     // few so); list up to three others here, and all under "Over time".
     var others = behind.filter(function (b) {
@@ -545,7 +543,7 @@
     });
     others.slice(0, 3).forEach(function (b) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' ' + num(b.from_s, 's') + ' to ' + num(b.until_s, 's') +
-        ' (' + b.cause + '): ' + prose(b.detail)));
+        ' (' + b.cause + '): ' + b.detail));
     });
     if (others.length > 3) {
       lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Behind schedule'), ' in ' + (others.length - 3) +
@@ -677,7 +675,7 @@
     out = out.concat(flowSeries(r, iv, ts, mk, when, perS));
     if (r.generator.behind.length) {
       var list = el('ul', { class: 'lines', id: 'behind-list' }, r.generator.behind.map(function (b) {
-        return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + prose(b.detail));
+        return el('li', null, num(b.from_s, 's') + ' to ' + num(b.until_s, 's') + ', ' + cnt(b.intervals, 'interval') + ', ' + b.cause + ': ' + b.detail);
       }));
       out.push(el('h3', null, 'Where the generator fell behind'));
       out.push(r.generator.behind.length > 10
@@ -812,7 +810,7 @@
       out.push(pctChart('pct-compat-' + cp.peer + '-tps', 'The ' + cp.peer + ' throughput metrics by percentile (tokens/s)',
         'Per-request output token rates as ' + cp.peer + ' defines them, tokens/s.', rows(tps), [], 'tokens/s'));
     }
-    out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, prose(n)); }),
+    out.push(el('ul', { class: 'lines' }, cp.notes.map(function (n) { return el('li', null, n); }),
       cp.sources.map(function (s) { return el('li', null, 'source: ' + s); })));
     return el('section', { class: 'compat' }, out);
   }
@@ -1017,7 +1015,7 @@
     var out = [];
     var head = knee === null
       ? 'Every step kept up with its schedule.'
-      : 'Knee at ' + num(steps[knee].offered_rps, 'req/s') + ' (step ' + (knee + 1) + ' of ' + steps.length + '): ' + prose(meta.knee_reason) + '.';
+      : 'Knee at ' + num(steps[knee].offered_rps, 'req/s') + ' (step ' + (knee + 1) + ' of ' + steps.length + '): ' + meta.knee_reason + '.';
     out.push(el('section', { class: knee === null ? 'verdict' : 'verdict fail', id: 'verdict', 'aria-label': 'Verdict' },
       el('p', { class: 'head' }, head),
       meta.descheduled_steps.length ? el('p', null, 'The host took the generator\'s CPU (descheduled) at ' +
@@ -1062,7 +1060,7 @@
       steps.map(function (s, i) {
         var m = s.metrics.latency;
         return [num(s.offered_rps) + (knee === i ? ' (knee)' : ''), num(s.achieved_rps), cnt(s.requests.errors), cnt(s.requests.dropped),
-          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + prose(meta.runs[i].fell_behind)];
+          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + meta.runs[i].fell_behind];
       }), 'steps-table'));
     if (meta.command !== null) out.push(el('p', null, 'Command line: ', el('code', null, meta.command)));
     var sel = el('select', { id: 'step-select', 'aria-label': 'Step to show' }, steps.map(function (s, i) {
@@ -1151,7 +1149,9 @@
     var words = [], walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
     while (walk.nextNode()) words.push(walk.currentNode.nodeValue);
     var text = words.join(' ');
-    proseTexts.forEach(function (t) { if (t) text = text.split(t).join(' '); });
+    // Rust's sentences use the same formatter; only the RFC 3339 times
+    // they quote (a merge's skew warning) are not figures.
+    text = text.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, ' ');
     check.text = text;
     check.resources = performance.getEntriesByType('resource').length;
   }
