@@ -172,7 +172,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         protocol: protocol.to_string(),
         argv: Some(report::html::this_argv()),
     };
-    let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
+    let pacers = engine.pacers(output.threads.len());
+    let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
     if refused.is_some() {
         refused::tidy(&mut report);
