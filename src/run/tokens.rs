@@ -15,7 +15,8 @@ use crate::UsageError;
 /// vocabularies more often than not, but punctuation, numbers and rare
 /// words split into several, so real token counts of natural text run
 /// higher (about 1.3 tokens per word for English prose). The synthetic
-/// prompts use only [`VOCABULARY`](super::workload::VOCABULARY), for which the proxy is close.
+/// prompts use only [`VOCABULARY`](super::workload::VOCABULARY), for
+/// which the proxy is close.
 ///
 /// # Example
 /// ```
