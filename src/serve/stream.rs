@@ -11,7 +11,7 @@ use super::ServeConfig;
 /// docs/metrics.md): generated, or a golden stream replayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
-    /// Generated: role chunk, content chunks, usage, [DONE].
+    /// Generated: role chunk, content chunks, usage, `data: [DONE]`.
     Default,
     /// OpenAI: role-only first chunk, finish chunk, usage chunk with empty choices.
     Openai,
@@ -27,7 +27,7 @@ pub enum Shape {
     Tools,
     /// `content: ""` chunks between the tokens.
     EmptyContent,
-    /// The openai shape without data: [DONE].
+    /// The openai shape without `data: [DONE]`.
     NoDone,
     /// Two tokens, then an error object.
     Error,
