@@ -7,12 +7,15 @@ use metronome_core::h2::frame::{flag, kind, ErrorCode};
 use metronome_core::h2::hpack::{encode_fields, encode_response, encode_table_size_update};
 
 use super::conn::put_frame;
-use super::{H2Connection, GRPC_MESSAGE};
+use super::H2Connection;
 use crate::serve::admit::{admit, admit_grpc, Admitted, GrpcAnswer};
 use crate::serve::reply::{Body, ConnectionHeader, Status};
 use crate::serve::request::{Method, Route};
 use crate::serve::stream::{Framing, Stream, StreamStep};
 use crate::serve::Shared;
+
+/// The message of a gRPC call answered with an injected status.
+const GRPC_MESSAGE: &[u8] = b"injected by metronome serve";
 
 /// What a stream owes once its queued DATA is out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

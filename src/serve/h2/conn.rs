@@ -10,10 +10,15 @@ use metronome_core::h2::frame::{
     HEADER_LEN, MAX_FRAME_SIZE_LIMIT,
 };
 
-use super::{
-    H2Connection, DEFAULT_WINDOW, MAX_HEADER_BLOCK, MAX_STORED_BODIES, MAX_STORED_BODY,
-    RECV_CONNECTION_WINDOW, RECV_STREAM_WINDOW,
-};
+use super::{H2Connection, DEFAULT_WINDOW, RECV_CONNECTION_WINDOW, RECV_STREAM_WINDOW};
+
+/// A header block (HEADERS and its CONTINUATIONs) longer than this ends
+/// the connection (`ENHANCE_YOUR_CALM`).
+const MAX_HEADER_BLOCK: usize = 64 * 1024;
+/// A chat body kept for `max_tokens` and the prompt size; longer is `413`.
+const MAX_STORED_BODY: usize = 1 << 20;
+/// Chat bodies kept at once on one connection; beyond, `413`.
+const MAX_STORED_BODIES: usize = 16 << 20;
 
 /// An error that ends the connection: the GOAWAY's code and debug text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -53,18 +53,9 @@ const RECV_STREAM_WINDOW: u32 = 1 << 20;
 const RECV_CONNECTION_WINDOW: u32 = 16 << 20;
 /// The initial connection window of RFC 9113.
 const DEFAULT_WINDOW: u32 = 65_535;
-/// A header block (HEADERS and its CONTINUATIONs) longer than this ends
-/// the connection (`ENHANCE_YOUR_CALM`).
-const MAX_HEADER_BLOCK: usize = 64 * 1024;
-/// A chat body kept for `max_tokens` and the prompt size; longer is `413`.
-const MAX_STORED_BODY: usize = 1 << 20;
-/// Chat bodies kept at once on one connection; beyond, `413`.
-const MAX_STORED_BODIES: usize = 16 << 20;
 /// The HPACK dynamic table the decoder keeps (the protocol's default, so
 /// it is not advertised).
 const TABLE: usize = 4096;
-/// The message of a gRPC call answered with an injected status.
-const GRPC_MESSAGE: &[u8] = b"injected by metronome serve";
 
 /// Reads until the connection's first bytes tell HTTP/2 (the 24-byte
 /// preface) from anything else. Returns the bytes read, when the last read
