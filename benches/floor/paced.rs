@@ -371,7 +371,7 @@ pub(crate) fn spin_until(target: u64) -> u64 {
     spun
 }
 
-/// The paced floors (see the module doc).
+/// The paced floors (see the crate doc in main.rs).
 pub(crate) fn run_paced(options: &Options, paced: &Paced) -> Result<PacedOutcome, String> {
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: floor\r\n\r\n",
