@@ -9,7 +9,7 @@
 #   1. installs what is missing (Debian: nginx wrk time util-linux
 #      nghttp2-client hey; crates.io: oha), say so when an install fails and
 #      go on without that tool;
-#   2. builds metronome and the floor client (benches/floor.rs) in release;
+#   2. builds metronome and the floor client (benches/floor/) in release;
 #   3. starts nginx on 127.0.0.1:$PORT with one worker pinned to $SERVER_CPU
 #      and a fixed 2-byte response ("ok");
 #   4. runs every tool pinned to $GEN_CPU with $CONNECTIONS connections,
@@ -558,7 +558,7 @@ METRONOME="$TARGET_DIR/release/metronome"
 FLOOR=""
 if want floor; then
     cargo build --release --bench floor --message-format=json 2>"$WORK/build-floor.log" >"$WORK/build-floor.json" \
-        || { tail -n 30 "$WORK/build-floor.log" >&2; die "building benches/floor.rs failed"; }
+        || { tail -n 30 "$WORK/build-floor.log" >&2; die "building benches/floor/ failed"; }
     FLOOR=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):

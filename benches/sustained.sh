@@ -24,7 +24,7 @@
 # failure can be told apart: host or tool. Then at each of $RATES, $REPEATS
 # runs of metronome-uring and the two paced floors give work per request
 # (CPU minus busy-wait) and send-lag p99, medians and every run. The
-# closed-loop floor's maximum (benches/floor.rs without --rate) is measured
+# closed-loop floor's maximum (benches/floor/ without --rate) is measured
 # against the same judge. Tables go to stdout and $OUT (markdown), raw rows
 # to ${OUT%.md}.jsonl.
 #
@@ -241,7 +241,7 @@ rows = [json.loads(l) for l in open(raw) if l.strip()]
 L = [f"Judged at the server (benches/arrivals.rs on its own core), {duration} s per probe, {conns} connections; pass: arrivals >= 99% of offered, arrival gap error p99 < {gap} us, send-lag p99 < 1 ms and nothing dropped where the tool reports them.", ""]
 closed = [r for r in rows if r.get("kind") == "closed"]
 if closed:
-    L.append(f"Closed-loop floor (benches/floor.rs, no pacing): {closed[0].get('server_rps') or 0:,.0f} req/s at the server.")
+    L.append(f"Closed-loop floor (benches/floor/, no pacing): {closed[0].get('server_rps') or 0:,.0f} req/s at the server.")
     L.append("")
 L += [f"A rate passes when most of its probes pass; the last column lists every probe at the first failing rate, with the time the hypervisor stole from the two CPUs during it.", "", "| tool | max sustained req/s | first failing rate | its probes there |", "|---|---:|---:|---|"]
 for s in [r for r in rows if r.get("kind") == "sustained"]:

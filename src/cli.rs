@@ -262,6 +262,25 @@ pub enum ShapeArg {
     Json,
 }
 
+impl From<ShapeArg> for crate::serve::Shape {
+    fn from(arg: ShapeArg) -> Self {
+        match arg {
+            ShapeArg::Default => Self::Default,
+            ShapeArg::Openai => Self::Openai,
+            ShapeArg::Vllm => Self::Vllm,
+            ShapeArg::Continuous => Self::Continuous,
+            ShapeArg::Llamacpp => Self::Llamacpp,
+            ShapeArg::Reasoning => Self::Reasoning,
+            ShapeArg::Tools => Self::Tools,
+            ShapeArg::EmptyContent => Self::EmptyContent,
+            ShapeArg::NoDone => Self::NoDone,
+            ShapeArg::Error => Self::Error,
+            ShapeArg::Completions => Self::Completions,
+            ShapeArg::Json => Self::Json,
+        }
+    }
+}
+
 /// `--rate` when not given.
 pub const DEFAULT_RATE: f64 = 100.0;
 /// `--duration` when not given.

@@ -30,6 +30,7 @@
 //! - [`signal`]: Ctrl-C and SIGTERM as a flag the commands poll.
 //! - [`output`]: output paths checked before the work, and the fallback file.
 //! - [`units`]: durations as written on the command line and printed back.
+//! - [`error`]: [`UsageError`] and the exit codes (re-exported here).
 //! - [`tls`]: the TLS client configuration of `run` and the certificate of `serve --tls`.
 //!
 //! Unsafe code is denied here and allowed in two modules only: [`signal`]
@@ -40,6 +41,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod error;
 pub mod merge;
 pub mod output;
 pub mod prom;
@@ -55,23 +57,4 @@ pub mod sweep;
 pub mod tls;
 pub mod units;
 
-/// Bad usage or input: the message names what to change; exit code 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// Exit code for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code when the run failed.
-pub const EXIT_FAILED: i32 = 1;
-/// Exit code for bad usage or input.
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code when a `--threshold` was breached.
-pub const EXIT_THRESHOLD: i32 = 3;
+pub use error::{UsageError, EXIT_FAILED, EXIT_OK, EXIT_THRESHOLD, EXIT_USAGE};

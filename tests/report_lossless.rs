@@ -12,21 +12,15 @@ use std::time::Duration;
 
 use common::{metronome, plain, server};
 use hdrhistogram::serialization::Deserializer;
-use metronome::report::{Metric, Report};
+use metronome::report::{Metric, Metrics, Report};
 
-/// Every metric of a report (`latency_corrected` is null outside the
-/// closed model).
-const METRICS: [&str; 9] = [
-    "latency",
-    "service_time",
-    "send_lag",
-    "ttft",
-    "itl",
-    "tpot",
-    "itl_chunk",
-    "ttfat",
-    "tail",
-];
+/// Every metric of an open-loop report: all of [`Metrics::NAMES`] but
+/// `latency_corrected` (null outside the closed model).
+fn metrics() -> impl Iterator<Item = &'static str> {
+    Metrics::NAMES
+        .into_iter()
+        .filter(|&n| n != "latency_corrected")
+}
 
 fn scratch(test: &str) -> PathBuf {
     let dir =
@@ -108,7 +102,8 @@ fn a_report_re_renders_exactly_and_its_hdr_decodes_in_the_crate() {
     srv.stop();
     let r = common::read_report(&out);
     assert_eq!(r.metrics.latency.count, 200);
-    for name in METRICS {
+    assert!(r.metrics.latency_corrected.is_none());
+    for name in metrics() {
         let m = r.metrics.get(name).unwrap();
         let h = crate_histogram(m);
         assert_eq!(h.len(), m.count, "{name}");
@@ -421,9 +416,8 @@ fn the_hlog_carries_every_metric_tagged() {
             *counts.entry(tag).or_default() += h.len();
         }
     }
-    let mut want: std::collections::BTreeMap<String, u64> = METRICS
-        .iter()
-        .map(|&n| (n.to_string(), r.metrics.get(n).unwrap().count))
+    let mut want: std::collections::BTreeMap<String, u64> = metrics()
+        .map(|n| (n.to_string(), r.metrics.get(n).unwrap().count))
         .filter(|&(_, c)| c > 0)
         .collect();
     // Send lag per interval counts every send.

@@ -10,9 +10,9 @@ mod common;
 use std::time::Duration;
 
 use common::{engines, run_json, server};
-use metronome::cli::ShapeArg;
 use metronome::report::Report;
 use metronome::serve::ServeConfig;
+use metronome::serve::Shape;
 
 /// Server TTFT and ITL: event 0 with the head, event k at 50 + (k-1)*25 ms
 /// (gaps wide against the scheduling jitter of a loaded machine).
@@ -28,7 +28,7 @@ const LATE: f64 = 40.0;
 /// Requests per run: 20/s for 0.5 s.
 const N: u64 = 10;
 
-fn run_shape(shape: ShapeArg, engine: &str, extra: &[&str], code: i32) -> Report {
+fn run_shape(shape: Shape, engine: &str, extra: &[&str], code: i32) -> Report {
     let srv = server(ServeConfig {
         sse: true,
         shape,
@@ -64,15 +64,15 @@ fn after(what: &str, got: f64, want: f64) {
 /// (shape, tokens per stream, then in ITLs: TPOT, tail, time to first
 /// answer after the TTFT) for the shapes that succeed; docs/metrics.md
 /// explains each.
-const OK_SHAPES: &[(ShapeArg, u64, f64, f64, f64)] = &[
-    (ShapeArg::Openai, 5, 1.0, 3.0, 0.0),
-    (ShapeArg::Vllm, 8, 3.0 / 7.0, 3.0, 0.0),
-    (ShapeArg::Continuous, 6, 0.8, 3.0, 0.0),
-    (ShapeArg::Llamacpp, 5, 1.0, 2.0, 0.0),
-    (ShapeArg::Reasoning, 5, 1.0, 3.0, 3.0),
-    (ShapeArg::Tools, 7, 0.5, 3.0, 0.0),
-    (ShapeArg::EmptyContent, 5, 1.0, 3.0, 0.0),
-    (ShapeArg::NoDone, 5, 1.0, 2.0, 0.0),
+const OK_SHAPES: &[(Shape, u64, f64, f64, f64)] = &[
+    (Shape::Openai, 5, 1.0, 3.0, 0.0),
+    (Shape::Vllm, 8, 3.0 / 7.0, 3.0, 0.0),
+    (Shape::Continuous, 6, 0.8, 3.0, 0.0),
+    (Shape::Llamacpp, 5, 1.0, 2.0, 0.0),
+    (Shape::Reasoning, 5, 1.0, 3.0, 3.0),
+    (Shape::Tools, 7, 0.5, 3.0, 0.0),
+    (Shape::EmptyContent, 5, 1.0, 3.0, 0.0),
+    (Shape::NoDone, 5, 1.0, 2.0, 0.0),
 ];
 
 #[test]
@@ -97,7 +97,7 @@ fn every_stream_shape_succeeds_with_its_metrics() {
             near(&format!("{ctx} tail"), m.tail.p50, tail);
             let tokens_seen = (r.output_tokens_per_s * r.window.window_s).round() as u64;
             assert_eq!(tokens_seen, N * tokens, "{ctx}");
-            let without_done = if shape == ShapeArg::NoDone { N } else { 0 };
+            let without_done = if shape == Shape::NoDone { N } else { 0 };
             assert_eq!(q.ok_without_done, without_done, "{ctx}");
         }
     }
@@ -107,7 +107,7 @@ fn every_stream_shape_succeeds_with_its_metrics() {
 #[test]
 fn empty_content_chunks_spread_tokens() {
     for engine in engines() {
-        let r = run_shape(ShapeArg::EmptyContent, engine, &[], 0);
+        let r = run_shape(Shape::EmptyContent, engine, &[], 0);
         let m = &r.metrics;
         near(
             &format!("{engine} itl_chunk"),
@@ -123,7 +123,7 @@ fn empty_content_chunks_spread_tokens() {
 #[test]
 fn completions_stream_text_is_content() {
     for engine in engines() {
-        let r = run_shape(ShapeArg::Completions, engine, &[], 0);
+        let r = run_shape(Shape::Completions, engine, &[], 0);
         assert_eq!(r.requests.ok, N, "{engine}: {:?}", r.errors);
         after(&format!("{engine} ttft"), r.metrics.ttft.p50, 0.0);
         // Tokens at 0, TTFT, +1, +2, +3 ITL: (TTFT + 3 ITL) / 4.
@@ -142,7 +142,7 @@ fn completions_stream_text_is_content() {
 fn metrics_compat_reports_the_peers_definitions() {
     for engine in engines() {
         let r = run_shape(
-            ShapeArg::Openai,
+            Shape::Openai,
             engine,
             &["--metrics-compat", "vllm,guidellm,aiperf"],
             0,
@@ -302,7 +302,7 @@ fn metrics_compat_reports_the_peers_definitions() {
     }
     // Repeated, in the order given, each peer once; without the flag: none.
     let r = run_shape(
-        ShapeArg::Openai,
+        Shape::Openai,
         "std",
         &[
             "--metrics-compat",
@@ -314,7 +314,7 @@ fn metrics_compat_reports_the_peers_definitions() {
     );
     let peers: Vec<&str> = r.compat.iter().map(|c| c.peer.as_str()).collect();
     assert_eq!(peers, ["aiperf", "vllm"]);
-    let r = run_shape(ShapeArg::Openai, "std", &[], 0);
+    let r = run_shape(Shape::Openai, "std", &[], 0);
     assert!(r.compat.is_empty());
 }
 
@@ -323,7 +323,7 @@ fn metrics_compat_reports_the_peers_definitions() {
 fn metrics_compat_text_has_one_block_per_view() {
     let srv = server(ServeConfig {
         sse: true,
-        shape: ShapeArg::Reasoning,
+        shape: Shape::Reasoning,
         ttft: Duration::from_millis(TTFT_MS as u64),
         itl: Duration::from_millis(ITL_MS as u64),
         ..ServeConfig::default()
@@ -369,8 +369,8 @@ fn metrics_compat_text_has_one_block_per_view() {
 fn failing_shapes_are_errors_of_one_kind() {
     for engine in engines() {
         for (shape, kind) in [
-            (ShapeArg::Error, "stream_error"),
-            (ShapeArg::Json, "not_event_stream"),
+            (Shape::Error, "stream_error"),
+            (Shape::Json, "not_event_stream"),
         ] {
             let r = run_shape(shape, engine, &[], 1);
             assert_eq!(

@@ -20,25 +20,6 @@ use super::{
 };
 use crate::report::compat::{Compat, Peer, PhaseStart};
 
-/// The engine that ran, as the report names it (`engine`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// The Linux io_uring engine: every thread paces.
-    Uring,
-    /// The portable std engine: one pacer thread.
-    Std,
-}
-
-impl Engine {
-    /// The name in the report: `uring` or `std`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Uring => "uring",
-            Engine::Std => "std",
-        }
-    }
-}
-
 /// What a run's report takes from the command line besides the plan:
 /// plain data, so that building a report needs no argument parser.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -80,11 +61,14 @@ impl Report {
     /// Builds the report of a run from the engine's output: counts, rates,
     /// metrics, intervals, the generator's cost and the warnings that say when
     /// the numbers cannot be trusted. Thresholds are left empty: the caller
-    /// evaluates them against the finished report.
+    /// evaluates them against the finished report. `engine` is the
+    /// engine's name in the report, `pacers` how many of its threads paced
+    /// (`run::engine::Engine` gives both).
     pub fn from_run(
         plan: &Plan<'_>,
         out: &RunOutput,
-        engine: Engine,
+        engine: &str,
+        pacers: u64,
         run_id: String,
         meta: &RunMeta,
     ) -> Report {
@@ -116,19 +100,13 @@ impl Report {
             }
             _ => 0.0,
         };
-        // The threads that pace: every uring thread; std's one pacer.
-        let pacers = if engine == Engine::Std {
-            1
-        } else {
-            out.threads.len().max(1) as u64
-        };
         let (intervals, drain, bytes) = interval_rows(plan, out, pacers);
         let mut report = Report {
             schema: SCHEMA.to_string(),
             run_id,
             target: url.to_string(),
             protocol: Some(meta.protocol.clone()),
-            engine: engine.as_str().to_string(),
+            engine: engine.to_string(),
             argv: meta.argv.clone(),
             model: if closed { Model::Closed } else { Model::Open },
             arrival: ArrivalReport {

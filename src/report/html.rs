@@ -43,7 +43,7 @@ pub struct PageMeta {
     pub command: Option<String>,
     /// The page's reports (one, or a sweep's steps in order), each with the
     /// figures JavaScript cannot hold exactly.
-    pub runs: Vec<RunMeta>,
+    pub runs: Vec<PageRun>,
     /// Why a sweep's knee step did not keep up ([`crate::report::sweep::fell_behind`]).
     pub knee_reason: Option<String>,
     /// A sweep: the steps where the host took the generator's CPU.
@@ -52,7 +52,7 @@ pub struct PageMeta {
 
 /// Per-report figures of [`PageMeta`].
 #[derive(Clone, Debug, Serialize)]
-pub struct RunMeta {
+pub struct PageRun {
     /// The seed, as a decimal string (a u64 may exceed 2^53).
     pub seed: String,
     /// `start_unix_ns` as a decimal string.
@@ -306,10 +306,10 @@ pub fn equivalent_command(r: &Report) -> String {
         .join(" ")
 }
 
-fn run_meta(r: &Report, fell_behind: Option<String>) -> RunMeta {
+fn page_run(r: &Report, fell_behind: Option<String>) -> PageRun {
     let began = |s: &crate::report::ShardStart| s.began_unix_ns();
     let first = r.shard_starts.iter().map(began).min().unwrap_or(0);
-    RunMeta {
+    PageRun {
         seed: r.seed.to_string(),
         start_unix_ns: r.start_unix_ns.to_string(),
         equivalent: equivalent_command(r),
@@ -390,7 +390,7 @@ pub fn render_report(r: &Report, command: Option<String>) -> anyhow::Result<Stri
         kind: "report",
         version: env!("CARGO_PKG_VERSION"),
         command: r.argv.as_deref().map(shell_words).or(command),
-        runs: vec![run_meta(r, None)],
+        runs: vec![page_run(r, None)],
         knee_reason: None,
         descheduled_steps: Vec::new(),
     };
@@ -429,7 +429,7 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
         runs: sw
             .steps
             .iter()
-            .map(|r| run_meta(r, crate::report::sweep::fell_behind(r)))
+            .map(|r| page_run(r, crate::report::sweep::fell_behind(r)))
             .collect(),
         knee_reason: sw
             .knee

@@ -3,7 +3,7 @@
 //! and histograms merged exactly ([`merge_reports`]), the start skew
 //! warned about ([`skew_warning`]). The command is [`crate::merge`].
 
-use crate::report::{Metric, Model, Report, ShardStart};
+use crate::report::{Metric, Metrics, Model, Report, ShardStart};
 use crate::UsageError;
 
 /// Which shards of a run a set of reports covers.
@@ -119,18 +119,7 @@ pub fn check_shards(inputs: &[(&str, &Report)], partial: bool) -> Result<Coverag
     let mut owner: Vec<Option<&str>> = vec![None; count as usize];
     for &(file, r) in inputs {
         let (k, n) = shard_of(file, r)?;
-        for name in [
-            "latency",
-            "service_time",
-            "send_lag",
-            "ttft",
-            "itl",
-            "tpot",
-            "itl_chunk",
-            "ttfat",
-            "tail",
-            "latency_corrected",
-        ] {
+        for name in Metrics::NAMES {
             if let Some(Err(e)) = r.metrics.get(name).map(Metric::try_histogram) {
                 return Err(UsageError(format!(
                     "cannot merge {file}: metrics.{name}.hdr is unreadable: {e}"

@@ -1047,7 +1047,25 @@ pub struct ThresholdReport {
 }
 
 impl Metrics {
-    /// The metric called `name` (latency, service_time, send_lag, ttft, itl, tpot, latency_corrected).
+    /// Every metric's name, in the report's order: its key under `metrics`
+    /// in the JSON, and what [`Metrics::get`] reads (`latency_corrected`
+    /// is null outside the closed model). The one list merge, thresholds
+    /// and the tests check against.
+    pub const NAMES: [&'static str; 10] = [
+        "latency",
+        "service_time",
+        "send_lag",
+        "ttft",
+        "itl",
+        "tpot",
+        "itl_chunk",
+        "ttfat",
+        "tail",
+        "latency_corrected",
+    ];
+
+    /// The metric called `name`, one of [`Metrics::NAMES`] (or `e2e`,
+    /// latency's other name).
     pub fn get(&self, name: &str) -> Option<&Metric> {
         match name {
             "latency" | "e2e" => Some(&self.latency),
@@ -1376,6 +1394,42 @@ impl Generator {
 #[cfg(test)]
 mod tests {
     use super::counted;
+
+    /// `Metrics::NAMES` is the report's own list: the JSON keys under
+    /// `metrics`, in order, and each one readable by `get`.
+    #[test]
+    fn metric_names_are_the_report_keys() {
+        use super::{Metric, Metrics};
+        let mut m = Metrics {
+            latency: Metric::empty(),
+            service_time: Metric::empty(),
+            send_lag: Metric::empty(),
+            ttft: Metric::empty(),
+            itl: Metric::empty(),
+            tpot: Metric::empty(),
+            itl_chunk: Metric::empty(),
+            ttfat: Metric::empty(),
+            tail: Metric::empty(),
+            latency_corrected: Some(Metric::empty()),
+        };
+        let json = serde_json::to_value(&m).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names = Metrics::NAMES.to_vec();
+        names.sort_unstable();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, names);
+        assert!(Metrics::NAMES.iter().all(|n| m.get(n).is_some()));
+        assert_eq!(m.get("e2e"), Some(&m.latency));
+        m.latency_corrected = None;
+        assert_eq!(m.get("latency_corrected"), None);
+        assert_eq!(m.get("nope"), None);
+    }
 
     /// Two shards' rows of one interval: the TTFT quantiles of the sum
     /// are those of one histogram of every value (not the larger of the

@@ -1,7 +1,7 @@
 //! `--threshold` expressions: `latency.p99<50ms`, `error_rate<0.01`,
 //! `send_lag.p99<1ms`, `achieved_ratio>0.99`, `dropped==0`.
 
-use crate::report::{Report, ThresholdReport};
+use crate::report::{Metrics, Report, ThresholdReport};
 use crate::units::parse_duration;
 use crate::UsageError;
 
@@ -89,23 +89,11 @@ impl Threshold {
         let lhs = expr[..pos].trim().to_string();
         let rhs = expr[pos + text.len()..].trim();
         let value = if let Some((metric, stat)) = lhs.split_once('.') {
-            let metrics = [
-                "latency",
-                "e2e",
-                "service_time",
-                "send_lag",
-                "ttft",
-                "itl",
-                "tpot",
-                "itl_chunk",
-                "ttfat",
-                "tail",
-                "latency_corrected",
-            ];
             let stats = [
                 "p50", "p90", "p95", "p99", "p999", "p99.9", "max", "min", "mean", "avg", "median",
             ];
-            if !metrics.contains(&metric) {
+            // `e2e` is latency's other name, as `Metrics::get` reads it.
+            if !(Metrics::NAMES.contains(&metric) || metric == "e2e") {
                 return Err(bad(&format!("unknown metric '{metric}'")));
             }
             if !stats.contains(&stat) {

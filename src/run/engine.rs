@@ -5,9 +5,36 @@ use metronome_core::engine::{Control, RunOutput};
 use metronome_core::plan::Plan;
 
 use crate::cli::EngineArg;
-use crate::report::build::Engine;
 use crate::tls::ClientTls;
 use crate::UsageError;
+
+/// The engine that ran, as the report names it (`engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The Linux io_uring engine: every thread paces.
+    Uring,
+    /// The portable std engine: one pacer thread.
+    Std,
+}
+
+impl Engine {
+    /// The name in the report: `uring` or `std`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Uring => "uring",
+            Engine::Std => "std",
+        }
+    }
+
+    /// The threads that paced, of the `threads` the engine ran: every
+    /// io_uring thread; the std engine's one pacer.
+    pub fn pacers(self, threads: usize) -> u64 {
+        match self {
+            Engine::Uring => threads.max(1) as u64,
+            Engine::Std => 1,
+        }
+    }
+}
 
 /// Runs `plan` on the chosen engine; returns the engine that ran and its output.
 ///

@@ -15,10 +15,12 @@ pub mod conversation;
 pub mod discover;
 pub mod engine;
 mod grpc;
+mod h2;
 pub mod lengths;
 pub mod limits;
 pub mod mix;
 pub mod mooncake;
+mod openai;
 mod plan;
 mod profile;
 mod progress;
@@ -84,7 +86,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         }
     }
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
-    let h2 = plan::h2_requests(args, &p.requests)?;
+    let h2 = h2::h2_requests(args, &p.requests)?;
     let h2_refs: Option<Vec<metronome_core::plan::H2Request<'_>>> = h2.as_ref().map(|h| {
         h.blocks
             .iter()
@@ -170,7 +172,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         protocol: protocol.to_string(),
         argv: Some(report::html::this_argv()),
     };
-    let mut report = Report::from_run(&plan, &output, engine, run_id, &meta);
+    let pacers = engine.pacers(output.threads.len());
+    let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
     if refused.is_some() {
         refused::tidy(&mut report);

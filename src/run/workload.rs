@@ -14,7 +14,7 @@
 //!   with an optional shared prefix (`--prefix-len`, `--prefix-share`) or
 //!   a unique first word (`--cache-bust`) for prefix-cache tests.
 //!
-//! Token counts are a proxy, not a model's tokenizer: [`count_tokens`]
+//! Token counts are a proxy, not a model's tokenizer: [`count_tokens`](crate::run::tokens::count_tokens)
 //! counts whitespace-separated words. docs/report.md says what that means
 //! for the report's input-token distribution.
 
@@ -34,7 +34,7 @@ use crate::UsageError;
 pub struct Prompt {
     /// The prompt text, or chat messages as written in the dataset.
     pub input: Input,
-    /// Input tokens by the proxy ([`count_tokens`] over the text, or over
+    /// Input tokens by the proxy ([`count_tokens`](crate::run::tokens::count_tokens) over the text, or over
     /// every message's text content).
     pub input_tokens: u32,
     /// The output length this prompt asks for (sent as the max-tokens
@@ -49,24 +49,6 @@ pub enum Input {
     Text(String),
     /// Chat messages, sent as they are (chat endpoint only).
     Messages(Vec<Value>),
-}
-
-/// The tokenizer proxy: whitespace-separated words.
-///
-/// A word of common English is one token in the GPT-2, Llama and Qwen BPE
-/// vocabularies more often than not, but punctuation, numbers and rare
-/// words split into several, so real token counts of natural text run
-/// higher (about 1.3 tokens per word for English prose). The synthetic
-/// prompts use only [`VOCABULARY`], for which the proxy is close.
-///
-/// # Example
-/// ```
-/// use metronome::run::workload::count_tokens;
-/// assert_eq!(count_tokens("  Write a\thaiku\nabout time. "), 5);
-/// assert_eq!(count_tokens(""), 0);
-/// ```
-pub fn count_tokens(text: &str) -> u32 {
-    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
 }
 
 /// Tokens of chat messages: those of every message's `content`, a string
@@ -732,6 +714,7 @@ fn sharegpt(conv: &Value, at: &str, counter: &Counter) -> Result<Option<Prompt>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::tokens::count_tokens;
 
     fn err(text: &str) -> String {
         parse_dataset(text, "d.jsonl", &Counter::Words)

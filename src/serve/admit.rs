@@ -9,9 +9,8 @@ use std::time::Instant;
 use super::fifo::hits;
 use super::reply::{Body, Status, RATE_LIMIT_JSON};
 use super::request::{parse_chat_request, Method, Route};
-use super::stream::{replay_body, replay_events, StreamKind, JSON_ANSWER};
+use super::stream::{replay_body, replay_events, Shape, StreamKind, JSON_ANSWER};
 use super::Shared;
-use crate::cli::ShapeArg;
 
 /// The model's answer to one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +108,7 @@ pub(super) fn admit(
         config.tokens.min(u32::try_from(cap).unwrap_or(u32::MAX))
     });
     if kind == StreamKind::Normal {
-        if config.shape == ShapeArg::Json {
+        if config.shape == Shape::Json {
             return reply(
                 start + config.ttft,
                 Status::Ok,

@@ -79,6 +79,7 @@ use connection::Connection;
 use fifo::Fifo;
 use h2::H2Connection;
 use reply::{models_json, plain_body, Body};
+pub use stream::Shape;
 use transport::Transport;
 use wait::{wait, Woken};
 
@@ -122,7 +123,7 @@ pub struct ServeConfig {
     /// Serve HTTPS with this configuration (`serve --tls`); `None`: plain HTTP.
     pub tls: Option<TlsServer>,
     /// SSE: the stream shape (`--shape`): generated, or a golden stream.
-    pub shape: crate::cli::ShapeArg,
+    pub shape: Shape,
     /// SSE: the model id `GET /v1/models` lists.
     pub model: String,
     /// Also speak HTTP/2 (`serve --http2`): a connection that opens with
@@ -166,7 +167,7 @@ impl Default for ServeConfig {
             error_event_every: None,
             body_bytes: 2,
             tls: None,
-            shape: crate::cli::ShapeArg::Default,
+            shape: Shape::Default,
             model: "metronome".to_string(),
             http2: false,
             max_streams: 100,
@@ -191,7 +192,7 @@ impl From<ServeArgs> for ServeConfig {
             error_event_every: args.error_event_every,
             body_bytes: args.body_bytes,
             tls: None,
-            shape: args.shape,
+            shape: args.shape.into(),
             model: args.model,
             http2: args.http2,
             max_streams: args.max_streams,
@@ -268,7 +269,7 @@ fn serve_tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> 
 
 /// One line describing the model, for humans (stderr).
 fn describe(config: &ServeConfig) -> String {
-    let mut text = if config.sse && config.shape != crate::cli::ShapeArg::Default {
+    let mut text = if config.sse && config.shape != Shape::Default {
         format!(
             "SSE streams on POST {CHAT_PATH}: the golden {:?} shape, first event at once, then ttft {}, itl {}",
             config.shape,
@@ -661,7 +662,7 @@ mod tests {
                 error_event_every: Some(9),
                 body_bytes: 64,
                 tls: None,
-                shape: crate::cli::ShapeArg::Default,
+                shape: Shape::Default,
                 model: "org/Model-7B".into(),
                 http2: true,
                 max_streams: 8,

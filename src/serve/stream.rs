@@ -6,24 +6,53 @@ use std::time::Instant;
 
 use super::reply::{push_chunk, Body, ConnectionHeader, Status};
 use super::ServeConfig;
-use crate::cli::ShapeArg;
+
+/// The stream shape the server sends with `--sse` (`--shape`;
+/// docs/metrics.md): generated, or a golden stream replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Generated: role chunk, content chunks, usage, `data: [DONE]`.
+    Default,
+    /// OpenAI: role-only first chunk, finish chunk, usage chunk with empty choices.
+    Openai,
+    /// vLLM: several tokens per chunk, usage last.
+    Vllm,
+    /// vLLM with continuous_usage_stats: usage on every chunk.
+    Continuous,
+    /// llama.cpp: no usage, a timings object.
+    Llamacpp,
+    /// Reasoning deltas before the answer.
+    Reasoning,
+    /// Tool-call deltas only.
+    Tools,
+    /// `content: ""` chunks between the tokens.
+    EmptyContent,
+    /// The openai shape without `data: [DONE]`.
+    NoDone,
+    /// Two tokens, then an error object.
+    Error,
+    /// The /v1/completions stream (choices[].text).
+    Completions,
+    /// A plain JSON answer (application/json), no stream.
+    Json,
+}
 
 /// The golden body of a replayed shape (tests/streams/, built with the
 /// `openai` package's types by tests/streams/make.py); `None` for the
 /// generated default and for `json`.
-pub(super) fn replay_body(shape: ShapeArg) -> Option<&'static str> {
+pub(super) fn replay_body(shape: Shape) -> Option<&'static str> {
     Some(match shape {
-        ShapeArg::Default | ShapeArg::Json => return None,
-        ShapeArg::Openai => include_str!("../../tests/streams/openai.sse"),
-        ShapeArg::Vllm => include_str!("../../tests/streams/vllm.sse"),
-        ShapeArg::Continuous => include_str!("../../tests/streams/continuous.sse"),
-        ShapeArg::Llamacpp => include_str!("../../tests/streams/llamacpp.sse"),
-        ShapeArg::Reasoning => include_str!("../../tests/streams/reasoning.sse"),
-        ShapeArg::Tools => include_str!("../../tests/streams/tools.sse"),
-        ShapeArg::EmptyContent => include_str!("../../tests/streams/empty_content.sse"),
-        ShapeArg::NoDone => include_str!("../../tests/streams/no_done.sse"),
-        ShapeArg::Error => include_str!("../../tests/streams/error.sse"),
-        ShapeArg::Completions => include_str!("../../tests/streams/completions.sse"),
+        Shape::Default | Shape::Json => return None,
+        Shape::Openai => include_str!("../../tests/streams/openai.sse"),
+        Shape::Vllm => include_str!("../../tests/streams/vllm.sse"),
+        Shape::Continuous => include_str!("../../tests/streams/continuous.sse"),
+        Shape::Llamacpp => include_str!("../../tests/streams/llamacpp.sse"),
+        Shape::Reasoning => include_str!("../../tests/streams/reasoning.sse"),
+        Shape::Tools => include_str!("../../tests/streams/tools.sse"),
+        Shape::EmptyContent => include_str!("../../tests/streams/empty_content.sse"),
+        Shape::NoDone => include_str!("../../tests/streams/no_done.sse"),
+        Shape::Error => include_str!("../../tests/streams/error.sse"),
+        Shape::Completions => include_str!("../../tests/streams/completions.sse"),
     })
 }
 
@@ -343,7 +372,7 @@ mod tests {
             itl: ms(10),
             ..ServeConfig::default()
         };
-        let body = replay_body(ShapeArg::Openai).unwrap();
+        let body = replay_body(Shape::Openai).unwrap();
         let events: Vec<&str> = replay_events(body).collect();
         assert_eq!(events.len(), 9);
         assert!(events[8] == "data: [DONE]\n\n");
@@ -378,8 +407,8 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
         assert_eq!(text, format!("{head}{body}"));
         // json and default are not replayed
-        assert_eq!(replay_body(ShapeArg::Json), None);
-        assert_eq!(replay_body(ShapeArg::Default), None);
+        assert_eq!(replay_body(Shape::Json), None);
+        assert_eq!(replay_body(Shape::Default), None);
         assert!(JSON_ANSWER.contains("\"chat.completion\""));
     }
 }

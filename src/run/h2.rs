@@ -1,0 +1,65 @@
+//! The requests encoded for HTTP/2 (`--http2-prior-knowledge`, `--http2`):
+//! each one's HPACK header block and where its body starts.
+
+use crate::cli::RunArgs;
+use crate::UsageError;
+
+/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block, and
+/// where its body starts in the HTTP/1.1 encoding, made before the clock.
+pub(super) struct H2Plan {
+    pub(super) blocks: Vec<Vec<u8>>,
+    pub(super) body_at: Vec<usize>,
+}
+
+/// Encodes every request for HTTP/2 (`--http2-prior-knowledge`: h2c,
+/// scheme `http`; `--http2`: scheme `https`), before the clock.
+///
+/// # Errors
+/// A [`UsageError`] naming the request that cannot go over HTTP/2.
+pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<H2Plan>> {
+    if !args.http2_prior_knowledge && !args.http2 {
+        if args.max_streams.is_some() {
+            return Err(UsageError(
+                "--max-streams needs --http2 or --http2-prior-knowledge".into(),
+            )
+            .into());
+        }
+        return Ok(None);
+    }
+    let https = args.url.starts_with("https://");
+    if args.http2 && !https {
+        return Err(UsageError(
+            "--http2 is HTTP/2 over TLS (ALPN h2) for an https:// URL; for http:// use \
+             --http2-prior-knowledge (h2c)"
+                .into(),
+        )
+        .into());
+    }
+    if args.http2_prior_knowledge && https {
+        return Err(UsageError(
+            "--http2-prior-knowledge is h2c on an http:// URL; for https:// use --http2".into(),
+        )
+        .into());
+    }
+    if let Some(n) = args.max_streams {
+        if n == 0 || n > metronome_core::plan::H2_MAX_STREAMS {
+            return Err(UsageError(format!(
+                "--max-streams {n} must be 1 to {}",
+                metronome_core::plan::H2_MAX_STREAMS
+            ))
+            .into());
+        }
+    }
+    let mut blocks = Vec::with_capacity(requests.len());
+    let mut body_at = Vec::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        let mut out = vec![0u8; r.len() * 2 + 256];
+        let scheme: &[u8] = if https { b"https" } else { b"http" };
+        let (n, at) = metronome_core::h2::request::from_http1(r, scheme, &mut out)
+            .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?;
+        out.truncate(n);
+        blocks.push(out);
+        body_at.push(at);
+    }
+    Ok(Some(H2Plan { blocks, body_at }))
+}
