@@ -125,6 +125,8 @@ struct Flight<J> {
     sent_ns: u64,
     deadline_ns: u64,
     body_at: usize,
+    /// A server window stopped its body: it waits for [`Step::Unblocked`].
+    stalled: bool,
     gap: Option<u32>,
 }
 
@@ -191,6 +193,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             sent_ns,
             deadline_ns,
             body_at: 0,
+            stalled: false,
             gap,
         });
         self.open += 1;
@@ -246,7 +249,12 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
     ) -> Step {
         match event {
             Event::Ready => return Step::Ready,
-            Event::Unblocked => return Step::Unblocked,
+            Event::Unblocked => {
+                for f in self.flights.iter_mut().flatten() {
+                    f.stalled = false;
+                }
+                return Step::Unblocked;
+            }
             Event::Pong { .. } => {}
             Event::Headers {
                 stream,
@@ -363,7 +371,10 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
     }
 
     /// Sends what the server's windows and `out` allow of the bodies still
-    /// owed, stream slot by slot; `bodies(request)` is a request's body.
+    /// owed, stream slot by slot; `bodies(request)` is a request's body. A
+    /// body a window stopped waits for [`Step::Unblocked`] (it is not tried
+    /// again before, so each stop counts once in
+    /// [`Connection::blocked_sends`]).
     /// Call it after [`start`](Self::start) for a request with a body,
     /// on [`Step::Unblocked`], and once `out` has room again after
     /// [`Pushed::buffer_full`].
@@ -376,7 +387,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
         let mut pushed = Pushed::default();
         for f in self.flights.iter_mut().flatten() {
             let body = bodies(f.job.request());
-            if f.body_at >= body.len() {
+            if f.stalled || f.body_at >= body.len() {
                 continue;
             }
             let sent = match conn.send_data(
@@ -394,7 +405,8 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             };
             pushed.written += sent.written;
             f.body_at += sent.consumed;
-            if f.body_at < body.len() && sent.blocked.is_none() {
+            f.stalled = sent.blocked.is_some();
+            if f.body_at < body.len() && !f.stalled {
                 pushed.buffer_full = true;
             }
         }
