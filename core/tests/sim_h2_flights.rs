@@ -86,7 +86,13 @@ fn head(stream: u32, status: &[u8], event_stream: bool, end_stream: bool) -> Vec
     let mut block = [0u8; 64];
     let mut n = encode_field(b":status", status, false, &mut block).unwrap();
     if event_stream {
-        n += encode_field(b"content-type", b"text/event-stream", false, &mut block[n..]).unwrap();
+        n += encode_field(
+            b"content-type",
+            b"text/event-stream",
+            false,
+            &mut block[n..],
+        )
+        .unwrap();
     }
     let mut w = Vec::new();
     put(
@@ -187,9 +193,7 @@ impl Sim {
 
     /// Pushes bodies into `out`, keeps what was written.
     fn push(&mut self, out: &mut [u8]) -> (usize, bool) {
-        let p = self
-            .flights
-            .push_bodies(&mut self.conn, |r| BODIES[r], out);
+        let p = self.flights.push_bodies(&mut self.conn, |r| BODIES[r], out);
         self.wrote.extend_from_slice(&out[..p.written]);
         (p.written, p.buffer_full)
     }
@@ -271,7 +275,10 @@ fn answers_end_with_their_exchange() {
     wire.extend(data(a, b"ok", true));
     wire.extend(head(b, b"503", false, true));
     s.feed(100, &wire);
-    assert_eq!(s.took(), ["#0 sent=10 answered Ok", "#1 sent=20 answered Status(503)"]);
+    assert_eq!(
+        s.took(),
+        ["#0 sent=10 answered Ok", "#1 sent=20 answered Status(503)"]
+    );
     // Trailers end a stream too.
     let mut wire = head(c, b"204", false, false);
     let mut block = [0u8; 16];
@@ -326,7 +333,10 @@ fn goaway_mid_flight_retries_the_refused_and_keeps_the_rest() {
         ["#1 sent=1 retry", "#2 sent=2 failed Error(Reset)"]
     );
     assert_eq!(s.flights.open(), 1);
-    assert_eq!(s.flights.connection_error(&s.conn), Some(ErrorCode::NO_ERROR));
+    assert_eq!(
+        s.flights.connection_error(&s.conn),
+        Some(ErrorCode::NO_ERROR)
+    );
     // The stream it kept completes.
     s.feed(20, &head(a, b"200", false, true));
     assert_eq!(s.took(), ["#0 sent=0 answered Ok"]);
@@ -401,7 +411,9 @@ fn a_window_stalls_a_body_until_unblocked() {
     // The window lets 4 bytes through.
     assert_eq!(
         s.wrote(),
-        [format!("Data {{ stream: {a}, end_stream: false, data: [104, 101, 108, 108], pad: None }}")]
+        [format!(
+            "Data {{ stream: {a}, end_stream: false, data: [104, 101, 108, 108], pad: None }}"
+        )]
     );
     // Stalled: not tried again before the window grows.
     assert_eq!(s.push(&mut [0u8; 256]), (0, false));
@@ -443,7 +455,8 @@ fn sse_answer_and_cut_body() {
     let mut s = Sim::new(Protocol::OpenAiSse, &[]);
     let a = s.start(0, 0, 0, false);
     let b = s.start(5, 1, 0, false);
-    let chunk = |c: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
+    let chunk =
+        |c: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
     let mut wire = head(a, b"200", true, false);
     wire.extend(data(a, chunk("x").as_bytes(), false));
     s.feed(100, &wire);

@@ -169,11 +169,9 @@ impl Link {
             return Ok(());
         };
         loop {
-            let pushed = self.flights.push_bodies(
-                &mut self.h2,
-                |r| h2plan.requests[r].body,
-                &mut self.out,
-            );
+            let pushed =
+                self.flights
+                    .push_bodies(&mut self.h2, |r| h2plan.requests[r].body, &mut self.out);
             if pushed.written > 0 {
                 self.write_out(pushed.written)?;
             }
@@ -356,4 +354,3 @@ struct After {
     /// fresh connection.
     retry: std::collections::VecDeque<Job>,
 }
-

@@ -549,13 +549,48 @@ fn h2_scenarios_agree_across_engines() {
     let mut bad_framing = tally(N, 0, 0, &[("bad_framing", N)], N);
     bad_framing.causes = kinds(&[("http2_protocol", N)]);
     let table: [(&str, Script, Vec<&'static str>, Tally); 7] = [
-        ("refused stream", refuse_first(), h2c(SHORT), tally(N, N, 1, &[], N + 1)),
-        ("GOAWAY mid-flight", goaway_in_flight(), h2c(SHORT), tally(N, N, 1, &[], N + 1)),
-        ("stream timeout", silent, h2c(SHORT), tally(N, 0, 0, &[("timeout", N)], N)),
-        ("RST_STREAM", resets, h2c(SHORT), tally(N, 0, 0, &[("reset", N)], N)),
-        ("flow-control stall", window_stall(), post, tally(N, N, 0, &[], N)),
-        ("cut body", cut_body, h2c(SHORT), tally(N, 0, 0, &[("reset", N)], N)),
-        ("two GOAWAYs, then close", two_goaways, h2c(SHORT), bad_framing),
+        (
+            "refused stream",
+            refuse_first(),
+            h2c(SHORT),
+            tally(N, N, 1, &[], N + 1),
+        ),
+        (
+            "GOAWAY mid-flight",
+            goaway_in_flight(),
+            h2c(SHORT),
+            tally(N, N, 1, &[], N + 1),
+        ),
+        (
+            "stream timeout",
+            silent,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("timeout", N)], N),
+        ),
+        (
+            "RST_STREAM",
+            resets,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("reset", N)], N),
+        ),
+        (
+            "flow-control stall",
+            window_stall(),
+            post,
+            tally(N, N, 0, &[], N),
+        ),
+        (
+            "cut body",
+            cut_body,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("reset", N)], N),
+        ),
+        (
+            "two GOAWAYs, then close",
+            two_goaways,
+            h2c(SHORT),
+            bad_framing,
+        ),
     ];
     for (case, script, args, want) in &table {
         let mut first: Option<(&str, Tally)> = None;

@@ -88,9 +88,8 @@ pub(crate) fn worker(
                     continue;
                 };
                 let (link, changed, tx) = (&link, &changed, tx.clone());
-                reader = Some(s.spawn(move || {
-                    read_loop(plan, origin, shared, link, changed, tx, io)
-                }));
+                reader =
+                    Some(s.spawn(move || read_loop(plan, origin, shared, link, changed, tx, io)));
                 continue;
             }
             // 2. A due request (the link's free slots are counted as idle

@@ -95,7 +95,9 @@ pub(super) fn read_loop(
                 shared.traffic.received(now, n);
                 end += n;
                 let input = &buf[start..end];
-                let fed = feed(&mut l, plan, shared, &tx, input, now, &mut start, &mut after);
+                let fed = feed(
+                    &mut l, plan, shared, &tx, input, now, &mut start, &mut after,
+                );
                 l.count_written(&shared.traffic, now);
                 fed.is_err() || compact(&mut buf, &mut start, &mut end).is_err()
             }

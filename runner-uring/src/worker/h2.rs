@@ -585,9 +585,9 @@ impl Worker<'_> {
             retries: &mut retries,
         };
         let before = l.flights.open();
-        let next = l
-            .flights
-            .expire(now, hard_end_ns, &mut l.conn, &mut |end| ends.book(end, now));
+        let next = l.flights.expire(now, hard_end_ns, &mut l.conn, &mut |end| {
+            ends.book(end, now)
+        });
         let expired = l.flights.open() < before;
         self.next_deadline_ns = self.next_deadline_ns.min(next);
         if expired {
