@@ -267,6 +267,7 @@ impl Sim {
 #[test]
 fn answers_end_with_their_exchange() {
     let mut s = Sim::new(Protocol::Http, &[]);
+    assert!(!s.flights.drained(&s.conn));
     let a = s.start(10, 0, 0, false);
     let b = s.start(20, 1, 0, false);
     let c = s.start(30, 2, 0, false);
@@ -337,9 +338,11 @@ fn goaway_mid_flight_retries_the_refused_and_keeps_the_rest() {
         s.flights.connection_error(&s.conn),
         Some(ErrorCode::NO_ERROR)
     );
-    // The stream it kept completes.
+    assert!(!s.flights.drained(&s.conn));
+    // The stream it kept completes: the connection is drained.
     s.feed(20, &head(a, b"200", false, true));
     assert_eq!(s.took(), ["#0 sent=0 answered Ok"]);
+    assert!(s.flights.drained(&s.conn));
 }
 
 /// The one rule for the error a dead connection's streams get: ours,

@@ -235,6 +235,15 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
         conn.error().map(|e| e.code()).or(self.goaway)
     }
 
+    /// The server sent GOAWAY and every stream it kept has ended: the
+    /// connection is done and a fresh one takes its place.
+    pub fn drained<const S: usize, const T: usize, const B: usize>(
+        &self,
+        conn: &Connection<S, T, B>,
+    ) -> bool {
+        conn.goaway().is_some() && self.open == 0
+    }
+
     /// Handles one event of `conn` at `now`; `frame`: the bytes
     /// `handle_read` took for it (a DATA event's body is in them). Streams
     /// that end go to `sink`, in order.

@@ -116,7 +116,7 @@ pub(super) fn read_loop(
             // Our GOAWAY with the error's code, on a best-effort basis.
             let _ = l.flush();
         }
-        let goaway_drained = l.h2.goaway().is_some() && l.in_flight() == 0;
+        let goaway_drained = l.flights.drained(&l.h2);
         let leaving = l.leaving && l.in_flight() == 0;
         if fault || goaway_drained {
             // The connection is gone: its streams end with it, as core's

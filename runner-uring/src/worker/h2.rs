@@ -503,7 +503,7 @@ impl Worker<'_> {
         if !failed && compact(buf, &mut c.start, &mut c.end).is_err() {
             failed = true;
         }
-        let (goaway, open) = (l.conn.goaway().is_some(), l.flights.open());
+        let (goaway, drained) = (l.conn.goaway().is_some(), l.flights.drained(&l.conn));
         let end = c.end;
         let state = c.state;
         if failed {
@@ -513,7 +513,7 @@ impl Worker<'_> {
             };
         }
         self.h2_flush(slot)?;
-        if goaway && open == 0 {
+        if drained {
             // Every stream it kept is done: replaced by a fresh connection.
             self.h2_unlist(slot);
             return self.close(slot).and_then(|()| self.h2_drain_waiting());
