@@ -216,7 +216,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
         }
         self.flights
             .iter()
-            .position(|f| f.is_some_and(|f| f.stream == stream))
+            .position(|f| f.as_ref().is_some_and(|f| f.stream == stream))
     }
 
     /// The connection error its streams end with: this client's (the
@@ -287,7 +287,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             } => {
                 if let Some(i) = self.slot_of(stream) {
                     let data = conn.data_of(frame, len);
-                    let g = self.flights[i].and_then(|f| f.gap);
+                    let g = self.flights[i].as_ref().and_then(|f| f.gap);
                     self.exchanges[i].on_data(now, data, gaps_of(gaps, g));
                     if end_stream {
                         self.answered(i, now, gaps, sink);
@@ -309,7 +309,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
                 remote,
             } => {
                 if let Some(i) = self.slot_of(stream) {
-                    let how = match self.flights[i] {
+                    let how = match &self.flights[i] {
                         Some(f) if code == ErrorCode::REFUSED_STREAM && !f.job.retried() => {
                             How::Retry
                         }
@@ -322,7 +322,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
                 self.goaway = Some(code);
                 while let Some(stream) = conn.take_refused() {
                     if let Some(i) = self.slot_of(stream) {
-                        let how = match self.flights[i] {
+                        let how = match &self.flights[i] {
                             Some(f) if f.job.retried() => {
                                 How::Failed(Finish::Error(ErrorKind::Reset))
                             }
@@ -349,7 +349,9 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
     ) -> u64 {
         let mut next = u64::MAX;
         for i in 0..N {
-            let Some(f) = self.flights[i] else { continue };
+            let Some(f) = self.flights[i].as_ref() else {
+                continue;
+            };
             let due = f.deadline_ns.min(hard_end_ns);
             if now >= due {
                 conn.cancel(f.stream);
