@@ -458,16 +458,7 @@ impl Worker<'_> {
         let mut unblocked = false;
         let mut failed = false;
         let mut retries = 0usize;
-        let mut ends = Ends {
-            ledger: &self.ledger,
-            out: &mut self.out,
-            pool: &mut self.pool,
-            pending: &mut self.pending,
-            in_flight: &mut self.in_flight,
-            waiting: &mut self.waiting,
-            gap_free,
-            retries: &mut retries,
-        };
+        let mut ends = ends!(self, gap_free, &mut retries);
         loop {
             let input = &buf[c.start..c.end];
             let (used, event) = match l.conn.handle_read(input) {
@@ -543,16 +534,7 @@ impl Worker<'_> {
         if let Some(h2) = self.h2.as_mut() {
             let l = &mut h2.links[slot];
             let mut retries = 0;
-            let mut ends = Ends {
-                ledger: &self.ledger,
-                out: &mut self.out,
-                pool: &mut self.pool,
-                pending: &mut self.pending,
-                in_flight: &mut self.in_flight,
-                waiting: &mut self.waiting,
-                gap_free: &mut h2.gap_free,
-                retries: &mut retries,
-            };
+            let mut ends = ends!(self, &mut h2.gap_free, &mut retries);
             l.flights
                 .connection_end(&l.conn, &mut |end| ends.book(end, now));
         }
@@ -574,16 +556,7 @@ impl Worker<'_> {
             return Ok(());
         }
         let mut retries = 0;
-        let mut ends = Ends {
-            ledger: &self.ledger,
-            out: &mut self.out,
-            pool: &mut self.pool,
-            pending: &mut self.pending,
-            in_flight: &mut self.in_flight,
-            waiting: &mut self.waiting,
-            gap_free: &mut h2.gap_free,
-            retries: &mut retries,
-        };
+        let mut ends = ends!(self, &mut h2.gap_free, &mut retries);
         let before = l.flights.open();
         let next = l.flights.expire(now, hard_end_ns, &mut l.conn, &mut |end| {
             ends.book(end, now)
@@ -610,6 +583,24 @@ impl Worker<'_> {
         self.h2_due(slot, now, now)
     }
 }
+
+/// [`Ends`] borrowed from the worker `$w` (apart from its `h2`), with the
+/// gap pool's free list `$free` and the pass's retry count `$retries`.
+macro_rules! ends {
+    ($w:ident, $free:expr, $retries:expr) => {
+        Ends {
+            ledger: &$w.ledger,
+            out: &mut $w.out,
+            pool: &mut $w.pool,
+            pending: &mut $w.pending,
+            in_flight: &mut $w.in_flight,
+            waiting: &mut $w.waiting,
+            gap_free: $free,
+            retries: $retries,
+        }
+    };
+}
+use ends;
 
 /// The books a stream's end touches, borrowed apart from the connection.
 struct Ends<'a, 'p> {
