@@ -1,15 +1,17 @@
 //! The hostile scenarios that apply to HTTP/2 (h2c with prior knowledge):
 //! a server that resets streams, refuses them, says GOAWAY while streams are
 //! in flight, never answers, closes mid-answer, stalls, answers 429, limits
-//! its streams to one, or breaks the framing.
+//! its streams to one, or breaks the framing; and a table of the stream
+//! ends run on every engine, which must agree field by field.
 //!
 //! The server side is written here from RFC 9113 by hand (frame headers and
 //! HPACK static-table bytes), not with core's client or serve's code, so a
 //! shared misreading of the RFC cannot make both ends agree.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::case::{run, with, N, SHORT, SLOW};
+use crate::case::{nonzero, run, with, N, SHORT, SLOW};
 use crate::common::engines;
 use crate::script::{script, Peer, Script};
 
@@ -28,6 +30,7 @@ const END_HEADERS: u8 = 0x4;
 /// Error codes (RFC 9113 section 7).
 const NO_ERROR: u32 = 0;
 const INTERNAL_ERROR: u32 = 2;
+const PROTOCOL_ERROR: u32 = 1;
 const REFUSED_STREAM: u32 = 7;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -220,22 +223,7 @@ fn h2_streams_reset_refused_and_goaway_lose_nothing() {
             }
         }
     });
-    // The first stream of every connection is refused (never processed:
-    // the client may send it again), the rest answered.
-    let refuse_first = h2(None, |c| {
-        let mut first = true;
-        while let Some(s) = c.request() {
-            let bytes = if first {
-                frame(RST_STREAM, 0, s, &REFUSED_STREAM.to_be_bytes())
-            } else {
-                answer(s, STATUS_200)
-            };
-            first = false;
-            if !c.send(&bytes) {
-                break;
-            }
-        }
-    });
+    let refuse_first = refuse_first();
     // Three answers, then GOAWAY NO_ERROR naming the third stream and a
     // close: every connection carries three requests.
     let goaway_after_3 = h2(None, |c| {
@@ -250,29 +238,7 @@ fn h2_streams_reset_refused_and_goaway_lose_nothing() {
         c.send(&goaway(last, NO_ERROR));
         c.peer.pause(Duration::from_millis(20));
     });
-    // On the first connection, two requests in flight: GOAWAY names the
-    // first, which is answered; the second was never processed and is sent
-    // again on a new connection, where every request is answered (a
-    // request arrives every 50 ms; the server holds the first until the
-    // second is there).
-    let goaway_in_flight = h2(None, |c| {
-        if c.peer.index == 0 {
-            let Some(first) = c.request() else { return };
-            let Some(second) = c.request_within(Duration::from_millis(500)) else {
-                return;
-            };
-            assert!(second > first);
-            c.send(&goaway(first, NO_ERROR));
-            c.send(&answer(first, STATUS_200));
-            c.peer.pause(Duration::from_millis(20));
-            return;
-        }
-        while let Some(s) = c.request() {
-            if !c.send(&answer(s, STATUS_200)) {
-                break;
-            }
-        }
-    });
+    let goaway_in_flight = goaway_in_flight();
     for engine in engines() {
         let r = run(engine, &ok, "/", &h2c(SHORT));
         r.expect("h2 ok", N, N, &[]);
@@ -430,4 +396,231 @@ fn h2_deaf_server_with_open_windows_gives_timeouts_and_the_run_ends() {
         );
     }
     let _ = std::fs::remove_file(&body);
+}
+
+/// The first stream of every connection is refused (never processed: the
+/// client may send it again), the rest answered.
+fn refuse_first() -> Script {
+    h2(None, |c| {
+        let mut first = true;
+        while let Some(s) = c.request() {
+            let bytes = if first {
+                frame(RST_STREAM, 0, s, &REFUSED_STREAM.to_be_bytes())
+            } else {
+                answer(s, STATUS_200)
+            };
+            first = false;
+            if !c.send(&bytes) {
+                break;
+            }
+        }
+    })
+}
+
+/// On the first connection, two requests in flight: GOAWAY names the
+/// first, which is answered; the second was never processed and is sent
+/// again on a new connection, where every request is answered.
+fn goaway_in_flight() -> Script {
+    h2(None, |c| {
+        if c.peer.index == 0 {
+            let Some(first) = c.request() else { return };
+            let Some(second) = c.request_within(Duration::from_millis(500)) else {
+                return;
+            };
+            assert!(second > first);
+            c.send(&goaway(first, NO_ERROR));
+            c.send(&answer(first, STATUS_200));
+            c.peer.pause(Duration::from_millis(20));
+            return;
+        }
+        while let Some(s) = c.request() {
+            if !c.send(&answer(s, STATUS_200)) {
+                break;
+            }
+        }
+    })
+}
+
+/// The body every POST of [`h2_scenarios_agree_across_engines`] carries.
+const BODY: &str = "hello world";
+
+/// A server whose stream windows start at 4 bytes: each POST body stalls
+/// after 4 bytes until a WINDOW_UPDATE for its stream; the answer is 200
+/// when the whole body arrived intact, else 429.
+fn window_stall() -> Script {
+    script(|p| {
+        while p.buf.len() < PREFACE.len() {
+            if !p.fill() {
+                return;
+            }
+        }
+        p.buf.drain(..PREFACE.len());
+        // SETTINGS_INITIAL_WINDOW_SIZE (4) = 4.
+        let settings = [0, 4, 0, 0, 0, 4];
+        if !p.send(&frame(SETTINGS, 0, 0, &settings)) {
+            return;
+        }
+        let mut c = H2 { peer: p };
+        let mut bodies: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+        while let Some((kind, flags, stream, payload)) = c.frame() {
+            if kind != DATA {
+                continue;
+            }
+            let body = bodies.entry(stream).or_default();
+            body.extend_from_slice(&payload);
+            if flags & END_STREAM == 0 {
+                if !c.send(&frame(WINDOW_UPDATE, 0, stream, &64u32.to_be_bytes())) {
+                    return;
+                }
+                continue;
+            }
+            c.peer.counted();
+            let status = if body.as_slice() == BODY.as_bytes() {
+                STATUS_200
+            } else {
+                STATUS_429
+            };
+            if !c.send(&answer(stream, status)) {
+                return;
+            }
+        }
+    })
+}
+
+/// What two engines must agree on for one run, field by field.
+#[derive(Debug, PartialEq, Eq)]
+struct Tally {
+    sent: u64,
+    ok: u64,
+    retried: u64,
+    unsent: u64,
+    kinds: BTreeMap<String, u64>,
+    causes: BTreeMap<String, u64>,
+    statuses: BTreeMap<String, u64>,
+    /// Requests the server saw whole.
+    seen: u64,
+}
+
+/// The HTTP/2 stream ends, one table run on every engine: each scenario
+/// gives exactly the expected counts and error kinds, and every engine
+/// gives the same (the rules are core's `h2::Flights`, decided once).
+#[test]
+fn h2_scenarios_agree_across_engines() {
+    let silent = h2(None, |c| while c.request().is_some() {});
+    let resets = h2(None, |c| {
+        while let Some(s) = c.request() {
+            if !c.send(&frame(RST_STREAM, 0, s, &INTERNAL_ERROR.to_be_bytes())) {
+                break;
+            }
+        }
+    });
+    let cut_body = h2(None, |c| {
+        if let Some(s) = c.request() {
+            let mut block = STATUS_200.to_vec();
+            block.extend(content_type_plain());
+            c.send(&frame(HEADERS, END_HEADERS, s, &block));
+            c.send(&frame(DATA, 0, s, b"partial"));
+        }
+    });
+    // A graceful GOAWAY, then a second naming a protocol error, then the
+    // close, with the connection's one stream in flight (not refused: the
+    // last stream id is the highest): the streams get the last GOAWAY's
+    // code, so bad framing (the first's would make them resets).
+    let two_goaways = h2(None, |c| {
+        if c.request().is_some() {
+            let mut bytes = goaway(0x7fff_ffff, NO_ERROR);
+            bytes.extend(goaway(0x7fff_ffff, PROTOCOL_ERROR));
+            c.send(&bytes);
+            c.peer.pause(Duration::from_millis(20));
+        }
+    });
+    let post = with(&h2c(SHORT), &["--method", "POST", "--body", BODY]);
+    let kinds = |k: &[(&str, u64)]| k.iter().map(|&(k, n)| (k.to_string(), n)).collect();
+    let tally = |sent, ok, retried, k: &[(&str, u64)], seen| Tally {
+        sent,
+        ok,
+        retried,
+        unsent: 0,
+        kinds: kinds(k),
+        causes: BTreeMap::new(),
+        statuses: BTreeMap::new(),
+        seen,
+    };
+    let mut bad_framing = tally(N, 0, 0, &[("bad_framing", N)], N);
+    bad_framing.causes = kinds(&[("http2_protocol", N)]);
+    let table: [(&str, Script, Vec<&'static str>, Tally); 7] = [
+        (
+            "refused stream",
+            refuse_first(),
+            h2c(SHORT),
+            tally(N, N, 1, &[], N + 1),
+        ),
+        (
+            "GOAWAY mid-flight",
+            goaway_in_flight(),
+            h2c(SHORT),
+            tally(N, N, 1, &[], N + 1),
+        ),
+        (
+            "stream timeout",
+            silent,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("timeout", N)], N),
+        ),
+        (
+            "RST_STREAM",
+            resets,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("reset", N)], N),
+        ),
+        (
+            "flow-control stall",
+            window_stall(),
+            post,
+            tally(N, N, 0, &[], N),
+        ),
+        (
+            "cut body",
+            cut_body,
+            h2c(SHORT),
+            tally(N, 0, 0, &[("reset", N)], N),
+        ),
+        (
+            "two GOAWAYs, then close",
+            two_goaways,
+            h2c(SHORT),
+            bad_framing,
+        ),
+    ];
+    for (case, script, args, want) in &table {
+        let mut first: Option<(&str, Tally)> = None;
+        for engine in engines() {
+            let r = run(engine, script, "/", args);
+            let q = r.requests();
+            let got = Tally {
+                sent: q.sent,
+                ok: q.ok,
+                retried: q.retried,
+                unsent: q.unsent,
+                kinds: owned(&r.report.errors.by_kind),
+                causes: owned(&r.report.errors.bad_framing_by_cause),
+                statuses: owned(&r.report.errors.by_status),
+                seen: r.seen.requests,
+            };
+            assert_eq!(&got, want, "{}", r.ctx(case));
+            if let Some((other, theirs)) = &first {
+                assert_eq!(&got, theirs, "{case}: {engine} against {other}");
+            } else {
+                first = Some((engine, got));
+            }
+        }
+    }
+}
+
+/// The non-zero entries of a count map, owned.
+fn owned(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    nonzero(m)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }

@@ -6,17 +6,22 @@
 //! - [`conn`]: [`Connection`], the client connection: preface and
 //!   SETTINGS, streams in a fixed slot array, both levels of flow control,
 //!   PING, RST_STREAM and GOAWAY, events out.
+//! - [`flights`]: [`Flights`], the requests in flight on one connection
+//!   and how each ends (answered, retried once, failed, timed out), for
+//!   both engines.
 //!
 //! Nothing here allocates, reads a clock or touches a socket; memory per
 //! connection is fixed by three const parameters (see [`Connection`]).
 //! `docs/http2.md` says what is implemented and why it is hand-written.
 
 pub mod conn;
+pub mod flights;
 pub mod frame;
 pub mod hpack;
 pub mod request;
 pub mod stream;
 
 pub use conn::{Blocked, Config, Connection, Event, H2Error, SendError, Sent, Violation};
+pub use flights::{End, FlightJob, Flights, How, Pushed, Step};
 pub use frame::ErrorCode;
 pub use stream::StreamExchange;

@@ -17,9 +17,9 @@
 
 use std::io::{self, Write};
 
-use metronome_core::exchange::{compact, Finish, GAP_CAP};
-use metronome_core::h2::{Config, Connection, ErrorCode, Event, StreamExchange};
-use metronome_core::measure::{ErrorKind, Unsent};
+use metronome_core::exchange::{compact, GAP_CAP};
+use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, How, Step};
+use metronome_core::measure::Unsent;
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
 
 use super::{Job, State, Worker};
@@ -29,8 +29,6 @@ pub(crate) const SLOTS: usize = H2_MAX_STREAMS as usize;
 /// Each connection's staging buffer for outgoing frames, and the ring's
 /// send buffer of an h2c slot.
 pub(crate) const OUT_BYTES: usize = 32 * 1024;
-/// A flight's `gap` when it has no gap storage.
-const NO_GAP: u32 = u32::MAX;
 
 /// The client connection of one slot.
 pub(crate) type H2 = Connection<SLOTS>;
@@ -38,62 +36,54 @@ pub(crate) type H2 = Connection<SLOTS>;
 /// A pre-opened connection greeted before the clock (core's greeting).
 pub(crate) type Greeted = metronome_core::engine::Greeted<SLOTS>;
 
-/// A request in flight on one stream (`stream` 0: the slot is free).
-#[derive(Clone, Copy, Debug, Default)]
-struct Flight {
-    stream: u32,
-    job: Job,
-    sent_ns: u64,
-    deadline_ns: u64,
-    /// Bytes of the body sent so far (windows or the buffer stopped the rest).
-    body_at: usize,
-    /// Index of its gap storage in the pool, or [`NO_GAP`].
-    gap: u32,
+impl FlightJob for Job {
+    fn request(&self) -> usize {
+        self.request
+    }
+    fn intended_ns(&self) -> u64 {
+        self.intended_ns
+    }
+    fn retried(&self) -> bool {
+        self.retried
+    }
 }
 
 /// One connection slot's HTTP/2 state.
 pub(super) struct Link {
     conn: Box<H2>,
-    flights: Box<[Flight]>,
-    exchanges: Box<[StreamExchange]>,
+    /// Its requests in flight and how each ends: core's rules.
+    flights: Box<Flights<Job, SLOTS>>,
     /// Frames written, not yet handed to the ring (or rustls): `out[..out_len]`.
     out: Box<[u8]>,
     out_len: usize,
     /// On the worker's idle list.
     listed: bool,
-    /// Flights in use.
-    open: usize,
     /// A body was cut short by the buffer (not a window): push on the next send.
     body_pending: bool,
-    /// The connection error behind its end: ours (the code of the error
-    /// `handle_read` returned) or else the server's last GOAWAY code; core's
-    /// `StreamExchange::on_connection_end` decides what it makes of its
-    /// streams.
-    error: Option<ErrorCode>,
 }
 
 impl Link {
     fn new(protocol: Protocol) -> Link {
         Link {
             conn: Box::new(H2::new(Config::DEFAULT)),
-            flights: vec![Flight::default(); SLOTS].into_boxed_slice(),
-            exchanges: (0..SLOTS)
-                .map(|_| StreamExchange::for_protocol(protocol))
-                .collect(),
+            flights: Box::new(Flights::new(protocol)),
             out: vec![0u8; OUT_BYTES].into_boxed_slice(),
             out_len: 0,
             listed: false,
-            open: 0,
             body_pending: false,
-            error: None,
         }
     }
 
-    fn flight_of(&self, stream: u32) -> Option<usize> {
-        if stream == 0 {
-            return None;
-        }
-        self.flights.iter().position(|f| f.stream == stream)
+    /// Pushes the bodies still owed into the staging buffer (core decides
+    /// what the windows allow); notes a body cut short by the buffer.
+    fn push_bodies(&mut self, plan_h2: &metronome_core::plan::Http2<'_>) {
+        let pushed = self.flights.push_bodies(
+            &mut self.conn,
+            |r| plan_h2.requests[r].body,
+            &mut self.out[self.out_len..],
+        );
+        self.out_len += pushed.written;
+        self.body_pending |= pushed.buffer_full;
     }
 }
 
@@ -138,33 +128,10 @@ impl H2State {
         })
     }
 
-    fn gaps_of(gaps: &mut [u64], gap: u32) -> &mut [u64] {
-        if gap == NO_GAP {
-            return &mut [];
-        }
-        let at = gap as usize * GAP_CAP;
-        &mut gaps[at..at + GAP_CAP]
-    }
-
     /// Inter-token gaps dropped over the run.
     pub(super) fn dropped_gaps(&self) -> u64 {
-        self.links
-            .iter()
-            .flat_map(|l| l.exchanges.iter())
-            .map(StreamExchange::dropped_gaps)
-            .sum()
+        self.links.iter().map(|l| l.flights.dropped_gaps()).sum()
     }
-}
-
-/// How a stream ended, for [`Worker::h2_end`].
-#[derive(Clone, Copy, Debug)]
-enum End {
-    /// The response is complete: its exchange says how it went.
-    Answered,
-    /// Failed as this says.
-    Failed(Finish<'static>),
-    /// Refused before the server processed it: sent once more.
-    Retry,
 }
 
 impl Worker<'_> {
@@ -188,7 +155,7 @@ impl Worker<'_> {
         }
         if let Some(h2) = self.h2.as_mut() {
             h2.links[slot].conn = greeted.conn;
-            h2.links[slot].error = None;
+            h2.links[slot].flights.reset();
             h2.links[slot].listed = true;
         }
     }
@@ -201,7 +168,7 @@ impl Worker<'_> {
         let l = &h2.links[slot];
         self.conns[slot].state == State::Idle
             && l.conn.can_start()
-            && l.open < l.conn.max_streams().min(h2.cap)
+            && l.flights.open() < l.conn.max_streams().min(h2.cap)
             && OUT_BYTES - l.out_len >= h2.room
     }
 
@@ -284,14 +251,11 @@ impl Worker<'_> {
             return Ok(());
         };
         let request = plan_h2.requests[job.request];
-        let deadline = now
-            .saturating_add(self.plan.timeout_ns)
-            .min(self.hard_end_ns);
         let Some(h2) = self.h2.as_mut() else {
             return Ok(());
         };
         let l = &mut h2.links[slot];
-        let started = match l.flights.iter().position(|f| f.stream == 0) {
+        let started = match l.flights.free_slot() {
             Some(fi) => l
                 .conn
                 .start_request(
@@ -313,20 +277,14 @@ impl Worker<'_> {
         self.out
             .setup
             .h2_streams(l.conn.open_streams(), l.conn.server_max_streams());
-        let gap = h2.gap_free.pop().unwrap_or(NO_GAP);
+        let gap = h2.gap_free.pop();
         let l = &mut h2.links[slot];
-        l.flights[fi] = Flight {
-            stream,
-            job,
-            sent_ns: now,
-            deadline_ns: deadline,
-            body_at: 0,
-            gap,
-        };
-        l.open += 1;
-        l.exchanges[fi].begin(job.intended_ns, now);
+        let deadline = l
+            .flights
+            .start(fi, stream, job, now, self.plan.timeout_ns, gap)
+            .min(self.hard_end_ns);
         if !request.body.is_empty() {
-            push_body(l, fi, request.body);
+            l.push_bodies(&plan_h2);
         }
         self.conns[slot].unused = false;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
@@ -401,12 +359,7 @@ impl Worker<'_> {
         if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.http2) {
             let l = &mut h2.links[slot];
             if std::mem::take(&mut l.body_pending) {
-                for fi in 0..SLOTS {
-                    let f = l.flights[fi];
-                    if f.stream != 0 {
-                        push_body(l, fi, plan_h2.requests[f.job.request].body);
-                    }
-                }
+                l.push_bodies(&plan_h2);
             }
         }
         self.h2_flush(slot)?;
@@ -435,9 +388,8 @@ impl Worker<'_> {
         };
         let l = &mut h2.links[slot];
         *l.conn = H2::new(Config::DEFAULT);
-        l.error = None;
+        l.flights.reset();
         l.out_len = 0;
-        l.open = 0;
         l.body_pending = false;
         let c = &mut self.conns[slot];
         c.state = State::Greeting;
@@ -485,9 +437,6 @@ impl Worker<'_> {
     /// owed, re-arms the recv and hands out free stream slots.
     pub(super) fn h2_process(&mut self, slot: usize) -> io::Result<()> {
         let now = self.clock.now_ns();
-        let Some(plan_h2) = self.plan.http2 else {
-            return Ok(());
-        };
         let Some(h2) = self.h2.as_mut() else {
             return Ok(());
         };
@@ -506,24 +455,15 @@ impl Worker<'_> {
         } = h2;
         let l = &mut links[slot];
         let mut ready = false;
+        let mut unblocked = false;
         let mut failed = false;
         let mut retries = 0usize;
-        let mut ends = Ends {
-            ledger: &self.ledger,
-            out: &mut self.out,
-            pool: &mut self.pool,
-            pending: &mut self.pending,
-            in_flight: &mut self.in_flight,
-            waiting: &mut self.waiting,
-            gap_free,
-            retries: &mut retries,
-        };
+        let mut ends = ends!(self, gap_free, &mut retries);
         loop {
             let input = &buf[c.start..c.end];
             let (used, event) = match l.conn.handle_read(input) {
                 Ok(r) => r,
-                Err(e) => {
-                    l.error = Some(e.code());
+                Err(_) => {
                     failed = true;
                     break;
                 }
@@ -536,96 +476,25 @@ impl Worker<'_> {
                 }
                 continue;
             };
-            match event {
-                Event::Ready => ready = true,
-                Event::Headers {
-                    stream,
-                    status,
-                    event_stream,
-                    grpc_status,
-                    end_stream,
-                } => {
-                    if let Some(fi) = l.flight_of(stream) {
-                        l.exchanges[fi].on_head(now, status, event_stream);
-                        l.exchanges[fi].on_grpc_status(grpc_status);
-                        if end_stream {
-                            let g = H2State::gaps_of(gaps, l.flights[fi].gap);
-                            l.exchanges[fi].on_end(now, g);
-                            ends.end(l, gaps, fi, now, End::Answered);
-                        }
-                    }
-                }
-                Event::Data {
-                    stream,
-                    len,
-                    end_stream,
-                } => {
-                    if let Some(fi) = l.flight_of(stream) {
-                        let data = l.conn.data_of(frame, len);
-                        let g = H2State::gaps_of(gaps, l.flights[fi].gap);
-                        l.exchanges[fi].on_data(now, data, g);
-                        if end_stream {
-                            l.exchanges[fi].on_end(now, g);
-                            ends.end(l, gaps, fi, now, End::Answered);
-                        }
-                    }
-                }
-                Event::Trailers {
-                    stream,
-                    grpc_status,
-                } => {
-                    if let Some(fi) = l.flight_of(stream) {
-                        l.exchanges[fi].on_grpc_status(grpc_status);
-                        let g = H2State::gaps_of(gaps, l.flights[fi].gap);
-                        l.exchanges[fi].on_end(now, g);
-                        ends.end(l, gaps, fi, now, End::Answered);
-                    }
-                }
-                Event::StreamReset {
-                    stream,
-                    code,
-                    remote,
-                } => {
-                    if let Some(fi) = l.flight_of(stream) {
-                        let how = if code == ErrorCode::REFUSED_STREAM && !l.flights[fi].job.retried
-                        {
-                            End::Retry
-                        } else {
-                            End::Failed(l.exchanges[fi].on_stream_reset(code, remote))
-                        };
-                        ends.end(l, gaps, fi, now, how);
-                    }
-                }
-                Event::GoAway { code, .. } => {
-                    if l.error.is_none() {
-                        l.error = Some(code);
-                    }
-                    while let Some(stream) = l.conn.take_refused() {
-                        if let Some(fi) = l.flight_of(stream) {
-                            let how = if l.flights[fi].job.retried {
-                                End::Failed(Finish::Error(ErrorKind::Reset))
-                            } else {
-                                End::Retry
-                            };
-                            ends.end(l, gaps, fi, now, how);
-                        }
-                    }
-                }
-                Event::Unblocked => {
-                    for fi in 0..SLOTS {
-                        let f = l.flights[fi];
-                        if f.stream != 0 {
-                            push_body(l, fi, plan_h2.requests[f.job.request].body);
-                        }
-                    }
-                }
-                Event::Pong { .. } => {}
+            let sink = &mut |end: End<'_, Job>| ends.book(end, now);
+            match l
+                .flights
+                .on_event(now, event, frame, &mut l.conn, gaps, sink)
+            {
+                Step::Ready => ready = true,
+                Step::Unblocked => unblocked = true,
+                Step::None => {}
+            }
+        }
+        if unblocked {
+            if let Some(plan_h2) = self.plan.http2 {
+                l.push_bodies(&plan_h2);
             }
         }
         if !failed && compact(buf, &mut c.start, &mut c.end).is_err() {
             failed = true;
         }
-        let (goaway, open) = (l.conn.goaway().is_some(), l.open);
+        let (goaway, drained) = (l.conn.goaway().is_some(), l.flights.drained(&l.conn));
         let end = c.end;
         let state = c.state;
         if failed {
@@ -635,7 +504,7 @@ impl Worker<'_> {
             };
         }
         self.h2_flush(slot)?;
-        if goaway && open == 0 {
+        if drained {
             // Every stream it kept is done: replaced by a fresh connection.
             self.h2_unlist(slot);
             return self.close(slot).and_then(|()| self.h2_drain_waiting());
@@ -658,136 +527,80 @@ impl Worker<'_> {
     }
 
     /// The connection of `slot` failed (closed, reset, a protocol error):
-    /// its streams fail with it (a reset, or a cut stream after an SSE
-    /// head); it is closed and replaced.
+    /// its streams end as core's `Flights::connection_end` says; it is
+    /// closed and replaced.
     pub(super) fn h2_conn_failed(&mut self, slot: usize) -> io::Result<()> {
-        self.h2_end_all(slot, None);
+        let now = self.clock.now_ns();
+        if let Some(h2) = self.h2.as_mut() {
+            let l = &mut h2.links[slot];
+            let mut retries = 0;
+            let mut ends = ends!(self, &mut h2.gap_free, &mut retries);
+            l.flights
+                .connection_end(&l.conn, &mut |end| ends.book(end, now));
+        }
         self.h2_unlist(slot);
         self.close(slot)?;
         self.h2_drain_waiting()
     }
 
-    /// Ends every stream of `slot`: as `kind`, or (`None`) as its exchange
-    /// says a reset ends it.
-    fn h2_end_all(&mut self, slot: usize, kind: Option<ErrorKind>) {
-        let now = self.clock.now_ns();
-        let Some(h2) = self.h2.as_mut() else { return };
-        let H2State {
-            links,
-            gaps,
-            gap_free,
-            ..
-        } = h2;
-        let l = &mut links[slot];
-        let mut retries = 0;
-        let mut ends = Ends {
-            ledger: &self.ledger,
-            out: &mut self.out,
-            pool: &mut self.pool,
-            pending: &mut self.pending,
-            in_flight: &mut self.in_flight,
-            waiting: &mut self.waiting,
-            gap_free,
-            retries: &mut retries,
-        };
-        for fi in 0..SLOTS {
-            let f = l.flights[fi];
-            if f.stream == 0 {
-                continue;
-            }
-            if kind.is_some() {
-                l.conn.cancel(f.stream);
-            }
-            let finish = match kind {
-                Some(k) => Finish::Error(k),
-                None => l.exchanges[fi].on_connection_end(l.error),
-            };
-            ends.end(l, gaps, fi, now, End::Failed(finish));
-        }
-    }
-
-    /// Streams of `slot` past their deadline are cancelled (`RST_STREAM
-    /// CANCEL`) and counted as timeouts; the earliest deadline left is noted.
-    pub(super) fn h2_scan(&mut self, slot: usize, now: u64) -> io::Result<()> {
+    /// Streams of `slot` due at `now` (their deadline, or the run's end at
+    /// `hard_end_ns`) are cancelled (`RST_STREAM CANCEL`) and counted as
+    /// timeouts (core's `Flights::expire`); the earliest deadline left is
+    /// noted.
+    fn h2_due(&mut self, slot: usize, now: u64, hard_end_ns: u64) -> io::Result<()> {
         let Some(h2) = self.h2.as_mut() else {
             return Ok(());
         };
-        let H2State {
-            links,
-            gaps,
-            gap_free,
-            ..
-        } = h2;
-        let l = &mut links[slot];
-        if l.open == 0 {
+        let l = &mut h2.links[slot];
+        if l.flights.open() == 0 {
             return Ok(());
         }
         let mut retries = 0;
-        let mut expired = false;
-        let mut next = self.next_deadline_ns;
-        let mut ends = Ends {
-            ledger: &self.ledger,
-            out: &mut self.out,
-            pool: &mut self.pool,
-            pending: &mut self.pending,
-            in_flight: &mut self.in_flight,
-            waiting: &mut self.waiting,
-            gap_free,
-            retries: &mut retries,
-        };
-        for fi in 0..SLOTS {
-            let f = l.flights[fi];
-            if f.stream == 0 {
-                continue;
-            }
-            if now >= f.deadline_ns {
-                l.conn.cancel(f.stream);
-                ends.end(
-                    l,
-                    gaps,
-                    fi,
-                    now,
-                    End::Failed(Finish::Error(ErrorKind::Timeout)),
-                );
-                expired = true;
-            } else {
-                next = next.min(f.deadline_ns);
-            }
-        }
-        self.next_deadline_ns = next;
+        let mut ends = ends!(self, &mut h2.gap_free, &mut retries);
+        let before = l.flights.open();
+        let next = l.flights.expire(now, hard_end_ns, &mut l.conn, &mut |end| {
+            ends.book(end, now)
+        });
+        let expired = l.flights.open() < before;
+        self.next_deadline_ns = self.next_deadline_ns.min(next);
         if expired {
             self.h2_flush(slot)?;
-            self.h2_ready(slot)?;
+            if self.conns[slot].state == State::Idle {
+                self.h2_ready(slot)?;
+            }
         }
         Ok(())
     }
 
+    /// Streams of `slot` past their deadline time out.
+    pub(super) fn h2_scan(&mut self, slot: usize, now: u64) -> io::Result<()> {
+        self.h2_due(slot, now, self.hard_end_ns)
+    }
+
     /// The hard end: every stream of `slot` is cancelled, a timeout.
     pub(super) fn h2_expire(&mut self, slot: usize) -> io::Result<()> {
-        self.h2_end_all(slot, Some(ErrorKind::Timeout));
-        self.h2_flush(slot)
+        let now = self.clock.now_ns();
+        self.h2_due(slot, now, now)
     }
 }
 
-/// Sends what the server's windows and the staging buffer allow of the
-/// body of flight `fi`; notes a body cut short by the buffer.
-fn push_body(l: &mut Link, fi: usize, body: &[u8]) {
-    let f = l.flights[fi];
-    if f.stream == 0 || f.body_at >= body.len() {
-        return;
-    }
-    let Ok(sent) = l
-        .conn
-        .send_data(f.stream, &body[f.body_at..], true, &mut l.out[l.out_len..])
-    else {
-        return;
+/// [`Ends`] borrowed from the worker `$w` (apart from its `h2`), with the
+/// gap pool's free list `$free` and the pass's retry count `$retries`.
+macro_rules! ends {
+    ($w:ident, $free:expr, $retries:expr) => {
+        Ends {
+            ledger: &$w.ledger,
+            out: &mut $w.out,
+            pool: &mut $w.pool,
+            pending: &mut $w.pending,
+            in_flight: &mut $w.in_flight,
+            waiting: &mut $w.waiting,
+            gap_free: $free,
+            retries: $retries,
+        }
     };
-    l.out_len += sent.written;
-    l.flights[fi].body_at += sent.consumed;
-    if l.flights[fi].body_at < body.len() && sent.blocked.is_none() {
-        l.body_pending = true;
-    }
 }
+use ends;
 
 /// The books a stream's end touches, borrowed apart from the connection.
 struct Ends<'a, 'p> {
@@ -803,52 +616,45 @@ struct Ends<'a, 'p> {
 }
 
 impl Ends<'_, '_> {
-    /// Flight `fi` of `l` ended at `now` as `how`: a ledger fact, or (a
-    /// refused stream) back to the front of the queue, counted retried.
-    fn end(&mut self, l: &mut Link, gaps: &mut [u64], fi: usize, now: u64, how: End) {
-        let f = std::mem::take(&mut l.flights[fi]);
-        if f.stream == 0 {
-            return;
-        }
-        l.open -= 1;
-        match how {
-            End::Retry => {
+    /// A stream ended at `now` as core's `Flights` says: a ledger fact, or
+    /// (a refused stream) back to the front of the queue, counted retried.
+    fn book(&mut self, end: End<'_, Job>, now: u64) {
+        let finish = match end.how {
+            How::Retry => {
                 self.ledger
-                    .retried(&mut self.out.tally(), f.job.intended_ns);
+                    .retried(&mut self.out.tally(), end.job.intended_ns);
                 let at = (*self.retries).min(self.waiting.len());
                 self.waiting.insert(
                     at,
                     Job {
                         retried: true,
-                        ..f.job
+                        ..end.job
                     },
                 );
                 *self.retries += 1;
+                None
             }
-            End::Answered | End::Failed(_) => {
-                if matches!(how, End::Answered) {
-                    // An answer: a failure says nothing of the service time.
-                    self.pool.observe(now, now.saturating_sub(f.sent_ns));
-                }
-                let g = H2State::gaps_of(gaps, f.gap);
-                let finish = match how {
-                    End::Failed(finish) => finish,
-                    _ => l.exchanges[fi].finish(g),
-                };
-                let ok = self.ledger.finished(
-                    &mut self.out.tally(),
-                    f.job.intended_ns,
-                    f.job.request,
-                    f.sent_ns,
-                    now,
-                    finish,
-                );
-                self.pending.count(ok);
-                *self.in_flight -= 1;
+            How::Answered(finish) => {
+                // An answer: a failure says nothing of the service time.
+                self.pool.observe(now, now.saturating_sub(end.sent_ns));
+                Some(finish)
             }
+            How::Failed(finish) => Some(finish),
+        };
+        if let Some(finish) = finish {
+            let ok = self.ledger.finished(
+                &mut self.out.tally(),
+                end.job.intended_ns,
+                end.job.request,
+                end.sent_ns,
+                now,
+                finish,
+            );
+            self.pending.count(ok);
+            *self.in_flight -= 1;
         }
-        if f.gap != NO_GAP {
-            self.gap_free.push(f.gap);
+        if let Some(gap) = end.gap {
+            self.gap_free.push(gap);
         }
     }
 }

@@ -1,0 +1,195 @@
+//! A connection's reader: blocks on the socket, stamps what arrives, feeds
+//! it to the connection, hands each event to core's [`Flights`] (which ends
+//! streams: answered, refused, reset) and times streams out; ends the
+//! streams still in flight when the connection dies.
+//!
+//! [`Flights`]: metronome_core::h2::Flights
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+use metronome_core::exchange::compact;
+use metronome_core::h2::{End, Step};
+use metronome_core::measure::ErrorKind;
+use metronome_core::plan::{Plan, READ_BUF_BYTES};
+
+use super::{book, lock, tls_read, After, Job, Link, Shared, SLOTS};
+use crate::clock::Clock;
+use crate::collector::Fact;
+
+/// The longest a blocking read waits before the reader looks at the
+/// deadlines again.
+const SLICE: Duration = Duration::from_millis(10);
+
+/// A reader's socket and the bytes read before it started.
+pub(super) struct Io {
+    pub(super) sock: TcpStream,
+    pub(super) rest: Vec<u8>,
+    /// The link's TLS session carries the bytes: the socket is only
+    /// watched (peeked) here, and read under the link's lock.
+    pub(super) tls: bool,
+}
+
+/// A connection's reader: reads, stamps and feeds the connection until it
+/// fails, the server closes it or the dispatcher leaves.
+pub(super) fn read_loop(
+    plan: &Plan<'_>,
+    origin: &OnceLock<Clock>,
+    shared: &Shared,
+    link: &Mutex<Link>,
+    changed: &Condvar,
+    tx: mpsc::Sender<Fact>,
+    io: Io,
+) {
+    let Io { sock, rest, tls } = io;
+    let clock = origin.get_or_init(Clock::start);
+    let mut buf = vec![0u8; READ_BUF_BYTES].into_boxed_slice();
+    let (mut start, mut end) = (0, rest.len());
+    buf[..end].copy_from_slice(&rest);
+    let _ = sock.set_read_timeout(Some(SLICE));
+    let mut after = After {
+        sample: None,
+        retry: VecDeque::with_capacity(SLOTS),
+    };
+    let mut first = end > 0;
+    loop {
+        let read = if first {
+            first = false;
+            Ok(0usize)
+        } else if tls {
+            // Wait for bytes without taking them; rustls reads them below.
+            let mut one = [0u8; 1];
+            match sock.peek(&mut one) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(_) => Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+                Err(e) if ErrorKind::of_io(&e) == ErrorKind::Timeout => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            }
+        } else {
+            match (&sock).read(&mut buf[end..]) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+                Err(e) if ErrorKind::of_io(&e) == ErrorKind::Timeout => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            }
+        };
+        let now = clock.now_ns();
+        let mut l = lock(link);
+        let read = match (read, l.tls.as_deref_mut()) {
+            (Ok(_), Some(conn)) if tls => match tls_read(conn, &sock, &mut buf[end..], false) {
+                Ok(0) => Err(ErrorKind::Reset),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+                Err(_) => Err(ErrorKind::Reset),
+            },
+            (r, _) => r,
+        };
+        let mut fault = match read {
+            Ok(n) => {
+                shared.traffic.received(now, n);
+                end += n;
+                let input = &buf[start..end];
+                let fed = feed(
+                    &mut l, plan, shared, &tx, input, now, &mut start, &mut after,
+                );
+                l.count_written(&shared.traffic, now);
+                fed.is_err() || compact(&mut buf, &mut start, &mut end).is_err()
+            }
+            Err(_) => true,
+        };
+        // Deadlines: a stream unanswered past its timeout, or the run's end.
+        let hard = shared.hard_end_ns.load(Ordering::Relaxed);
+        {
+            let Link { flights, h2, .. } = &mut *l;
+            let sink = &mut |e: End<'_, Job>| book(e, shared, &tx, now, &mut after);
+            flights.expire(now, hard, h2, sink);
+        }
+        if !fault && l.flush().is_err() {
+            fault = true;
+        } else if fault && l.h2.error().is_some() {
+            // Our GOAWAY with the error's code, on a best-effort basis.
+            let _ = l.flush();
+        }
+        let goaway_drained = l.flights.drained(&l.h2);
+        let leaving = l.leaving && l.in_flight() == 0;
+        if fault || goaway_drained {
+            // The connection is gone: its streams end with it, as core's
+            // `Flights::connection_end` says.
+            let Link { flights, h2, .. } = &mut *l;
+            let sink = &mut |e: End<'_, Job>| book(e, shared, &tx, now, &mut after);
+            flights.connection_end(h2, sink);
+            l.dead = true;
+            if let Some(s) = l.sock.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+        l.sync_idle(shared);
+        let dead = l.dead;
+        drop(l);
+        changed.notify_all();
+        hand_over(shared, &mut after);
+        if dead || leaving {
+            return;
+        }
+    }
+}
+
+/// Pool samples and retries, given to the queue without the link's lock.
+fn hand_over(shared: &Shared, after: &mut After) {
+    if after.sample.is_none() && after.retry.is_empty() {
+        return;
+    }
+    let mut q = lock(&shared.queue);
+    if let Some((done, service)) = after.sample.take() {
+        q.pool.observe(done, service);
+    }
+    let n = after.retry.len();
+    while let Some(job) = after.retry.pop_back() {
+        q.jobs.push_front(job);
+    }
+    drop(q);
+    for _ in 0..n {
+        shared.ready.notify_one();
+    }
+}
+
+/// Hands the buffered frames to the connection, and each event to core's
+/// `Flights`. `Err`: the connection failed.
+#[allow(clippy::too_many_arguments)]
+fn feed(
+    l: &mut Link,
+    plan: &Plan<'_>,
+    shared: &Shared,
+    tx: &mpsc::Sender<Fact>,
+    input: &[u8],
+    now: u64,
+    start: &mut usize,
+    after: &mut After,
+) -> Result<(), ()> {
+    let mut pos = 0;
+    loop {
+        let (used, event) = l.h2.handle_read(&input[pos..]).map_err(|_| ())?;
+        let frame = &input[pos..pos + used];
+        pos += used;
+        *start += used;
+        let Some(event) = event else {
+            if used == 0 {
+                return Ok(());
+            }
+            continue;
+        };
+        let Link {
+            flights, h2, gaps, ..
+        } = &mut *l;
+        let sink = &mut |e: End<'_, Job>| book(e, shared, tx, now, after);
+        if flights.on_event(now, event, frame, h2, gaps, sink) == Step::Unblocked {
+            let _ = l.push_bodies(plan);
+        }
+    }
+}
