@@ -31,7 +31,7 @@ use metronome_core::tls::expect_h2;
 use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
 use crate::conn::{Opened, Outcome};
-use crate::open::{Job, Shared};
+use crate::queue::{Job, Shared};
 use crate::tls::Tls;
 
 /// Stream slots per connection (the most any plan may ask).

@@ -30,8 +30,10 @@ mod clock;
 mod closed;
 mod collector;
 mod conn;
+mod h1;
 mod h2;
 mod open;
+mod queue;
 #[allow(unsafe_code)]
 mod sys;
 mod tls;

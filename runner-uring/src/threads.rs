@@ -16,44 +16,15 @@ use metronome_core::engine::{
 };
 use metronome_core::exchange::Exchange;
 use metronome_core::plan::{Model, Plan, WarmUp};
-use metronome_core::schedule::Shard;
 use metronome_core::tls::expect_h2;
 
 use crate::clock::Clock;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::{Greeted, Worker};
+use crate::worker::{Greeted, Share, Stream, ThreadOut, Worker};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
 const STACK: usize = 16 << 20;
-
-/// One thread's share of the plan.
-pub(crate) struct Share {
-    pub(crate) thread: usize,
-    pub(crate) cpu: Option<usize>,
-    pub(crate) shard: Shard,
-    pub(crate) threads: usize,
-    /// Pre-opened connections, with their TLS session on https and, for
-    /// HTTP/2, their state after the SETTINGS exchange.
-    pub(crate) streams: Vec<(Stream, Option<Greeted>)>,
-    pub(crate) slots: usize,
-    pub(crate) max_in_flight: usize,
-    /// Closed model: the first global worker index of this thread.
-    pub(crate) worker_base: u64,
-    /// The median and the fastest service time of the warm-up requests,
-    /// ns, if any were answered.
-    pub(crate) warm_service_ns: Option<(u64, u64)>,
-    /// The warm start found a server that writes on accept
-    /// ([`Warm::writes_first`]): every connection distrusts its first
-    /// response.
-    pub(crate) writes_first: bool,
-}
-
-/// What a thread returns: its output, and when it saw the stop (if it did).
-pub(crate) struct ThreadOut {
-    pub(crate) out: RunOutput,
-    pub(crate) stopped_at: Option<u64>,
-}
 
 /// A thread's output and how late after the clock's origin it began pacing.
 struct Started {
@@ -231,8 +202,6 @@ pub(crate) fn run(
     out.finalize(plan);
     Ok(out)
 }
-
-type Stream = (TcpStream, Option<Box<ClientConnection>>);
 
 /// A pre-opened connection during the warm start (core's [`WarmConn`]).
 struct Pre(Stream);
