@@ -142,7 +142,7 @@ pub(crate) struct Shared {
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
     pub(crate) dropped_gaps: AtomicU64,
     /// The warm start found a server that writes on accept
-    /// ([`Warm::writes_first`]): connections opened during the run
+    /// ([`Warm::writes_first`](metronome_core::engine::Warm::writes_first)): connections opened during the run
     /// distrust their first response.
     pub(crate) writes_first: bool,
     /// Bytes read and written, per interval.
@@ -163,6 +163,15 @@ pub(crate) struct Talks {
 }
 
 impl Talks {
+    /// Room for `plan`'s next turns, none open yet.
+    pub(crate) fn new(plan: &metronome_core::plan::Plan<'_>) -> Talks {
+        Talks {
+            queue: Mutex::new(FollowUps::with_capacity(plan.follow_up_capacity())),
+            open: AtomicU64::new(0),
+            pacer: OnceLock::new(),
+        }
+    }
+
     /// The collector recorded the end of a turn: its next turn (if any)
     /// moves from the collector's storage to the pacer's queue, and the
     /// pacer is woken to decide again.

@@ -43,7 +43,7 @@ use metronome_core::pace::{
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
 use metronome_core::pool::{Pool, PoolOutcome};
-use metronome_core::schedule::Schedule;
+use metronome_core::schedule::{Schedule, Shard};
 use metronome_core::turns::{earliest, next_due, Due};
 
 use crate::clock::Clock;
@@ -414,8 +414,11 @@ impl<'p> Worker<'p> {
                             let job = match next_due(next, self.out.follow_ups.next_ns(), now) {
                                 Due::Nothing => break,
                                 Due::Schedule(t) => {
-                                    let request =
-                                        self.plan.request_index(self.thread + index * self.threads);
+                                    let request = self.plan.request_index(Shard::dealt(
+                                        self.thread,
+                                        self.threads,
+                                        index,
+                                    ));
                                     index += 1;
                                     next = self.schedule.next();
                                     Job {

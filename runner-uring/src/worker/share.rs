@@ -29,7 +29,7 @@ pub(crate) struct Share {
     /// ns, if any were answered.
     pub(crate) warm_service_ns: Option<(u64, u64)>,
     /// The warm start found a server that writes on accept
-    /// ([`Warm::writes_first`]): every connection distrusts its first
+    /// ([`Warm::writes_first`](metronome_core::engine::Warm::writes_first)): every connection distrusts its first
     /// response.
     pub(crate) writes_first: bool,
 }
