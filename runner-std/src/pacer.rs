@@ -138,12 +138,14 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         samples: None,
         follow_ups: None,
     };
-    let mut cpu_mark = (thread_cpu_ns(), 0u64);
-    let mut load_mark = 0u64;
+    let mut cpu = CpuSample {
+        mark: (thread_cpu_ns(), 0),
+        load_mark: 0,
+        next_ns: CPU_SAMPLE_NS,
+    };
     // The intended time of the last request handed over early.
     let mut early_mark = 0u64;
     let early_ok = plan.http2.is_none() && !turns_on && rate <= EARLY_MAX_RATE;
-    let mut next_sample = CPU_SAMPLE_NS;
     let mut stats = ThreadStats::default();
     let mut waited = 0u64;
     let mut schedule = schedule;
@@ -158,24 +160,8 @@ pub(crate) fn run<'scope, 'a: 'scope>(
             break;
         }
         let now = clock.now_ns();
-        if now >= next_sample {
-            // The pacer's CPU per interval: a saturated pacer told
-            // from a descheduled one.
-            let cpu = thread_cpu_ns();
-            let (cpu_then, spin_then) = cpu_mark;
-            let spin = stats.spin_ns.saturating_sub(spin_then);
-            let busy = cpu.saturating_sub(cpu_then);
-            ledger.busy(tally, now, busy, spin);
-            // The pool grows nothing while the pacer is the bottleneck.
-            shared
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pool
-                .pacer_load(busy.saturating_sub(spin), now.saturating_sub(load_mark));
-            load_mark = now;
-            cpu_mark = (cpu, stats.spin_ns);
-            next_sample = now + CPU_SAMPLE_NS;
+        if now >= cpu.next_ns {
+            cpu.sample(now, stats.spin_ns, &ledger, tally, shared);
         }
         // The schedule's next request, or a conversation's next turn,
         // whichever is due first.
@@ -259,43 +245,7 @@ pub(crate) fn run<'scope, 'a: 'scope>(
                             .pop_due(now)
                             .expect("a due turn was seen"),
                     };
-                    let in_flight = shared.in_flight.load(Ordering::Relaxed);
-                    let (admit, grow, top) = {
-                        let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                        if plan.http2.is_none() {
-                            q.shrink_idle(now, shared);
-                        }
-                        let state = q
-                            .pool_state(shared.open_connections.load(Ordering::Relaxed), in_flight);
-                        let admit = q.pool.admit(now, state);
-                        let grow = match admit {
-                            Admit::Drop { open } => open,
-                            Admit::Send | Admit::Wait { .. } => {
-                                q.jobs.push_back(Job {
-                                    request,
-                                    intended_ns: t,
-                                    waited_since: matches!(admit, Admit::Wait { .. })
-                                        .then_some(now),
-                                    retried: false,
-                                    not_before_ns: if early { t } else { 0 },
-                                });
-                                match admit {
-                                    Admit::Wait { open, .. } => open,
-                                    _ => 0,
-                                }
-                            }
-                        };
-                        q.connecting += grow as usize;
-                        let top = if !matches!(admit, Admit::Drop { .. }) && plan.http2.is_none() {
-                            q.take_top()
-                        } else {
-                            None
-                        };
-                        (admit, grow, top)
-                    };
-                    if let Some(top) = top {
-                        top.wake(WOKEN);
-                    }
+                    let (admit, grow) = queue_due(plan, shared, now, t, request, early);
                     // Scheduled, and dropped or waiting: core's bookkeeping.
                     if ledger.admitted(tally, t, request, admit) {
                         waited += 1;
@@ -317,12 +267,12 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         }
     }
     let stop_ns = clock.now_ns();
-    let cpu = thread_cpu_ns();
+    let cpu_ns = thread_cpu_ns();
     ledger.busy(
         tally,
         stop_ns,
-        cpu.saturating_sub(cpu_mark.0),
-        stats.spin_ns.saturating_sub(cpu_mark.1),
+        cpu_ns.saturating_sub(cpu.mark.0),
+        stats.spin_ns.saturating_sub(cpu.mark.1),
     );
 
     Paced {
@@ -334,5 +284,99 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         waited,
         stopped,
         stop_ns,
+    }
+}
+
+/// Core's pool rules on one due request (intended at `t`, to send
+/// `request`) under the queue's lock: a sent or waiting one is queued for
+/// a connection thread (`early`: handed over before `t`, the thread waits
+/// to it), and the top sleeping HTTP/1.1 thread is woken for it once the
+/// lock is released. Returns the decision and the connects to start.
+#[inline]
+fn queue_due(
+    plan: &Plan<'_>,
+    shared: &Shared,
+    now: u64,
+    t: u64,
+    request: usize,
+    early: bool,
+) -> (Admit, u32) {
+    let in_flight = shared.in_flight.load(Ordering::Relaxed);
+    let (admit, grow, top) = {
+        let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if plan.http2.is_none() {
+            q.shrink_idle(now, shared);
+        }
+        let state = q.pool_state(shared.open_connections.load(Ordering::Relaxed), in_flight);
+        let admit = q.pool.admit(now, state);
+        let grow = match admit {
+            Admit::Drop { open } => open,
+            Admit::Send | Admit::Wait { .. } => {
+                q.jobs.push_back(Job {
+                    request,
+                    intended_ns: t,
+                    waited_since: matches!(admit, Admit::Wait { .. }).then_some(now),
+                    retried: false,
+                    not_before_ns: if early { t } else { 0 },
+                });
+                match admit {
+                    Admit::Wait { open, .. } => open,
+                    _ => 0,
+                }
+            }
+        };
+        q.connecting += grow as usize;
+        let top = if !matches!(admit, Admit::Drop { .. }) && plan.http2.is_none() {
+            q.take_top()
+        } else {
+            None
+        };
+        (admit, grow, top)
+    };
+    if let Some(top) = top {
+        top.wake(WOKEN);
+    }
+    (admit, grow)
+}
+
+/// The pacer's CPU sampling, every [`CPU_SAMPLE_NS`].
+struct CpuSample {
+    /// Its CPU time and busy-wait at the last sample (ns).
+    mark: (u64, u64),
+    /// When its load was last told to the pool (run clock ns).
+    load_mark: u64,
+    /// When the next sample is due (run clock ns).
+    next_ns: u64,
+}
+
+impl CpuSample {
+    /// The pacer's CPU in the interval series, a saturated pacer told from
+    /// a descheduled one; and its load to the pool, which grows nothing
+    /// while the pacer is the bottleneck. `spin_ns`: its busy-wait so far.
+    fn sample(
+        &mut self,
+        now: u64,
+        spin_ns: u64,
+        ledger: &Ledger<'_>,
+        tally: &mut Tally<'_>,
+        shared: &Shared,
+    ) {
+        let cpu = thread_cpu_ns();
+        let (cpu_then, spin_then) = self.mark;
+        let spin = spin_ns.saturating_sub(spin_then);
+        let busy = cpu.saturating_sub(cpu_then);
+        ledger.busy(tally, now, busy, spin);
+        shared
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pool
+            .pacer_load(
+                busy.saturating_sub(spin),
+                now.saturating_sub(self.load_mark),
+            );
+        self.load_mark = now;
+        self.mark = (cpu, spin_ns);
+        self.next_ns = now + CPU_SAMPLE_NS;
     }
 }
