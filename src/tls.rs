@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use metronome_core::tls::ClientCert;
+use metronome_core::engine::tls::ClientCert;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -81,8 +81,8 @@ pub struct ClientTls {
 
 impl ClientTls {
     /// What both engines take: the configuration and the server name.
-    pub fn engine(&self) -> metronome_core::tls::Tls {
-        metronome_core::tls::Tls::new(
+    pub fn engine(&self) -> metronome_core::engine::tls::Tls {
+        metronome_core::engine::tls::Tls::new(
             Arc::clone(&self.config),
             self.server_name.clone(),
             Arc::clone(&self.client_cert),
@@ -446,7 +446,7 @@ fn refine(e: rustls::Error, end_entity: &CertificateDer<'_>) -> rustls::Error {
     match e {
         rustls::Error::InvalidCertificate(c)
             if (c == CertificateError::BadSignature
-                || metronome_core::tls::is_ca_used_as_end_entity(&c))
+                || metronome_core::engine::tls::is_ca_used_as_end_entity(&c))
                 && self_signed(end_entity) =>
         {
             CertificateError::UnknownIssuer.into()

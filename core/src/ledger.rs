@@ -192,6 +192,56 @@ impl<'p> Ledger<'p> {
         measured
     }
 
+    /// The bookkeeping of one due request around [`Pool::admit`](crate::pool::Pool::admit),
+    /// both engines' one step: counted [scheduled](Ledger::scheduled); if
+    /// `admit` dropped it, [dropped](Ledger::dropped); if it waits for a
+    /// connection, a [wait](Ledger::waited). Returns whether it is a measured
+    /// wait: the engine adds it to its `waited_for_connection`.
+    ///
+    /// ```
+    /// use metronome_core::ledger::{Ledger, Tally};
+    /// use metronome_core::measure::{Interval, Recorder};
+    /// use metronome_core::plan::example_plan;
+    /// use metronome_core::pool::Admit;
+    ///
+    /// let plan = example_plan(); // 0.5 s warmup, then one 1 s interval
+    /// let ledger = Ledger::new(&plan);
+    /// let (mut recorder, mut intervals) = (Recorder::new(), [Interval::new()]);
+    /// let mut tally = Tally {
+    ///     recorder: &mut recorder,
+    ///     intervals: &mut intervals,
+    ///     stages: &mut [],
+    ///     names: &mut [],
+    ///     samples: None,
+    ///     follow_ups: None,
+    /// };
+    /// let t = &mut tally;
+    /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send));
+    /// assert!(ledger.admitted(t, 700_000_000, 0, Admit::Wait { open: 1, full: true }));
+    /// assert!(!ledger.admitted(t, 100_000_000, 0, Admit::Wait { open: 0, full: false })); // warmup
+    /// assert!(!ledger.admitted(t, 800_000_000, 0, Admit::Drop { open: 0 }));
+    /// assert_eq!((recorder.scheduled, recorder.dropped), (3, 1));
+    /// assert_eq!((intervals[0].waited, intervals[0].pool_full), (1, 1));
+    /// ```
+    pub fn admitted(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        request: usize,
+        admit: crate::pool::Admit,
+    ) -> bool {
+        use crate::pool::Admit;
+        let measured = self.scheduled(tally, intended_ns, request);
+        match admit {
+            Admit::Send => false,
+            Admit::Drop { .. } => {
+                self.dropped(tally, intended_ns, request);
+                false
+            }
+            Admit::Wait { full, .. } => measured && self.waited(tally, intended_ns, full),
+        }
+    }
+
     /// A due request intended at `intended_ns` found no idle connection and
     /// waits for one; `full`: the pool was at its limit and could not grow
     /// for it ([`crate::pool::Admit::Wait`]). Returns whether it was

@@ -13,7 +13,9 @@
 //!   (plain always; zlib-compressed with the `zlib` feature).
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
-//! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine.
+//! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine
+//!   (`frame`, `hpack`, `conn`, `request` use nothing outside `h2/`); its
+//!   `stream.rs` sits higher, after [`exchange`].
 //! - [`pace`]: how an engine waits for each send: the pacing decision, the
 //!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
 //! - [`mix`]: [`mix::Mix`], which request each arrival sends (in turn, or weighted by the seed).
@@ -21,6 +23,8 @@
 //! - [`schedule`]: intended send offsets (constant, Poisson, burst, gamma; steady, through
 //!   stages and ramps, or replayed from a trace), sharded exactly; one file per arrival
 //!   process under `schedule/`.
+//! - [`turns`]: conversations, each later turn due when the previous answer ended plus a
+//!   think time ([`turns::Turns::after`]), and the sessions' counts.
 //! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
 //! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
 //!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
@@ -28,15 +32,16 @@
 //! - [`plan`]: what an engine needs to run, and its validation.
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
+//! - `h2/stream.rs`: [`h2::StreamExchange`], one HTTP/2 stream's response to a
+//!   [`exchange::Finish`].
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
-//! - [`turns`]: conversations, each later turn due when the previous answer ended plus a
-//!   think time ([`turns::Turns::after`]), and the sessions' counts.
-//! - `engine` (feature `std`, off by default): the engine contract both
-//!   engines share (control, output, errors). With default features this
+//! - `engine` (feature `std`, off by default): core's std side, fenced in one
+//!   place: what both engines share that needs std (the types they are
+//!   steered by and return, the procedures before the clock such as the
+//!   pre-open rule and the warm start, storage reserved before the clock),
+//!   and `engine::tls` (feature `tls`, implies `std`, brings rustls; also
+//!   at `tls`): the TLS both engines share. With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
-//! - `tls` (feature `tls`, implies `std`, brings rustls): the TLS both engines
-//!   share: the target's client side, the handshake of a connection before
-//!   it is used, and the kind of a failed handshake.
 //! - feature `zlib` (implies `std`, brings flate2): HdrHistogram's
 //!   zlib-compressed V2 encoding (`Histogram::encode_v2_compressed`,
 //!   `histogram::decode_v2_compressed`), the form of `.hlog` files, written
@@ -71,5 +76,5 @@ pub mod rng;
 pub mod schedule;
 pub mod sse;
 #[cfg(feature = "tls")]
-pub mod tls;
+pub use engine::tls;
 pub mod turns;

@@ -625,13 +625,9 @@ impl Plan<'_> {
         }
         match self.mix {
             crate::mix::Mix::Cycle => (index % self.requests.len() as u64) as usize,
-            weighted => {
-                let global = u64::from(self.shard.index)
-                    .wrapping_add(index.wrapping_mul(u64::from(self.shard.count)));
-                weighted
-                    .pick_global(self.seed, global)
-                    .min(self.requests.len() - 1)
-            }
+            weighted => weighted
+                .pick_global(self.seed, self.shard.global(index))
+                .min(self.requests.len() - 1),
         }
     }
 

@@ -6,10 +6,11 @@ use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use metronome_core::engine::{Control, EngineError, Origin, RunOutput, Setup};
+use metronome_core::engine::{pre_open, Control, EngineError, Origin, RunOutput, Setup};
 use metronome_core::exchange::Exchange;
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
+use metronome_core::schedule::Shard;
 
 use crate::clock::{process_cpu_ns, thread_cpu_ns, Clock};
 use crate::collector::{Collector, Fact};
@@ -23,21 +24,21 @@ pub(crate) fn run(
     workers: u32,
 ) -> Result<RunOutput, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
-    let mut conns = Vec::with_capacity(workers as usize);
     let mut setup = Setup::default();
-    for _ in 0..workers {
+    // Core's pre-open rule, every worker needing its connection.
+    let open = || {
         let mut conn = Conn::connect(
             plan.addr,
             connect_timeout,
             Exchange::for_plan(plan),
             tls.cloned(),
-        )
-        .map_err(crate::connect_error)?;
+        )?;
         if let Some(o) = conn.opened.take() {
             o.record(&mut setup);
         }
-        conns.push(conn);
-    }
+        Ok(conn)
+    };
+    let conns = pre_open(workers, true, open, &mut Vec::new())?;
     let (tx, rx) = mpsc::channel::<Fact>();
     // The clock's zero: now, or `--start-at` (waited for here).
     let zero = Origin::for_run(control);
@@ -66,7 +67,9 @@ pub(crate) fn run(
                 let traffic = &traffic;
                 s.spawn(move || {
                     let mut stats = ThreadStats::default();
-                    let mut i = w as u64;
+                    // This worker's requests, counted from 0: arrival
+                    // `Shard::dealt(w, workers, k)` of the run.
+                    let mut k = 0u64;
                     let mut retried = false;
                     loop {
                         let now = clock.now_ns();
@@ -100,11 +103,15 @@ pub(crate) fn run(
                             let at_ns = clock.now_ns();
                             if retried {
                                 // Sent once already: its worker moves on.
-                                i += u64::from(workers);
+                                k += 1;
                             }
                             let _ = tx.send(Fact::NotSent {
                                 intended_ns: now,
-                                request: plan.request_index(i),
+                                request: plan.request_index(Shard::dealt(
+                                    w as u64,
+                                    u64::from(workers),
+                                    k,
+                                )),
                                 at_ns,
                                 reason: Unsent::Connect,
                                 retried,
@@ -114,7 +121,8 @@ pub(crate) fn run(
                             std::thread::sleep(Duration::from_millis(1));
                             continue;
                         }
-                        let index = plan.request_index(i);
+                        let index =
+                            plan.request_index(Shard::dealt(w as u64, u64::from(workers), k));
                         let request = plan.requests[index];
                         let sent_ns = clock.now_ns();
                         if !retried {
@@ -149,7 +157,7 @@ pub(crate) fn run(
                                 unsolicited,
                             } => {
                                 retried = false;
-                                i += u64::from(workers);
+                                k += 1;
                                 if unsolicited {
                                     let _ = tx.send(Fact::Unsolicited { at_ns: done_ns });
                                 }

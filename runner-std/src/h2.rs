@@ -34,7 +34,7 @@ use metronome_core::tls::expect_h2;
 
 use crate::collector::Fact;
 use crate::conn::{Opened, Outcome};
-use crate::open::{Job, Shared};
+use crate::queue::{Job, Shared};
 use crate::tls::Tls;
 
 /// Stream slots per connection (the most any plan may ask).

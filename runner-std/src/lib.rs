@@ -15,8 +15,8 @@
 //! and a channel to one collector), so it reports its own send lag: when it
 //! cannot keep up, the report shows it.
 //!
-//! It shares nothing with the io_uring engine but core: the engine contract
-//! ([`metronome_core::engine`]), the per-request exchange
+//! It shares nothing with the io_uring engine but core: what both engines
+//! share that needs std ([`metronome_core::engine`]), the per-request exchange
 //! ([`metronome_core::exchange`]) and the bookkeeping
 //! ([`metronome_core::ledger`]). This crate moves bytes, reads the clock and
 //! sleeps.
@@ -30,8 +30,11 @@ mod clock;
 mod closed;
 mod collector;
 mod conn;
+mod h1;
 mod h2;
 mod open;
+mod pacer;
+mod queue;
 #[allow(unsafe_code)]
 mod sys;
 mod tls;
@@ -80,14 +83,6 @@ pub fn run_with(
             EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
         })?
     })
-}
-
-/// The engine error for a connection that could not be pre-opened.
-pub(crate) fn connect_error(e: std::io::Error) -> EngineError {
-    match tls::TlsFailure::of(&e) {
-        Some(f) => EngineError::Handshake(f.kind, f.message.clone()),
-        None => EngineError::Connect(e),
-    }
 }
 
 /// The kind of handshake failure a failed (re)open was, if it was one.

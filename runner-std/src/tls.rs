@@ -1,12 +1,12 @@
 //! TLS on a blocking socket: the handshake and its classification are
-//! core's (`metronome_core::tls`); this module adds the non-blocking reader
+//! core's (`metronome_core::engine::tls`); this module adds the non-blocking reader
 //! and writer the exchange drives rustls with.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-pub use metronome_core::tls::{agreed, client, handshake, Tls, TlsFailure};
+pub use metronome_core::engine::tls::{agreed, client, handshake, Tls, TlsFailure};
 
 /// Reads and writes the socket without blocking (`WouldBlock` when it
 /// cannot), for rustls's `read_tls` and `write_tls`.

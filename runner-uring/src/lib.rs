@@ -92,7 +92,7 @@ pub struct UringOptions {
     pub tls: Option<Tls>,
 }
 
-pub use metronome_core::tls::Tls;
+pub use metronome_core::engine::tls::Tls;
 
 impl UringOptions {
     /// Checks the options.

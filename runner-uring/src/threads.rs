@@ -10,50 +10,21 @@ use std::time::{Duration, Instant};
 
 use rustls::ClientConnection;
 
+use metronome_core::engine::tls::expect_h2;
 use metronome_core::engine::{
-    greet_h2, warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm, WarmConn,
-    WarmReply,
+    greet_h2, pre_open, warm_start, warm_up, Control, EngineError, Origin, RunOutput, Setup, Warm,
+    WarmConn, WarmReply,
 };
 use metronome_core::exchange::Exchange;
 use metronome_core::plan::{Model, Plan, WarmUp};
-use metronome_core::schedule::Shard;
-use metronome_core::tls::expect_h2;
 
 use crate::clock::Clock;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::{Greeted, Worker};
+use crate::worker::{Greeted, Share, Stream, ThreadOut, Worker};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
 const STACK: usize = 16 << 20;
-
-/// One thread's share of the plan.
-pub(crate) struct Share {
-    pub(crate) thread: usize,
-    pub(crate) cpu: Option<usize>,
-    pub(crate) shard: Shard,
-    pub(crate) threads: usize,
-    /// Pre-opened connections, with their TLS session on https and, for
-    /// HTTP/2, their state after the SETTINGS exchange.
-    pub(crate) streams: Vec<(Stream, Option<Greeted>)>,
-    pub(crate) slots: usize,
-    pub(crate) max_in_flight: usize,
-    /// Closed model: the first global worker index of this thread.
-    pub(crate) worker_base: u64,
-    /// The median and the fastest service time of the warm-up requests,
-    /// ns, if any were answered.
-    pub(crate) warm_service_ns: Option<(u64, u64)>,
-    /// The warm start found a server that writes on accept
-    /// ([`Warm::writes_first`]): every connection distrusts its first
-    /// response.
-    pub(crate) writes_first: bool,
-}
-
-/// What a thread returns: its output, and when it saw the stop (if it did).
-pub(crate) struct ThreadOut {
-    pub(crate) out: RunOutput,
-    pub(crate) stopped_at: Option<u64>,
-}
 
 /// A thread's output and how late after the clock's origin it began pacing.
 struct Started {
@@ -91,32 +62,20 @@ pub(crate) fn run(
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
 
     // Pre-open the connections before the clock starts.
-    let wanted = workers.unwrap_or(plan.connections) as usize;
-    let mut streams = Vec::with_capacity(wanted);
+    // Core's rule: a refused handshake or the first failure fails the
+    // run (closed model: any, one connection per worker); a later one warns.
+    let wanted = workers.unwrap_or(plan.connections);
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
-    for _ in 0..wanted {
-        let opened = pre_open(plan, opts, connect_timeout, &mut setup);
-        match opened.and_then(|s| greet_if_h2(plan, s, connect_timeout)) {
-            Ok(s) => streams.push(s),
-            // A refused certificate fails every connection alike.
-            Err(e) if metronome_core::tls::TlsFailure::of(&e).is_some() => {
-                let f = metronome_core::tls::TlsFailure::of(&e).expect("checked");
-                return Err(EngineError::Handshake(f.kind, f.message.clone()));
-            }
-            Err(e) if streams.is_empty() || workers.is_some() => {
-                return Err(EngineError::Connect(e))
-            }
-            Err(e) => {
-                warnings.push(format!(
-                    "only {} of {} connections could be pre-opened: {e}",
-                    streams.len(),
-                    plan.connections
-                ));
-                break;
-            }
-        }
-    }
+    let mut streams = pre_open(
+        wanted,
+        workers.is_some(),
+        || {
+            open_one(plan, opts, connect_timeout, &mut setup)
+                .and_then(|s| greet_if_h2(plan, s, connect_timeout))
+        },
+        &mut warnings,
+    )?;
     let mut warm = Warm::default();
     let opened_first = streams.len() as u64;
     // HTTP/2 connections are usable once greeted (no warm-up request).
@@ -124,7 +83,7 @@ pub(crate) fn run(
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
         // Core's warm start over this engine's blocking pre-clock I/O.
         let pre: Vec<Pre> = streams.into_iter().map(|(s, _)| Pre(s)).collect();
-        let open = |limit: Duration| pre_open(plan, opts, limit, &mut setup).ok().map(Pre);
+        let open = |limit: Duration| open_one(plan, opts, limit, &mut setup).ok().map(Pre);
         streams = warm_start(plan, control, pre, open, &mut warm)
             .into_iter()
             .map(|p| (p.0, None))
@@ -232,8 +191,6 @@ pub(crate) fn run(
     Ok(out)
 }
 
-type Stream = (TcpStream, Option<Box<ClientConnection>>);
-
 /// A pre-opened connection during the warm start (core's [`WarmConn`]).
 struct Pre(Stream);
 
@@ -281,7 +238,7 @@ impl WarmConn for Pre {
 
 /// Opens one connection before the clock starts, with its TLS handshake
 /// on https; records its set-up times.
-fn pre_open(
+fn open_one(
     plan: &Plan<'_>,
     opts: &UringOptions,
     timeout: Duration,
@@ -296,14 +253,14 @@ fn pre_open(
         return Ok((s, None));
     };
     let shaking = Instant::now();
-    let mut conn = metronome_core::tls::client(tls)?;
-    let resumed = metronome_core::tls::handshake(tls, &mut conn, &s, started + timeout)?;
+    let mut conn = metronome_core::engine::tls::client(tls)?;
+    let resumed = metronome_core::engine::tls::handshake(tls, &mut conn, &s, started + timeout)?;
     setup.opened(
         connect_ns,
         Some(shaking.elapsed().as_nanos() as u64),
         resumed,
     );
-    let (tls13, alpn) = metronome_core::tls::agreed(&conn);
+    let (tls13, alpn) = metronome_core::engine::tls::agreed(&conn);
     setup.negotiated(tls13, alpn);
     Ok((s, Some(Box::new(conn))))
 }

@@ -238,7 +238,7 @@ pub fn discover(
             let why = e
                 .get_ref()
                 .and_then(|i| i.downcast_ref::<rustls::Error>())
-                .map(|r| metronome_core::tls::describe(r, tls.map(|t| &*t.client_cert)).1)
+                .map(|r| metronome_core::engine::tls::describe(r, tls.map(|t| &*t.client_cert)).1)
                 .unwrap_or_default();
             anyhow::anyhow!("cannot discover the model: GET {url} failed: {why}; or give --model")
         }

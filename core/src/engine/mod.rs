@@ -1,6 +1,19 @@
-//! The engine contract (feature `std`): how a caller steers a running
-//! engine ([`Control`], [`Progress`]), what every engine returns
-//! ([`RunOutput`]) and why one could not run ([`EngineError`]).
+//! What both engines share that needs std (feature `std`): core's std
+//! side, fenced here as smoltcp fences its host adapters in `phy/`. The
+//! rest of core is `no_std` and imports nothing from this module.
+//!
+//! - The types an engine is steered by and returns: [`Control`],
+//!   [`Progress`], [`Origin`], [`RunOutput`] with [`Setup`] and [`Warm`],
+//!   and why one could not run ([`EngineError`]).
+//! - The procedures before the clock starts, written once for both: the
+//!   pre-open rule ([`pre_open`]), the warm start and warm-up over blocking
+//!   I/O ([`warm_start`], [`warm_up`]: threads, sleeps, blocking reads),
+//!   the HTTP/2 greeting ([`greet_h2`]).
+//! - Storage reserved before the clock ([`ExactSamples`], [`FollowUps`])
+//!   and the per-interval series at a bounded cost ([`Series`]).
+//! - `tls` (feature `tls`, brings rustls): the TLS both engines share:
+//!   the target's client side, the handshake, and the kind of a failed
+//!   handshake.
 //!
 //! Both engines (`metronome-uring`, `metronome-std`) depend on this and on
 //! nothing of each other. Nothing here is on a hot path: an engine fills its
@@ -22,9 +35,13 @@ use crate::measure::{IntervalSink, NameTally, Recorder, StageTally, ThreadStats}
 use crate::plan::{Plan, PlanError};
 
 mod greet;
+mod pre_open;
 mod reserved;
 mod series;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub use greet::{greet_h2, Greeted, ReadWrite};
+pub use pre_open::pre_open;
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
 

@@ -116,6 +116,37 @@ impl Shard {
             count: self.count * threads,
         }
     }
+
+    /// Arrival `k` of this shard (its own count, from 0) numbered in the
+    /// whole run: `index + k * count`, wrapping. A weighted mix picks each
+    /// arrival's request by this number, so a seed reproduces across
+    /// machines ([`Plan::request_index`](crate::plan::Plan::request_index)).
+    ///
+    /// ```
+    /// use metronome_core::schedule::Shard;
+    /// assert_eq!(Shard { index: 1, count: 3 }.global(4), 13);
+    /// assert_eq!(Shard::WHOLE.global(4), 4);
+    /// ```
+    pub const fn global(self, k: u64) -> u64 {
+        (self.index as u64).wrapping_add(k.wrapping_mul(self.count as u64))
+    }
+
+    /// Arrival `k` of part `part`, when `parts` parts deal a shard's
+    /// arrivals in turn (as [`Shard::split`] deals them over engine
+    /// threads, and the closed model over its workers), numbered in the
+    /// shard's own count: `part + k * parts`, wrapping. For the threads of
+    /// a split, `shard.split(t, n).global(k) ==
+    /// shard.global(Shard::dealt(t, n, k))`.
+    ///
+    /// ```
+    /// use metronome_core::schedule::Shard;
+    /// let machine = Shard { index: 1, count: 3 };
+    /// assert_eq!(Shard::dealt(2, 4, 5), 22);
+    /// assert_eq!(machine.split(2, 4).global(5), machine.global(22));
+    /// ```
+    pub const fn dealt(part: u64, parts: u64, k: u64) -> u64 {
+        part.wrapping_add(k.wrapping_mul(parts))
+    }
 }
 
 /// The iterator of intended send offsets (nanoseconds from the run start) of
@@ -524,6 +555,32 @@ impl FusedIterator for Schedule<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arrival numbering the engines use: thread `t`'s `k`-th arrival
+    /// is the shard's `Shard::dealt(t, n, k)`-th, at the same time, and
+    /// the parts together number every arrival of the shard once.
+    #[test]
+    fn dealt_arrivals_are_the_shards() {
+        let machine = Shard { index: 1, count: 3 };
+        let end = 1_000_000_000;
+        let whole: std::vec::Vec<u64> = Schedule::new(Arrival::Constant, 90.0, 7, end, machine)
+            .unwrap()
+            .collect();
+        let n = 4u32;
+        let mut seen = std::vec![false; whole.len()];
+        for t in 0..n {
+            let part = Schedule::new(Arrival::Constant, 90.0, 7, end, machine.split(t, n)).unwrap();
+            for (k, at) in part.enumerate() {
+                let i = Shard::dealt(u64::from(t), u64::from(n), k as u64);
+                assert_eq!(machine.split(t, n).global(k as u64), machine.global(i));
+                assert_eq!(whole[i as usize], at, "thread {t}, arrival {k}");
+                assert!(!seen[i as usize]);
+                seen[i as usize] = true;
+            }
+        }
+        assert_eq!(whole.len(), 30);
+        assert!(seen.iter().all(|&s| s));
+    }
 
     #[test]
     fn tiny_rate_yields_only_slot_zero() {

@@ -24,7 +24,9 @@
 //! - `request`: admission of a due request, its send, its response and end;
 //! - `completion`: the ring's completions and the deadlines;
 //! - `tls`: rustls driven over the ring's buffers;
-//! - `h2`: HTTP/2, many streams per connection slot.
+//! - `h2`: HTTP/2, many streams per connection slot;
+//! - `share`: what the set-up hands each thread ([`Share`]) and gets back
+//!   ([`ThreadOut`]).
 
 use std::collections::VecDeque;
 use std::io;
@@ -41,13 +43,12 @@ use metronome_core::pace::{
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
 use metronome_core::pool::{Pool, PoolOutcome};
-use metronome_core::schedule::Schedule;
+use metronome_core::schedule::{Schedule, Shard};
 use metronome_core::turns::{earliest, next_due, Due};
 
 use crate::clock::Clock;
 use crate::ring::{Completion, Ring};
 use crate::sys::thread_cpu_ns;
-use crate::threads::{Share, ThreadOut};
 use crate::{Phase, UringOptions};
 
 use h2::H2State;
@@ -55,10 +56,12 @@ use request::Job;
 use slot::{Conn, State};
 
 pub(crate) use h2::{Greeted, OUT_BYTES as H2_OUT_BYTES};
+pub(crate) use share::{Share, Stream, ThreadOut};
 
 mod completion;
 mod h2;
 mod request;
+mod share;
 mod slot;
 mod tls;
 
@@ -411,8 +414,11 @@ impl<'p> Worker<'p> {
                             let job = match next_due(next, self.out.follow_ups.next_ns(), now) {
                                 Due::Nothing => break,
                                 Due::Schedule(t) => {
-                                    let request =
-                                        self.plan.request_index(self.thread + index * self.threads);
+                                    let request = self.plan.request_index(Shard::dealt(
+                                        self.thread,
+                                        self.threads,
+                                        index,
+                                    ));
                                     index += 1;
                                     next = self.schedule.next();
                                     Job {

@@ -8,6 +8,7 @@ use metronome_core::exchange::{compact, Feed, Finish, GAP_CAP};
 use metronome_core::measure::{ErrorKind, Unsent};
 use metronome_core::plan::{Model, READ_BUF_BYTES};
 use metronome_core::pool::{Admit, PoolState};
+use metronome_core::schedule::Shard;
 
 use super::{State, Worker};
 
@@ -40,38 +41,33 @@ impl Worker<'_> {
     /// connections as core's growth rule allows), or dropped above
     /// `max_in_flight` ([`Pool::admit`](metronome_core::pool::Pool::admit)).
     pub(super) fn dispatch(&mut self, job: Job) -> io::Result<()> {
-        let measured = self
-            .ledger
-            .scheduled(&mut self.out.tally(), job.intended_ns, job.request);
         let now = self.clock.now_ns();
         if self.h2.is_none() {
             self.shrink_idle(now)?;
         }
-        match self.pool.admit(now, self.pool_state()) {
-            Admit::Drop { open } => {
-                self.ledger
-                    .dropped(&mut self.out.tally(), job.intended_ns, job.request);
-                self.open_more(open)
-            }
+        let admit = self.pool.admit(now, self.pool_state());
+        let (intended_ns, request) = (job.intended_ns, job.request);
+        if self
+            .ledger
+            .admitted(&mut self.out.tally(), intended_ns, request, admit)
+        {
+            self.out.waited_for_connection += 1;
+        }
+        match admit {
+            Admit::Drop { open } => self.open_more(open),
             Admit::Send => {
                 self.in_flight += 1;
                 self.stats.sent += 1;
                 let slot = self.idle.pop().expect("admitted on an idle connection");
                 self.start(slot, job)
             }
-            Admit::Wait { open, full } => {
+            Admit::Wait { open, .. } => {
                 self.in_flight += 1;
                 self.stats.sent += 1;
-                let job = Job {
+                self.waiting.push_back(Job {
                     waited_since: Some(self.clock.now_ns()),
                     ..job
-                };
-                self.waiting.push_back(job);
-                if measured {
-                    self.out.waited_for_connection += 1;
-                    self.ledger
-                        .waited(&mut self.out.tally(), job.intended_ns, full);
-                }
+                });
                 self.open_more(open)
             }
         }
@@ -137,7 +133,7 @@ impl Worker<'_> {
     /// Closed model: the worker on `slot` sends its next request now.
     pub(super) fn closed_send(&mut self, slot: usize) {
         let c = &self.conns[slot];
-        let i = c.worker + c.sends * self.workers_total.max(1);
+        let i = Shard::dealt(c.worker, self.workers_total.max(1), c.sends);
         let request = self.plan.request_index(i);
         let now = self.clock.now_ns();
         self.in_flight += 1;

@@ -17,7 +17,7 @@ use crate::Tls;
 impl Worker<'_> {
     /// A connect completed on `slot` at `now`: start the TLS handshake.
     pub(super) fn tls_start(&mut self, slot: usize, tls: &Tls, now: u64) -> io::Result<()> {
-        let session = match metronome_core::tls::client(tls) {
+        let session = match metronome_core::engine::tls::client(tls) {
             Ok(s) => s,
             Err(_) => return self.handshake_failed(slot, HandshakeFailure::Protocol),
         };
@@ -211,7 +211,7 @@ impl Worker<'_> {
             .is_ok_and(|s| s.plaintext_bytes_to_read() > 0);
         let handshaking = session.is_handshaking();
         let resumed = session.handshake_kind() == Some(HandshakeKind::Resumed);
-        let (tls13, alpn) = metronome_core::tls::agreed(session);
+        let (tls13, alpn) = metronome_core::engine::tls::agreed(session);
         self.conns[slot].held = more;
         // Handshake replies, key updates, alerts.
         self.tls_flush(slot)?;
@@ -255,8 +255,10 @@ impl Worker<'_> {
     /// A TLS error on an established connection (or during its handshake).
     pub(super) fn tls_error(&mut self, slot: usize, e: &rustls::Error) -> io::Result<Option<i32>> {
         if self.conns[slot].state == State::Handshaking {
-            let kind = metronome_core::tls::TlsFailure::of(&metronome_core::tls::classify(e, &[]))
-                .map_or(HandshakeFailure::Protocol, |f| f.kind);
+            let kind = metronome_core::engine::tls::TlsFailure::of(
+                &metronome_core::engine::tls::classify(e, &[]),
+            )
+            .map_or(HandshakeFailure::Protocol, |f| f.kind);
             self.handshake_failed(slot, kind)?;
             return Ok(None);
         }

@@ -200,7 +200,7 @@ pub fn classify_with(e: &rustls::Error, first: &[u8], client: Option<&ClientCert
 /// use metronome_core::engine::HandshakeFailure;
 /// use rustls::CertificateError;
 /// let (kind, line) =
-///     metronome_core::tls::describe(&CertificateError::UnknownIssuer.into(), None);
+///     metronome_core::engine::tls::describe(&CertificateError::UnknownIssuer.into(), None);
 /// assert_eq!(kind, HandshakeFailure::Certificate);
 /// assert!(line.starts_with("the server's certificate has an unknown issuer"));
 /// ```
@@ -405,8 +405,8 @@ fn server_name(name: &ServerName<'_>) -> String {
 ///
 /// # Example
 /// ```
-/// assert_eq!(metronome_core::tls::utc(0), "1970-01-01 00:00:00 UTC");
-/// assert_eq!(metronome_core::tls::utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+/// assert_eq!(metronome_core::engine::tls::utc(0), "1970-01-01 00:00:00 UTC");
+/// assert_eq!(metronome_core::engine::tls::utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
 /// ```
 pub fn utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
