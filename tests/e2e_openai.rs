@@ -111,7 +111,7 @@ fn a_bare_url_gives_a_valid_run_on_both_engines() {
         assert!(
             stdout.contains(
                 "  workload: metronome on /v1/chat/completions (model from /v1/models), \
-                 built-in prompt, 1 distinct requests\n"
+                 built-in prompt, 1 distinct request\n"
             ),
             "{engine}: {stdout}"
         );

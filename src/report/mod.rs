@@ -1151,12 +1151,12 @@ fn grpc_code_key(i: usize) -> String {
 }
 
 /// `n` and a noun, singular for 1: `counted(1, "worker")` is "1 worker",
-/// `counted(2, "worker")` "2 workers".
+/// `counted(2, "worker")` "2 workers", `counted(1500, "request")` "1,500 requests".
 pub fn counted(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
-        format!("{n} {noun}s")
+        format!("{} {noun}s", num::count(n))
     }
 }
 

@@ -404,12 +404,12 @@ pub fn render_text(r: &Report) -> String {
     if let Some(w) = &r.workload {
         let _ = writeln!(
             s,
-            "  workload: {} on {} (model from {}), {}, {} distinct requests",
+            "  workload: {} on {} (model from {}), {}, {}",
             w.model,
             w.endpoint,
             w.model_source,
             w.prompts,
-            count(w.distinct_requests)
+            super::counted(w.distinct_requests, "distinct request")
         );
         for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
             let _ = writeln!(
