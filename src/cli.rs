@@ -268,6 +268,11 @@ pub const DEFAULT_RATE: f64 = 100.0;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 impl RunArgs {
+    /// Whether `--out-intervals -` writes the interval lines to stdout.
+    pub fn intervals_to_stdout(&self) -> bool {
+        self.out_intervals.as_deref() == Some(std::path::Path::new("-"))
+    }
+
     /// `--rate`, or its default.
     pub fn rate(&self) -> f64 {
         self.rate.unwrap_or(DEFAULT_RATE)
@@ -665,6 +670,13 @@ pub struct RunArgs {
     /// Prometheus remote write (docs/prometheus.md).
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
+    /// Write each interval's row (the report's `intervals[i]`) as one JSON line to FILE, or to
+    /// stdout with `-`, as the run goes (docs/live.md).
+    ///
+    /// An interval is written about a second after its end, once every engine thread closed it.
+    /// With `-` the summary goes to stderr (with `--format json`, the JSON report follows the lines).
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "out-intervals", value_name = "FILE|-")]
+    pub out_intervals: Option<PathBuf>,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,

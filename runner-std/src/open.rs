@@ -358,9 +358,14 @@ pub(crate) fn run(
     let cpu_start = process_cpu_ns();
 
     let mut start = None::<(Origin, u64)>;
+    // Live intervals: the collector's and the pacer's, before the clock.
+    let collector_published = control.progress.published();
+    let mut pacer_published = control.progress.published();
+    // Intervals whose bytes moved to the pacer's series (live intervals).
+    let mut settled = 0usize;
     let (mut out, pacer_stats, pacer_rec, waited, stopped, stop_ns) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
-            let mut c = Collector::new(plan);
+            let mut c = Collector::new(plan, collector_published);
             for fact in rx {
                 let ends_turn =
                     turns_on && matches!(fact, Fact::Done { .. } | Fact::NotSent { .. });
@@ -452,6 +457,15 @@ pub(crate) fn run(
                 let spin = stats.spin_ns.saturating_sub(spin_then);
                 let busy = cpu.saturating_sub(cpu_then);
                 ledger.busy(tally, now, busy, spin);
+                shared
+                    .traffic
+                    .settle(plan, tally.intervals, now, &mut settled);
+                control.progress.publish_interval(
+                    &ledger,
+                    tally.intervals,
+                    now,
+                    &mut pacer_published,
+                );
                 // The pool grows nothing while the pacer is the bottleneck.
                 shared
                     .queue

@@ -17,6 +17,7 @@ pub mod engine;
 mod grpc;
 pub mod lengths;
 pub mod limits;
+mod live;
 pub mod mix;
 pub mod mooncake;
 mod plan;
@@ -102,6 +103,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         start_at: args.start_at,
         ..Control::default()
     };
+    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine))?;
+    if live.is_on() {
+        control.progress.live.enable();
+    }
     if let Some(at) = args.start_at {
         check_start_at(at)?;
     }
@@ -111,6 +116,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
+        let streamer = s.spawn(|| live.stream(&control, &done));
         let result = engine::run(
             args.engine,
             &plan,
@@ -119,8 +125,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             args.cpus.as_deref(),
             p.tls.as_ref(),
         );
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
         let _ = watcher.join();
+        let _ = streamer.join();
         result.map_err(|e| {
             if args.http2 && format!("{e:#}").contains("no_application_protocol") {
                 anyhow::anyhow!(
@@ -182,6 +189,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         let tr = t.evaluate(&report);
         breached |= !tr.passed;
         report.thresholds.push(tr);
+    }
+    // The intervals not streamed live, from the report itself.
+    if let Some(warning) = live.finish(&report) {
+        eprintln!("metronome: warning: {warning}");
     }
     // A push that fails is a warning with its counts, never a failed run.
     if let Some(warning) = crate::prom::push_report(&report, &args.prometheus) {
@@ -300,6 +311,12 @@ pub fn check_outputs(args: &RunArgs) -> Result<(), crate::UsageError> {
         ("--hlog", args.hlog.as_deref()),
         ("--svg", args.svg.as_deref()),
         ("--html", args.html.as_deref()),
+        (
+            "--out-intervals",
+            args.out_intervals
+                .as_deref()
+                .filter(|_| !args.intervals_to_stdout()),
+        ),
     ])
 }
 

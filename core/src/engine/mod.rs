@@ -22,9 +22,11 @@ use crate::measure::{IntervalSink, NameTally, Recorder, StageTally, ThreadStats}
 use crate::plan::{Plan, PlanError};
 
 mod greet;
+mod live;
 mod reserved;
 mod series;
 pub use greet::{greet_h2, Greeted, ReadWrite};
+pub use live::{LiveIntervals, LiveReader, Published};
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
 
@@ -168,22 +170,34 @@ pub struct Progress {
     pub last_samples: AtomicU64,
     /// Send-lag samples of the last complete interval.
     pub last_send_lag_samples: AtomicU64,
+    /// Every closed interval, copied for a watcher when enabled.
+    pub live: LiveIntervals,
 }
 
 impl Progress {
+    /// A thread's publishing state for [`Progress::publish_interval`]:
+    /// engines call it before their clock starts, once per thread that
+    /// holds a series (with live intervals on, it reserves a mailbox).
+    pub fn published(&self) -> Published {
+        self.live.register()
+    }
+
     /// Publishes the p99s of the last complete interval at `now_ns`, once
-    /// per interval: `published` remembers which one was published last.
+    /// per interval (`published` remembers which one was published last),
+    /// and, with live intervals on, copies the closed intervals into the
+    /// thread's mailbox ([`LiveIntervals`]).
     pub fn publish_interval(
         &self,
         ledger: &Ledger<'_>,
         intervals: &dyn IntervalSink,
         now_ns: u64,
-        published: &mut Option<usize>,
+        published: &mut Published,
     ) {
+        published.copy_closed(ledger.plan(), intervals, now_ns);
         let Some((last, p99, lag_p99)) = ledger.last_complete(intervals, now_ns) else {
             return;
         };
-        if *published == Some(last) {
+        if published.last == Some(last) {
             return;
         }
         self.last_p99_ns.store(p99, Ordering::Relaxed);
@@ -193,7 +207,7 @@ impl Progress {
             self.last_send_lag_samples
                 .store(send_lag, Ordering::Relaxed);
         }
-        *published = Some(last);
+        published.last = Some(last);
     }
 }
 
