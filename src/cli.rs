@@ -677,6 +677,10 @@ pub struct RunArgs {
     /// With `-` the summary goes to stderr (with `--format json`, the JSON report follows the lines).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "out-intervals", value_name = "FILE|-")]
     pub out_intervals: Option<PathBuf>,
+    /// With --prometheus-rw: push the intervals while the run goes, every DURATION (rounded up
+    /// to whole intervals; default: each interval as it closes). docs/live.md.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-interval", value_name = "DURATION", value_parser = parse_duration, requires = "prometheus_rw")]
+    pub prometheus_interval: Option<Duration>,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
@@ -935,7 +939,8 @@ pub struct ReportArgs {
 #[derive(Clone, Debug, Default, Args)]
 pub struct PrometheusArgs {
     /// Push counters, gauges and native latency histograms to this Prometheus remote write URL
-    /// (http://HOST:PORT/api/v1/write) at the end of the run: every interval, then the totals.
+    /// (http://HOST:PORT/api/v1/write): every interval, then the totals; a run pushes each
+    /// interval as it closes (docs/live.md), the totals at its end.
     /// A push that fails is a warning, not a failed run. docs/prometheus.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-rw", value_name = "URL", value_parser = crate::prom::push::Endpoint::parse)]
     pub prometheus_rw: Option<crate::prom::push::Endpoint>,

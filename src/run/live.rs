@@ -14,14 +14,84 @@ use metronome_core::engine::{Control, LiveReader};
 use metronome_core::plan::Plan;
 
 use crate::cli::RunArgs;
+use crate::prom::proto::WriteRequest;
+use crate::prom::push::Pusher;
+use crate::prom::series::{self, Run};
 use crate::report::build::{pacing_threads, Engine, RowMaker};
 use crate::report::{IntervalReport, Report};
 
 /// How often the streamer looks for closed intervals.
 const POLL: Duration = Duration::from_millis(20);
 
+/// `--prometheus-rw` while the run goes: each interval's samples (the
+/// same as the end-of-run push makes, at the same timestamps), pushed in
+/// groups of `every` intervals; the end pushes only the rest and the totals.
+struct PromLive {
+    pusher: Pusher,
+    run: Run,
+    timeout: Duration,
+    /// Intervals per push.
+    every: usize,
+    /// Requests made, not yet handed to the pusher.
+    pending: Vec<WriteRequest>,
+    /// Intervals whose samples were made (pushed or pending).
+    made: usize,
+    warmup_s: f64,
+    duration_s: f64,
+    width_s: f64,
+}
+
+/// `measured_ms` of `prom::series` before the report exists: ms since the
+/// Unix epoch of `s` seconds into the measured phase of a run whose origin
+/// is `start_unix_ns`.
+fn measured_ms(start_unix_ns: u64, warmup_s: f64, s: f64) -> i64 {
+    let ns = start_unix_ns as i128 + ((warmup_s + s) * 1e9).round() as i128;
+    ((ns + 500_000).div_euclid(1_000_000)) as i64
+}
+
+impl PromLive {
+    /// The samples of row `i` at its end, when that end is before the end
+    /// of the measured phase (the later ones are the totals').
+    fn row(&mut self, origin_unix_ns: u64, row: &IntervalReport) {
+        let ts = measured_ms(origin_unix_ns, self.warmup_s, row.start_s + self.width_s);
+        let end = measured_ms(origin_unix_ns, self.warmup_s, self.duration_s);
+        self.made += 1;
+        if ts < end {
+            self.pending
+                .push(self.run.interval(row, ts, self.width_s, &[], None));
+        }
+        if self.pending.len() >= self.every {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        for req in self.pending.drain(..) {
+            self.pusher.push(&req);
+        }
+    }
+
+    /// The rows not pushed live, the totals, and the final flush.
+    fn finish(mut self, r: &Report) -> Option<String> {
+        self.flush();
+        let end_ms = series::measured_ms(r, r.duration_s);
+        for iv in r.intervals.iter().skip(self.made) {
+            let ts = series::measured_ms(r, iv.start_s + self.width_s);
+            if ts >= end_ms {
+                break;
+            }
+            self.pusher
+                .push(&self.run.interval(iv, ts, self.width_s, &[], Some(r)));
+        }
+        self.pusher.push(&self.run.totals(r, end_ms));
+        self.pusher.finish(self.timeout).warning()
+    }
+}
+
 /// The live outputs of a run and what they wrote so far.
 pub(super) struct Live {
+    /// `--prometheus-rw` (on `run`, always live).
+    prom: Option<PromLive>,
     /// `--out-intervals`: where the lines go.
     lines: Option<Box<dyn Write + Send>>,
     /// The first write error; no line is written after it.
@@ -40,7 +110,12 @@ impl Live {
     ///
     /// # Errors
     /// The `--out-intervals` file cannot be created.
-    pub(super) fn open(args: &RunArgs, plan: &Plan<'_>, engine: Engine) -> anyhow::Result<Live> {
+    pub(super) fn open(
+        args: &RunArgs,
+        plan: &Plan<'_>,
+        engine: Engine,
+        started: std::time::SystemTime,
+    ) -> anyhow::Result<Live> {
         let lines: Option<Box<dyn Write + Send>> = match &args.out_intervals {
             None => None,
             Some(_) if args.intervals_to_stdout() => Some(Box::new(std::io::stdout())),
@@ -51,7 +126,49 @@ impl Live {
                 ))
             })?)),
         };
+        let prom = match &args.prometheus.prometheus_rw {
+            None => None,
+            Some(endpoint) => {
+                let pa = &args.prometheus;
+                let opts = series::Options {
+                    labels: pa.prometheus_labels.clone(),
+                    summaries: pa.prometheus_summaries,
+                };
+                let shard = format!("{}/{}", plan.shard.index, plan.shard.count);
+                // The report's run_id, or (a shard of a run started with
+                // --start-at) the one every shard shares: `run_id_label`.
+                let at = match args.start_at {
+                    Some(at) if plan.shard.count > 1 => at,
+                    _ => started,
+                };
+                let run_id = crate::report::build::run_id(at, args.seed);
+                let interval = plan.interval_ns.max(1);
+                let every = args.prometheus_interval.map_or(1, |d| {
+                    (d.as_nanos() as u64).div_ceil(interval).max(1) as usize
+                });
+                match Pusher::start(endpoint.clone()) {
+                    Ok(pusher) => Some(PromLive {
+                        pusher,
+                        run: Run::with_identity(&run_id, &shard, engine.as_str(), &opts),
+                        timeout: pa.prometheus_timeout,
+                        every,
+                        pending: Vec::new(),
+                        made: 0,
+                        warmup_s: plan.warmup_ns as f64 / 1e9,
+                        duration_s: plan.duration_ns as f64 / 1e9,
+                        width_s: interval as f64 / 1e9,
+                    }),
+                    Err(e) => {
+                        eprintln!(
+                            "metronome: warning: --prometheus-rw: cannot start the pusher: {e}"
+                        );
+                        None
+                    }
+                }
+            }
+        };
         Ok(Live {
+            prom,
             lines,
             failed: None,
             rows: 0,
@@ -64,7 +181,12 @@ impl Live {
 
     /// Whether any live output was asked for.
     pub(super) fn is_on(&self) -> bool {
-        self.lines.is_some()
+        self.lines.is_some() || self.prom.is_some()
+    }
+
+    /// Whether `--prometheus-rw` is pushed from here (then not at the end).
+    pub(super) fn pushes_prometheus(&self) -> bool {
+        self.prom.is_some()
     }
 
     /// Streams the closed intervals of `control`'s engine until `done`.
@@ -90,6 +212,12 @@ impl Live {
                 let row = maker.row(i, iv);
                 self.rows += 1;
                 self.write(&row);
+                if let Some(p) = self.prom.as_mut() {
+                    p.row(
+                        control.progress.origin_unix_ns.load(Ordering::Acquire),
+                        &row,
+                    );
+                }
             });
             if last || reader.stalled() {
                 return;
@@ -98,19 +226,24 @@ impl Live {
         }
     }
 
-    /// Writes the report's rows not streamed live; returns a warning when
-    /// a line could not be written.
-    pub(super) fn finish(&mut self, report: &Report) -> Option<String> {
-        if !self.is_on() {
-            return None;
-        }
+    /// Writes the report's rows not streamed live and pushes the rest to
+    /// Prometheus; returns the warnings (a line not written, a push not
+    /// stored).
+    pub(super) fn finish(&mut self, report: &Report) -> Vec<String> {
+        let mut warnings = Vec::new();
         for row in report.intervals.iter().skip(self.rows) {
             self.write(row);
         }
         self.rows = self.rows.max(report.intervals.len());
-        self.failed
-            .take()
-            .map(|e| format!("--out-intervals: {e}; the report has every interval"))
+        if let Some(e) = self.failed.take() {
+            warnings.push(format!(
+                "--out-intervals: {e}; the report has every interval"
+            ));
+        }
+        if let Some(p) = self.prom.take() {
+            warnings.extend(p.finish(report));
+        }
+        warnings
     }
 
     fn write(&mut self, row: &IntervalReport) {

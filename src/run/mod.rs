@@ -103,7 +103,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         start_at: args.start_at,
         ..Control::default()
     };
-    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine))?;
+    let started = SystemTime::now();
+    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started)?;
     if live.is_on() {
         control.progress.live.enable();
     }
@@ -112,7 +113,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     }
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let started = SystemTime::now();
     let done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
@@ -191,11 +191,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         report.thresholds.push(tr);
     }
     // The intervals not streamed live, from the report itself.
-    if let Some(warning) = live.finish(&report) {
-        eprintln!("metronome: warning: {warning}");
-    }
     // A push that fails is a warning with its counts, never a failed run.
-    if let Some(warning) = crate::prom::push_report(&report, &args.prometheus) {
+    let pushed_live = live.pushes_prometheus();
+    let mut warnings = live.finish(&report);
+    if !pushed_live {
+        warnings.extend(crate::prom::push_report(&report, &args.prometheus));
+    }
+    for warning in warnings {
         eprintln!("metronome: warning: {warning}");
     }
     // Every file asked for; one that cannot be written (its path was

@@ -77,7 +77,7 @@ impl Origin {
     /// due: the first request of a run leaves on time, not after a thread's
     /// wake-up.
     pub fn for_run(control: &Control) -> Origin {
-        match control.start_at {
+        let origin = match control.start_at {
             Some(t) => Origin::at(t),
             None => {
                 let now = Origin::now();
@@ -86,7 +86,12 @@ impl Origin {
                     unix_ns: now.unix_ns + START_LEAD.as_nanos() as u64,
                 }
             }
-        }
+        };
+        control
+            .progress
+            .origin_unix_ns
+            .store(origin.unix_ns, Ordering::Release);
+        origin
     }
 
     /// Now.
@@ -172,6 +177,9 @@ pub struct Progress {
     pub last_send_lag_samples: AtomicU64,
     /// Every closed interval, copied for a watcher when enabled.
     pub live: LiveIntervals,
+    /// The run's origin ([`Origin::for_run`]), ns since the Unix epoch; 0
+    /// until the engine set its clock.
+    pub origin_unix_ns: AtomicU64,
 }
 
 impl Progress {
