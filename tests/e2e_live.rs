@@ -21,10 +21,11 @@ const RUN: Duration = Duration::from_secs(3);
 fn live_run(engine: &str, extra: &[&str]) -> (Vec<(Duration, String)>, serde_json::Value, String) {
     let srv = server(plain(Duration::from_millis(2)));
     let url = format!("http://{}/", srv.addr());
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let out = std::env::temp_dir().join(format!(
         "metronome-live-{}-{engine}-{}.json",
         std::process::id(),
-        extra.len()
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let mut args = vec![
         "run",
@@ -93,6 +94,58 @@ fn live_intervals_equal_the_final_report() {
         assert!(rows.iter().all(|r| r["ok"].as_u64() > Some(0)), "{engine}");
         // The summary went to stderr, not among the lines.
         assert!(stderr.contains("ok"), "{engine}: {stderr}");
+    }
+}
+
+/// The closed model and two io_uring threads (their mailboxes merged):
+/// the lines still equal the report's intervals, and some came live; a
+/// 1 s warmup moves nothing.
+#[test]
+fn closed_loops_threads_and_warmup_too() {
+    for engine in engines() {
+        let mut configs: Vec<Vec<&str>> = vec![vec!["--closed", "4"], vec!["--warmup", "1s"]];
+        if engine == "uring" {
+            configs.push(vec!["--threads", "2"]);
+        }
+        for extra in configs {
+            let (lines, report, _) = live_run(engine, &extra);
+            let rows = report["intervals"].as_array().expect("intervals");
+            let got: Vec<serde_json::Value> = lines
+                .iter()
+                .map(|(_, l)| serde_json::from_str(l).expect("a JSON line"))
+                .collect();
+            assert_eq!(&got, rows, "{engine} {extra:?}");
+            let live = lines.iter().filter(|(at, _)| *at < RUN).count();
+            assert!(live >= 1, "{engine} {extra:?}: no line while the run went");
+        }
+    }
+}
+
+/// `--repeat` and `sweep` print their own output on stdout: `-` is refused.
+#[test]
+fn stdout_lines_are_for_one_run() {
+    for args in [
+        &[
+            "run",
+            "http://127.0.0.1:9/",
+            "-r",
+            "1",
+            "-d",
+            "1s",
+            "--repeat",
+            "2",
+        ][..],
+        &["sweep", "http://127.0.0.1:9/", "--rates", "1,2", "-d", "1s"][..],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--out-intervals", "-"]);
+        let out = common::metronome(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--out-intervals - is for one run"),
+            "{stderr}"
+        );
     }
 }
 
