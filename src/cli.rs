@@ -681,6 +681,10 @@ pub struct RunArgs {
     /// to whole intervals; default: each interval as it closes). docs/live.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-interval", value_name = "DURATION", value_parser = parse_duration, requires = "prometheus_rw")]
     pub prometheus_interval: Option<Duration>,
+    /// Serve a live page of the run on ADDR (default 127.0.0.1 with a free port; printed first
+    /// on stderr), updated each interval; at the end it is the --html page. docs/live.md.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<std::net::SocketAddr>,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,

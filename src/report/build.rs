@@ -257,6 +257,7 @@ impl Report {
                 warnings: out.warnings.clone(),
                 behind: Vec::new(),
                 pool: crate::report::PoolReport::of(&out.pool),
+                dashboard_cpu_s: None,
             },
             thresholds: Vec::new(),
             compat: meta

@@ -41,6 +41,16 @@ struct PromLive {
     width_s: f64,
 }
 
+/// Seconds of the measured phase gone by now (0 before it, or before the
+/// engine set its origin).
+fn measured_s(origin_unix_ns: u64, warmup_ns: u64) -> f64 {
+    if origin_unix_ns == 0 {
+        return 0.0;
+    }
+    let now = metronome_core::engine::unix_ns(std::time::SystemTime::now());
+    now.saturating_sub(origin_unix_ns.saturating_add(warmup_ns)) as f64 / 1e9
+}
+
 /// `measured_ms` of `prom::series` before the report exists: ms since the
 /// Unix epoch of `s` seconds into the measured phase of a run whose origin
 /// is `start_unix_ns`.
@@ -90,6 +100,9 @@ impl PromLive {
 
 /// The live outputs of a run and what they wrote so far.
 pub(super) struct Live {
+    /// `--dashboard`.
+    dashboard: Option<super::dashboard::Dashboard>,
+    warmup_ns: u64,
     /// `--prometheus-rw` (on `run`, always live).
     prom: Option<PromLive>,
     /// `--out-intervals`: where the lines go.
@@ -167,7 +180,20 @@ impl Live {
                 }
             }
         };
+        let dashboard = match args.dashboard {
+            None => None,
+            Some(addr) => {
+                let d = super::dashboard::Dashboard::start(addr, plan.duration_ns as f64 / 1e9)
+                    .map_err(|e| {
+                        crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}"))
+                    })?;
+                eprintln!("metronome: dashboard on http://{}/", d.addr());
+                Some(d)
+            }
+        };
         Ok(Live {
+            dashboard,
+            warmup_ns: plan.warmup_ns,
             prom,
             lines,
             failed: None,
@@ -181,7 +207,7 @@ impl Live {
 
     /// Whether any live output was asked for.
     pub(super) fn is_on(&self) -> bool {
-        self.lines.is_some() || self.prom.is_some()
+        self.lines.is_some() || self.prom.is_some() || self.dashboard.is_some()
     }
 
     /// Whether `--prometheus-rw` is pushed from here (then not at the end).
@@ -218,12 +244,31 @@ impl Live {
                         &row,
                     );
                 }
+                if let Some(d) = &self.dashboard {
+                    d.row(&row);
+                }
             });
-            if last || reader.stalled() {
+            if let Some(d) = &self.dashboard {
+                let p = &control.progress;
+                d.progress(
+                    p.sent.load(Ordering::Relaxed),
+                    p.ok.load(Ordering::Relaxed),
+                    p.errors.load(Ordering::Relaxed),
+                    measured_s(p.origin_unix_ns.load(Ordering::Acquire), self.warmup_ns),
+                );
+            }
+            if last || (reader.stalled() && self.dashboard.is_none()) {
                 return;
             }
             std::thread::sleep(POLL);
         }
+    }
+
+    /// With `--dashboard`: its thread's CPU so far, seconds.
+    pub(super) fn dashboard_cpu_s(&self) -> Option<f64> {
+        self.dashboard
+            .as_ref()
+            .map(super::dashboard::Dashboard::cpu_s)
     }
 
     /// Writes the report's rows not streamed live and pushes the rest to
@@ -242,6 +287,15 @@ impl Live {
         }
         if let Some(p) = self.prom.take() {
             warnings.extend(p.finish(report));
+        }
+        if let Some(d) = self.dashboard.take() {
+            match crate::report::html::render_report(
+                report,
+                Some(crate::report::html::this_command()),
+            ) {
+                Ok(page) => d.finish(report, page),
+                Err(e) => warnings.push(format!("--dashboard: cannot render the page: {e:#}")),
+            }
         }
         warnings
     }

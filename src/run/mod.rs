@@ -12,6 +12,7 @@
 //! The report itself is built and rendered in [`crate::report`].
 
 pub mod conversation;
+mod dashboard;
 pub mod discover;
 pub mod engine;
 mod grpc;
@@ -192,6 +193,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     }
     // The intervals not streamed live, from the report itself.
     // A push that fails is a warning with its counts, never a failed run.
+    report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
     let pushed_live = live.pushes_prometheus();
     let mut warnings = live.finish(&report);
     if !pushed_live {

@@ -157,7 +157,8 @@ impl Control {
 }
 
 /// Live counters of the measured phase, published by the engine for a
-/// progress line; never used for the report itself.
+/// progress line, and its closed intervals for a watcher
+/// ([`LiveIntervals`]); never used for the report itself.
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Requests sent.
