@@ -287,6 +287,11 @@ pub const DEFAULT_RATE: f64 = 100.0;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 impl RunArgs {
+    /// Whether `--out-intervals -` writes the interval lines to stdout.
+    pub fn intervals_to_stdout(&self) -> bool {
+        self.out_intervals.as_deref() == Some(std::path::Path::new("-"))
+    }
+
     /// `--rate`, or its default.
     pub fn rate(&self) -> f64 {
         self.rate.unwrap_or(DEFAULT_RATE)
@@ -684,6 +689,21 @@ pub struct RunArgs {
     /// Prometheus remote write (docs/prometheus.md).
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
+    /// Write each interval's row (the report's `intervals[i]`) as one JSON line to FILE, or to
+    /// stdout with `-`, as the run goes (docs/live.md).
+    ///
+    /// An interval is written about a second after its end, once every engine thread closed it.
+    /// With `-` the summary goes to stderr (with `--format json`, the JSON report follows the lines).
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "out-intervals", value_name = "FILE|-")]
+    pub out_intervals: Option<PathBuf>,
+    /// With --prometheus-rw: push the intervals while the run goes, every DURATION (rounded up
+    /// to whole intervals; default: each interval as it closes). docs/live.md.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-interval", value_name = "DURATION", value_parser = parse_duration, requires = "prometheus_rw")]
+    pub prometheus_interval: Option<Duration>,
+    /// Serve a live page of the run on ADDR (default 127.0.0.1 with a free port; printed first
+    /// on stderr), updated each interval; at the end it is the --html page. docs/live.md.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<std::net::SocketAddr>,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
@@ -942,7 +962,8 @@ pub struct ReportArgs {
 #[derive(Clone, Debug, Default, Args)]
 pub struct PrometheusArgs {
     /// Push counters, gauges and native latency histograms to this Prometheus remote write URL
-    /// (http://HOST:PORT/api/v1/write) at the end of the run: every interval, then the totals.
+    /// (http://HOST:PORT/api/v1/write): every interval, then the totals; a run pushes each
+    /// interval as it closes (docs/live.md), the totals at its end.
     /// A push that fails is a warning, not a failed run. docs/prometheus.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-rw", value_name = "URL", value_parser = crate::prom::push::Endpoint::parse)]
     pub prometheus_rw: Option<crate::prom::push::Endpoint>,

@@ -31,7 +31,13 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(args) if args.repeat > 1 => metronome::repeat::run(&args),
         Command::Run(args) => {
             let r = metronome::run::run(&args)?;
-            metronome::report::show::print(&r.report, args.format.into())?;
+            // `--out-intervals -`: stdout holds the lines; the summary goes
+            // to stderr unless the JSON report was asked for.
+            if args.intervals_to_stdout() && args.format == metronome::cli::FormatArg::Text {
+                eprint!("{}", metronome::report::text::render_text(&r.report));
+            } else {
+                metronome::report::show::print(&r.report, args.format.into())?;
+            }
             if let Some(line) = &r.failure {
                 eprintln!("metronome: {line}");
             }

@@ -26,6 +26,20 @@ pub fn run_path(path: &std::path::Path, k: u32) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
+/// Refuses `--out-intervals -` where stdout holds `what`'s own output
+/// (exit 2): give a file, written per run beside the path given.
+///
+/// # Errors
+/// A [`crate::UsageError`] for `--out-intervals -`.
+pub fn refuse_stdout_lines(args: &RunArgs, what: &str) -> Result<(), crate::UsageError> {
+    if args.intervals_to_stdout() {
+        return Err(crate::UsageError(format!(
+            "--out-intervals - is for one run: with {what} give a FILE (one per run, beside it)"
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the test `args.repeat` times and prints the summary; returns the
 /// exit code: that of the first run that did not exit 0, else 0.
 ///
@@ -34,6 +48,7 @@ pub fn run_path(path: &std::path::Path, k: u32) -> std::path::PathBuf {
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     // Every file of every run, before the first run.
     crate::run::check_outputs(args)?;
+    refuse_stdout_lines(args, "--repeat")?;
     let mut reports = Vec::new();
     let mut code = crate::EXIT_OK;
     for k in 1..=args.repeat {
@@ -46,6 +61,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         a.hlog = args.hlog.as_deref().map(|p| run_path(p, k));
         a.svg = args.svg.as_deref().map(|p| run_path(p, k));
         a.html = args.html.as_deref().map(|p| run_path(p, k));
+        a.out_intervals = args.out_intervals.as_deref().map(|p| run_path(p, k));
         if !args.quiet {
             eprintln!("metronome: run {k} of {} (seed {})", args.repeat, a.seed);
         }

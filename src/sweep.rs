@@ -19,6 +19,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
     // Every output's directory, before the first step (each step's file
     // sits beside the path given).
     crate::run::check_outputs(&args.run)?;
+    crate::repeat::refuse_stdout_lines(&args.run, "sweep")?;
     if args.run.stages.is_some() {
         return continuous(args);
     }
@@ -76,6 +77,11 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         step.hgrm = args.run.hgrm.as_deref().map(|p| step_path(p, rate));
         step.hlog = args.run.hlog.as_deref().map(|p| step_path(p, rate));
         step.svg = args.run.svg.as_deref().map(|p| step_path(p, rate));
+        step.out_intervals = args
+            .run
+            .out_intervals
+            .as_deref()
+            .map(|p| step_path(p, rate));
         step.html = None;
         let r = crate::run::run(&step)?;
         if r.exit_code != 0 {
@@ -161,6 +167,7 @@ fn probe(args: &SweepArgs) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
         a.hlog = None;
         a.svg = None;
         a.html = None;
+        a.out_intervals = None;
         a.thresholds = Vec::new();
         let r = crate::run::run(&a)?;
         if r.report.requests.ok == 0 {

@@ -532,3 +532,89 @@ fn live_intervals_arrive_as_cumulative_series() {
         assert_within_bound(p99, p99_ns as f64 * 1e-9, "cumulative p99");
     }
 }
+
+/// `run --prometheus-rw` pushes each interval as it closes (docs/live.md):
+/// a sample is stored while the run still goes, and after it the counters
+/// equal the report, at the end and at each pushed interval's end.
+#[test]
+fn a_run_pushes_its_intervals_while_it_goes() {
+    let Some(prom) = Prometheus::start("liverun") else {
+        return;
+    };
+    let srv = server(plain(Duration::from_millis(1)));
+    let dir = scratch("liverun");
+    let out = dir.join("run.json");
+    let url = format!("http://{}/", srv.addr());
+    let w = prom.write_url();
+    let suite = format!("liverun{}", std::process::id());
+    let label = format!("suite={suite}");
+    let args = [
+        "run",
+        &url,
+        "--quiet",
+        "--engine",
+        "std",
+        "--rate",
+        "200",
+        "--duration",
+        "3s",
+        "--interval",
+        "500ms",
+        "--out",
+        out.to_str().unwrap(),
+        "--prometheus-rw",
+        &w,
+        "--prometheus-label",
+        &label,
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sel = format!("{{suite=\"{suite}\"}}");
+    let mut seen_during = false;
+    while child.try_wait().unwrap().is_none() {
+        let found = !prom
+            .query(&format!("metronome_requests_sent_total{sel}"), None)
+            .is_empty();
+        // Still running after the answer: the sample came before the end.
+        if found && child.try_wait().unwrap().is_none() {
+            seen_during = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("prometheus-rw"), "{stderr}");
+    assert!(seen_during, "no sample stored while the run went");
+    let r = common::read_report(&out);
+    let q = &r.requests;
+    for (name, want) in [
+        ("scheduled", q.scheduled),
+        ("sent", q.sent),
+        ("ok", q.ok),
+        ("errors", q.errors),
+        ("dropped", q.dropped),
+    ] {
+        let got = prom.value(&format!("metronome_requests_{name}_total{sel}"), None);
+        assert_eq!(got, want as f64, "{name}");
+    }
+    // Each interval ending before the end of the run: its cumulative count.
+    let width = r.intervals[1].start_s - r.intervals[0].start_s;
+    let end = metronome::prom::series::measured_ms(&r, r.duration_s);
+    let mut sent = 0;
+    for iv in &r.intervals {
+        sent += iv.sent;
+        let t = metronome::prom::series::measured_ms(&r, iv.start_s + width);
+        if t >= end {
+            break;
+        }
+        let got = prom.value(&format!("metronome_requests_sent_total{sel}"), Some(t));
+        assert_eq!(got, sent.min(q.sent) as f64, "at {}", iv.start_s + width);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

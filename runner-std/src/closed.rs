@@ -40,6 +40,7 @@ pub(crate) fn run(
     };
     let conns = pre_open(workers, true, open, &mut Vec::new())?;
     let (tx, rx) = mpsc::channel::<Fact>();
+    let published = control.progress.published();
     // The clock's zero: now, or `--start-at` (waited for here).
     let zero = Origin::for_run(control);
     let start_late_ns = zero.wait_unless(&control.stop);
@@ -51,8 +52,11 @@ pub(crate) fn run(
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
-            let mut c = Collector::new(plan);
+            let mut c = Collector::new(plan, published);
+            let mut settled = 0usize;
             for fact in rx {
+                // Bytes of the closed intervals first, for their live copy.
+                traffic.settle(plan, &mut c.out.intervals, clock.now_ns(), &mut settled);
                 c.handle(fact, &control.progress);
             }
             c.out

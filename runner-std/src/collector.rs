@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use metronome_core::engine::{HandshakeFailure, Progress, RunOutput};
+use metronome_core::engine::{HandshakeFailure, Progress, Published, RunOutput};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
@@ -61,15 +61,17 @@ pub(crate) enum Fact {
 pub(crate) struct Collector<'p> {
     ledger: Ledger<'p>,
     pub(crate) out: RunOutput,
-    published_interval: Option<usize>,
+    published_interval: Published,
 }
 
 impl<'p> Collector<'p> {
-    pub(crate) fn new(plan: &'p Plan<'p>) -> Collector<'p> {
+    /// A collector publishing through `published` (from
+    /// `Progress::published`, taken before the clock).
+    pub(crate) fn new(plan: &'p Plan<'p>, published: Published) -> Collector<'p> {
         Collector {
             ledger: Ledger::new(plan),
             out: RunOutput::empty(plan),
-            published_interval: None,
+            published_interval: published,
         }
     }
 

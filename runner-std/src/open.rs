@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use metronome_core::engine::{warm_start, Control, EngineError, Origin, RunOutput, Setup, Warm};
+use metronome_core::engine::{
+    warm_start, Control, EngineError, Origin, Published, RunOutput, Setup, Warm,
+};
 use metronome_core::exchange::Exchange;
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::{ThreadStats, Unsent};
@@ -73,9 +75,15 @@ pub(crate) fn run(
     // reads it once it has a job (queued only after the start).
     let origin = OnceLock::new();
     let cpu_start = process_cpu_ns();
+    // Live intervals: the collector's and the pacer's mailboxes, before
+    // the clock.
+    let collector_published = control.progress.published();
+    let pacer_published = control.progress.published();
 
     let (mut out, paced, start) = std::thread::scope(|s| {
-        let collector = crate::spawn_big(s, || collect(plan, control, rx, &talks))?;
+        let collector = crate::spawn_big(s, || {
+            collect(plan, control, rx, &talks, collector_published)
+        })?;
         let threads = Threads {
             scope: s,
             plan,
@@ -95,7 +103,15 @@ pub(crate) fn run(
         // 2. The start gate, then 3. the pacer.
         let (clock, start) = start_gate(plan, control, &shared, pre_count, &origin);
         let mut paced = crate::pacer::run(
-            plan, control, clock, schedule, tuner, &shared, &talks, &threads,
+            plan,
+            control,
+            clock,
+            schedule,
+            tuner,
+            &shared,
+            &talks,
+            &threads,
+            pacer_published,
         );
         // 4. The end: the connection threads leave, the collector ends.
         close(plan, &shared, &paced);
@@ -238,9 +254,10 @@ fn collect(
     control: &Control,
     rx: mpsc::Receiver<Fact>,
     talks: &Talks,
+    published: Published,
 ) -> RunOutput {
     let turns_on = plan.turns.is_on();
-    let mut c = Collector::new(plan);
+    let mut c = Collector::new(plan, published);
     for fact in rx {
         let ends_turn = turns_on && matches!(fact, Fact::Done { .. } | Fact::NotSent { .. });
         c.handle(fact, &control.progress);

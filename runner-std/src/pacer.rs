@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::Duration;
 
-use metronome_core::engine::{Control, Series};
+use metronome_core::engine::{Control, Published, Series};
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{NameTally, Recorder, StageTally, ThreadStats};
 use metronome_core::pace::{pace, Pace, SpinTuner, BACKLOG_STOP_CHECK};
@@ -118,6 +118,7 @@ pub(crate) fn run<'scope, 'a: 'scope>(
     shared: &Shared,
     talks: &Talks,
     threads: &Threads<'scope, '_, 'a>,
+    published: Published,
 ) -> Paced {
     let turns_on = plan.turns.is_on();
     // The pacer's share of the offered rate: its shard's.
@@ -142,6 +143,8 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         mark: (thread_cpu_ns(), 0),
         load_mark: 0,
         next_ns: CPU_SAMPLE_NS,
+        published,
+        settled: 0,
     };
     // The intended time of the last request handed over early.
     let mut early_mark = 0u64;
@@ -161,7 +164,7 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         }
         let now = clock.now_ns();
         if now >= cpu.next_ns {
-            cpu.sample(now, stats.spin_ns, &ledger, tally, shared);
+            cpu.sample(now, stats.spin_ns, control, &ledger, tally, shared);
         }
         // The schedule's next request, or a conversation's next turn,
         // whichever is due first.
@@ -347,16 +350,22 @@ struct CpuSample {
     load_mark: u64,
     /// When the next sample is due (run clock ns).
     next_ns: u64,
+    /// The pacer's live-interval mailbox, reserved before the clock.
+    published: Published,
+    /// Intervals whose bytes moved to the pacer's series (live intervals).
+    settled: usize,
 }
 
 impl CpuSample {
     /// The pacer's CPU in the interval series, a saturated pacer told from
-    /// a descheduled one; and its load to the pool, which grows nothing
+    /// a descheduled one; its closed intervals (with the bytes moved in)
+    /// published live; and its load to the pool, which grows nothing
     /// while the pacer is the bottleneck. `spin_ns`: its busy-wait so far.
     fn sample(
         &mut self,
         now: u64,
         spin_ns: u64,
+        control: &Control,
         ledger: &Ledger<'_>,
         tally: &mut Tally<'_>,
         shared: &Shared,
@@ -366,6 +375,12 @@ impl CpuSample {
         let spin = spin_ns.saturating_sub(spin_then);
         let busy = cpu.saturating_sub(cpu_then);
         ledger.busy(tally, now, busy, spin);
+        shared
+            .traffic
+            .settle(ledger.plan(), tally.intervals, now, &mut self.settled);
+        control
+            .progress
+            .publish_interval(ledger, tally.intervals, now, &mut self.published);
         shared
             .queue
             .lock()

@@ -52,6 +52,28 @@ impl Traffic {
         }
     }
 
+    /// Moves the counts of the intervals closed by `now_ns` (core's
+    /// `LiveIntervals::closed`) into `intervals`, from `*next` on, so the
+    /// live copy of an interval has its bytes; [`Traffic::add_to`] adds
+    /// what is left (a move: nothing counts twice).
+    pub(crate) fn settle(
+        &self,
+        plan: &Plan<'_>,
+        intervals: &mut dyn IntervalSink,
+        now_ns: u64,
+        next: &mut usize,
+    ) {
+        let closed = metronome_core::engine::LiveIntervals::closed(plan, now_ns);
+        while *next < closed.min(self.received.len()) {
+            let i = *next;
+            if let Some(c) = intervals.counts(i) {
+                c.bytes_received += self.received[i].swap(0, Ordering::Relaxed);
+                c.bytes_sent += self.sent[i].swap(0, Ordering::Relaxed);
+            }
+            *next += 1;
+        }
+    }
+
     /// Adds the counts to `out`'s intervals.
     pub(crate) fn add_to(&self, out: &mut RunOutput) {
         for (i, (r, s)) in self.received.iter().zip(&*self.sent).enumerate() {

@@ -240,6 +240,7 @@ impl Report {
                 warnings: out.warnings.clone(),
                 behind: Vec::new(),
                 pool: crate::report::PoolReport::of(&out.pool),
+                dashboard_cpu_s: None,
             },
             thresholds: Vec::new(),
             compat: meta
@@ -407,22 +408,60 @@ fn interval_rows(
     } else {
         plan.interval_count()
     };
-    let stream = plan.protocol == metronome_core::plan::Protocol::OpenAiSse;
-    let width_s = width as f64 / 1e9;
-    // Sent up to the end of the interval and not yet ended.
-    let mut in_flight = 0u64;
+    let mut maker = RowMaker::new(plan, pacers);
     let mut bytes = (0u64, 0u64);
     let mut rows = Vec::new();
     out.intervals.for_each(|i, iv| {
         bytes.0 += iv.bytes_received;
         bytes.1 += iv.bytes_sent;
-        in_flight = (in_flight + iv.sent).saturating_sub(iv.ok + iv.errors);
+        rows.push(maker.row(i, iv));
+    });
+    let busy = |r: &IntervalReport| r.sent + r.ok + r.errors + r.unsent + r.scheduled > 0;
+    let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
+    rows.truncate(last.max(schedule.min(rows.len())));
+    let drain = rows.split_off(schedule.min(rows.len()));
+    (rows, drain, bytes)
+}
+
+/// Makes the interval rows of a run one at a time, in order from the
+/// first (`in_flight` runs over them): the final report's and the live
+/// ones (`--out-intervals`, docs/live.md) are made by this same code.
+#[derive(Clone, Debug)]
+pub struct RowMaker {
+    /// Sent up to the end of the last row made and not yet ended.
+    in_flight: u64,
+    stream: bool,
+    interval_ns: u64,
+    pacers: u64,
+}
+
+impl RowMaker {
+    /// Rows of `plan`'s intervals, paced by `pacers` threads
+    /// (`run::engine::Engine::pacers`).
+    pub fn new(plan: &Plan<'_>, pacers: u64) -> RowMaker {
+        RowMaker {
+            in_flight: 0,
+            stream: plan.protocol == metronome_core::plan::Protocol::OpenAiSse,
+            interval_ns: plan.interval_ns,
+            pacers,
+        }
+    }
+
+    /// Sets the pacing threads (known once the engine's threads started).
+    pub fn set_pacers(&mut self, pacers: u64) {
+        self.pacers = pacers;
+    }
+
+    /// The row of interval `i` (the next one after the last row made).
+    pub fn row(&mut self, i: usize, iv: &metronome_core::measure::Interval) -> IntervalReport {
+        let width_s = self.interval_ns.max(1) as f64 / 1e9;
+        self.in_flight = (self.in_flight + iv.sent).saturating_sub(iv.ok + iv.errors);
         let ttft = (!iv.ttft.is_empty()).then_some(&iv.ttft);
-        rows.push(IntervalReport {
-            in_flight,
+        IntervalReport {
+            in_flight: self.in_flight,
             bytes_received: iv.bytes_received,
             bytes_sent: iv.bytes_sent,
-            output_tokens_per_s: stream.then(|| iv.output_tokens as f64 / width_s),
+            output_tokens_per_s: self.stream.then(|| iv.output_tokens as f64 / width_s),
             ttft_p50_ms: ttft.map(|h| ms(h.quantile(0.5))),
             ttft_p99_ms: ttft.map(|h| ms(h.quantile(0.99))),
             ttft_max_ms: ttft.map(|h| ms(h.max())),
@@ -433,8 +472,8 @@ fn interval_rows(
             scheduled: iv.scheduled,
             late: iv.late,
             late_waiting: iv.late_waiting,
-            work_cpu: work_share(iv, plan.interval_ns, pacers),
-            start_s: i as f64 * plan.interval_ns as f64 / 1e9,
+            work_cpu: work_share(iv, self.interval_ns, self.pacers),
+            start_s: i as f64 * self.interval_ns as f64 / 1e9,
             sent: iv.sent,
             ok: iv.ok,
             errors: iv.errors,
@@ -443,13 +482,8 @@ fn interval_rows(
             p99: ms(iv.latency.quantile(0.99)),
             max: ms(iv.latency.max()),
             send_lag_p99: ms(iv.send_lag.quantile(0.99)),
-        });
-    });
-    let busy = |r: &IntervalReport| r.sent + r.ok + r.errors + r.unsent + r.scheduled > 0;
-    let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
-    rows.truncate(last.max(schedule.min(rows.len())));
-    let drain = rows.split_off(schedule.min(rows.len()));
-    (rows, drain, bytes)
+        }
+    }
 }
 
 /// Share of `pacers` threads' time over `interval_ns` spent working (CPU

@@ -953,6 +953,10 @@ pub struct Generator {
     /// What the connection pool's growth rule did (docs/connections.md).
     #[serde(default)]
     pub pool: PoolReport,
+    /// With `--dashboard`: CPU time of the dashboard's thread up to the end
+    /// of the run, seconds (not in `cpu_s`: it is not the engine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard_cpu_s: Option<f64>,
 }
 
 /// What the connection pool's growth rule did: it grows toward what the

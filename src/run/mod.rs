@@ -12,12 +12,14 @@
 //! The report itself is built and rendered in [`crate::report`].
 
 pub mod conversation;
+mod dashboard;
 pub mod discover;
 pub mod engine;
 mod grpc;
 mod h2;
 pub mod lengths;
 pub mod limits;
+mod live;
 pub mod mix;
 pub mod mooncake;
 mod openai;
@@ -104,15 +106,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         start_at: args.start_at,
         ..Control::default()
     };
+    let started = SystemTime::now();
+    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started)?;
+    if live.is_on() {
+        control.progress.live.enable();
+    }
     if let Some(at) = args.start_at {
         check_start_at(at)?;
     }
     crate::signal::install();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let started = SystemTime::now();
     let done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
+        let streamer = s.spawn(|| live.stream(&control, &done));
         let result = engine::run(
             args.engine,
             &plan,
@@ -121,8 +128,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             args.cpus.as_deref(),
             p.tls.as_ref(),
         );
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
         let _ = watcher.join();
+        let _ = streamer.join();
         result.map_err(|e| {
             if args.http2 && format!("{e:#}").contains("no_application_protocol") {
                 anyhow::anyhow!(
@@ -186,8 +194,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         breached |= !tr.passed;
         report.thresholds.push(tr);
     }
+    // The intervals not streamed live, from the report itself.
     // A push that fails is a warning with its counts, never a failed run.
-    if let Some(warning) = crate::prom::push_report(&report, &args.prometheus) {
+    report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
+    let pushed_live = live.pushes_prometheus();
+    let mut warnings = live.finish(&report);
+    if !pushed_live {
+        warnings.extend(crate::prom::push_report(&report, &args.prometheus));
+    }
+    for warning in warnings {
         eprintln!("metronome: warning: {warning}");
     }
     // Every file asked for; one that cannot be written (its path was
@@ -303,6 +318,12 @@ pub fn check_outputs(args: &RunArgs) -> Result<(), crate::UsageError> {
         ("--hlog", args.hlog.as_deref()),
         ("--svg", args.svg.as_deref()),
         ("--html", args.html.as_deref()),
+        (
+            "--out-intervals",
+            args.out_intervals
+                .as_deref()
+                .filter(|_| !args.intervals_to_stdout()),
+        ),
     ])
 }
 

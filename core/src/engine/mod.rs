@@ -35,12 +35,14 @@ use crate::measure::{IntervalSink, NameTally, Recorder, StageTally, ThreadStats}
 use crate::plan::{Plan, PlanError};
 
 mod greet;
+mod live;
 mod pre_open;
 mod reserved;
 mod series;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub use greet::{greet_h2, Greeted, ReadWrite};
+pub use live::{LiveIntervals, LiveReader, Published};
 pub use pre_open::pre_open;
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
@@ -92,7 +94,7 @@ impl Origin {
     /// due: the first request of a run leaves on time, not after a thread's
     /// wake-up.
     pub fn for_run(control: &Control) -> Origin {
-        match control.start_at {
+        let origin = match control.start_at {
             Some(t) => Origin::at(t),
             None => {
                 let now = Origin::now();
@@ -101,7 +103,12 @@ impl Origin {
                     unix_ns: now.unix_ns + START_LEAD.as_nanos() as u64,
                 }
             }
-        }
+        };
+        control
+            .progress
+            .origin_unix_ns
+            .store(origin.unix_ns, Ordering::Release);
+        origin
     }
 
     /// Now.
@@ -167,7 +174,8 @@ impl Control {
 }
 
 /// Live counters of the measured phase, published by the engine for a
-/// progress line; never used for the report itself.
+/// progress line, and its closed intervals for a watcher
+/// ([`LiveIntervals`]); never used for the report itself.
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Requests sent.
@@ -185,22 +193,37 @@ pub struct Progress {
     pub last_samples: AtomicU64,
     /// Send-lag samples of the last complete interval.
     pub last_send_lag_samples: AtomicU64,
+    /// Every closed interval, copied for a watcher when enabled.
+    pub live: LiveIntervals,
+    /// The run's origin ([`Origin::for_run`]), ns since the Unix epoch; 0
+    /// until the engine set its clock.
+    pub origin_unix_ns: AtomicU64,
 }
 
 impl Progress {
+    /// A thread's publishing state for [`Progress::publish_interval`]:
+    /// engines call it before their clock starts, once per thread that
+    /// holds a series (with live intervals on, it reserves a mailbox).
+    pub fn published(&self) -> Published {
+        self.live.register()
+    }
+
     /// Publishes the p99s of the last complete interval at `now_ns`, once
-    /// per interval: `published` remembers which one was published last.
+    /// per interval (`published` remembers which one was published last),
+    /// and, with live intervals on, copies the closed intervals into the
+    /// thread's mailbox ([`LiveIntervals`]).
     pub fn publish_interval(
         &self,
         ledger: &Ledger<'_>,
         intervals: &dyn IntervalSink,
         now_ns: u64,
-        published: &mut Option<usize>,
+        published: &mut Published,
     ) {
+        published.copy_closed(ledger.plan(), intervals, now_ns);
         let Some((last, p99, lag_p99)) = ledger.last_complete(intervals, now_ns) else {
             return;
         };
-        if *published == Some(last) {
+        if published.last == Some(last) {
             return;
         }
         self.last_p99_ns.store(p99, Ordering::Relaxed);
@@ -210,7 +233,7 @@ impl Progress {
             self.last_send_lag_samples
                 .store(send_lag, Ordering::Relaxed);
         }
-        *published = Some(last);
+        published.last = Some(last);
     }
 }
 

@@ -374,6 +374,22 @@ impl IntervalSink for Series {
         let slot = self.live.get(i % self.live.len())?;
         (slot.index == i).then(|| (slot.latency.count(), slot.send_lag.count()))
     }
+    fn view(&self, i: usize) -> Option<(&Counts, [Option<&Histogram>; 3])> {
+        let counts = self.counts.get(i)?;
+        let slot = self.live.get(i % self.live.len())?;
+        if slot.index == i {
+            Some((
+                counts,
+                [Some(&slot.latency), Some(&slot.send_lag), Some(&slot.ttft)],
+            ))
+        } else if slot.index == usize::MAX || slot.index < i {
+            // No value of interval `i` yet: a slot is taken by its first.
+            Some((counts, [None; 3]))
+        } else {
+            // Compacted already.
+            None
+        }
+    }
 }
 
 #[cfg(test)]

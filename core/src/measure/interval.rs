@@ -215,6 +215,13 @@ pub trait IntervalSink: core::fmt::Debug {
     /// The samples behind those p99s (latency, send lag), when interval `i`
     /// is still held in full.
     fn samples(&self, i: usize) -> Option<(u64, u64)>;
+    /// Interval `i` as it stands, to copy: its counters and its latency,
+    /// send-lag and TTFT histograms (`None` for one it holds no value of),
+    /// when it is still held in full; `None` otherwise.
+    fn view(&self, i: usize) -> Option<(&Counts, [Option<&Histogram>; 3])> {
+        let _ = i;
+        None
+    }
 }
 
 fn slice_record(ivs: &mut [Interval], i: usize, metric: IntervalMetric, v: u64) {
@@ -249,6 +256,13 @@ where
     fn samples(&self, i: usize) -> Option<(u64, u64)> {
         let iv = self.as_ref().get(i)?;
         Some((iv.latency.count(), iv.send_lag.count()))
+    }
+    fn view(&self, i: usize) -> Option<(&Counts, [Option<&Histogram>; 3])> {
+        let iv = self.as_ref().get(i)?;
+        Some((
+            &iv.counts,
+            [Some(&iv.latency), Some(&iv.send_lag), Some(&iv.ttft)],
+        ))
     }
 }
 

@@ -132,7 +132,7 @@ pub(crate) struct Worker<'p> {
     out: RunOutput,
     stats: ThreadStats,
     pending: Pending,
-    published_interval: Option<usize>,
+    published_interval: metronome_core::engine::Published,
     /// The busy-wait slice, fixed or following the timer's lateness.
     tuner: SpinTuner,
     /// When the armed timer is due (clock ns), while one is armed.
@@ -268,7 +268,7 @@ impl<'p> Worker<'p> {
             out,
             stats: ThreadStats::default(),
             pending: Pending::default(),
-            published_interval: None,
+            published_interval: control.progress.published(),
             tuner: plan.spin.tuner(),
             timer_due_ns: None,
             woke_ns: None,

@@ -1,0 +1,246 @@
+//! `--dashboard [ADDR]` (docs/live.md): a page of the run as it goes,
+//! served from a thread of its own on ADDR (127.0.0.1 with a free port by
+//! default): `/` is a live page (progress, send lag, warnings, the interval
+//! rows) that polls `/live.json` on the same address four times a second;
+//! once the run is over `/` is the `--html` report's page. The thread's CPU
+//! is reported apart (`generator.dashboard_cpu_s`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::report::{IntervalReport, Report};
+
+/// The live page's policy: inline script and style; requests to its own
+/// address only (the polls).
+const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+    connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'";
+
+const PAGE: &str = include_str!("live.html");
+
+/// How long the end of a run waits for an open live page to load the
+/// final one.
+const LINGER: Duration = Duration::from_secs(3);
+
+/// What the page shows.
+#[derive(Default)]
+struct Board {
+    rows: Vec<IntervalReport>,
+    sent: u64,
+    ok: u64,
+    errors: u64,
+    elapsed_s: f64,
+    duration_s: f64,
+    warnings: Vec<String>,
+    final_page: Option<String>,
+    live_served: bool,
+    final_served: bool,
+}
+
+/// A running dashboard.
+pub(super) struct Dashboard {
+    addr: SocketAddr,
+    board: Arc<Mutex<Board>>,
+    stop: Arc<AtomicBool>,
+    cpu_ns: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn lock(b: &Mutex<Board>) -> std::sync::MutexGuard<'_, Board> {
+    b.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// CPU time of the calling thread, ns: the first field of Linux's
+/// `/proc/thread-self/schedstat` (time on a CPU); 0 where there is none.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Dashboard {
+    /// Binds `addr` and starts serving a run of `duration_s`.
+    ///
+    /// # Errors
+    /// The address cannot be bound, or the thread cannot start.
+    pub(super) fn start(addr: SocketAddr, duration_s: f64) -> std::io::Result<Dashboard> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let board = Arc::new(Mutex::new(Board {
+            duration_s,
+            ..Board::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let cpu_ns = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let (board, stop, cpu_ns) =
+                (Arc::clone(&board), Arc::clone(&stop), Arc::clone(&cpu_ns));
+            std::thread::Builder::new()
+                .name("dashboard".into())
+                .spawn(move || serve(&listener, &board, &stop, &cpu_ns))?
+        };
+        Ok(Dashboard {
+            addr,
+            board,
+            stop,
+            cpu_ns,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it serves on.
+    pub(super) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The progress counters at `elapsed_s` into the run.
+    pub(super) fn progress(&self, sent: u64, ok: u64, errors: u64, elapsed_s: f64) {
+        let mut b = lock(&self.board);
+        (b.sent, b.ok, b.errors, b.elapsed_s) = (sent, ok, errors, elapsed_s);
+    }
+
+    /// A closed interval's row; a warning when it was behind its schedule.
+    pub(super) fn row(&self, row: &IntervalReport) {
+        let mut b = lock(&self.board);
+        if row.late > 0 {
+            let w = format!(
+                "{} of {} sends over 1 ms late in the interval at {} s (send lag p99 {} ms)",
+                row.late, row.scheduled, row.start_s, row.send_lag_p99
+            );
+            b.warnings.push(w);
+        }
+        b.rows.push(row.clone());
+    }
+
+    /// The CPU time of the dashboard's thread so far, seconds.
+    pub(super) fn cpu_s(&self) -> f64 {
+        self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// The run is over: `/` becomes `page` (the `--html` page of `r`); waits
+    /// up to [`LINGER`] for an open live page to load it, then stops.
+    pub(super) fn finish(mut self, r: &Report, page: String) {
+        let opened = {
+            let mut b = lock(&self.board);
+            b.final_page = Some(page);
+            b.rows.clone_from(&r.intervals);
+            b.warnings.clone_from(&r.generator.warnings);
+            (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
+            b.live_served
+        };
+        if opened {
+            let until = Instant::now() + LINGER;
+            while Instant::now() < until && !lock(&self.board).final_served {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // The page's last request ends before the socket closes.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns: &AtomicU64) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((s, _)) => {
+                let _ = answer(s, board);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+        cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+    }
+}
+
+/// The `/live.json` document.
+fn live_json(b: &Board) -> String {
+    serde_json::json!({
+        "done": b.final_page.is_some(),
+        "elapsed_s": b.elapsed_s,
+        "duration_s": b.duration_s,
+        "sent": b.sent,
+        "ok": b.ok,
+        "errors": b.errors,
+        "warnings": b.warnings,
+        "rows": b.rows,
+    })
+    .to_string()
+}
+
+fn answer(mut s: TcpStream, board: &Mutex<Board>) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut buf = [0u8; 8192];
+    let mut len = 0;
+    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf[len..])?;
+        if n == 0 || len + n == buf.len() {
+            return Ok(());
+        }
+        len += n;
+    }
+    let head = String::from_utf8_lossy(&buf[..len]);
+    let mut words = head.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, kind, body) = if method != "GET" {
+        (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET only\n".to_string(),
+        )
+    } else {
+        match path {
+            "/" => {
+                let mut b = lock(board);
+                match &b.final_page {
+                    Some(page) => {
+                        let page = page.clone();
+                        b.final_served = true;
+                        ("200 OK", "text/html; charset=utf-8", page)
+                    }
+                    None => {
+                        b.live_served = true;
+                        (
+                            "200 OK",
+                            "text/html; charset=utf-8",
+                            PAGE.replace("{CSP}", CSP),
+                        )
+                    }
+                }
+            }
+            "/live.json" => ("200 OK", "application/json", live_json(&lock(board))),
+            "/favicon.ico" => ("204 No Content", "text/plain", String::new()),
+            _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
+        }
+    };
+    let csp = if path == "/" && lock(board).final_served {
+        crate::report::html::CSP
+    } else {
+        CSP
+    };
+    write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nContent-Security-Policy: {csp}\r\n\
+         X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body.as_bytes())?;
+    s.flush()
+}
