@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, DemoArgs, EngineArg};
-use crate::report::num::{count, num, unit};
+use crate::report::num::{count, num, tick, unit};
 use crate::report::Report;
 use crate::serve::{self, ServeConfig};
 
@@ -163,8 +163,8 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
     let _ = writeln!(
         s,
         "\nThe same server (FIFO, 1 ms service, one {} stall) measured four ways, {} each:\n",
-        unit(args.stall.as_secs_f64() * 1e3, "ms"),
-        unit(args.duration.as_secs_f64(), "s")
+        format!("{} ms", tick(args.stall.as_secs_f64() * 1e3)),
+        format!("{} s", tick(args.duration.as_secs_f64()))
     );
     let _ = writeln!(
         s,
