@@ -162,9 +162,9 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nThe same server (FIFO, 1 ms service, one {} stall) measured four ways, {} each:\n",
-        format!("{} ms", tick(args.stall.as_secs_f64() * 1e3)),
-        format!("{} s", tick(args.duration.as_secs_f64()))
+        "\nThe same server (FIFO, 1 ms service, one {} ms stall) measured four ways, {} s each:\n",
+        tick(args.stall.as_secs_f64() * 1e3),
+        tick(args.duration.as_secs_f64())
     );
     let _ = writeln!(
         s,
