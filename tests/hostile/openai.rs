@@ -78,10 +78,29 @@ pub(crate) fn openai_streams() {
             }
         })
     };
-    let huge = {
-        let line = content(&"x".repeat(10 << 20));
-        answer(sse_chunked(&[&line, DONE]))
+    let huge_wire = sse_chunked(&[&content(&"x".repeat(10 << 20)), DONE]);
+    // The same bytes in writes of odd sizes (over TLS: records of odd
+    // sizes), every 64th after a pause: chunk framing, lines and records
+    // split at ever other points of the client's read buffer.
+    let huge_in_pieces = {
+        let wire = huge_wire.clone();
+        script(move |p| {
+            while p.request().is_some() {
+                let (mut at, mut i) = (0, 0usize);
+                while at < wire.len() {
+                    let piece = (1 + i * 7919 % 17_011).min(wire.len() - at);
+                    if !p.send(&wire[at..at + piece]) {
+                        return;
+                    }
+                    if i % 64 == 63 {
+                        p.pause(Duration::from_millis(1));
+                    }
+                    (at, i) = (at + piece, i + 1);
+                }
+            }
+        })
     };
+    let huge = answer(huge_wire);
     // JSON split over two data lines of one event: joined with "\n" it is
     // one chunk with content; line by line neither half would be.
     let multi_line = "data: {\"choices\":[{\"delta\":\n\
@@ -136,6 +155,22 @@ pub(crate) fn openai_streams() {
         (
             "10 MiB data line then [DONE]",
             huge,
+            &[
+                "--rate",
+                "4",
+                "--duration",
+                "500ms",
+                "--connections",
+                "1",
+                "--timeout",
+                "5s",
+            ],
+            2,
+            vec![],
+        ),
+        (
+            "10 MiB data line in odd pieces then [DONE]",
+            huge_in_pieces,
             &[
                 "--rate",
                 "4",

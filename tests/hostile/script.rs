@@ -206,11 +206,17 @@ impl Write for Io {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
             Io::Plain(s) => s.write(bytes),
-            // One TLS record per write, sent at once: a split write stays split.
+            // One TLS record per write, sent at once: a split write stays
+            // split. Once rustls has taken the `n` bytes they are written:
+            // a flush that meets the write timeout (a slow reader) must
+            // not fail the write, or the caller would write them again.
+            // `Peer::send` flushes the rest.
             Io::Tls(t) => {
                 let n = t.write(bytes)?;
-                t.flush()?;
-                Ok(n)
+                match t.flush() {
+                    Err(e) if !transient(&e) => Err(e),
+                    _ => Ok(n),
+                }
             }
         }
     }
@@ -360,7 +366,21 @@ impl Peer {
                 Err(_) => return false,
             }
         }
-        true
+        // Over TLS, what rustls still holds leaves now (one write, one
+        // record, sent at once).
+        loop {
+            if self.over() {
+                return false;
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                return false;
+            };
+            match stream.flush() {
+                Ok(()) => return true,
+                Err(e) if transient(&e) => {}
+                Err(_) => return false,
+            }
+        }
     }
 
     /// Writes `bytes` one byte per write, `gap` apart.
@@ -455,4 +475,87 @@ pub(crate) fn set_linger_zero(stream: &TcpStream) {
         )
     };
     assert_eq!(rc, 0, "SO_LINGER: {}", io::Error::last_os_error());
+}
+
+/// Sets the socket option `opt` (`SO_SNDBUF`, `SO_RCVBUF`) of `stream` to `bytes`.
+fn set_buffer(stream: &TcpStream, opt: libc::c_int, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is the open socket `stream` owns (borrowed for
+    // the call); the option value points at a live `c_int` of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt: {}", io::Error::last_os_error());
+}
+
+/// Over TLS, a write the socket cannot take within the write timeout (a
+/// small send buffer, a client that pauses longer than `SLICE`) is still
+/// sent exactly once: the client reads the very bytes the script sent, no
+/// byte lost or repeated. (A flush that timed out used to fail the write
+/// after rustls had taken its bytes; `send` then wrote them again: a
+/// 10 MiB chunked response arrived with bytes doubled, `chunk_framing`.)
+#[test]
+fn over_tls_a_slow_reader_gets_every_byte_once() {
+    const BODY: usize = 256 << 10;
+    let wire: Vec<u8> = (0..BODY as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let cert = TestCert::new();
+    let config = cert.tls.config.clone();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let addr = listener.local_addr().unwrap();
+    let sent = wire.clone();
+    let server = thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        set_buffer(&stream, libc::SO_SNDBUF, 4096);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut peer = Peer::new(stream, stop, Arc::new(Counts::default()));
+        peer.secure(config);
+        peer.request().is_some() && peer.send(&sent)
+    });
+    let client = metronome::tls::ClientTls::new(
+        "localhost",
+        &metronome::tls::ClientOptions {
+            insecure: true,
+            ..Default::default()
+        },
+    )
+    .expect("a TLS client");
+    let conn =
+        rustls::ClientConnection::new(client.config, client.server_name).expect("a client session");
+    let sock = TcpStream::connect(addr).expect("connect");
+    set_buffer(&sock, libc::SO_RCVBUF, 4096);
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("send the request");
+    tls.flush().expect("send the request");
+    // Slow: a record, then a pause longer than the server's write timeout.
+    let mut got = Vec::with_capacity(BODY);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let born = Instant::now();
+    while got.len() <= BODY && born.elapsed() < Duration::from_secs(60) {
+        match tls.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            // The server closes without close_notify.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => panic!("read after {} bytes: {e}", got.len()),
+        }
+        thread::sleep(SLICE + SLICE / 2);
+    }
+    drop(tls);
+    let first = got.iter().zip(&wire).position(|(a, b)| a != b);
+    assert_eq!(
+        (got.len(), first),
+        (wire.len(), None),
+        "bytes received, the first that differs"
+    );
+    assert!(server.join().expect("the server thread"), "the server sent");
 }
