@@ -33,12 +33,17 @@
 //! - [`error`]: [`UsageError`] and the exit codes (re-exported here).
 //! - [`tls`]: the TLS client configuration of `run` and the certificate of `serve --tls`.
 //!
-//! Unsafe code is denied here and allowed in two modules only: [`signal`]
-//! (installing the handler) and `serve::wait` (the `poll` call). Each unsafe
+//! - [`background`]: the threads that watch a run give way to the pacer.
+//!
+//! Unsafe code is denied here and allowed in three modules only: [`signal`]
+//! (installing the handler), `serve::wait` (the `poll` call) and
+//! [`background`] (`setpriority`). Each unsafe
 //! block says why it is sound in a `// SAFETY:` comment.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+#[allow(unsafe_code)]
+pub mod background;
 pub mod cli;
 pub mod demo;
 pub mod error;

@@ -178,7 +178,10 @@ impl Pusher {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("prometheus-rw".into())
-            .spawn(move || run(&endpoint, &for_thread))?;
+            .spawn(move || {
+                crate::background::give_way();
+                run(&endpoint, &for_thread)
+            })?;
         Ok(Pusher {
             shared,
             thread: Some(thread),

@@ -119,7 +119,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
-        let streamer = s.spawn(|| live.stream(&control, &done));
+        let streamer = s.spawn(|| {
+            crate::background::give_way();
+            live.stream(&control, &done)
+        });
         let result = engine::run(
             args.engine,
             &plan,

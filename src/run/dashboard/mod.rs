@@ -82,7 +82,10 @@ impl Dashboard {
                 (Arc::clone(&board), Arc::clone(&stop), Arc::clone(&cpu_ns));
             std::thread::Builder::new()
                 .name("dashboard".into())
-                .spawn(move || serve(&listener, &board, &stop, &cpu_ns))?
+                .spawn(move || {
+                    crate::background::give_way();
+                    serve(&listener, &board, &stop, &cpu_ns)
+                })?
         };
         Ok(Dashboard {
             addr,
