@@ -6,6 +6,8 @@
 //! - [`conn`]: [`Connection`], the client connection: preface and
 //!   SETTINGS, streams in a fixed slot array, both levels of flow control,
 //!   PING, RST_STREAM and GOAWAY, events out.
+//! - [`error`]: its errors: the server's [`Violation`]s, the connection
+//!   error [`H2Error`] (with its GOAWAY code) and [`SendError`].
 //! - [`flights`]: [`Flights`], the requests in flight on one connection
 //!   and how each ends (answered, retried once, failed, timed out), for
 //!   both engines.
@@ -15,6 +17,7 @@
 //! `docs/http2.md` says what is implemented and why it is hand-written.
 
 pub mod conn;
+pub mod error;
 pub mod flights;
 pub mod frame;
 pub mod hpack;
