@@ -14,7 +14,7 @@
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
 //! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine
-//!   (`frame`, `hpack`, `conn`, `request` use nothing outside `h2/`); its
+//!   (`frame`, `hpack`, `conn`, `error`, `request` use nothing outside `h2/`); its
 //!   `stream.rs` sits higher, after [`exchange`].
 //! - [`pace`]: how an engine waits for each send: the pacing decision, the
 //!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
