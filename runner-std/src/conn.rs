@@ -367,6 +367,12 @@ impl Conn {
         self.exchange.mark_idle();
     }
 
+    /// From now on the first response on every connection of this slot is
+    /// refused (core's [`Exchange::distrust_first_responses`]).
+    pub(crate) fn distrust_first_responses(&mut self) {
+        self.exchange.distrust_first_responses();
+    }
+
     /// Looks at an idle connection before reusing it: a close or bytes
     /// while idle mean the server closed it or sent what no request asked
     /// for (core's [`Exchange::handle_idle`]); either way it is closed here.

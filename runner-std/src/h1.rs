@@ -31,20 +31,23 @@ pub(crate) fn worker(
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut stats = ThreadStats::default();
+    // Opened during the run and not yet used: bytes on it now were asked
+    // for by no request.
+    let mut fresh = conn.is_none();
     let mut conn = match conn {
         Some(c) => c,
         None => {
             // Grown by the pacer, after the clock started.
             let clock = origin.get_or_init(Clock::start);
             let mut exchange = Exchange::for_plan(plan);
-            if shared.writes_first {
+            if shared.writes_first.load(Ordering::Relaxed) {
                 exchange.distrust_first_responses();
             }
             let mut c = Conn::new(exchange, tls.cloned());
             let r = c.reopen_until(plan.addr, connect_timeout, clock, &shared.hard_end_ns);
             report_open(&mut c, &r, &tx);
             if r.is_ok() {
-                if !shared.writes_first {
+                if !shared.writes_first.load(Ordering::Relaxed) {
                     settle(plan);
                 }
                 count_open(shared);
@@ -123,7 +126,11 @@ pub(crate) fn worker(
             // every connection carries one request, whose response is
             // refused (core's `Exchange::distrust_first_responses`), and
             // closing it for its early bytes would open one after another.
-            let health = if shared.writes_first {
+            let writes_first = shared.writes_first.load(Ordering::Relaxed);
+            if writes_first {
+                conn.distrust_first_responses();
+            }
+            let health = if writes_first {
                 Health::Alive
             } else {
                 conn.health()
@@ -135,6 +142,14 @@ pub(crate) fn worker(
                 }
                 Health::Unsolicited => {
                     let _ = tx.send(Fact::Unsolicited { at_ns: now });
+                    if fresh {
+                        // Bytes on a connection opened during the run,
+                        // before its first request: the server writes on
+                        // accept, which the warm start's settle missed
+                        // (a loaded host). From now on, as when it saw it.
+                        shared.writes_first.store(true, Ordering::Relaxed);
+                        conn.distrust_first_responses();
+                    }
                 }
             }
             if !conn.is_open() {
@@ -147,7 +162,8 @@ pub(crate) fn worker(
                     break;
                 }
                 shared.opened.fetch_add(1, Ordering::Relaxed);
-                if plan.warm_up != WarmUp::Off && !shared.writes_first {
+                fresh = true;
+                if plan.warm_up != WarmUp::Off && !shared.writes_first.load(Ordering::Relaxed) {
                     // Watched before its first request, then looked at again.
                     settle(plan);
                     continue;
@@ -159,6 +175,7 @@ pub(crate) fn worker(
                 stats.spin_ns += spun;
             }
             let sent_ns = clock.now_ns();
+            fresh = false;
             if !retried {
                 stats.sent += 1;
                 let _ = tx.send(Fact::Sent {

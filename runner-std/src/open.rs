@@ -10,7 +10,7 @@
 //! [`crate::h1`] and [`crate::h2`].
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -231,7 +231,7 @@ fn shared_for(plan: &Plan<'_>, pre: usize, opened_first: u64, warm: &Warm) -> Sh
         hard_end_ns: AtomicU64::new(u64::MAX),
         threads: AtomicUsize::new(0),
         dropped_gaps: AtomicU64::new(0),
-        writes_first: warm.writes_first,
+        writes_first: AtomicBool::new(warm.writes_first),
         traffic: crate::traffic::Traffic::new(plan),
     }
 }

@@ -4,7 +4,7 @@
 //! ([`Shared`]), and the conversations' next turns ([`Talks`]).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use metronome_core::engine::{FollowUps, RunOutput};
@@ -141,10 +141,12 @@ pub(crate) struct Shared {
     pub(crate) threads: AtomicUsize,
     /// Inter-token gaps beyond the per-request cap, summed by closing connections.
     pub(crate) dropped_gaps: AtomicU64,
-    /// The warm start found a server that writes on accept
-    /// ([`Warm::writes_first`](metronome_core::engine::Warm::writes_first)): connections opened during the run
-    /// distrust their first response.
-    pub(crate) writes_first: bool,
+    /// The server writes on accept: the warm start found it
+    /// ([`Warm::writes_first`](metronome_core::engine::Warm::writes_first)),
+    /// or a connection opened during the run had bytes before its first
+    /// request (set then, by its thread). Every connection distrusts its
+    /// first response from then on.
+    pub(crate) writes_first: AtomicBool,
     /// Bytes read and written, per interval.
     pub(crate) traffic: crate::traffic::Traffic,
 }

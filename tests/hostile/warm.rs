@@ -122,3 +122,69 @@ fn a_server_that_writes_on_accept_carries_no_measured_request() {
         assert!(r.elapsed < BOUND, "{ctx}");
     }
 }
+
+/// A server whose first 8 connections answer one request each and close,
+/// and whose later ones write a `200` on accept (then answer their request
+/// after 30 ms): the warm start (`check`) sees clean connections, so the
+/// run starts trusting first responses, and connections opened during the
+/// run turn out to write on accept. The first such connection whose bytes
+/// come before its first request tells the engine (each io_uring thread,
+/// the std engine's threads together) that the server writes on accept:
+/// from then on every connection's first response is refused, as when the
+/// warm start sees it. Every request is sent; the ok ones are those the
+/// server answered on its first 8 connections, give or take a request
+/// whose connection's early bytes came after the 1 ms settle (a loaded
+/// host); every other is `bad_framing` with cause `unsolicited`. Before,
+/// each connection was closed for its early bytes and another opened,
+/// until the hard end left requests unsent or a late byte was taken for a
+/// response ("ok" in 0.02 ms).
+#[test]
+fn a_server_that_starts_writing_on_accept_during_the_run() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    const CLOSE_OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    for engine in engines() {
+        let case = "writes on accept after 8 connections";
+        let accepted = Arc::new(AtomicU64::new(0));
+        let normal = Arc::new(AtomicU64::new(0));
+        let (a, n) = (accepted.clone(), normal.clone());
+        let late = script(move |p| {
+            if a.fetch_add(1, Relaxed) >= 8 {
+                if p.send(CLOSE_OK) && p.request().is_some() {
+                    p.pause(Duration::from_millis(30));
+                    p.send(CLOSE_OK);
+                }
+                return;
+            }
+            if p.request().is_some() && p.send(CLOSE_OK) {
+                n.fetch_add(1, Relaxed);
+            }
+        });
+        let args = [
+            "--rate",
+            "50",
+            "--duration",
+            "2s",
+            "--connections",
+            "4",
+            "--timeout",
+            "1s",
+            "--warm-up",
+            "check",
+        ];
+        let r = run(engine, &late, "/", &args);
+        let ctx = r.ctx(case);
+        let normal = normal.load(Relaxed);
+        let q = r.requests();
+        assert_eq!((q.scheduled, q.sent, q.unsent), (N, N, 0), "{ctx}");
+        assert!(normal >= 1, "normal answers {normal}; {ctx}");
+        assert!(
+            (normal..=normal + 2).contains(&q.ok),
+            "ok {} for {normal} normal answers; {ctx}",
+            q.ok
+        );
+        r.expect(case, N, q.ok, &[("bad_framing", N - q.ok)]);
+        r.expect_causes(case, &[("unsolicited", N - q.ok)]);
+        assert!(r.elapsed < BOUND, "{ctx}");
+    }
+}

@@ -157,6 +157,23 @@ impl Worker<'_> {
         if res == -libc::EINTR || res == -libc::EAGAIN {
             return self.arm_recv(slot, 0);
         }
+        let c = &self.conns[slot];
+        if res > 0
+            && c.state == State::Fresh
+            && c.tls.is_none()
+            && !c.exchange.distrusts_first_responses()
+            && Exchange::handle_idle(&self.ring.buf(slot)[..res as usize]) == Idle::Unsolicited
+        {
+            // Bytes on a connection opened during the run, before its first
+            // request: the server writes on accept, which the warm start's
+            // settle missed (a loaded host). From now on, on every
+            // connection of this thread, as when it saw it.
+            self.ledger
+                .unsolicited(&mut self.out.tally(), self.clock.now_ns());
+            for c in &mut self.conns {
+                c.exchange.distrust_first_responses();
+            }
+        }
         let c = &mut self.conns[slot];
         if res > 0 && c.unused && c.tls.is_none() && c.exchange.distrusts_first_responses() {
             // A server that writes on accept (core's warm start saw it):
