@@ -760,45 +760,74 @@ pub struct PoolOutcome {
     /// Stalls (no answer while requests waited) that grew the pool.
     pub stalls: u32,
     /// Where growth stopped because more connections did not carry more
-    /// load (summed over the threads that found one: their completions per
-    /// second and connections add up).
+    /// load, for the run: the knees of the threads that found one summed
+    /// (their completions per second and connections add up), scaled to
+    /// all the pacing threads when only some found one (each carries an
+    /// equal share of the schedule, and the server they share is what
+    /// saturates; a CI run had one io_uring thread of two refuse its probe
+    /// at 411 req/s with 8 connections, against a server of about 1000
+    /// req/s: the run's knee is then 822 with 16, not 411 with 8).
     pub knee: Option<Knee>,
     /// Probes kept and refused.
     pub probes: Probes,
     /// Connections the pool closed: idle for [`QUIET_NS`], or a refused
     /// probe's.
     pub closed: u64,
+    /// The pacing threads merged here.
+    pub threads: u32,
+    /// Of them, the threads whose pool found a knee.
+    pub knee_threads: u32,
+    /// The knees found, summed and not scaled.
+    found: Option<Knee>,
 }
 
 impl PoolOutcome {
     /// One pacing thread's outcome: its pool's knee and probes, and the
     /// connections it closed.
     pub fn of(pool: &Pool, closed: u64) -> PoolOutcome {
+        PoolOutcome::thread(pool.stalls(), pool.knee(), pool.probes(), closed)
+    }
+
+    /// One pacing thread's outcome from its parts.
+    pub fn thread(stalls: u32, knee: Option<Knee>, probes: Probes, closed: u64) -> PoolOutcome {
         PoolOutcome {
-            stalls: pool.stalls(),
-            knee: pool.knee(),
-            probes: pool.probes(),
+            stalls,
+            knee,
+            probes,
             closed,
+            threads: 1,
+            knee_threads: u32::from(knee.is_some()),
+            found: knee,
         }
     }
 
-    /// Adds another pacing thread's outcome.
+    /// Adds another pacing thread's outcome (or several threads' merged).
     ///
     /// ```
     /// use metronome_core::pool::{Knee, PoolOutcome, Probes};
     /// let k = |per_s, n| Some(Knee { completions_per_s: per_s, connections: n,
     ///     probe_per_s: per_s, probe_connections: n + 4, at_ns: 5 });
-    /// let mut a = PoolOutcome { stalls: 1, knee: k(1000.0, 16), probes: Probes { kept: 1, refused: 1 }, closed: 4 };
-    /// a.merge(&PoolOutcome { stalls: 0, knee: k(900.0, 16), probes: Probes { kept: 0, refused: 2 }, closed: 8 });
+    /// let mut a = PoolOutcome::thread(1, k(1000.0, 16), Probes { kept: 1, refused: 1 }, 4);
+    /// a.merge(&PoolOutcome::thread(0, k(900.0, 16), Probes { kept: 0, refused: 2 }, 8));
     /// assert_eq!(a.knee.unwrap().completions_per_s, 1900.0);
     /// assert_eq!(a.knee.unwrap().connections, 32);
     /// assert_eq!(a.knee.unwrap().probe_connections, 40);
     /// assert_eq!(a.probes, Probes { kept: 1, refused: 3 });
-    /// assert_eq!(a.closed, 12);
-    /// assert_eq!(a.stalls, 1);
+    /// assert_eq!((a.closed, a.stalls, a.threads, a.knee_threads), (12, 1, 2, 2));
+    /// // One thread of two found a knee: scaled to both.
+    /// let mut b = PoolOutcome::thread(0, k(411.0, 8), Probes { kept: 0, refused: 1 }, 0);
+    /// b.merge(&PoolOutcome::thread(0, None, Probes { kept: 1, refused: 0 }, 0));
+    /// assert_eq!(b.knee.unwrap().completions_per_s, 822.0);
+    /// assert_eq!(b.knee.unwrap().connections, 16);
+    /// assert_eq!(b.knee.unwrap().probe_connections, 24);
+    /// assert_eq!((b.threads, b.knee_threads), (2, 1));
+    /// // Merged from nothing (an engine's empty output), nothing changes.
+    /// let mut c = PoolOutcome::default();
+    /// c.merge(&b);
+    /// assert_eq!(c, b);
     /// ```
     pub fn merge(&mut self, other: &PoolOutcome) {
-        self.knee = match (self.knee, other.knee) {
+        self.found = match (self.found, other.found) {
             (Some(a), Some(b)) => Some(Knee {
                 completions_per_s: a.completions_per_s + b.completions_per_s,
                 connections: a.connections + b.connections,
@@ -812,5 +841,21 @@ impl PoolOutcome {
         self.probes.kept += other.probes.kept;
         self.probes.refused += other.probes.refused;
         self.closed += other.closed;
+        self.threads += other.threads;
+        self.knee_threads += other.knee_threads;
+        self.knee = self.found.map(|k| {
+            if self.knee_threads == 0 || self.knee_threads >= self.threads {
+                return k;
+            }
+            let f = f64::from(self.threads) / f64::from(self.knee_threads);
+            let n = |c: u32| (f64::from(c) * f).round() as u32;
+            Knee {
+                completions_per_s: k.completions_per_s * f,
+                connections: n(k.connections),
+                probe_per_s: k.probe_per_s * f,
+                probe_connections: n(k.probe_connections),
+                at_ns: k.at_ns,
+            }
+        });
     }
 }
