@@ -1,5 +1,5 @@
 //! `--dashboard` in a real browser (docs/live.md): headless Chromium opens
-//! the address the run prints first, while a 4 s run goes; the test reads
+//! the address the run prints first, while a 5 s run goes; the test reads
 //! the page's state over the DevTools protocol (a minimal WebSocket client
 //! below) every 100 ms of real time and asserts: the page updated at least
 //! once a second while the run went, then became the `--html` page whose
@@ -231,7 +231,7 @@ fn the_dashboard_updates_live_and_ends_as_the_html_page() {
                 "--rate",
                 "100",
                 "--duration",
-                "4s",
+                "5s",
             ])
             .args(["--interval", "500ms", "--quiet", "--dashboard", "--out"])
             .arg(&out)
@@ -368,6 +368,18 @@ fn the_dashboard_updates_live_and_ends_as_the_html_page() {
     }
     let most_rows = running.iter().filter_map(|(_, v)| v["rows"].as_u64()).max();
     assert!(most_rows >= Some(3), "rows while live: {live:?}");
+    // The live page is the report's: its time series drawn by the same
+    // code as the --html page, from the rows so far.
+    for (_, v) in running.iter().filter(|(_, v)| v["rows"].as_u64() > Some(0)) {
+        assert_eq!(v["ok"], true, "{v}");
+        let charts: Vec<&str> = v["charts"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for id in ["ts-latency", "ts-rate", "ts-errors", "ts-lag"] {
+            assert!(charts.contains(&id), "{id} not drawn live: {v}");
+        }
+    }
     // The rows shown live equal the report's.
     for (_, v) in &running {
         if let Some(n) = v["rows"].as_u64().filter(|&n| n > 0) {

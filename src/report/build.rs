@@ -110,13 +110,7 @@ impl Report {
             argv: meta.argv.clone(),
             model: if closed { Model::Closed } else { Model::Open },
             arrival: ArrivalReport {
-                process: if closed {
-                    "closed".to_string()
-                } else if matches!(plan.profile, PlanProfile::Trace(_)) {
-                    "trace".to_string()
-                } else {
-                    arrival_name(plan.arrival).to_string()
-                },
+                process: process_name(plan).to_string(),
                 burst_size: match plan.arrival {
                     Arrival::Burst { size } if !closed => Some(size),
                     _ => None,
@@ -318,6 +312,18 @@ fn planned_turns(plan: &Plan<'_>) -> u64 {
         .filter(|&(_, t)| plan.is_measured(t))
         .map(|(j, _)| plan.turns.session_turns(plan.request_index(j as u64)))
         .sum()
+}
+
+/// The report's `arrival.process` of `plan`: `closed`, `trace`, or the
+/// arrival process's name.
+pub(crate) fn process_name(plan: &Plan<'_>) -> &'static str {
+    if matches!(plan.model, PlanModel::Closed { .. }) {
+        "closed"
+    } else if matches!(plan.profile, PlanProfile::Trace(_)) {
+        "trace"
+    } else {
+        arrival_name(plan.arrival)
+    }
 }
 
 fn arrival_name(a: Arrival) -> &'static str {

@@ -355,11 +355,18 @@ fn escape(t: &str) -> String {
 }
 
 fn page(title: &str, fallback: &str, data: &str, meta: &str) -> String {
+    page_with(CSP, title, fallback, Some(data), meta)
+}
+
+/// [`page`] under the policy `csp`, with the report's JSON when there is
+/// one (the live page has none: it polls for its rows).
+fn page_with(csp: &str, title: &str, fallback: &str, data: Option<&str>, meta: &str) -> String {
+    let data = data.unwrap_or_default();
     let mut s = String::with_capacity(CSS.len() + JS.len() + data.len() + meta.len() + 4096);
     let _ = write!(
         s,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"generator\" content=\"metronome {}\">\n\
@@ -367,15 +374,56 @@ fn page(title: &str, fallback: &str, data: &str, meta: &str) -> String {
          <main id=\"app\">\n<noscript><p>This page draws its charts with \
          JavaScript, which is off: the text summary follows, and the full JSON report is \
          embedded in the page source (element <code>report-data</code>).</p>\
-         <pre>{}</pre></noscript>\n</main>\n\
-         <script type=\"application/json\" id=\"report-data\">{data}</script>\n\
-         <script type=\"application/json\" id=\"page-meta\">{meta}</script>\n\
-         <script>\n{JS}</script>\n</body>\n</html>\n",
+         <pre>{}</pre></noscript>\n</main>\n",
         env!("CARGO_PKG_VERSION"),
         escape(title),
         escape(fallback),
     );
+    if !data.is_empty() {
+        let _ = write!(
+            s,
+            "<script type=\"application/json\" id=\"report-data\">{data}</script>\n"
+        );
+    }
+    let _ = write!(
+        s,
+        "<script type=\"application/json\" id=\"page-meta\">{meta}</script>\n\
+         <script>\n{JS}</script>\n</body>\n</html>\n"
+    );
     s
+}
+
+/// What the live page knows of its run before any interval closes.
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveMeta {
+    /// `live`.
+    pub kind: &'static str,
+    /// The metronome version that serves the page.
+    pub version: &'static str,
+    /// The URL under test.
+    pub target: String,
+    /// The planned mean rate, req/s.
+    pub offered_rps: f64,
+    /// The arrival process, as the report names it.
+    pub process: String,
+    /// The engine.
+    pub engine: String,
+    /// The responses are OpenAI-style event streams (TTFT and tokens/s
+    /// are drawn).
+    pub stream: bool,
+}
+
+/// The `--dashboard` page while the run goes: page.js's live view (the
+/// progress, the warnings and the report's time series from the rows it
+/// polls at `/live.json`), under `csp`, which must let it fetch from its
+/// own address.
+///
+/// # Errors
+/// The meta does not serialise (a non-finite rate).
+pub fn render_live(meta: &LiveMeta, csp: &str) -> anyhow::Result<String> {
+    let title = format!("metronome live: {}", meta.target);
+    let fallback = "The run is going: this page draws its progress with JavaScript.";
+    Ok(page_with(csp, &title, fallback, None, &script_json(meta)?))
 }
 
 /// The page of one report (a run's or a merge's).

@@ -184,10 +184,20 @@ impl Live {
         let dashboard = match args.dashboard {
             None => None,
             Some(addr) => {
-                let d = super::dashboard::Dashboard::start(addr, plan.duration_ns as f64 / 1e9)
-                    .map_err(|e| {
-                        crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}"))
-                    })?;
+                let meta = crate::report::html::LiveMeta {
+                    kind: "live",
+                    version: env!("CARGO_PKG_VERSION"),
+                    target: args.url.clone(),
+                    offered_rps: plan.rate,
+                    process: crate::report::build::process_name(plan).to_string(),
+                    engine: engine.as_str().to_string(),
+                    stream: matches!(plan.protocol, metronome_core::plan::Protocol::OpenAiSse),
+                };
+                let d =
+                    super::dashboard::Dashboard::start(addr, plan.duration_ns as f64 / 1e9, &meta)
+                        .map_err(|e| {
+                            crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}"))
+                        })?;
                 eprintln!("metronome: dashboard on http://{}/", d.addr());
                 Some(d)
             }

@@ -597,7 +597,7 @@
         return sum / width / n;
       });
     }
-    if (r.arrival.trace) return iv.map(function (v) { return v.scheduled / width; });
+    if (r.arrival.trace || r.live) return iv.map(function (v) { return v.scheduled / width; });
     return null;
   }
 
@@ -1156,13 +1156,80 @@
     check.resources = performance.getEntriesByType('resource').length;
   }
 
+  // ---- a run as it goes (--dashboard) ------------------------------------------
+  // The dashboard's page before the run ends: the progress, the warnings as
+  // they arise and the report's own time series, drawn from the interval
+  // rows /live.json serves (the JSON report's `intervals`, as they close);
+  // the offered line is each interval's scheduled sends. Polled four times a
+  // second; redrawn when a row arrives. Once the run is over the page
+  // reloads into the --html page. #selfcheck says how many polls were drawn.
+  function liveView(meta, app) {
+    document.title = 'metronome live: ' + meta.target;
+    var head = el('h1', null, 'metronome: starting');
+    var bar = el('div', { class: 'live-bar' }, el('div', { id: 'live-done' }));
+    var prog = el('p', { id: 'live-progress' });
+    var warn = el('ul', { class: 'lines', id: 'live-warnings' });
+    var series = el('div', { id: 'live-series' });
+    add(app, [head, el('p', { class: 'sub' }, meta.target + ' · ' + num(meta.offered_rps, 'req/s') + ' offered, ' + meta.process +
+      ' arrivals, ' + meta.engine + ' engine · drawn by metronome ' + meta.version), bar, prog, warn, series]);
+    var updates = 0, shown = -1, warned = -1, failed = 0;
+    var mark = el('pre', { id: 'selfcheck', 'aria-hidden': 'true' });
+    document.body.appendChild(mark);
+    function draw(d) {
+      updates += 1;
+      head.textContent = 'metronome: ' + (d.done ? 'done' : 'running');
+      var share = d.duration_s > 0 ? Math.min(1, d.elapsed_s / d.duration_s) : 1;
+      document.getElementById('live-done').style.width = (100 * share).toFixed(1) + '%';
+      var last = d.rows.length ? d.rows[d.rows.length - 1] : null;
+      prog.textContent = num(d.elapsed_s, 's') + ' of ' + num(d.duration_s, 's') + ': ' + cnt(d.sent, 'request') + ' sent, ' +
+        cnt(d.ok) + ' ok, ' + cnt(d.errors, 'error') + '; send lag p99 of the last interval ' + (last ? num(last.send_lag_p99, 'ms') : '-') + '.';
+      if (d.warnings.length !== warned) {
+        warned = d.warnings.length;
+        while (warn.firstChild) warn.removeChild(warn.firstChild);
+        d.warnings.forEach(function (w) { warn.appendChild(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
+      }
+      if (d.rows.length !== shown) {
+        shown = d.rows.length;
+        charts.length = 0;
+        while (series.firstChild) series.removeChild(series.firstChild);
+        add(series, timeSeries({ live: true, intervals: d.rows, duration_s: d.duration_s, generator: { behind: [] }, stages: [], arrival: {},
+          workload: meta.stream ? {} : null, metrics: { ttft: { count: 0 } } }));
+      }
+      mark.textContent = JSON.stringify({ ok: check.errors.length === 0 && check.csp.length === 0, kind: 'live', errors: check.errors,
+        csp: check.csp, updates: updates, rows: d.rows.length, sent: d.sent, done: d.done, last: last,
+        charts: charts.map(function (c) { return c.spec.id; }) });
+    }
+    function tick() {
+      fetch('/live.json', { cache: 'no-store' }).then(function (r) { return r.json(); }).then(function (d) {
+        try { draw(d); } catch (e) {
+          check.errors.push('live: ' + (e && e.stack ? e.stack : e));
+          mark.textContent = JSON.stringify({ ok: false, kind: 'live', errors: check.errors, updates: updates, done: false });
+        }
+        failed = 0;
+        if (d.done) { location.reload(); return; }
+        setTimeout(tick, 250);
+      }, function () {
+        // A poll that got no answer (a loaded host, or the run is gone):
+        // tried again each second, for a minute.
+        failed += 1;
+        head.textContent = 'metronome: ' + (failed < 60 ? 'no answer from the run, trying again' : 'disconnected');
+        if (failed < 60) setTimeout(tick, 1000);
+      });
+    }
+    tick();
+  }
+
   var app = document.getElementById('app');
   var kind = '';
   try {
-    var data = JSON.parse(document.getElementById('report-data').textContent);
     var meta = JSON.parse(document.getElementById('page-meta').textContent);
     kind = meta.kind;
     while (app.firstChild) app.removeChild(app.firstChild);
+    if (meta.kind === 'live') {
+      liveView(meta, app);
+      return;
+    }
+    var data = JSON.parse(document.getElementById('report-data').textContent);
     if (meta.kind === 'sweep') {
       document.title = 'metronome sweep: ' + data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '');
       add(app, [el('h1', null, 'metronome sweep'), el('p', { class: 'sub' }, data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '') +

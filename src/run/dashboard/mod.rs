@@ -1,8 +1,10 @@
 //! `--dashboard [ADDR]` (docs/live.md): a page of the run as it goes,
 //! served from a thread of its own on ADDR (127.0.0.1 with a free port by
-//! default): `/` is a live page (progress, send lag, warnings, the interval
-//! rows) that polls `/live.json` on the same address four times a second;
-//! once the run is over `/` is the `--html` report's page. The thread's CPU
+//! default): `/` is the `--html` report's page in its live view (page.js:
+//! the progress, the warnings, and the report's own time-series charts of
+//! the interval rows as they close) that polls `/live.json` on the same
+//! address four times a second; once the run is over `/` is the `--html`
+//! report's page. The thread's CPU
 //! is reported apart (`generator.dashboard_cpu_s`).
 
 use std::io::{Read, Write};
@@ -14,12 +16,10 @@ use std::time::{Duration, Instant};
 
 use crate::report::{IntervalReport, Report};
 
-/// The live page's policy: inline script and style; requests to its own
-/// address only (the polls).
+/// The live page's policy: the `--html` page's, and requests to its own
+/// address (the polls).
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
     connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'";
-
-const PAGE: &str = include_str!("live.html");
 
 /// How long the end of a run waits for an open live page to load the
 /// final one.
@@ -35,6 +35,8 @@ struct Board {
     elapsed_s: f64,
     duration_s: f64,
     warnings: Vec<String>,
+    /// The live page (page.js's live view).
+    live_page: String,
     final_page: Option<String>,
     live_served: bool,
     final_served: bool,
@@ -67,12 +69,19 @@ impl Dashboard {
     ///
     /// # Errors
     /// The address cannot be bound, or the thread cannot start.
-    pub(super) fn start(addr: SocketAddr, duration_s: f64) -> std::io::Result<Dashboard> {
+    pub(super) fn start(
+        addr: SocketAddr,
+        duration_s: f64,
+        meta: &crate::report::html::LiveMeta,
+    ) -> std::io::Result<Dashboard> {
+        let live_page =
+            crate::report::html::render_live(meta, CSP).map_err(std::io::Error::other)?;
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let board = Arc::new(Mutex::new(Board {
             duration_s,
+            live_page,
             ..Board::default()
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -219,11 +228,7 @@ fn answer(mut s: TcpStream, board: &Mutex<Board>) -> std::io::Result<()> {
                     }
                     None => {
                         b.live_served = true;
-                        (
-                            "200 OK",
-                            "text/html; charset=utf-8",
-                            PAGE.replace("{CSP}", CSP),
-                        )
+                        ("200 OK", "text/html; charset=utf-8", b.live_page.clone())
                     }
                 }
             }
