@@ -380,9 +380,9 @@ fn page_with(csp: &str, title: &str, fallback: &str, data: Option<&str>, meta: &
         escape(fallback),
     );
     if !data.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "<script type=\"application/json\" id=\"report-data\">{data}</script>\n"
+            "<script type=\"application/json\" id=\"report-data\">{data}</script>"
         );
     }
     let _ = write!(
