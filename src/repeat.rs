@@ -49,6 +49,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     // Every file of every run, before the first run.
     crate::run::check_outputs(args)?;
     refuse_stdout_lines(args, "--repeat")?;
+    // One dashboard for every run: each draws on it in turn; at the end it
+    // shows the last run's page.
+    let dash = crate::run::dashboard::shared(args, "--repeat")?;
     let mut reports = Vec::new();
     let mut code = crate::EXIT_OK;
     for k in 1..=args.repeat {
@@ -65,7 +68,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         if !args.quiet {
             eprintln!("metronome: run {k} of {} (seed {})", args.repeat, a.seed);
         }
-        let r = crate::run::run(&a)?;
+        a.dashboard = None;
+        let shared = dash.as_ref().map(|d| crate::run::SharedDashboard {
+            dashboard: d,
+            label: format!("run {k} of {}", args.repeat),
+        });
+        let r = crate::run::run_on(&a, shared)?;
         if let Some(line) = &r.failure {
             eprintln!("metronome: run {k}: {line}");
         }
@@ -77,6 +85,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         if interrupted {
             break;
         }
+    }
+    if let (Some(d), Some(last)) = (dash, reports.last()) {
+        let page =
+            crate::report::html::render_report(last, Some(crate::report::html::this_command()))?;
+        d.finish(page);
     }
     let doc = Repeat::of(reports);
     if let Some(path) = &args.out {

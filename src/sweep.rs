@@ -50,8 +50,11 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
         )
         .into());
     }
+    // One dashboard for every step (and probe): each draws on it in turn;
+    // at the end it shows the sweep's page.
+    let dash = crate::run::dashboard::shared(&args.run, "sweep")?;
     let (rates, auto) = if args.auto {
-        let (rates, probes) = probe(args)?;
+        let (rates, probes) = probe(args, dash.as_ref())?;
         (rates, Some(probes))
     } else {
         (args.rates.clone(), None)
@@ -83,7 +86,17 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             .as_deref()
             .map(|p| step_path(p, rate));
         step.html = None;
-        let r = crate::run::run(&step)?;
+        step.dashboard = None;
+        let shared = dash.as_ref().map(|d| crate::run::SharedDashboard {
+            dashboard: d,
+            label: format!(
+                "sweep step {}/{}: {}",
+                i + 1,
+                rates.len(),
+                crate::report::num::unit(rate, "req/s")
+            ),
+        });
+        let r = crate::run::run_on(&step, shared)?;
         if r.exit_code != 0 {
             code = r.exit_code;
         }
@@ -99,16 +112,19 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             break;
         }
     }
-    Ok((
-        Sweep {
-            schema: SCHEMA.to_string(),
-            steps,
-            knee,
-            auto,
-            continuous: None,
-        },
-        code,
-    ))
+    let sweep = Sweep {
+        schema: SCHEMA.to_string(),
+        steps,
+        knee,
+        auto,
+        continuous: None,
+    };
+    if let Some(d) = dash {
+        let page =
+            crate::report::html::render_sweep(&sweep, Some(crate::report::html::this_command()))?;
+        d.finish(page);
+    }
+    Ok((sweep, code))
 }
 
 /// `sweep --stages`: one continuous run through the stages, each stage a
@@ -151,7 +167,10 @@ fn continuous(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
 /// `sweep --auto`'s two probes, each a run of the step's arguments with a
 /// `--profile`: synchronous, then throughput; the rates are
 /// [`auto_rates`] between their successes per second.
-fn probe(args: &SweepArgs) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
+fn probe(
+    args: &SweepArgs,
+    dash: Option<&crate::run::dashboard::Dashboard>,
+) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
     use crate::cli::{ProfileArg, THROUGHPUT_WORKERS};
     let mut sustained = Vec::new();
     for profile in [ProfileArg::Synchronous, ProfileArg::Throughput] {
@@ -169,7 +188,12 @@ fn probe(args: &SweepArgs) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
         a.html = None;
         a.out_intervals = None;
         a.thresholds = Vec::new();
-        let r = crate::run::run(&a)?;
+        a.dashboard = None;
+        let shared = dash.map(|d| crate::run::SharedDashboard {
+            dashboard: d,
+            label: format!("sweep --auto: the {profile} probe"),
+        });
+        let r = crate::run::run_on(&a, shared)?;
         if r.report.requests.ok == 0 {
             return Err(UsageError(format!(
                 "sweep --auto: the {profile} probe had no success ({}), so there is no rate to \

@@ -420,3 +420,87 @@ fn the_dashboard_updates_live_and_ends_as_the_html_page() {
     assert!(console.is_empty(), "console messages: {console:#?}");
     let _ = std::fs::remove_dir_all(&profile);
 }
+
+/// `sweep` (and `--repeat`) runs share one dashboard: one address printed
+/// once; each step begins a new page (`page` in `/live.json` counts up, the
+/// rows start empty again, the page reloads into it) titled by its step;
+/// at the end `/` is the sweep's `--html` page. Read over plain HTTP, so
+/// it needs no browser.
+#[test]
+fn a_sweep_shares_one_dashboard_and_ends_as_its_page() {
+    let srv = server(plain(Duration::from_millis(2)));
+    let url = format!("http://{}/", srv.addr());
+    let mut run = Killed(
+        Command::new(env!("CARGO_BIN_EXE_metronome"))
+            .args(["sweep", &url, "--rates", "50,100", "--duration", "3s"])
+            .args(["--engine", "std", "--interval", "500ms", "--dashboard"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let run_err = lines(run.0.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    let first = wait_for(&run_err, "dashboard on http://", &mut seen);
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    // (page, rows, label in the page) as polled every 50 ms.
+    let mut polls: Vec<(u64, usize, String)> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(60);
+    let last_page = loop {
+        assert!(Instant::now() < until, "the sweep never ended: {polls:?}");
+        let live: Value = serde_json::from_str(&get(&addr, "/live.json")).unwrap_or_default();
+        let page = get(&addr, "/");
+        if live["done"] == true {
+            break page;
+        }
+        // The page's label is read between two polls of the same page.
+        let again: Value = serde_json::from_str(&get(&addr, "/live.json")).unwrap_or_default();
+        if again["page"] != live["page"] {
+            continue;
+        }
+        if let Some(p) = live["page"].as_u64() {
+            let label = page
+                .split("\"label\":\"")
+                .nth(1)
+                .and_then(|l| l.split('"').next())
+                .unwrap_or("")
+                .to_string();
+            let rows = live["rows"].as_array().map_or(0, Vec::len);
+            polls.push((p, rows, label));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{seen:?}");
+    let rest: Vec<String> = run_err.try_iter().collect();
+    assert!(
+        !rest.iter().any(|l| l.contains("dashboard on")),
+        "one address for the whole sweep: {rest:?}"
+    );
+    // Each step's page, in order, titled by its step, its rows from empty.
+    let step = |p: u64| polls.iter().filter(move |q| q.0 == p);
+    let mut pages: Vec<u64> = polls.iter().map(|q| q.0).collect();
+    pages.dedup();
+    assert_eq!(pages, [1, 2], "{polls:?}");
+    for (p, label) in [
+        (1, "sweep step 1/2: 50.00 req/s"),
+        (2, "sweep step 2/2: 100.0 req/s"),
+    ] {
+        assert!(step(p).all(|q| q.2 == label), "page {p}: {polls:?}");
+        // Rows close a second after their end (core's grace): some show.
+        assert!(step(p).any(|q| q.1 >= 1), "rows on page {p}: {polls:?}");
+    }
+    let first_of_2 = step(2).next().unwrap();
+    assert!(first_of_2.1 <= 1, "step 2 starts empty: {polls:?}");
+    // The end: the sweep's page.
+    assert!(
+        last_page.contains("\"kind\":\"sweep\""),
+        "{}",
+        &last_page[..last_page.len().min(400)]
+    );
+}

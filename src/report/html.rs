@@ -411,6 +411,9 @@ pub struct LiveMeta {
     /// The responses are OpenAI-style event streams (TTFT and tokens/s
     /// are drawn).
     pub stream: bool,
+    /// Which run of several (a sweep's step, `--repeat`'s run), when the
+    /// dashboard is shared.
+    pub label: Option<String>,
 }
 
 /// The `--dashboard` page while the run goes: page.js's live view (the

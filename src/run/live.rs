@@ -19,6 +19,7 @@ use crate::prom::push::Pusher;
 use crate::prom::series::{self, Run};
 use crate::report::build::RowMaker;
 use crate::report::{IntervalReport, Report};
+use crate::run::dashboard::Dashboard;
 use crate::run::engine::Engine;
 
 /// How often the streamer looks for closed intervals.
@@ -99,10 +100,34 @@ impl PromLive {
     }
 }
 
+/// A run's dashboard: its own, or one several runs share.
+enum Dash<'a> {
+    Own(Dashboard),
+    Shared(&'a Dashboard),
+}
+
+impl Dash<'_> {
+    fn get(&self) -> &Dashboard {
+        match self {
+            Dash::Own(d) => d,
+            Dash::Shared(d) => d,
+        }
+    }
+}
+
+/// A dashboard several runs share (a sweep's steps, `--repeat`'s runs):
+/// each run draws on it in turn, its page titled `label`.
+pub struct SharedDashboard<'a> {
+    /// The dashboard.
+    pub dashboard: &'a Dashboard,
+    /// Which run of several this is, e.g. `sweep step 2/5: 400 req/s`.
+    pub label: String,
+}
+
 /// The live outputs of a run and what they wrote so far.
-pub(super) struct Live {
+pub(super) struct Live<'a> {
     /// `--dashboard`.
-    dashboard: Option<super::dashboard::Dashboard>,
+    dashboard: Option<Dash<'a>>,
     warmup_ns: u64,
     /// `--prometheus-rw` (on `run`, always live).
     prom: Option<PromLive>,
@@ -118,7 +143,7 @@ pub(super) struct Live {
     plan_rows: RowMaker,
 }
 
-impl Live {
+impl<'a> Live<'a> {
     /// The live outputs `args` asks for (the `--out-intervals` file is
     /// created here, before the run).
     ///
@@ -129,7 +154,8 @@ impl Live {
         plan: &Plan<'_>,
         engine: Engine,
         started: std::time::SystemTime,
-    ) -> anyhow::Result<Live> {
+        shared: Option<SharedDashboard<'a>>,
+    ) -> anyhow::Result<Live<'a>> {
         let lines: Option<Box<dyn Write + Send>> = match &args.out_intervals {
             None => None,
             Some(_) if args.intervals_to_stdout() => Some(Box::new(std::io::stdout())),
@@ -181,26 +207,32 @@ impl Live {
                 }
             }
         };
-        let dashboard = match args.dashboard {
-            None => None,
-            Some(addr) => {
-                let meta = crate::report::html::LiveMeta {
-                    kind: "live",
-                    version: env!("CARGO_PKG_VERSION"),
-                    target: args.url.clone(),
-                    offered_rps: plan.rate,
-                    process: crate::report::build::process_name(plan).to_string(),
-                    engine: engine.as_str().to_string(),
-                    stream: matches!(plan.protocol, metronome_core::plan::Protocol::OpenAiSse),
-                };
-                let d =
-                    super::dashboard::Dashboard::start(addr, plan.duration_ns as f64 / 1e9, &meta)
-                        .map_err(|e| {
-                            crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}"))
-                        })?;
-                eprintln!("metronome: dashboard on http://{}/", d.addr());
-                Some(d)
+        let meta = |label: Option<String>| crate::report::html::LiveMeta {
+            kind: "live",
+            version: env!("CARGO_PKG_VERSION"),
+            target: args.url.clone(),
+            offered_rps: plan.rate,
+            process: crate::report::build::process_name(plan).to_string(),
+            engine: engine.as_str().to_string(),
+            stream: matches!(plan.protocol, metronome_core::plan::Protocol::OpenAiSse),
+            label,
+        };
+        let duration_s = plan.duration_ns as f64 / 1e9;
+        let dashboard = match (shared, args.dashboard) {
+            (Some(s), _) => {
+                s.dashboard
+                    .begin(duration_s, &meta(Some(s.label)))
+                    .map_err(|e| anyhow::anyhow!("--dashboard: {e}"))?;
+                Some(Dash::Shared(s.dashboard))
             }
+            (None, Some(addr)) => {
+                let d = Dashboard::start(addr, duration_s, &meta(None)).map_err(|e| {
+                    crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}"))
+                })?;
+                eprintln!("metronome: dashboard on http://{}/", d.addr());
+                Some(Dash::Own(d))
+            }
+            (None, None) => None,
         };
         Ok(Live {
             dashboard,
@@ -256,12 +288,12 @@ impl Live {
                     );
                 }
                 if let Some(d) = &self.dashboard {
-                    d.row(&row);
+                    d.get().row(&row);
                 }
             });
             if let Some(d) = &self.dashboard {
                 let p = &control.progress;
-                d.progress(
+                d.get().progress(
                     p.sent.load(Ordering::Relaxed),
                     p.ok.load(Ordering::Relaxed),
                     p.errors.load(Ordering::Relaxed),
@@ -277,9 +309,7 @@ impl Live {
 
     /// With `--dashboard`: its thread's CPU so far, seconds.
     pub(super) fn dashboard_cpu_s(&self) -> Option<f64> {
-        self.dashboard
-            .as_ref()
-            .map(super::dashboard::Dashboard::cpu_s)
+        self.dashboard.as_ref().map(|d| d.get().cpu_s())
     }
 
     /// Writes the report's rows not streamed live and pushes the rest to
@@ -300,12 +330,18 @@ impl Live {
             warnings.extend(p.finish(report));
         }
         if let Some(d) = self.dashboard.take() {
-            match crate::report::html::render_report(
-                report,
-                Some(crate::report::html::this_command()),
-            ) {
-                Ok(page) => d.finish(report, page),
-                Err(e) => warnings.push(format!("--dashboard: cannot render the page: {e:#}")),
+            d.get().end_run(report);
+            // A shared dashboard ends with the runs that share it.
+            if let Dash::Own(d) = d {
+                match crate::report::html::render_report(
+                    report,
+                    Some(crate::report::html::this_command()),
+                ) {
+                    Ok(page) => d.finish(page),
+                    Err(e) => {
+                        warnings.push(format!("--dashboard: cannot render the page: {e:#}"));
+                    }
+                }
             }
         }
         warnings

@@ -12,7 +12,7 @@
 //! The report itself is built and rendered in [`crate::report`].
 
 pub mod conversation;
-mod dashboard;
+pub(crate) mod dashboard;
 pub mod discover;
 pub mod engine;
 mod grpc;
@@ -20,6 +20,7 @@ mod h2;
 pub mod lengths;
 pub mod limits;
 mod live;
+pub(crate) use live::SharedDashboard;
 pub mod mix;
 pub mod mooncake;
 mod openai;
@@ -62,6 +63,18 @@ pub struct RunResult {
 /// A [`UsageError`](crate::UsageError) for bad input (exit 2); any other error (exit 1) when the
 /// run could not be done, e.g. the target refuses connections.
 pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    run_on(args, None)
+}
+
+/// [`run`], drawing on a dashboard several runs share (a sweep's steps,
+/// `--repeat`'s runs) when `shared` is given.
+///
+/// # Errors
+/// As [`run`].
+pub(crate) fn run_on(
+    args: &RunArgs,
+    shared: Option<SharedDashboard<'_>>,
+) -> anyhow::Result<RunResult> {
     let protocol = protocol(args);
     let profiled;
     let args = match args.profile {
@@ -107,7 +120,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
         ..Control::default()
     };
     let started = SystemTime::now();
-    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started)?;
+    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started, shared)?;
     if live.is_on() {
         control.progress.live.enable();
     }

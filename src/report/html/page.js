@@ -1170,12 +1170,15 @@
     var prog = el('p', { id: 'live-progress' });
     var warn = el('ul', { class: 'lines', id: 'live-warnings' });
     var series = el('div', { id: 'live-series' });
-    add(app, [head, el('p', { class: 'sub' }, meta.target + ' · ' + num(meta.offered_rps, 'req/s') + ' offered, ' + meta.process +
-      ' arrivals, ' + meta.engine + ' engine · drawn by metronome ' + meta.version), bar, prog, warn, series]);
-    var updates = 0, shown = -1, warned = -1, failed = 0;
+    add(app, [head, el('p', { class: 'sub' }, (meta.label ? meta.label + ' · ' : '') + meta.target + ' · ' + num(meta.offered_rps, 'req/s') +
+      ' offered, ' + meta.process + ' arrivals, ' + meta.engine + ' engine · drawn by metronome ' + meta.version), bar, prog, warn, series]);
+    var updates = 0, shown = -1, warned = -1, failed = 0, pageId = null;
     var mark = el('pre', { id: 'selfcheck', 'aria-hidden': 'true' });
     document.body.appendChild(mark);
     function draw(d) {
+      // Another run on a shared dashboard (a sweep's next step): its page.
+      if (pageId === null) pageId = d.page;
+      else if (d.page !== pageId) { location.reload(); return; }
       updates += 1;
       head.textContent = 'metronome: ' + (d.done ? 'done' : 'running');
       var share = d.duration_s > 0 ? Math.min(1, d.elapsed_s / d.duration_s) : 1;

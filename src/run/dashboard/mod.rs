@@ -37,13 +37,16 @@ struct Board {
     warnings: Vec<String>,
     /// The live page (page.js's live view).
     live_page: String,
+    /// Which run the live page is of (a sweep's or `--repeat`'s runs share
+    /// the dashboard; the page reloads when it changes).
+    page_id: u64,
     final_page: Option<String>,
     live_served: bool,
     final_served: bool,
 }
 
 /// A running dashboard.
-pub(super) struct Dashboard {
+pub(crate) struct Dashboard {
     addr: SocketAddr,
     board: Arc<Mutex<Board>>,
     stop: Arc<AtomicBool>,
@@ -69,7 +72,7 @@ impl Dashboard {
     ///
     /// # Errors
     /// The address cannot be bound, or the thread cannot start.
-    pub(super) fn start(
+    pub(crate) fn start(
         addr: SocketAddr,
         duration_s: f64,
         meta: &crate::report::html::LiveMeta,
@@ -106,7 +109,7 @@ impl Dashboard {
     }
 
     /// The address it serves on.
-    pub(super) fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
@@ -134,15 +137,45 @@ impl Dashboard {
         self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
     }
 
-    /// The run is over: `/` becomes `page` (the `--html` page of `r`); waits
-    /// up to [`LINGER`] for an open live page to load it, then stops.
-    pub(super) fn finish(mut self, r: &Report, page: String) {
+    /// A new run on a dashboard several runs share (a sweep's steps,
+    /// `--repeat`'s runs): its own live page, empty rows; an open page
+    /// reloads into it.
+    ///
+    /// # Errors
+    /// The page cannot be drawn (a non-finite rate).
+    pub(crate) fn begin(
+        &self,
+        duration_s: f64,
+        meta: &crate::report::html::LiveMeta,
+    ) -> std::io::Result<()> {
+        let page = crate::report::html::render_live(meta, CSP).map_err(std::io::Error::other)?;
+        let mut b = lock(&self.board);
+        b.live_page = page;
+        b.page_id += 1;
+        b.duration_s = duration_s;
+        b.rows.clear();
+        b.warnings.clear();
+        (b.sent, b.ok, b.errors, b.elapsed_s) = (0, 0, 0, 0.0);
+        Ok(())
+    }
+
+    /// A run is over: its page shows the report's rows, warnings and
+    /// counts (until the next run begins, or [`Dashboard::finish`]).
+    pub(crate) fn end_run(&self, r: &Report) {
+        let mut b = lock(&self.board);
+        b.rows.clone_from(&r.intervals);
+        b.warnings.clone_from(&r.generator.warnings);
+        (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
+        b.elapsed_s = b.duration_s;
+    }
+
+    /// All is over: `/` becomes `page` (the `--html` page of the run, or of
+    /// the sweep); waits up to [`LINGER`] for an open live page to load it,
+    /// then stops.
+    pub(crate) fn finish(mut self, page: String) {
         let opened = {
             let mut b = lock(&self.board);
             b.final_page = Some(page);
-            b.rows.clone_from(&r.intervals);
-            b.warnings.clone_from(&r.generator.warnings);
-            (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
             b.live_served
         };
         if opened {
@@ -158,6 +191,31 @@ impl Dashboard {
             let _ = t.join();
         }
     }
+}
+
+/// The dashboard the runs of `what` (`sweep`, `--repeat`) share when
+/// `args` asks for one: started before the first run, its address printed.
+///
+/// # Errors
+/// The address cannot be bound (a usage error).
+pub(crate) fn shared(args: &crate::cli::RunArgs, what: &str) -> anyhow::Result<Option<Dashboard>> {
+    let Some(addr) = args.dashboard else {
+        return Ok(None);
+    };
+    let meta = crate::report::html::LiveMeta {
+        kind: "live",
+        version: env!("CARGO_PKG_VERSION"),
+        target: args.url.clone(),
+        offered_rps: 0.0,
+        process: "-".into(),
+        engine: "-".into(),
+        stream: false,
+        label: Some(format!("{what}: starting")),
+    };
+    let d = Dashboard::start(addr, 0.0, &meta)
+        .map_err(|e| crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}")))?;
+    eprintln!("metronome: dashboard on http://{}/", d.addr());
+    Ok(Some(d))
 }
 
 impl Drop for Dashboard {
@@ -182,6 +240,7 @@ fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns
 fn live_json(b: &Board) -> String {
     serde_json::json!({
         "done": b.final_page.is_some(),
+        "page": b.page_id,
         "elapsed_s": b.elapsed_s,
         "duration_s": b.duration_s,
         "sent": b.sent,
