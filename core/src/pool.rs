@@ -848,7 +848,7 @@ impl PoolOutcome {
                 return k;
             }
             let f = f64::from(self.threads) / f64::from(self.knee_threads);
-            let n = |c: u32| (f64::from(c) * f).round() as u32;
+            let n = |c: u32| libm::round(f64::from(c) * f) as u32;
             Knee {
                 completions_per_s: k.completions_per_s * f,
                 connections: n(k.connections),
