@@ -21,7 +21,7 @@ run=$!
 sleep 6
 chromium --headless --disable-gpu --no-sandbox --no-first-run --disable-extensions \
     --disable-background-networking --disable-component-update --disable-sync \
-    --disable-dev-shm-usage --hide-scrollbars --host-resolver-rules='MAP * ~NOTFOUND' \
+    --disable-dev-shm-usage --hide-scrollbars --host-resolver-rules='MAP * ~NOTFOUND, EXCLUDE 127.0.0.1' \
     --virtual-time-budget=1500 --user-data-dir="$dir/profile" \
     --window-size=1000,2100 --screenshot="$PWD/docs/img/dashboard.png" "http://127.0.0.1:$dash/" 2>/dev/null
 wait "$run" || true

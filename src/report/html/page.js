@@ -643,7 +643,7 @@
     if (moving) rateSeries.push({ name: 'offered/s', color: COLORS[5], dashed: true, pts: mk(function (v, i) { return moving[i]; }) });
     out.push(ts('ts-rate', 'Requests per second, per interval',
       'Requests sent and succeeded in each interval, divided by its width; the offered rate is dashed' +
-        (moving ? (r.arrival.trace ? ' (the trace\'s due requests per second of each interval).' : ' (the stages\' rate, averaged over each interval).') : '.'), 'requests/s',
+        (moving ? (r.live ? ' (the requests scheduled in each interval, per second).' : r.arrival.trace ? ' (the trace\'s due requests per second of each interval).' : ' (the stages\' rate, averaged over each interval).') : '.'), 'requests/s',
       rateSeries,
       function (i) {
         var v = iv[i];

@@ -123,9 +123,13 @@ impl Dashboard {
     pub(super) fn row(&self, row: &IntervalReport) {
         let mut b = lock(&self.board);
         if row.late > 0 {
+            use crate::report::num::{count, unit};
             let w = format!(
-                "{} of {} sends over 1 ms late in the interval at {} s (send lag p99 {} ms)",
-                row.late, row.scheduled, row.start_s, row.send_lag_p99
+                "{} of {} sends over 1 ms late in the interval at {} (send lag p99 {})",
+                count(row.late),
+                count(row.scheduled),
+                unit(row.start_s, "s"),
+                unit(row.send_lag_p99, "ms")
             );
             b.warnings.push(w);
         }
