@@ -16,6 +16,9 @@
 //! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine
 //!   (`frame`, `hpack`, `conn`, `error`, `request` use nothing outside `h2/`); its
 //!   `stream.rs` sits higher, after [`exchange`].
+//! - [`h3`]: HTTP/3 above QUIC, sans-IO: QUIC varints, frames and stream types
+//!   (`varint`, `frame`, `error`), QPACK with the static table only (`qpack`, which
+//!   reuses [`h2`]'s HPACK Huffman code and integer writer); QUIC itself is not here.
 //! - [`pace`]: how an engine waits for each send: the pacing decision, the
 //!   busy-wait slice and its tuner, lingering for replies, what counts as spin.
 //! - [`mix`]: [`mix::Mix`], which request each arrival sends (in turn, or weighted by the seed).
@@ -63,6 +66,7 @@ extern crate std;
 pub mod engine;
 pub mod exchange;
 pub mod h2;
+pub mod h3;
 pub mod histogram;
 pub mod http;
 pub mod ledger;

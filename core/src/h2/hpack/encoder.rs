@@ -12,7 +12,7 @@ use super::table::STATIC_TABLE;
 
 /// Headers that HTTP/2 forbids in a request (RFC 9113 section 8.2.2); the
 /// encoder drops them, and `host` (replaced by `:authority`).
-const CONNECTION_SPECIFIC: [&[u8]; 6] = [
+pub(crate) const CONNECTION_SPECIFIC: [&[u8]; 6] = [
     b"connection",
     b"keep-alive",
     b"proxy-connection",
