@@ -41,6 +41,11 @@ pub(crate) fn run(
     let conns = pre_open(workers, true, open, &mut Vec::new())?;
     let (tx, rx) = mpsc::channel::<Fact>();
     let published = control.progress.published();
+    // One connection per worker for the whole run (as the report counts).
+    control
+        .progress
+        .connections_open
+        .store(u64::from(workers), std::sync::atomic::Ordering::Relaxed);
     // The clock's zero: now, or `--start-at` (waited for here).
     let zero = Origin::for_run(control);
     let start_late_ns = zero.wait_unless(&control.stop);

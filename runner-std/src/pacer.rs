@@ -381,6 +381,10 @@ impl CpuSample {
         control
             .progress
             .publish_interval(ledger, tally.intervals, now, &mut self.published);
+        control.progress.connections_open.store(
+            shared.open_connections.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         shared
             .queue
             .lock()

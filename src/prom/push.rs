@@ -214,7 +214,7 @@ impl Pusher {
         width_s: f64,
         histograms: &[(&'static str, &metronome_core::histogram::Histogram)],
     ) {
-        self.push(&run.interval(iv, end_ms, width_s, histograms, None));
+        self.push(&run.interval(iv, end_ms, width_s, histograms, None, None));
     }
 
     /// Sends what is queued until `deadline` from now, then stops the

@@ -226,15 +226,20 @@ impl Run {
     /// The samples of one interval ending at `end_ms`, `width_s` long:
     /// the counters, cumulative, clamped to `totals` when given (so a
     /// counter never goes down at the run's final sample); the interval's
-    /// gauges; and, for each `(metric, histogram)` of the interval, the
-    /// cumulative native histogram of that metric (`latency`, `send_lag`,
-    /// ...). The live per-interval push calls this once per interval.
+    /// gauges (the achieved rate, the p99s, the requests in flight at its
+    /// end, and `connections_open` when given: the live push samples it);
+    /// and, for each `(metric, histogram)` of the interval, the cumulative
+    /// native histogram of that metric (`latency`, `send_lag`, `ttft`: the
+    /// sum of this and every earlier interval given to this `Run`; a
+    /// classic summary of it with [`Options::summaries`]). The live
+    /// per-interval push calls this once per interval.
     pub fn interval(
         &mut self,
         iv: &IntervalReport,
         end_ms: i64,
         width_s: f64,
         histograms: &[(&'static str, &Histogram)],
+        connections_open: Option<u64>,
         totals: Option<&Report>,
     ) -> WriteRequest {
         self.counts.add(iv);
@@ -272,6 +277,22 @@ impl Run {
             end_ms,
             iv.send_lag_p99 / 1e3,
         );
+        b.sample(
+            &self.labels,
+            "metronome_in_flight_requests",
+            &[],
+            end_ms,
+            iv.in_flight as f64,
+        );
+        if let Some(open) = connections_open {
+            b.sample(
+                &self.labels,
+                "metronome_connections_open",
+                &[],
+                end_ms,
+                open as f64,
+            );
+        }
         for &(metric, h) in histograms {
             let acc = self
                 .histograms
@@ -279,13 +300,22 @@ impl Run {
                 .or_insert_with(|| Box::new(Histogram::new()));
             acc.merge(h);
             let name = format!("metronome_{metric}_seconds");
-            if !self.summaries {
+            if self.summaries {
+                let m = Metric::from_histogram(acc);
+                self.distribution(&mut b, &name, &[], &m, end_ms);
+            } else {
                 b.entry(&self.labels, &name, &[])
                     .histograms
                     .push(native::to_native(acc, end_ms));
             }
         }
         b.finish()
+    }
+
+    /// The cumulative histogram of `metric` over the intervals given so
+    /// far (`None` before the first that carried it).
+    pub fn cumulative(&self, metric: &str) -> Option<&Histogram> {
+        self.histograms.get(metric).map(|h| &**h)
     }
 
     /// The run's totals at `end_ms` (the end of the measured phase): every
@@ -420,7 +450,7 @@ pub fn report_requests(r: &Report, opts: &Options) -> Vec<WriteRequest> {
         if ts >= end_ms {
             break;
         }
-        out.push(run.interval(iv, ts, width, &[], Some(r)));
+        out.push(run.interval(iv, ts, width, &[], None, Some(r)));
     }
     out.push(run.totals(r, end_ms));
     out
@@ -607,6 +637,55 @@ mod tests {
         // The run's own series carry no request label.
         let run_ok = find(&totals, "metronome_requests_ok_total");
         assert_eq!(get(run_ok[0], "request"), None);
+    }
+
+    /// Two intervals with their histograms: each carries the cumulative
+    /// one (a native histogram, or a summary of it), the in-flight gauge,
+    /// and the connections open when given.
+    #[test]
+    fn intervals_carry_cumulative_histograms_and_gauges() {
+        let r = example();
+        let mut a = Histogram::new();
+        a.record_n(1_000_000, 3);
+        let mut b = Histogram::new();
+        b.record_n(4_000_000, 2);
+        for summaries in [false, true] {
+            let opts = Options {
+                labels: vec![],
+                summaries,
+            };
+            let mut run = Run::new(&r, &opts);
+            let mut iv = r.intervals[0].clone();
+            iv.in_flight = 7;
+            let first = run.interval(&iv, 1000, 1.0, &[("latency", &a)], Some(4), None);
+            iv.in_flight = 0;
+            let second = run.interval(&iv, 2000, 1.0, &[("latency", &b)], None, None);
+            let g = find(&first, "metronome_in_flight_requests");
+            assert_eq!(g[0].samples[0].value, 7.0);
+            let g = find(&second, "metronome_in_flight_requests");
+            assert_eq!(
+                g[0].samples[0],
+                proto::Sample {
+                    value: 0.0,
+                    timestamp: 2000
+                }
+            );
+            let open = find(&first, "metronome_connections_open");
+            assert_eq!(open[0].samples[0].value, 4.0);
+            assert!(find(&second, "metronome_connections_open").is_empty());
+            assert_eq!(run.cumulative("latency").map(Histogram::count), Some(5));
+            let lat = find(&second, "metronome_latency_seconds");
+            if summaries {
+                let count = find(&second, "metronome_latency_seconds_count");
+                assert_eq!(count[0].samples[0].value, 5.0);
+                let p99 = lat.iter().find(|t| get(t, "quantile") == Some("0.99"));
+                let want = Histogram::quantile(run.cumulative("latency").unwrap(), 0.99);
+                assert_eq!(p99.unwrap().samples[0].value, want as f64 / 1e9);
+            } else {
+                assert_eq!(lat[0].histograms[0].count, Some(proto::Count::CountInt(5)));
+                assert_eq!(lat[0].histograms[0].timestamp, 2000);
+            }
+        }
     }
 
     #[test]

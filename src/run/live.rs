@@ -5,12 +5,19 @@
 //! (`--out-intervals`). At the end, the rows not streamed live (the last
 //! ones, closed after the engine stopped) come from the final report, so
 //! the lines are the report's `intervals`, all of them, in order.
+//!
+//! With `--prometheus-rw`, each row is also pushed as it comes, with the
+//! cumulative native histograms of the live intervals and the connections
+//! open at its end (`PromLive`, docs/prometheus.md).
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use metronome_core::engine::{Control, LiveReader};
+use metronome_core::engine::{Control, LiveReader, Series};
+use metronome_core::histogram::Histogram;
+use metronome_core::measure::Interval;
 use metronome_core::plan::Plan;
 
 use crate::cli::RunArgs;
@@ -26,8 +33,13 @@ use crate::run::engine::Engine;
 const POLL: Duration = Duration::from_millis(20);
 
 /// `--prometheus-rw` while the run goes: each interval's samples (the
-/// same as the end-of-run push makes, at the same timestamps), pushed in
-/// groups of `every` intervals; the end pushes only the rest and the totals.
+/// same as the end-of-run push makes, at the same timestamps), with the
+/// cumulative native histograms of latency, send lag and TTFT (the sum of
+/// the live intervals' own, accumulated here on the streamer's thread) and
+/// the connections open at the interval's end, pushed in groups of `every`
+/// intervals; the end pushes only the rest and the totals (whose
+/// histograms, the report's, hold every live one's values and more: the
+/// drain's, and any that came after their interval was copied live).
 struct PromLive {
     pusher: Pusher,
     run: Run,
@@ -41,6 +53,13 @@ struct PromLive {
     warmup_s: f64,
     duration_s: f64,
     width_s: f64,
+    /// `Progress::connections_open` sampled as each interval ended: the
+    /// interval's index and the count, oldest first, until its row comes.
+    open: VecDeque<(usize, u64)>,
+    /// The next interval whose end is to be sampled.
+    next_sample: usize,
+    /// The schedule's intervals (none after them is sampled).
+    schedule: usize,
 }
 
 /// Seconds of the measured phase gone by now (0 before it, or before the
@@ -62,19 +81,71 @@ fn measured_ms(start_unix_ns: u64, warmup_s: f64, s: f64) -> i64 {
 }
 
 impl PromLive {
-    /// The samples of row `i` at its end, when that end is before the end
-    /// of the measured phase (the later ones are the totals').
-    fn row(&mut self, origin_unix_ns: u64, row: &IntervalReport) {
+    /// Samples the connections open at the end of every interval that
+    /// ended since the last call (`measured` seconds of the measured phase
+    /// gone by): within a poll (20 ms) and the engine's own publishing
+    /// period of the end.
+    fn sample(&mut self, measured: f64, open: u64) {
+        while self.next_sample < self.schedule
+            && measured >= (self.next_sample + 1) as f64 * self.width_s
+        {
+            self.open.push_back((self.next_sample, open));
+            self.next_sample += 1;
+        }
+    }
+
+    /// The samples of row `i` (made of the live interval `iv`) at its end,
+    /// when that end is before the end of the measured phase (the later
+    /// ones are the totals').
+    fn row(&mut self, origin_unix_ns: u64, i: usize, row: &IntervalReport, iv: &Interval) {
         let ts = measured_ms(origin_unix_ns, self.warmup_s, row.start_s + self.width_s);
         let end = measured_ms(origin_unix_ns, self.warmup_s, self.duration_s);
         self.made += 1;
+        let open = self.open_at(i);
         if ts < end {
-            self.pending
-                .push(self.run.interval(row, ts, self.width_s, &[], None));
+            let req = self.samples(row, ts, iv, open, None);
+            self.pending.push(req);
         }
         if self.pending.len() >= self.every {
             self.flush();
         }
+    }
+
+    /// The connections open sampled at the end of interval `i`, if it was;
+    /// the samples of the earlier intervals are dropped.
+    fn open_at(&mut self, i: usize) -> Option<u64> {
+        while self.open.front().is_some_and(|&(k, _)| k < i) {
+            self.open.pop_front();
+        }
+        match self.open.front() {
+            Some(&(k, n)) if k == i => Some(n),
+            _ => None,
+        }
+    }
+
+    /// `Run::interval` of `row` at `ts` with `iv`'s histograms: latency
+    /// and send lag, and TTFT from a stream's first value on (a plain run
+    /// has none).
+    fn samples(
+        &mut self,
+        row: &IntervalReport,
+        ts: i64,
+        iv: &Interval,
+        open: Option<u64>,
+        totals: Option<&Report>,
+    ) -> WriteRequest {
+        let hists: [(&'static str, &Histogram); 3] = [
+            ("latency", &iv.latency),
+            ("send_lag", &iv.send_lag),
+            ("ttft", &iv.ttft),
+        ];
+        let n = if iv.ttft.is_empty() && self.run.cumulative("ttft").is_none() {
+            2
+        } else {
+            3
+        };
+        self.run
+            .interval(row, ts, self.width_s, &hists[..n], open, totals)
     }
 
     fn flush(&mut self) {
@@ -83,17 +154,33 @@ impl PromLive {
         }
     }
 
-    /// The rows not pushed live, the totals, and the final flush.
-    fn finish(mut self, r: &Report) -> Option<String> {
+    /// The rows not pushed live (with their histograms from the run's
+    /// `intervals`, which made the report's rows), the totals, and the
+    /// final flush.
+    fn finish(mut self, r: &Report, intervals: &Series) -> Option<String> {
         self.flush();
         let end_ms = series::measured_ms(r, r.duration_s);
-        for iv in r.intervals.iter().skip(self.made) {
-            let ts = series::measured_ms(r, iv.start_s + self.width_s);
-            if ts >= end_ms {
-                break;
-            }
-            self.pusher
-                .push(&self.run.interval(iv, ts, self.width_s, &[], Some(r)));
+        let made = self.made;
+        let mut ended = false;
+        // Decoded only when rows are left (as costly as the report's rows).
+        if made < r.intervals.len() {
+            intervals.for_each(|i, iv| {
+                if i < made || ended {
+                    return;
+                }
+                let Some(row) = r.intervals.get(i) else {
+                    ended = true;
+                    return;
+                };
+                let ts = series::measured_ms(r, row.start_s + self.width_s);
+                if ts >= end_ms {
+                    ended = true;
+                    return;
+                }
+                let open = self.open_at(i);
+                let req = self.samples(row, ts, iv, open, Some(r));
+                self.pusher.push(&req);
+            });
         }
         self.pusher.push(&self.run.totals(r, end_ms));
         self.pusher.finish(self.timeout).warning()
@@ -197,6 +284,9 @@ impl<'a> Live<'a> {
                         warmup_s: plan.warmup_ns as f64 / 1e9,
                         duration_s: plan.duration_ns as f64 / 1e9,
                         width_s: interval as f64 / 1e9,
+                        open: VecDeque::new(),
+                        next_sample: 0,
+                        schedule: plan.interval_count(),
                     }),
                     Err(e) => {
                         eprintln!(
@@ -284,13 +374,22 @@ impl<'a> Live<'a> {
                 if let Some(p) = self.prom.as_mut() {
                     p.row(
                         control.progress.origin_unix_ns.load(Ordering::Acquire),
+                        i,
                         &row,
+                        iv,
                     );
                 }
                 if let Some(d) = &self.dashboard {
                     d.get().row(&row);
                 }
             });
+            if let Some(prom) = self.prom.as_mut() {
+                let p = &control.progress;
+                prom.sample(
+                    measured_s(p.origin_unix_ns.load(Ordering::Acquire), self.warmup_ns),
+                    p.connections_open.load(Ordering::Relaxed),
+                );
+            }
             if let Some(d) = &self.dashboard {
                 let p = &control.progress;
                 d.get().progress(
@@ -313,9 +412,10 @@ impl<'a> Live<'a> {
     }
 
     /// Writes the report's rows not streamed live and pushes the rest to
-    /// Prometheus; returns the warnings (a line not written, a push not
-    /// stored).
-    pub(super) fn finish(&mut self, report: &Report) -> Vec<String> {
+    /// Prometheus (the histograms of the intervals not pushed live from
+    /// `intervals`, the run's, which made `report`); returns the warnings
+    /// (a line not written, a push not stored).
+    pub(super) fn finish(&mut self, report: &Report, intervals: &Series) -> Vec<String> {
         let mut warnings = Vec::new();
         for row in report.intervals.iter().skip(self.rows) {
             self.write(row);
@@ -327,7 +427,7 @@ impl<'a> Live<'a> {
             ));
         }
         if let Some(p) = self.prom.take() {
-            warnings.extend(p.finish(report));
+            warnings.extend(p.finish(report, intervals));
         }
         if let Some(d) = self.dashboard.take() {
             d.get().end_run(report);

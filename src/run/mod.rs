@@ -214,7 +214,7 @@ pub(crate) fn run_on(
     // A push that fails is a warning with its counts, never a failed run.
     report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
     let pushed_live = live.pushes_prometheus();
-    let mut warnings = live.finish(&report);
+    let mut warnings = live.finish(&report, &output.intervals);
     if !pushed_live {
         warnings.extend(crate::prom::push_report(&report, &args.prometheus));
     }

@@ -193,6 +193,12 @@ pub struct Progress {
     pub last_samples: AtomicU64,
     /// Send-lag samples of the last complete interval.
     pub last_send_lag_samples: AtomicU64,
+    /// Connections open (established and not closed) over the engine's
+    /// threads, as they last published it: every few milliseconds (uring,
+    /// each worker adding the change of its own count since its last
+    /// publish, with wrapping arithmetic) or every 50 ms (std's pacer).
+    /// A gauge for the live push (docs/prometheus.md).
+    pub connections_open: AtomicU64,
     /// Every closed interval, copied for a watcher when enabled.
     pub live: LiveIntervals,
     /// The run's origin ([`Origin::for_run`]), ns since the Unix epoch; 0

@@ -123,6 +123,8 @@ pub(crate) struct Worker<'p> {
     pool: Pool,
     in_flight: usize,
     open: u64,
+    /// `open` as last added to `Progress::connections_open`.
+    open_published: u64,
     connecting: u64,
     hard_end_ns: u64,
     /// The earliest deadline (request timeout or closed-model retry), or `u64::MAX`.
@@ -261,6 +263,7 @@ impl<'p> Worker<'p> {
             pool,
             in_flight: 0,
             open: pre,
+            open_published: 0,
             connecting: 0,
             hard_end_ns: plan.hard_end_ns(),
             scheduling: true,
@@ -569,6 +572,15 @@ impl<'p> Worker<'p> {
             p.sent.fetch_add(pending.sent, Ordering::Relaxed);
             p.ok.fetch_add(pending.ok, Ordering::Relaxed);
             p.errors.fetch_add(pending.errors, Ordering::Relaxed);
+        }
+        if self.open != self.open_published {
+            // This worker's change since its last publish (the sum over
+            // the workers is the count open; wrapping both ways).
+            p.connections_open.fetch_add(
+                self.open.wrapping_sub(self.open_published),
+                Ordering::Relaxed,
+            );
+            self.open_published = self.open;
         }
         p.publish_interval(
             &self.ledger,
