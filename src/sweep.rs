@@ -82,6 +82,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             .out_intervals
             .as_deref()
             .map(|p| step_path(p, rate));
+        step.out_requests = args.run.out_requests.as_deref().map(|p| step_path(p, rate));
         step.html = None;
         let r = crate::run::run(&step)?;
         if r.exit_code != 0 {
@@ -168,6 +169,7 @@ fn probe(args: &SweepArgs) -> anyhow::Result<(Vec<f64>, AutoProbes)> {
         a.svg = None;
         a.html = None;
         a.out_intervals = None;
+        a.out_requests = None;
         a.thresholds = Vec::new();
         let r = crate::run::run(&a)?;
         if r.report.requests.ok == 0 {

@@ -52,7 +52,7 @@ pub(crate) fn run(
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
-            let mut c = Collector::new(plan, published);
+            let mut c = Collector::new(plan, control, published);
             let mut settled = 0usize;
             for fact in rx {
                 // Bytes of the closed intervals first, for their live copy.
@@ -171,6 +171,7 @@ pub(crate) fn run(
                                     sent_ns,
                                     done_ns,
                                     outcome,
+                                    head: conn.head(),
                                 });
                             }
                         }
