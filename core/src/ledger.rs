@@ -18,6 +18,10 @@
 //!   end came before a free connection); a sent one is ok or fails with
 //!   exactly one [`ErrorKind`]: `scheduled = sent + dropped + unsent` and
 //!   `sent = ok + errors`;
+//! - every measured request ends in exactly one [`RequestRecord`], handed
+//!   to [`Tally::requests`] when there is one: ok or failed
+//!   ([`Ledger::answered`] takes what the engine knows of the response's
+//!   head), dropped, or never sent (`--out-requests`; `tests/sim_records.rs`);
 //! - connection events charged to no request (a close or `408` on an idle
 //!   connection, unsolicited bytes) and retries are counted apart;
 //! - in the closed model the send is the intended time, and a success also
