@@ -195,6 +195,39 @@ fn a_stream_runs_tokens_sum_to_the_reports() {
     }
 }
 
+/// HTTP/2 (h2c) on both engines: a line per request, each success with
+/// its status and its head's arrival between send and end.
+#[test]
+fn h2_lines_have_their_status_and_head() {
+    let srv = server(ServeConfig {
+        http2: true,
+        ..plain(Duration::from_micros(200))
+    });
+    let url = format!("http://{}/", srv.addr());
+    for engine in engines() {
+        let args = [
+            "--http2-prior-knowledge",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+        ];
+        let (r, _, lines) = run(&url, engine, &args, 0);
+        let ctx = format!("{engine}: {:?}", r.errors);
+        assert_eq!((r.requests.scheduled, r.requests.ok), (200, 200), "{ctx}");
+        assert_eq!(lines.len(), 200, "{ctx}");
+        for l in &lines {
+            assert_eq!(
+                (&l["result"], &l["status"]),
+                (&"ok".into(), &200.into()),
+                "{ctx}: {l}"
+            );
+            let (s, f, e) = (u(&l["sent_ns"]), u(&l["first_byte_ns"]), u(&l["end_ns"]));
+            assert!(s <= f && f <= e, "{ctx}: {l}");
+        }
+    }
+}
+
 /// A target that refuses every connection: the run still writes a line
 /// per scheduled request, each never sent for want of a connection.
 #[test]

@@ -76,8 +76,10 @@ impl Outcome {
 }
 
 /// What an engine knows of a response's head when the request ends: when
-/// its first byte arrived and its HTTP status. Both unknown (`None`) when no
-/// byte arrived, or where the engine does not track them (HTTP/2).
+/// its first byte arrived (HTTP/2: its head) and its HTTP status. Both
+/// unknown (`None`) when nothing arrived
+/// ([`Exchange::head`](crate::exchange::Exchange::head),
+/// [`StreamExchange::head`](crate::h2::StreamExchange::head)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     /// Arrival of the first byte of the response (run clock, ns).
