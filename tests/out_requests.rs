@@ -38,10 +38,19 @@ fn parse(text: &str) -> (Value, Vec<Value>) {
 /// Runs `metronome run URL --out-requests FILE ARGS` on `engine`, exiting
 /// `code`; returns the report and the file's header and lines.
 fn run(url: &str, engine: &str, args: &[&str], code: i32) -> (Report, Value, Vec<Value>) {
+    run_then(engine, args, |all| run_url_json(url, engine, all, code))
+}
+
+/// As [`run`], with the report from `report` given the full arguments.
+fn run_then(
+    engine: &str,
+    args: &[&str],
+    report: impl FnOnce(&[&str]) -> Report,
+) -> (Report, Value, Vec<Value>) {
     let path = temp(engine);
     let mut all = vec!["--out-requests", path.to_str().unwrap()];
     all.extend_from_slice(args);
-    let report = run_url_json(url, engine, &all, code);
+    let report = report(&all);
     let text = std::fs::read_to_string(&path).expect("the --out-requests file");
     let _ = std::fs::remove_file(&path);
     let (header, lines) = parse(&text);
@@ -155,6 +164,55 @@ fn every_request_has_its_line_and_the_counts_are_the_reports() {
                 u(&l["end_ns"]),
             );
             assert!(i <= s && s <= f && f <= e, "{ctx}: {l}");
+        }
+    }
+}
+
+/// Drops above `--max-in-flight` (the std engine's pacer records them, the
+/// io_uring threads theirs) and timeouts: each has its line, counted as the
+/// report counts them; a drop has neither send nor end.
+#[test]
+fn drops_and_timeouts_have_their_lines() {
+    // Each request holds the FIFO server 100 ms: at 50/s the queue grows.
+    let srv = server(plain(Duration::from_millis(100)));
+    let url = format!("http://{}/", srv.addr());
+    for engine in engines() {
+        let args = [
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "--max-in-flight",
+            "5",
+            "--timeout",
+            "250ms",
+        ];
+        let (r, _, lines) = run_then(engine, &args, |all| {
+            common::run_url_json_checked(&url, engine, all)
+        });
+        let q = &r.requests;
+        let ctx = format!("{engine}: {q:?} {:?}", r.errors.by_kind);
+        assert_eq!(lines.len() as u64, q.scheduled, "{ctx}");
+        assert!(q.dropped > 0 && r.errors.by_kind["timeout"] > 0, "{ctx}");
+        let results = count_by(&lines, "result");
+        for (key, want) in [("ok", q.ok), ("error", q.errors), ("dropped", q.dropped)] {
+            assert_eq!(results.get(key).copied().unwrap_or(0), want, "{ctx}: {key}");
+        }
+        let errors: Vec<Value> = lines
+            .iter()
+            .filter(|l| l["result"] == "error")
+            .cloned()
+            .collect();
+        let kinds = count_by(&errors, "kind");
+        for (kind, &n) in &r.errors.by_kind {
+            assert_eq!(kinds.get(kind).copied().unwrap_or(0), n, "{ctx}: {kind}");
+        }
+        for l in lines.iter().filter(|l| l["result"] == "dropped") {
+            assert_eq!(
+                (&l["sent_ns"], &l["end_ns"]),
+                (&Value::Null, &Value::Null),
+                "{l}"
+            );
         }
     }
 }
@@ -311,4 +369,22 @@ fn stdout_and_bad_paths() {
     let stderr = String::from_utf8_lossy(&both.stderr);
     assert_eq!(both.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cannot both write to stdout"), "{stderr}");
+    let repeated = metronome(&[
+        "run",
+        &url,
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--repeat",
+        "2",
+        "--out-requests",
+        "-",
+    ]);
+    let stderr = String::from_utf8_lossy(&repeated.stderr);
+    assert_eq!(repeated.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--out-requests - is for one run"),
+        "{stderr}"
+    );
 }
