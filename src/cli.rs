@@ -696,6 +696,13 @@ pub struct RunArgs {
     /// With `-` the summary goes to stderr (with `--format json`, the JSON report follows the lines).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "out-intervals", value_name = "FILE|-")]
     pub out_intervals: Option<PathBuf>,
+    /// Write one JSON line per measured request to FILE, or to stdout with `-`: its intended
+    /// time, send, first byte, end, outcome, name and tokens (docs/requests-out.md).
+    ///
+    /// Written off the pacing threads through a bounded queue: records that do not fit (the
+    /// writer fell behind) are dropped and counted in `generator.out_requests`.
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "out-requests", value_name = "FILE|-")]
+    pub out_requests: Option<PathBuf>,
     /// With --prometheus-rw: push the intervals while the run goes, every DURATION (rounded up
     /// to whole intervals; default: each interval as it closes). docs/live.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-interval", value_name = "DURATION", value_parser = parse_duration, requires = "prometheus_rw")]

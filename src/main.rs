@@ -33,7 +33,9 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             let r = metronome::run::run(&args)?;
             // `--out-intervals -`: stdout holds the lines; the summary goes
             // to stderr unless the JSON report was asked for.
-            if args.intervals_to_stdout() && args.format == metronome::cli::FormatArg::Text {
+            let lines_out =
+                args.intervals_to_stdout() || metronome::run::requests_out::to_stdout(&args);
+            if lines_out && args.format == metronome::cli::FormatArg::Text {
                 eprint!("{}", metronome::report::text::render_text(&r.report));
             } else {
                 metronome::report::show::print(&r.report, args.format.into())?;

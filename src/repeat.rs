@@ -26,16 +26,21 @@ pub fn run_path(path: &std::path::Path, k: u32) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
-/// Refuses `--out-intervals -` where stdout holds `what`'s own output
+/// Refuses `--out-intervals -` or `--out-requests -` where stdout holds `what`'s own output
 /// (exit 2): give a file, written per run beside the path given.
 ///
 /// # Errors
-/// A [`crate::UsageError`] for `--out-intervals -`.
+/// A [`crate::UsageError`] for `--out-intervals -` or `--out-requests -`.
 pub fn refuse_stdout_lines(args: &RunArgs, what: &str) -> Result<(), crate::UsageError> {
-    if args.intervals_to_stdout() {
-        return Err(crate::UsageError(format!(
-            "--out-intervals - is for one run: with {what} give a FILE (one per run, beside it)"
-        )));
+    for (flag, on) in [
+        ("--out-intervals", args.intervals_to_stdout()),
+        ("--out-requests", crate::run::requests_out::to_stdout(args)),
+    ] {
+        if on {
+            return Err(crate::UsageError(format!(
+                "{flag} - is for one run: with {what} give a FILE (one per run, beside it)"
+            )));
+        }
     }
     Ok(())
 }
@@ -65,6 +70,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         a.svg = args.svg.as_deref().map(|p| run_path(p, k));
         a.html = args.html.as_deref().map(|p| run_path(p, k));
         a.out_intervals = args.out_intervals.as_deref().map(|p| run_path(p, k));
+        a.out_requests = args.out_requests.as_deref().map(|p| run_path(p, k));
         if !args.quiet {
             eprintln!("metronome: run {k} of {} (seed {})", args.repeat, a.seed);
         }

@@ -85,6 +85,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
             .out_intervals
             .as_deref()
             .map(|p| step_path(p, rate));
+        step.out_requests = args.run.out_requests.as_deref().map(|p| step_path(p, rate));
         step.html = None;
         step.dashboard = None;
         let shared = dash.as_ref().map(|d| crate::run::SharedDashboard {
@@ -187,6 +188,7 @@ fn probe(
         a.svg = None;
         a.html = None;
         a.out_intervals = None;
+        a.out_requests = None;
         a.thresholds = Vec::new();
         a.dashboard = None;
         let shared = dash.map(|d| crate::run::SharedDashboard {

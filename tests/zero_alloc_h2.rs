@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use metronome::serve::ServeConfig;
-use metronome_core::engine::Control;
+use metronome_core::engine::{request_queue, Control};
 use metronome_core::plan::{example_plan, H2Request, Http2};
 use metronome_uring::{run, Phase, UringOptions};
 
@@ -123,8 +123,16 @@ fn uring_h2_threads_allocate_nothing_while_measuring() {
             requests: &h2,
             max_streams,
         });
-        let out = run(&p, &Control::default(), &opts).unwrap();
+        // Every request's record into a queue (`--out-requests`).
+        let (feed, drain) = request_queue(256);
+        let control = Control {
+            requests: Some(feed),
+            ..Control::default()
+        };
+        let out = run(&p, &control, &opts).unwrap();
         assert_eq!(out.recorder.scheduled, 200);
+        assert_eq!(std::iter::from_fn(|| drain.try_next()).count(), 200);
+        assert_eq!(drain.dropped(), 0);
         assert_eq!(out.recorder.ok, 200, "max_streams {max_streams}");
         if max_streams == 2 {
             assert!(

@@ -58,6 +58,7 @@
 use crate::http::ParseError;
 use crate::measure::{ErrorKind, FramingCause, StreamTiming};
 use crate::plan::{Plan, Protocol};
+use crate::record::ResponseHead;
 use crate::response::{ReadError, ReadEvent, Reader};
 
 /// Inter-token gaps the engines keep per request (the length of the slice
@@ -218,6 +219,8 @@ pub struct Exchange {
     gaps: usize,
     /// Some byte of the current response arrived.
     response_bytes: bool,
+    /// When the first byte of the current response arrived.
+    first_byte_ns: Option<u64>,
     /// The current request's method is idempotent (RFC 9110 section 9.2.2).
     idempotent: bool,
     /// Requests begun on this connection (the current one included).
@@ -251,6 +254,7 @@ impl Exchange {
             timing: StreamTiming::new(0, 0),
             gaps: 0,
             response_bytes: false,
+            first_byte_ns: None,
             idempotent: true,
             served: 0,
             idled: false,
@@ -328,6 +332,7 @@ impl Exchange {
         self.timing = StreamTiming::new(intended_ns, sent_ns);
         self.gaps = 0;
         self.response_bytes = false;
+        self.first_byte_ns = None;
         let method = method(request);
         self.idempotent = is_idempotent(method);
         self.served += 1;
@@ -385,6 +390,9 @@ impl Exchange {
     ) -> Result<Feed, Finish<'static>> {
         let first = !self.response_bytes;
         self.response_bytes |= !input.is_empty();
+        if first && !input.is_empty() {
+            self.first_byte_ns = Some(now_ns);
+        }
         let mut pos = 0;
         loop {
             let (used, event) = match self.reader.feed(&input[pos..]) {
@@ -523,6 +531,28 @@ impl Exchange {
             &self.timing,
             &gaps[..self.gaps.min(gaps.len())],
         )
+    }
+
+    /// What is known of the current response's head: when its first byte
+    /// arrived and its status, once read (for `--out-requests`).
+    ///
+    /// ```
+    /// use metronome_core::exchange::Exchange;
+    /// use metronome_core::record::ResponseHead;
+    /// let mut ex = Exchange::new(false);
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// assert_eq!(ex.head(), ResponseHead::default());
+    /// let wire = b"HTTP/1.1 204 No Content\r\n\r\n";
+    /// // The first bytes at 7, the rest (given again, unconsumed) at 9.
+    /// ex.handle_read(7, &wire[..11], &mut []).unwrap();
+    /// ex.handle_read(9, wire, &mut []).unwrap();
+    /// assert_eq!(ex.head(), ResponseHead { first_byte_ns: Some(7), status: Some(204) });
+    /// ```
+    pub fn head(&self) -> ResponseHead {
+        ResponseHead {
+            first_byte_ns: self.first_byte_ns,
+            status: self.status,
+        }
     }
 
     /// Bytes arrived on an idle connection (no request in flight): a `408`

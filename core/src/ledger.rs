@@ -18,6 +18,10 @@
 //!   end came before a free connection); a sent one is ok or fails with
 //!   exactly one [`ErrorKind`]: `scheduled = sent + dropped + unsent` and
 //!   `sent = ok + errors`;
+//! - every measured request ends in exactly one [`RequestRecord`], handed
+//!   to [`Tally::requests`] when there is one: ok or failed
+//!   ([`Ledger::answered`] takes what the engine knows of the response's
+//!   head), dropped, or never sent (`--out-requests`; `tests/sim_records.rs`);
 //! - connection events charged to no request (a close or `408` on an idle
 //!   connection, unsolicited bytes) and retries are counted apart;
 //! - in the closed model the send is the intended time, and a success also
@@ -46,6 +50,7 @@
 //!     names: &mut names,
 //!     samples: None,
 //!     follow_ups: None,
+//!     requests: None,
 //! };
 //! assert!(ledger.sent(&mut tally, 600_000_000, 0, 600_001_000));
 //! assert_eq!(ledger.done(&mut tally, 600_000_000, 0, 600_001_000, 602_000_000, Finish::Ok), Some(true));
@@ -68,6 +73,7 @@ use crate::measure::{
     StageTally, Unsent, LATE_NS,
 };
 use crate::plan::{Model, Plan};
+use crate::record::{Outcome, RequestRecord, RequestSink, ResponseHead};
 use crate::turns::{After, FollowUpSink};
 
 /// The storage a [`Ledger`] writes into, owned by the caller: the
@@ -92,9 +98,19 @@ pub struct Tally<'a> {
     /// Where the next turn of a conversation goes when its previous turn
     /// ends ([`crate::turns`]), or `None` for a run without conversations.
     pub follow_ups: Option<&'a mut dyn FollowUpSink>,
+    /// Where each measured request's [`RequestRecord`] goes, once, as it
+    /// ends (ok, failed, dropped or never sent), or `None` to keep none.
+    pub requests: Option<&'a mut dyn RequestSink>,
 }
 
 impl Tally<'_> {
+    /// Hands a measured request's record to the sink, if any.
+    fn ended(&mut self, record: RequestRecord) {
+        if let Some(sink) = self.requests.as_deref_mut() {
+            sink.record(&record);
+        }
+    }
+
     fn stage(&mut self, plan: &Plan<'_>, intended_ns: u64) -> Option<&mut StageTally> {
         self.stages.get_mut(plan.stage_of(intended_ns)?)
     }
@@ -178,6 +194,7 @@ impl<'p> Ledger<'p> {
         self.turn_ended(tally, request, false, intended_ns);
         let measured = self.plan.is_measured(intended_ns);
         if measured {
+            tally.ended(self.record(intended_ns, request, None, Outcome::Dropped));
             tally.recorder.record_dropped();
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.dropped += 1;
@@ -214,6 +231,7 @@ impl<'p> Ledger<'p> {
     ///     names: &mut [],
     ///     samples: None,
     ///     follow_ups: None,
+    ///     requests: None,
     /// };
     /// let t = &mut tally;
     /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send));
@@ -319,6 +337,7 @@ impl<'p> Ledger<'p> {
     ///     names: &mut [],
     ///     samples: None,
     ///     follow_ups: None,
+    ///     requests: None,
     /// };
     /// let ledger = Ledger::new(&plan);
     /// ledger.transferred(&mut tally, 100_000_000, 500, 80); // warmup: not counted
@@ -386,6 +405,7 @@ impl<'p> Ledger<'p> {
         if !self.plan.is_measured(intended_ns) {
             return false;
         }
+        tally.ended(self.record(intended_ns, request, Some(at_ns), Outcome::Unsent(reason)));
         tally.recorder.record_unsent(reason);
         if let Some(iv) = tally.interval(self.plan, at_ns) {
             iv.unsent += 1;
@@ -439,8 +459,25 @@ impl<'p> Ledger<'p> {
         done_ns: u64,
         finish: Finish<'_>,
     ) -> Option<bool> {
+        let head = ResponseHead::default();
+        self.done_with(tally, intended_ns, request, sent_ns, done_ns, finish, head)
+    }
+
+    /// [`Ledger::done`], with what the engine knows of the response's head.
+    #[allow(clippy::too_many_arguments)]
+    fn done_with(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        request: usize,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+        head: ResponseHead,
+    ) -> Option<bool> {
         let ok = if self.plan.is_measured(intended_ns) {
-            Some(self.finish(tally, intended_ns, request, sent_ns, done_ns, finish))
+            let times = (intended_ns, sent_ns, done_ns);
+            Some(self.finish(tally, times, request, finish, head))
         } else {
             None
         };
@@ -499,10 +536,27 @@ impl<'p> Ledger<'p> {
         finish: Finish<'_>,
         expected_interval_ns: Option<u64>,
     ) -> Option<bool> {
+        let head = ResponseHead::default();
+        let times = (sent_ns, sent_ns, done_ns);
+        self.closed_with(tally, request, times, finish, expected_interval_ns, head)
+    }
+
+    /// [`Ledger::closed_done`], with what the engine knows of the
+    /// response's head; `times`: (intended = sent, sent, done).
+    fn closed_with(
+        &self,
+        tally: &mut Tally<'_>,
+        request: usize,
+        times: (u64, u64, u64),
+        finish: Finish<'_>,
+        expected_interval_ns: Option<u64>,
+        head: ResponseHead,
+    ) -> Option<bool> {
+        let (_, sent_ns, done_ns) = times;
         if !self.plan.is_measured(sent_ns) {
             return None;
         }
-        let ok = self.finish(tally, sent_ns, request, sent_ns, done_ns, finish);
+        let ok = self.finish(tally, times, request, finish, head);
         if ok {
             let v = done_ns.saturating_sub(sent_ns);
             match expected_interval_ns {
@@ -528,18 +582,38 @@ impl<'p> Ledger<'p> {
         done_ns: u64,
         finish: Finish<'_>,
     ) -> Option<bool> {
+        let head = ResponseHead::default();
+        self.answered(tally, intended_ns, request, sent_ns, done_ns, finish, head)
+    }
+
+    /// [`Ledger::finished`], with what the engine knows of the response's
+    /// `head` (its first byte's arrival and status, for the request's
+    /// [`RequestRecord`]; [`crate::exchange::Exchange::head`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn answered(
+        &self,
+        tally: &mut Tally<'_>,
+        intended_ns: u64,
+        request: usize,
+        sent_ns: u64,
+        done_ns: u64,
+        finish: Finish<'_>,
+        head: ResponseHead,
+    ) -> Option<bool> {
         match self.plan.model {
-            Model::Open => self.done(tally, intended_ns, request, sent_ns, done_ns, finish),
+            Model::Open => {
+                self.done_with(tally, intended_ns, request, sent_ns, done_ns, finish, head)
+            }
             Model::Closed {
                 expected_interval_ns,
                 ..
-            } => self.closed_done(
+            } => self.closed_with(
                 tally,
                 request,
-                sent_ns,
-                done_ns,
+                (sent_ns, sent_ns, done_ns),
                 finish,
                 expected_interval_ns,
+                head,
             ),
         }
     }
@@ -573,16 +647,40 @@ impl<'p> Ledger<'p> {
         }
     }
 
-    /// Records one finished request; returns true when it succeeded.
+    /// A record of request `request` intended at `intended_ns`, ended at
+    /// `end_ns` as `outcome`, with its input tokens; nothing else known.
+    fn record(
+        &self,
+        intended_ns: u64,
+        request: usize,
+        end_ns: Option<u64>,
+        outcome: Outcome,
+    ) -> RequestRecord {
+        RequestRecord {
+            intended_ns,
+            sent_ns: None,
+            first_byte_ns: None,
+            first_token_ns: None,
+            end_ns,
+            outcome,
+            status: None,
+            request,
+            input_tokens: self.plan.input_tokens.get(request).copied(),
+            output_tokens: None,
+        }
+    }
+
+    /// Records one finished request, `times` = (intended, sent, done);
+    /// returns true when it succeeded.
     fn finish(
         &self,
         tally: &mut Tally<'_>,
-        intended_ns: u64,
+        times: (u64, u64, u64),
         request: usize,
-        sent_ns: u64,
-        done_ns: u64,
         finish: Finish<'_>,
+        head: ResponseHead,
     ) -> bool {
+        let (intended_ns, sent_ns, done_ns) = times;
         let slo = self.plan.slo;
         let rec = &mut *tally.recorder;
         let tokens_before = rec.output_tokens;
@@ -660,6 +758,30 @@ impl<'p> Ledger<'p> {
         } else {
             0
         };
+        if tally.requests.is_some() {
+            let outcome = match (finish, failed) {
+                (_, None) => Outcome::Ok,
+                (Finish::Status(code), _) => Outcome::Status(code),
+                (Finish::GrpcStatus(code), _) => Outcome::GrpcStatus(code),
+                (Finish::Framing(cause), _) => Outcome::Framing(cause),
+                (_, Some(kind)) => Outcome::Error(kind),
+            };
+            let mut r = self.record(intended_ns, request, Some(done_ns), outcome);
+            r.sent_ns = Some(sent_ns);
+            r.first_byte_ns = head.first_byte_ns;
+            r.status = match finish {
+                Finish::Status(code) => Some(code),
+                _ => head.status,
+            };
+            if let (true, Finish::Stream { timing, .. }) = (ok, finish) {
+                r.output_tokens = Some(tokens);
+                r.first_token_ns = timing
+                    .summary()
+                    .ok()
+                    .map(|s| timing.intended_ns.saturating_add(s.ttft_ns));
+            }
+            tally.ended(r);
+        }
         if let Some(iv) = tally.interval(self.plan, done_ns) {
             if ok {
                 iv.ok += 1;

@@ -32,6 +32,8 @@
 //! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
 //!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
 //!   (`peers.rs`), intervals and stages (`interval.rs`), and the SLO.
+//! - [`record`]: [`record::RequestRecord`], one measured request as it ended, and the
+//!   [`record::RequestSink`] the ledger hands it to (`--out-requests`).
 //! - [`plan`]: what an engine needs to run, and its validation.
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
@@ -75,6 +77,7 @@ pub mod mix;
 pub mod pace;
 pub mod plan;
 pub mod pool;
+pub mod record;
 pub mod response;
 pub mod rng;
 pub mod schedule;

@@ -406,6 +406,7 @@ fn the_ledger_attributes_by_intended_time() {
         names: &mut [],
         samples: None,
         follow_ups: None,
+        requests: None,
     };
     // Warmup: nothing counted.
     assert!(!ledger.scheduled(&mut tally, 50_000_000, 0));

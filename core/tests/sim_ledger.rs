@@ -45,6 +45,7 @@ impl Books {
             names: &mut [],
             samples: None,
             follow_ups: None,
+            requests: None,
         }
     }
 
@@ -487,6 +488,7 @@ fn named_rows_balance_and_add_up() {
         names: &mut names,
         samples: None,
         follow_ups: None,
+        requests: None,
     };
     // Warmup: nothing anywhere.
     assert!(!ledger.scheduled(t, 100 * MS, 1));
@@ -563,6 +565,7 @@ fn exact_samples_give_the_sample_median() {
         names: &mut [],
         samples: Some(&mut sink),
         follow_ups: None,
+        requests: None,
     };
     // Five E2E values within 3 ms of 2.74 s (one 16.8 ms bucket there).
     let e2e_ms = [2_741.26, 2_740.30, 2_742.90, 2_739.95, 2_743.47];

@@ -56,6 +56,7 @@ fn tally<'a>(rec: &'a mut Recorder, ivs: &'a mut Vec<Interval>, sink: &'a mut Si
         names: &mut [],
         samples: None,
         follow_ups: Some(sink),
+        requests: None,
     }
 }
 

@@ -57,7 +57,7 @@ pub(crate) fn run(
 
     let (mut out, worker_stats) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {
-            let mut c = Collector::new(plan, published);
+            let mut c = Collector::new(plan, control, published);
             let mut settled = 0usize;
             for fact in rx {
                 // Bytes of the closed intervals first, for their live copy.
@@ -176,6 +176,7 @@ pub(crate) fn run(
                                     sent_ns,
                                     done_ns,
                                     outcome,
+                                    head: conn.head(),
                                 });
                             }
                         }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use metronome_core::engine::{HandshakeFailure, Progress, Published, RunOutput};
+use metronome_core::engine::{Control, HandshakeFailure, Progress, Published, RunOutput};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
@@ -30,6 +30,8 @@ pub(crate) enum Fact {
         sent_ns: u64,
         done_ns: u64,
         outcome: Outcome,
+        /// The response's first byte and status, as far as known.
+        head: metronome_core::record::ResponseHead,
     },
     /// Request intended at `intended_ns` could not go out at `at_ns`:
     /// never sent for `reason`, or, when `retried`, failed as the reset
@@ -66,11 +68,16 @@ pub(crate) struct Collector<'p> {
 
 impl<'p> Collector<'p> {
     /// A collector publishing through `published` (from
-    /// `Progress::published`, taken before the clock).
-    pub(crate) fn new(plan: &'p Plan<'p>, published: Published) -> Collector<'p> {
+    /// `Progress::published`, taken before the clock), its requests'
+    /// records to `control`'s queue when it has one.
+    pub(crate) fn new(
+        plan: &'p Plan<'p>,
+        control: &Control,
+        published: Published,
+    ) -> Collector<'p> {
         Collector {
             ledger: Ledger::new(plan),
-            out: RunOutput::empty(plan),
+            out: RunOutput::recording(plan, control),
             published_interval: published,
         }
     }
@@ -125,14 +132,16 @@ impl<'p> Collector<'p> {
                 sent_ns,
                 done_ns,
                 outcome,
+                head,
             } => {
-                let ok = ledger.finished(
+                let ok = ledger.answered(
                     tally,
                     intended_ns,
                     request,
                     sent_ns,
                     done_ns,
                     outcome.as_finish(),
+                    head,
                 );
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }

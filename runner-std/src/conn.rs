@@ -189,6 +189,12 @@ impl WarmConn for Conn {
 }
 
 impl Conn {
+    /// What is known of the last response's head (core's
+    /// [`Exchange::head`]), until the next request begins.
+    pub(crate) fn head(&self) -> metronome_core::record::ResponseHead {
+        self.exchange.head()
+    }
+
     /// A connection slot that is not open yet.
     pub(crate) fn new(exchange: Exchange, target: Option<Tls>) -> Conn {
         Conn {

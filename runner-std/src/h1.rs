@@ -221,6 +221,7 @@ pub(crate) fn worker(
                         sent_ns,
                         done_ns,
                         outcome,
+                        head: conn.head(),
                     });
                     break;
                 }

@@ -341,6 +341,7 @@ fn book(end: End<'_, Job>, shared: &Shared, tx: &mpsc::Sender<Fact>, now: u64, a
         sent_ns: end.sent_ns,
         done_ns: now,
         outcome: Outcome::from_finish(finish),
+        head: end.head,
     });
     shared.in_flight.fetch_sub(1, Ordering::Relaxed);
 }

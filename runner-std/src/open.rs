@@ -257,7 +257,7 @@ fn collect(
     published: Published,
 ) -> RunOutput {
     let turns_on = plan.turns.is_on();
-    let mut c = Collector::new(plan, published);
+    let mut c = Collector::new(plan, control, published);
     for fact in rx {
         let ends_turn = turns_on && matches!(fact, Fact::Done { .. } | Fact::NotSent { .. });
         c.handle(fact, &control.progress);

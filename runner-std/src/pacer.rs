@@ -131,6 +131,8 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         (0..plan.stage_count()).map(|_| StageTally::new()).collect();
     let mut pacer_names: Vec<NameTally> =
         (0..plan.name_count()).map(|_| NameTally::new()).collect();
+    // Its drops' records, when they are written out.
+    let mut requests = control.requests.clone();
     let tally = &mut Tally {
         recorder: &mut rec,
         intervals: &mut pacer_intervals,
@@ -138,6 +140,9 @@ pub(crate) fn run<'scope, 'a: 'scope>(
         names: &mut pacer_names,
         samples: None,
         follow_ups: None,
+        requests: requests
+            .as_mut()
+            .map(|f| f as &mut dyn metronome_core::record::RequestSink),
     };
     let mut cpu = CpuSample {
         mark: (thread_cpu_ns(), 0),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::{plan, uring_available, Behaviour, Server, TlsServer};
-use metronome_core::engine::Control;
+use metronome_core::engine::{request_queue, Control};
 use metronome_core::plan::Model;
 use metronome_uring::{run, Phase, UringOptions};
 
@@ -95,8 +95,16 @@ fn engine_threads_allocate_nothing_while_measuring() {
     p.connections = 2;
     p.max_connections = 64;
     p.warmup_ns = 100_000_000;
-    let out = run(&p, &Control::default(), &opts).unwrap();
+    // Every request's record into a queue (`--out-requests`) with room for all.
+    let (feed, drain) = request_queue(1024);
+    let control = Control {
+        requests: Some(feed),
+        ..Control::default()
+    };
+    let out = run(&p, &control, &opts).unwrap();
     assert_eq!(out.recorder.scheduled, 500);
+    assert_eq!(std::iter::from_fn(|| drain.try_next()).count(), 500);
+    assert_eq!(drain.dropped(), 0);
     assert_eq!(out.recorder.ok, 500);
     assert!(
         out.connections_opened > 2,
@@ -115,8 +123,17 @@ fn engine_threads_allocate_nothing_while_measuring() {
     let server = Server::start(Behaviour::default());
     let mut p = plan(server.addr, 500.0, Duration::from_millis(600));
     p.interval_ns = 20_000_000;
-    let out = run(&p, &Control::default(), &opts).unwrap();
+    // A queue of 16 records that nobody drains: the rest are dropped and
+    // counted, without allocating either.
+    let (feed, drain) = request_queue(16);
+    let control = Control {
+        requests: Some(feed),
+        ..Control::default()
+    };
+    let out = run(&p, &control, &opts).unwrap();
     assert_eq!(out.recorder.ok, 300);
+    assert_eq!(std::iter::from_fn(|| drain.try_next()).count(), 16);
+    assert_eq!(drain.dropped(), 300 - 16);
     assert!(out.intervals.compacted_bytes() > 0, "no interval closed");
     assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
     assert_eq!(

@@ -235,6 +235,7 @@ impl Report {
                 behind: Vec::new(),
                 pool: crate::report::PoolReport::of(&out.pool),
                 dashboard_cpu_s: None,
+                out_requests: None,
             },
             thresholds: Vec::new(),
             compat: meta

@@ -957,6 +957,21 @@ pub struct Generator {
     /// of the run, seconds (not in `cpu_s`: it is not the engine's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dashboard_cpu_s: Option<f64>,
+    /// With `--out-requests`: the per-request lines written, and the
+    /// records dropped because the writer fell behind (docs/requests-out.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_requests: Option<OutRequests>,
+}
+
+/// What `--out-requests` wrote (docs/requests-out.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutRequests {
+    /// Request lines written (the header line not counted).
+    pub written: u64,
+    /// Measured requests with no line: their records did not fit in the
+    /// queue (the writer fell behind) or came after a write failed.
+    pub dropped: u64,
 }
 
 /// What the connection pool's growth rule did: it grows toward what the
@@ -1392,6 +1407,11 @@ impl Generator {
         self.connections_unsolicited += other.connections_unsolicited;
         self.stopped |= other.stopped;
         self.pool.add(&other.pool);
+        if let Some(b) = other.out_requests {
+            let a = self.out_requests.get_or_insert_with(OutRequests::default);
+            a.written += b.written;
+            a.dropped += b.dropped;
+        }
     }
 }
 

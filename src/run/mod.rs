@@ -29,6 +29,7 @@ mod profile;
 mod progress;
 pub mod refused;
 pub mod request;
+pub mod requests_out;
 pub mod tokens;
 pub mod workload;
 
@@ -115,11 +116,15 @@ pub(crate) fn run_on(
     });
     let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());
     plan.validate().map_err(|e| plan::usage(e, args))?;
+    let started = SystemTime::now();
+    let run_id = report::build::run_id(started, args.seed);
+    let names = p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone());
+    let requests_out = requests_out::RequestsOut::open(args, &plan, &names, &run_id)?;
     let control = Control {
         start_at: args.start_at,
+        requests: requests_out.as_ref().map(requests_out::RequestsOut::feed),
         ..Control::default()
     };
-    let started = SystemTime::now();
     let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started, shared)?;
     if live.is_on() {
         control.progress.live.enable();
@@ -175,7 +180,8 @@ pub(crate) fn run_on(
                     metronome_core::engine::unix_ns,
                 );
                 let why = e.to_string();
-                let out = refused::unconnected(&plan, zero, &why)
+                let feed = requests_out.as_ref().map(requests_out::RequestsOut::feed);
+                let out = refused::unconnected(&plan, zero, &why, feed)
                     .map_err(|pe| anyhow::anyhow!("invalid plan: {pe}"))?;
                 refused = Some(why);
                 (engine::chosen(args.engine), out)
@@ -183,7 +189,8 @@ pub(crate) fn run_on(
             _ => return Err(e),
         },
     };
-    let run_id = report::build::run_id(started, args.seed);
+    // Every record is in: the writer writes what is left.
+    let out_requests = requests_out.map(requests_out::RequestsOut::finish);
     let meta = RunMeta {
         url: args.url.clone(),
         trace_file: args.trace.as_deref().map(|p| p.display().to_string()),
@@ -192,7 +199,7 @@ pub(crate) fn run_on(
         insecure: args.insecure,
         keylog: crate::tls::keylog_requested(),
         profile: args.profile.map(|p| p.to_string()),
-        request_names: p.mix.as_ref().map_or_else(Vec::new, |m| m.names.clone()),
+        request_names: names,
         protocol: protocol.to_string(),
         argv: Some(report::html::this_argv()),
     };
@@ -215,6 +222,10 @@ pub(crate) fn run_on(
     report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
     let pushed_live = live.pushes_prometheus();
     let mut warnings = live.finish(&report, &output.intervals);
+    if let Some((counts, warning)) = out_requests {
+        report.generator.out_requests = Some(counts);
+        warnings.extend(warning);
+    }
     if !pushed_live {
         warnings.extend(crate::prom::push_report(&report, &args.prometheus));
     }
@@ -340,7 +351,20 @@ pub fn check_outputs(args: &RunArgs) -> Result<(), crate::UsageError> {
                 .as_deref()
                 .filter(|_| !args.intervals_to_stdout()),
         ),
-    ])
+        (
+            "--out-requests",
+            args.out_requests
+                .as_deref()
+                .filter(|_| !requests_out::to_stdout(args)),
+        ),
+    ])?;
+    if args.intervals_to_stdout() && requests_out::to_stdout(args) {
+        return Err(crate::UsageError(
+            "--out-intervals - and --out-requests - cannot both write to stdout: give one a FILE"
+                .to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// The arguments of a `--profile` run: its loop of workers as `--closed`

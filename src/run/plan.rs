@@ -552,6 +552,7 @@ mod tests {
             names: &mut [],
             samples: None,
             follow_ups: None,
+            requests: None,
         };
         // Warmup sends are not counted; every measured send is, follow-ups
         // (requests 2 and 3) and a first turn sent twice included.

@@ -2,7 +2,7 @@
 //! clock: no request could be sent, and the report says so with its counts
 //! (docs/report.md, "Exit codes": the report is printed in every case).
 
-use metronome_core::engine::RunOutput;
+use metronome_core::engine::{RequestFeed, RunOutput};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::{Model, Plan};
@@ -12,7 +12,8 @@ use metronome_core::plan::{Model, Plan};
 /// scheduled and never sent for want of a connection (`unsent` by reason
 /// `connect`), in its interval, stage and name; a closed loop counts one
 /// such request per worker. `start_unix_ns` is the schedule's zero the run
-/// would have had; `why` (the engine's error) becomes the output's warning.
+/// would have had; `why` (the engine's error) becomes the output's warning;
+/// `requests` (`--out-requests`) gets each request's record.
 ///
 /// # Errors
 /// The plan's schedule error, when it has one (a plan that validated has none).
@@ -20,8 +21,13 @@ pub fn unconnected(
     plan: &Plan<'_>,
     start_unix_ns: u64,
     why: &str,
+    requests: Option<RequestFeed>,
 ) -> Result<RunOutput, metronome_core::plan::PlanError> {
     let mut out = RunOutput::empty(plan);
+    if let Some(feed) = &requests {
+        feed.set_origin(start_unix_ns);
+    }
+    out.requests = requests;
     let ledger = Ledger::new(plan);
     match plan.model {
         Model::Closed { workers, .. } => {

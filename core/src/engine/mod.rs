@@ -37,6 +37,7 @@ use crate::plan::{Plan, PlanError};
 mod greet;
 mod live;
 mod pre_open;
+mod requests;
 mod reserved;
 mod series;
 #[cfg(feature = "tls")]
@@ -44,6 +45,7 @@ pub mod tls;
 pub use greet::{greet_h2, Greeted, ReadWrite};
 pub use live::{LiveIntervals, LiveReader, Published};
 pub use pre_open::pre_open;
+pub use requests::{request_queue, RequestDrain, RequestFeed, REQUEST_QUEUE_CAPACITY};
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
 
@@ -65,6 +67,10 @@ pub struct Control {
     /// time the engine is ready, the clock still starts at it: the requests
     /// already due leave at once and their lateness is send lag.
     pub start_at: Option<SystemTime>,
+    /// Where each measured request's record goes (`--out-requests`), or
+    /// `None`: every thread that records requests takes a clone into its
+    /// [`RunOutput::requests`] before its clock starts.
+    pub requests: Option<RequestFeed>,
 }
 
 /// How far ahead of "now" a run's clock starts when no `start_at` is
@@ -108,6 +114,9 @@ impl Origin {
             .progress
             .origin_unix_ns
             .store(origin.unix_ns, Ordering::Release);
+        if let Some(feed) = &control.requests {
+            feed.set_origin(origin.unix_ns);
+        }
         origin
     }
 
@@ -298,6 +307,9 @@ pub struct RunOutput {
     pub warm: Warm,
     /// What the pool rules did: the knee, probes, connections closed.
     pub pool: crate::pool::PoolOutcome,
+    /// Where this thread's measured requests' records go
+    /// ([`Control::requests`]); never merged.
+    pub requests: Option<RequestFeed>,
 }
 
 /// What the warm-up of the pre-opened connections found, before the clock
@@ -831,6 +843,17 @@ impl RunOutput {
             start_late_ns: 0,
             warm: Warm::default(),
             pool: crate::pool::PoolOutcome::default(),
+            requests: None,
+        }
+    }
+
+    /// An empty output sized for `plan`'s intervals that hands its
+    /// requests' records to `control`'s queue, if it has one: for a thread
+    /// that records requests.
+    pub fn recording(plan: &Plan<'_>, control: &Control) -> RunOutput {
+        RunOutput {
+            requests: control.requests.clone(),
+            ..RunOutput::empty(plan)
         }
     }
 
@@ -843,6 +866,10 @@ impl RunOutput {
             names: &mut self.names,
             samples: Some(&mut self.exact),
             follow_ups: Some(&mut self.follow_ups),
+            requests: self
+                .requests
+                .as_mut()
+                .map(|f| f as &mut dyn crate::record::RequestSink),
         }
     }
 

@@ -461,6 +461,7 @@ mod tests {
             names: &mut [],
             samples: None,
             follow_ups: None,
+            requests: None,
         };
         const MS: u64 = 1_000_000;
         for (intended, sent, done) in [

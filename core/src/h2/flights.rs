@@ -93,6 +93,8 @@ pub struct End<'a, J> {
     pub gap: Option<u32>,
     /// How it ended.
     pub how: How<'a>,
+    /// What was known of its response's head ([`StreamExchange::head`]).
+    pub head: crate::record::ResponseHead,
 }
 
 /// What an event asks of the engine besides the ends ([`Flights::on_event`]).
@@ -442,6 +444,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             sent_ns: f.sent_ns,
             gap: f.gap,
             how: How::Answered(self.exchanges[i].finish(g)),
+            head: self.exchanges[i].head(),
         });
     }
 
@@ -455,6 +458,7 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             sent_ns: f.sent_ns,
             gap: f.gap,
             how,
+            head: self.exchanges[i].head(),
         });
     }
 }

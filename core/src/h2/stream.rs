@@ -33,6 +33,7 @@
 use crate::exchange::Finish;
 use crate::measure::{ErrorKind, FramingCause, StreamTiming};
 use crate::plan::Protocol;
+use crate::record::ResponseHead;
 use crate::sse::{SseDecoder, SseEvent, SseKind};
 
 use super::frame::ErrorCode;
@@ -47,6 +48,8 @@ pub struct StreamExchange {
     grpc: bool,
     grpc_status: Option<u32>,
     status: Option<u16>,
+    /// When the final response head arrived.
+    head_ns: Option<u64>,
     event_stream: bool,
     /// The body is decoded as SSE (a 2xx head of a stream request).
     decoding: bool,
@@ -66,6 +69,7 @@ impl StreamExchange {
             grpc: false,
             grpc_status: None,
             status: None,
+            head_ns: None,
             event_stream: false,
             decoding: false,
             stream_error: false,
@@ -103,6 +107,7 @@ impl StreamExchange {
     pub fn begin(&mut self, intended_ns: u64, sent_ns: u64) {
         self.sse.reset();
         self.status = None;
+        self.head_ns = None;
         self.grpc_status = None;
         self.event_stream = false;
         self.decoding = false;
@@ -112,10 +117,31 @@ impl StreamExchange {
     }
 
     /// The final response head arrived at `now_ns` ([`Event::Headers`](super::Event::Headers)).
-    pub fn on_head(&mut self, _now_ns: u64, status: u16, event_stream: bool) {
+    pub fn on_head(&mut self, now_ns: u64, status: u16, event_stream: bool) {
         self.status = Some(status);
+        self.head_ns = Some(now_ns);
         self.event_stream = event_stream;
         self.decoding = self.expect_stream && (200..300).contains(&status);
+    }
+
+    /// What is known of the current stream's response head, for
+    /// `--out-requests`: its status and when it arrived (the stream's first
+    /// response frame: HTTP/2 has no byte of a response before its head).
+    ///
+    /// ```
+    /// use metronome_core::h2::StreamExchange;
+    /// use metronome_core::record::ResponseHead;
+    /// let mut s = StreamExchange::new(false);
+    /// s.begin(0, 1);
+    /// assert_eq!(s.head(), ResponseHead::default());
+    /// s.on_head(5, 404, false);
+    /// assert_eq!(s.head(), ResponseHead { first_byte_ns: Some(5), status: Some(404) });
+    /// ```
+    pub fn head(&self) -> ResponseHead {
+        ResponseHead {
+            first_byte_ns: self.head_ns,
+            status: self.status,
+        }
     }
 
     /// The `grpc-status` field of a head or of trailers

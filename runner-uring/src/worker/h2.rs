@@ -642,13 +642,14 @@ impl Ends<'_, '_> {
             How::Failed(finish) => Some(finish),
         };
         if let Some(finish) = finish {
-            let ok = self.ledger.finished(
+            let ok = self.ledger.answered(
                 &mut self.out.tally(),
                 end.job.intended_ns,
                 end.job.request,
                 end.sent_ns,
                 now,
                 finish,
+                end.head,
             );
             self.pending.count(ok);
             *self.in_flight -= 1;

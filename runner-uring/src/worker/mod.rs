@@ -226,7 +226,7 @@ impl<'p> Worker<'p> {
         let schedule = plan
             .schedule(share.shard)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let mut out = RunOutput::empty(plan);
+        let mut out = RunOutput::recording(plan, control);
         out.warnings.extend(warning);
         out.connections_opened = pre;
         out.peak_connections = pre;

@@ -191,13 +191,14 @@ impl Worker<'_> {
         let finish = c
             .exchange
             .finish(&self.gaps[slot * GAP_CAP..(slot + 1) * GAP_CAP]);
-        let ok = self.ledger.finished(
+        let ok = self.ledger.answered(
             &mut self.out.tally(),
             c.job.intended_ns,
             c.job.request,
             c.sent_ns,
             now,
             finish,
+            c.exchange.head(),
         );
         self.pending.count(ok);
         self.in_flight -= 1;
@@ -252,13 +253,14 @@ impl Worker<'_> {
             let now = self.clock.now_ns();
             // A failure is no answer: it says nothing of the service time.
             let c = &self.conns[slot];
-            let ok = self.ledger.finished(
+            let ok = self.ledger.answered(
                 &mut self.out.tally(),
                 c.job.intended_ns,
                 c.job.request,
                 c.sent_ns,
                 now,
                 failure,
+                c.exchange.head(),
             );
             self.pending.count(ok);
             self.in_flight -= 1;
