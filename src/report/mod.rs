@@ -30,6 +30,8 @@
 //! - [`hlog`]: HdrHistogram's compressed V2 encoding and interval log (`--hlog`).
 //! - [`svg`]: the plots (`--svg`).
 //! - [`html`]: the self-contained HTML page (`--html`).
+//! - [`argv`]: the command line a report records, secrets masked, and
+//!   shell-quoted for the text summary and the page.
 //! - [`threshold`]: `--threshold` expressions, checked against a report.
 //! - [`show`]: a saved report or sweep read back; either printed as text or
 //!   JSON (every command prints through it).
@@ -59,6 +61,7 @@
 //! [`IntervalReport::add`], [`Generator::add`]).
 
 mod accounts;
+pub mod argv;
 pub mod behind;
 pub mod build;
 pub mod compat;

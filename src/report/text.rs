@@ -25,7 +25,7 @@ pub fn render_text(r: &Report) -> String {
             .shard_starts
             .first()
             .map_or_else(String::new, |f| format!(" (shard {}'s)", f.shard));
-        let _ = writeln!(s, "  command{whose}: {}", super::html::shell_words(argv));
+        let _ = writeln!(s, "  command{whose}: {}", super::argv::shell_words(argv));
     }
     if r.model == Model::Closed {
         let _ = writeln!(

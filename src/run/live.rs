@@ -292,7 +292,7 @@ impl Live {
         if let Some(d) = self.dashboard.take() {
             match crate::report::html::render_report(
                 report,
-                Some(crate::report::html::this_command()),
+                Some(crate::report::argv::this_command()),
             ) {
                 Ok(page) => d.finish(report, page),
                 Err(e) => warnings.push(format!("--dashboard: cannot render the page: {e:#}")),
