@@ -1,7 +1,8 @@
 //! The values of flags: one enum per flag with a fixed set of choices
 //! (`--arrival`, `--engine`, `--format`, `--shape`, ...), their parsers
-//! (`--spin`, `--profile`, `--prefix-share`), and how each maps onto the
-//! type of the module that acts on it.
+//! (`--spin`, `--profile`, `--prefix-share`), and how `--format` and
+//! `--metrics-compat` map onto the report's types. Arguments import no
+//! command: `--shape` becomes serve's `Shape` in `serve/stream.rs`.
 // The doc comments below are clap's `--help` text, printed as written:
 // `[DONE]` and `<RATE>` are what a user reads, not rustdoc links or tags.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
@@ -227,23 +228,4 @@ pub enum ShapeArg {
     Completions,
     /// A plain JSON answer (application/json), no stream.
     Json,
-}
-
-impl From<ShapeArg> for crate::serve::Shape {
-    fn from(arg: ShapeArg) -> Self {
-        match arg {
-            ShapeArg::Default => Self::Default,
-            ShapeArg::Openai => Self::Openai,
-            ShapeArg::Vllm => Self::Vllm,
-            ShapeArg::Continuous => Self::Continuous,
-            ShapeArg::Llamacpp => Self::Llamacpp,
-            ShapeArg::Reasoning => Self::Reasoning,
-            ShapeArg::Tools => Self::Tools,
-            ShapeArg::EmptyContent => Self::EmptyContent,
-            ShapeArg::NoDone => Self::NoDone,
-            ShapeArg::Error => Self::Error,
-            ShapeArg::Completions => Self::Completions,
-            ShapeArg::Json => Self::Json,
-        }
-    }
 }
