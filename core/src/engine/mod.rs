@@ -9,7 +9,7 @@
 //! - `setup.rs`: connection set-up as measured ([`Setup`]) and the kinds
 //!   of a failed TLS handshake ([`HandshakeFailure`]).
 //! - The procedures before the clock starts, written once for both: the
-//!   pre-open rule ([`pre_open`], `pre_open.rs`), the warm start and
+//!   pre-open rule ([`pre_open()`], `pre_open.rs`), the warm start and
 //!   warm-up over blocking I/O ([`warm_start`], [`warm_up`], [`Warm`]:
 //!   threads, sleeps, blocking reads; `warm.rs`), the HTTP/2 greeting
 //!   ([`greet_h2`], `greet.rs`).
