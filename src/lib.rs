@@ -13,10 +13,14 @@
 //! depend on [`report`]; [`report`] depends on no command and no argument
 //! type.
 //!
-//! - [`cli`]: the arguments of every subcommand (clap); parsing only.
+//! - [`cli`]: the arguments of every subcommand (clap); parsing only
+//!   (`cli/run.rs`, `cli/serve.rs`, `cli/commands.rs`; flag values in
+//!   `cli/values.rs`).
 //! - [`run`]: `metronome run`: arguments to a plan, the engine, then the
 //!   report; the progress line.
-//! - [`report`]: the `metronome.report/v1` schema (and the sweep's), built
+//! - [`report`]: the `metronome.report/v1` schema (and the sweep's; its
+//!   types one file per part: counts, metrics, rows, connections, the
+//!   generator, and the accounts that derive and add them up), built
 //!   from a run and rendered as text, `.hgrm`, `.hlog`, SVG and HTML;
 //!   thresholds; reading saved reports back; merging shards.
 //! - [`show`]: `metronome report FILE`: a saved report or sweep printed again.

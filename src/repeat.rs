@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     if let (Some(d), Some(last)) = (dash, reports.last()) {
         let page =
-            crate::report::html::render_report(last, Some(crate::report::html::this_command()))?;
+            crate::report::html::render_report(last, Some(crate::report::argv::this_command()))?;
         d.finish(page);
     }
     let doc = Repeat::of(reports);

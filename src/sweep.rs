@@ -122,7 +122,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<(Sweep, i32)> {
     };
     if let Some(d) = dash {
         let page =
-            crate::report::html::render_sweep(&sweep, Some(crate::report::html::this_command()))?;
+            crate::report::html::render_sweep(&sweep, Some(crate::report::argv::this_command()))?;
         d.finish(page);
     }
     Ok((sweep, code))
@@ -237,7 +237,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.run.html {
-        crate::report::html::write_sweep(path, &s, Some(crate::report::html::this_command()))?;
+        crate::report::html::write_sweep(path, &s, Some(crate::report::argv::this_command()))?;
     }
     print_sweep(&s, args.run.format.into())?;
     Ok(code)

@@ -42,8 +42,10 @@
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
 //! - `engine` (feature `std`, off by default): core's std side, fenced in one
 //!   place: what both engines share that needs std (the types they are
-//!   steered by and return, the procedures before the clock such as the
-//!   pre-open rule and the warm start, storage reserved before the clock),
+//!   steered by, `engine/control.rs`, and return, `engine/mod.rs` and
+//!   `engine/setup.rs`; the procedures before the clock, the pre-open rule
+//!   `engine/pre_open.rs` and the warm start `engine/warm.rs`; storage
+//!   reserved before the clock, `engine/reserved.rs` and `engine/series.rs`),
 //!   and `engine::tls` (feature `tls`, implies `std`, brings rustls; also
 //!   at `tls`): the TLS both engines share. With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.

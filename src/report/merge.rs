@@ -50,7 +50,7 @@ fn plan_difference(
         Model::Open => "open".to_string(),
         Model::Closed => format!(
             "closed with {}",
-            super::counted(r.closed_workers.into(), "worker")
+            super::num::counted(r.closed_workers.into(), "worker")
         ),
     };
     let arrival = |r: &Report| {

@@ -3,6 +3,7 @@
 //! percentiles ([`ExactPercentiles`]).
 
 use metronome_core::histogram::Histogram;
+use metronome_core::measure::Recorder;
 use serde::{Deserialize, Serialize};
 
 use super::hlog;
@@ -290,5 +291,127 @@ impl Metric {
             "count" => self.count as f64,
             _ => return None,
         })
+    }
+}
+
+/// All histograms of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// completion - intended send (E2E for streams).
+    pub latency: Metric,
+    /// completion - actual send.
+    pub service_time: Metric,
+    /// actual send - intended send.
+    pub send_lag: Metric,
+    /// first content chunk - intended send.
+    pub ttft: Metric,
+    /// per-token inter-token latency: each token-bearing chunk's gap spread over its tokens.
+    pub itl: Metric,
+    /// decode pace: (last token-bearing chunk - first) / (tokens - first chunk's tokens).
+    pub tpot: Metric,
+    /// gaps between consecutive token-bearing chunks, one per chunk.
+    #[serde(default = "Metric::empty")]
+    pub itl_chunk: Metric,
+    /// first answer token (not reasoning) - intended send.
+    #[serde(default = "Metric::empty")]
+    pub ttfat: Metric,
+    /// end of the stream - last token-bearing chunk.
+    #[serde(default = "Metric::empty")]
+    pub tail: Metric,
+    /// Closed model with --expected-interval only: the HdrHistogram-corrected latency.
+    pub latency_corrected: Option<Metric>,
+}
+
+impl Metrics {
+    /// Every metric's name, in the report's order: its key under `metrics`
+    /// in the JSON, and what [`Metrics::get`] reads (`latency_corrected`
+    /// is null outside the closed model). The one list merge, thresholds
+    /// and the tests check against.
+    pub const NAMES: [&'static str; 10] = [
+        "latency",
+        "service_time",
+        "send_lag",
+        "ttft",
+        "itl",
+        "tpot",
+        "itl_chunk",
+        "ttfat",
+        "tail",
+        "latency_corrected",
+    ];
+
+    /// The metric called `name`, one of [`Metrics::NAMES`] (or `e2e`,
+    /// latency's other name).
+    pub fn get(&self, name: &str) -> Option<&Metric> {
+        match name {
+            "latency" | "e2e" => Some(&self.latency),
+            "service_time" => Some(&self.service_time),
+            "send_lag" => Some(&self.send_lag),
+            "ttft" => Some(&self.ttft),
+            "itl" => Some(&self.itl),
+            "tpot" => Some(&self.tpot),
+            "itl_chunk" => Some(&self.itl_chunk),
+            "ttfat" => Some(&self.ttfat),
+            "tail" => Some(&self.tail),
+            "latency_corrected" => self.latency_corrected.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Summarises a recorder; `corrected` adds the closed-loop correction.
+    pub fn from_recorder(rec: &Recorder, corrected: bool) -> Metrics {
+        Metrics {
+            latency: Metric::from_histogram(&rec.latency),
+            service_time: Metric::from_histogram(&rec.service_time),
+            send_lag: Metric::from_histogram(&rec.send_lag),
+            ttft: Metric::from_histogram(&rec.ttft),
+            itl: Metric::from_histogram(&rec.itl),
+            tpot: Metric::from_histogram(&rec.tpot),
+            itl_chunk: Metric::from_histogram(&rec.itl_chunk),
+            ttfat: Metric::from_histogram(&rec.ttfat),
+            tail: Metric::from_histogram(&rec.tail),
+            latency_corrected: corrected.then(|| Metric::from_histogram(&rec.corrected)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Metrics::NAMES` is the report's own list: the JSON keys under
+    /// `metrics`, in order, and each one readable by `get`.
+    #[test]
+    fn metric_names_are_the_report_keys() {
+        let mut m = Metrics {
+            latency: Metric::empty(),
+            service_time: Metric::empty(),
+            send_lag: Metric::empty(),
+            ttft: Metric::empty(),
+            itl: Metric::empty(),
+            tpot: Metric::empty(),
+            itl_chunk: Metric::empty(),
+            ttfat: Metric::empty(),
+            tail: Metric::empty(),
+            latency_corrected: Some(Metric::empty()),
+        };
+        let json = serde_json::to_value(&m).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut names = Metrics::NAMES.to_vec();
+        names.sort_unstable();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, names);
+        assert!(Metrics::NAMES.iter().all(|n| m.get(n).is_some()));
+        assert_eq!(m.get("e2e"), Some(&m.latency));
+        m.latency_corrected = None;
+        assert_eq!(m.get("latency_corrected"), None);
+        assert_eq!(m.get("nope"), None);
     }
 }

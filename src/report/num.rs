@@ -182,6 +182,16 @@ fn separate(digits: &str) -> String {
     out
 }
 
+/// `n` and a noun, singular for 1: `counted(1, "worker")` is "1 worker",
+/// `counted(2, "worker")` "2 workers", `counted(1500, "request")` "1,500 requests".
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", count(n))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +249,13 @@ mod tests {
         assert_eq!(count(u64::MAX), "18,446,744,073,709,551,615");
         assert_eq!(separate("123456"), "123,456");
         assert_eq!(separate("1"), "1");
+    }
+
+    /// "1 worker", never "1 workers".
+    #[test]
+    fn counted_is_singular_for_one() {
+        assert_eq!(counted(0, "worker"), "0 workers");
+        assert_eq!(counted(1, "worker"), "1 worker");
+        assert_eq!(counted(2, "thread"), "2 threads");
     }
 }

@@ -1,10 +1,11 @@
 //! The one-screen text summary of a report (`--format text`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use metronome_core::measure::FramingCause;
 
-use super::num::{bytes, count, num, pct, tick, unit};
+use super::num::{bytes, count, counted, num, pct, tick, unit};
 use super::{Metric, Model, Report};
 
 /// Renders the one-screen text summary.
@@ -15,7 +16,7 @@ pub fn render_text(r: &Report) -> String {
         "metronome {} -> {}  [{} model, {} engine, {}]",
         r.run_id, r.target, r.model, r.engine, r.arrival.process
     );
-    if let Some(line) = super::protocol_line(r) {
+    if let Some(line) = protocol_line(r) {
         let _ = writeln!(s, "  protocol: {line}");
     }
     if let Some(argv) = &r.argv {
@@ -24,13 +25,13 @@ pub fn render_text(r: &Report) -> String {
             .shard_starts
             .first()
             .map_or_else(String::new, |f| format!(" (shard {}'s)", f.shard));
-        let _ = writeln!(s, "  command{whose}: {}", super::html::shell_words(argv));
+        let _ = writeln!(s, "  command{whose}: {}", super::argv::shell_words(argv));
     }
     if r.model == Model::Closed {
         let _ = writeln!(
             s,
             "  closed loop, {}: {} achieved over {} (no schedule: a stall silently lowers the rate)",
-            super::counted(r.closed_workers.into(), "worker"), unit(r.achieved_rps, "req/s"), unit(r.duration_s, "s")
+            counted(r.closed_workers.into(), "worker"), unit(r.achieved_rps, "req/s"), unit(r.duration_s, "s")
         );
     } else if let Some(sess) = r.sessions.filter(|x| x.planned_turns > 0) {
         // Conversations: the schedule offers sessions, the requests are
@@ -409,7 +410,7 @@ pub fn render_text(r: &Report) -> String {
             w.endpoint,
             w.model_source,
             w.prompts,
-            super::counted(w.distinct_requests, "distinct request")
+            counted(w.distinct_requests, "distinct request")
         );
         for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
             let _ = writeln!(
@@ -424,12 +425,12 @@ pub fn render_text(r: &Report) -> String {
     let _ = writeln!(
         s,
         "  generator: {}, CPU {} ({}; {} of work, busy-wait {} excluded), peak {}",
-        super::counted(g.threads.into(), "thread"),
+        counted(g.threads.into(), "thread"),
         unit(g.cpu_s, "s"),
         unit(g.cpu_us_per_request, "us/request"),
         unit(g.work_us_per_request, "us"),
         unit(g.spin_s, "s"),
-        super::counted(g.peak_connections, "connection")
+        counted(g.peak_connections, "connection")
     );
     let c = &r.connections;
     if let (true, Some(connect), Some(shake)) = (c.tls, &c.connect, &c.tls_handshake) {
@@ -536,6 +537,37 @@ fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
         .collect();
     codes.sort_by_key(|(c, _)| c.parse::<u64>().unwrap_or(u64::MAX));
     codes
+}
+
+/// The protocol of a report in one line: the protocol, over TLS its
+/// versions and ALPN, over HTTP/2 the streams per connection; `None` for a
+/// report of an older version, which does not say. E.g. `h2; TLS TLSv1.3
+/// x2; ALPN h2 x2; at most 7 streams at once on a connection (client cap
+/// 100, server's SETTINGS_MAX_CONCURRENT_STREAMS 100)`.
+pub fn protocol_line(r: &Report) -> Option<String> {
+    let mut line = r.protocol.clone()?;
+    let c = &r.connections;
+    if !c.tls_versions.is_empty() {
+        let list = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, n)| format!("{k} x{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        line += &format!("; TLS {}; ALPN {}", list(&c.tls_versions), list(&c.alpn));
+    }
+    if let Some(h) = c.h2 {
+        let server = h
+            .server_max_streams
+            .map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+        line += &format!(
+            "; at most {} at once on a connection (client cap {}, server's \
+             SETTINGS_MAX_CONCURRENT_STREAMS {server})",
+            counted(h.peak_streams.into(), "stream"),
+            h.client_max_streams
+        );
+    }
+    Some(line)
 }
 
 #[cfg(test)]

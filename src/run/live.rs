@@ -435,7 +435,7 @@ impl<'a> Live<'a> {
             if let Dash::Own(d) = d {
                 match crate::report::html::render_report(
                     report,
-                    Some(crate::report::html::this_command()),
+                    Some(crate::report::argv::this_command()),
                 ) {
                     Ok(page) => d.finish(page),
                     Err(e) => {

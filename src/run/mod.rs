@@ -201,7 +201,7 @@ pub(crate) fn run_on(
         profile: args.profile.map(|p| p.to_string()),
         request_names: names,
         protocol: protocol.to_string(),
-        argv: Some(report::html::this_argv()),
+        argv: Some(report::argv::this_argv()),
     };
     let pacers = engine.pacers(output.threads.len());
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);
@@ -281,7 +281,7 @@ pub(crate) fn run_on(
         wrote("--svg", path, std::fs::write(path, svg).map_err(Into::into));
     }
     if let Some(path) = &args.html {
-        let page = report::html::render_report(&report, Some(report::html::this_command()));
+        let page = report::html::render_report(&report, Some(report::argv::this_command()));
         let r = page.and_then(|page| std::fs::write(path, page).map_err(Into::into));
         wrote("--html", path, r);
     }

@@ -242,9 +242,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let served = server.stop();
     let mut out = io::stdout().lock();
-    writeln!(out, "served {}", crate::report::counted(served, "request"))
-        .and_then(|()| out.flush())
-        .context("cannot write to stdout")?;
+    writeln!(
+        out,
+        "served {}",
+        crate::report::num::counted(served, "request")
+    )
+    .and_then(|()| out.flush())
+    .context("cannot write to stdout")?;
     Ok(())
 }
 

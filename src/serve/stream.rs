@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::reply::{push_chunk, Body, ConnectionHeader, Status};
 use super::ServeConfig;
+use crate::cli::ShapeArg;
 
 /// The stream shape the server sends with `--sse` (`--shape`;
 /// docs/metrics.md): generated, or a golden stream replayed.
@@ -35,6 +36,26 @@ pub enum Shape {
     Completions,
     /// A plain JSON answer (application/json), no stream.
     Json,
+}
+
+/// The value of `serve --shape`.
+impl From<ShapeArg> for Shape {
+    fn from(arg: ShapeArg) -> Self {
+        match arg {
+            ShapeArg::Default => Self::Default,
+            ShapeArg::Openai => Self::Openai,
+            ShapeArg::Vllm => Self::Vllm,
+            ShapeArg::Continuous => Self::Continuous,
+            ShapeArg::Llamacpp => Self::Llamacpp,
+            ShapeArg::Reasoning => Self::Reasoning,
+            ShapeArg::Tools => Self::Tools,
+            ShapeArg::EmptyContent => Self::EmptyContent,
+            ShapeArg::NoDone => Self::NoDone,
+            ShapeArg::Error => Self::Error,
+            ShapeArg::Completions => Self::Completions,
+            ShapeArg::Json => Self::Json,
+        }
+    }
 }
 
 /// The golden body of a replayed shape (tests/streams/, built with the

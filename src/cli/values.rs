@@ -1,0 +1,231 @@
+//! The values of flags: one enum per flag with a fixed set of choices
+//! (`--arrival`, `--engine`, `--format`, `--shape`, ...), their parsers
+//! (`--spin`, `--profile`, `--prefix-share`), and how `--format` and
+//! `--metrics-compat` map onto the report's types. Arguments import no
+//! command: `--shape` becomes serve's `Shape` in `serve/stream.rs`.
+// The doc comments below are clap's `--help` text, printed as written:
+// `[DONE]` and `<RATE>` are what a user reads, not rustdoc links or tags.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use crate::units::parse_duration;
+
+/// `--spin`: adaptive, or a fixed busy-wait slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinArg {
+    /// Follow the measured lateness of the engine's sleeps.
+    Auto,
+    /// Always this long.
+    Fixed(Duration),
+}
+
+/// The initial slice of `--spin auto`: the p99 lateness of an io_uring
+/// timeout wake-up measured on a 2-core VM.
+pub const SPIN_AUTO_INITIAL: Duration = Duration::from_micros(200);
+
+pub(super) fn parse_spin(text: &str) -> Result<SpinArg, String> {
+    if text.trim() == "auto" {
+        return Ok(SpinArg::Auto);
+    }
+    parse_duration(text)
+        .map(SpinArg::Fixed)
+        .map_err(|e| format!("{e}, or auto"))
+}
+
+/// `--profile`: a peer's load profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// One request at a time (guidellm's synchronous).
+    Synchronous,
+    /// N requests in flight at all times.
+    Concurrent(u32),
+    /// As many in flight as the cap allows (guidellm's throughput).
+    Throughput,
+}
+
+impl std::fmt::Display for ProfileArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileArg::Synchronous => f.write_str("synchronous"),
+            ProfileArg::Concurrent(n) => write!(f, "concurrent:{n}"),
+            ProfileArg::Throughput => f.write_str("throughput"),
+        }
+    }
+}
+
+/// The workers of guidellm's throughput profile when no
+/// `--max-concurrency` is given (its default cap).
+pub const THROUGHPUT_WORKERS: u32 = 512;
+
+pub(super) fn parse_profile(text: &str) -> Result<ProfileArg, String> {
+    let t = text.trim();
+    match t {
+        "synchronous" => Ok(ProfileArg::Synchronous),
+        "throughput" => Ok(ProfileArg::Throughput),
+        _ => match t
+            .strip_prefix("concurrent:")
+            .map(|n| n.trim().parse::<u32>())
+        {
+            Some(Ok(n)) if n >= 1 => Ok(ProfileArg::Concurrent(n)),
+            _ => Err(format!(
+                "`{text}`: write synchronous, throughput or concurrent:N with N at least 1"
+            )),
+        },
+    }
+}
+
+/// `--mix`: how arrivals choose among a mix's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MixArg {
+    /// By weight, drawn from --seed and the arrival's index.
+    Weighted,
+    /// In turn: arrival j sends request j mod n.
+    RoundRobin,
+}
+
+/// A fraction in 0..=1 (`--prefix-share`).
+pub(super) fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("`{text}` is not a fraction from 0 to 1")),
+    }
+}
+
+/// What `--warm-up` does with each pre-opened connection before the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WarmUpArg {
+    /// `request` for safe methods (GET, HEAD, OPTIONS), else `check`.
+    Auto,
+    /// One unmeasured request per connection (after `check`).
+    Request,
+    /// Close connections that receive bytes before any request.
+    Check,
+    /// Use the connections as opened.
+    Off,
+}
+
+/// How requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// `--burst-size` requests at once, every burst-size/rate seconds.
+    Burst,
+    /// Gamma gaps with shape `--burstiness` (1 is Poisson).
+    Gamma,
+}
+
+/// `--ramp`: how the rate moves within a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RampArg {
+    /// Linearly between the stage's endpoints (k6).
+    Linear,
+    /// Geometrically between the stage's endpoints (vLLM bench's exponential ramp-up).
+    Exponential,
+}
+
+/// Which engine sends the requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// io_uring where the kernel allows it, else std (with a notice).
+    Auto,
+    /// The Linux io_uring engine.
+    Uring,
+    /// The portable engine (std threads, blocking sockets).
+    Std,
+}
+
+/// `--endpoint`: the OpenAI endpoint requests go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EndpointArg {
+    /// /v1/chat/completions with `messages`.
+    Chat,
+    /// /v1/completions with `prompt`.
+    Completions,
+}
+
+/// `--max-tokens-field`: the field of the output-length cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MaxTokensFieldArg {
+    /// `max_completion_tokens` (OpenAI's current field).
+    #[value(name = "max_completion_tokens")]
+    MaxCompletionTokens,
+    /// `max_tokens` (older servers).
+    #[value(name = "max_tokens")]
+    MaxTokens,
+}
+
+/// Output format on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// A one-screen summary.
+    Text,
+    /// The `metronome.report/v1` JSON report.
+    Json,
+}
+
+impl From<FormatArg> for crate::report::show::Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Text => Self::Text,
+            FormatArg::Json => Self::Json,
+        }
+    }
+}
+
+/// A peer whose metric definitions `--metrics-compat` reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompatArg {
+    /// vLLM's `vllm bench serve` (vllm/benchmarks/serve.py).
+    Vllm,
+    /// guidellm (src/guidellm/schemas/request_stats.py).
+    Guidellm,
+    /// NVIDIA's aiperf 0.13.0 (aiperf/metrics/types/).
+    Aiperf,
+}
+
+impl From<CompatArg> for crate::report::compat::Peer {
+    fn from(p: CompatArg) -> Self {
+        match p {
+            CompatArg::Vllm => Self::Vllm,
+            CompatArg::Guidellm => Self::Guidellm,
+            CompatArg::Aiperf => Self::Aiperf,
+        }
+    }
+}
+
+/// The stream shape `serve --sse --shape` sends (docs/metrics.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShapeArg {
+    /// Generated: role chunk, content chunks, usage, [DONE].
+    Default,
+    /// OpenAI: role-only first chunk, finish chunk, usage chunk with empty choices.
+    Openai,
+    /// vLLM: several tokens per chunk, usage last.
+    Vllm,
+    /// vLLM with continuous_usage_stats: usage on every chunk.
+    Continuous,
+    /// llama.cpp: no usage, a timings object.
+    Llamacpp,
+    /// Reasoning deltas before the answer.
+    Reasoning,
+    /// Tool-call deltas only.
+    Tools,
+    /// `content: ""` chunks between the tokens.
+    #[value(name = "empty_content")]
+    EmptyContent,
+    /// The openai shape without data: [DONE].
+    #[value(name = "no_done")]
+    NoDone,
+    /// Two tokens, then an error object.
+    Error,
+    /// The /v1/completions stream (choices[].text).
+    Completions,
+    /// A plain JSON answer (application/json), no stream.
+    Json,
+}
