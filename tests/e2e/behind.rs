@@ -1,7 +1,7 @@
 //! When the open loop cannot keep its schedule, the report says from which
 //! second and why (`generator.behind`, from the interval series).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -16,7 +16,7 @@
 //!   complete, non-partial merged report, which the report container prints
 //!   as JSON.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

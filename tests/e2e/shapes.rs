@@ -5,7 +5,7 @@
 //! (docs/metrics.md), within bounds that hold on a loaded machine. The
 //! exact values on a virtual clock are in core/tests/golden_shapes.rs.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -723,16 +723,50 @@ impl XorShift {
     }
 }
 
+/// A panic hook is process state, and this module shares its binary with
+/// the other end-to-end modules: [`ServeConnPanics`] counts panics on the
+/// embedded server's connection threads (`serve-conn`) only while the test
+/// runs, then puts the previous hook back. While it is installed a panic on
+/// any embedded server's connection thread in the binary counts: a bug
+/// wherever it happens.
+struct ServeConnPanics {
+    previous: Arc<PanicHook>,
+}
+
+/// A panic hook, as `std::panic::take_hook` returns it.
+type PanicHook = dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync;
+
+impl ServeConnPanics {
+    /// Installs a hook that adds 1 to `count` for each panic on a thread
+    /// named `serve-conn`, then calls the previous hook.
+    fn install(count: &'static AtomicUsize) -> ServeConnPanics {
+        let previous: Arc<PanicHook> = Arc::from(std::panic::take_hook());
+        let chained = Arc::clone(&previous);
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some("serve-conn") {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+            chained(info);
+        }));
+        ServeConnPanics { previous }
+    }
+}
+
+impl Drop for ServeConnPanics {
+    fn drop(&mut self) {
+        // set_hook panics on a panicking thread: a failed test leaves the
+        // counting hook (which still calls the previous one) in place.
+        if !std::thread::panicking() {
+            let previous = Arc::clone(&self.previous);
+            std::panic::set_hook(Box::new(move |info| previous(info)));
+        }
+    }
+}
+
 #[test]
 fn mutated_client_bytes_never_panic_the_server() {
     static PANICS: AtomicUsize = AtomicUsize::new(0);
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::thread::current().name() == Some("serve-conn") {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-        }
-        previous(info);
-    }));
+    let _hook = ServeConnPanics::install(&PANICS);
     let srv = server(ServeConfig {
         service: ms(0),
         sse: true,

@@ -5,7 +5,7 @@
 //! guidellm 0.8.1), and metronome must read the same prompts, output
 //! lengths, system messages and sessions.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! validity dates). Each failure is checked as the exact one line a user
 //! reads. Skipped, visibly, when python3 or openssl is missing.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

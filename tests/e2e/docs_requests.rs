@@ -2,7 +2,7 @@
 //! `<!-- file: PATH -->` equals that file, and metronome runs each file
 //! against the embedded server with the counts the doc describes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

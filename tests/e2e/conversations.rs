@@ -10,7 +10,7 @@
 //! `--requests` mix's request per line. Real time: the think-time check is
 //! a lower bound at the server (with a loopback margin), counts are exact.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;

@@ -5,7 +5,7 @@
 //! plan is refused with exit 2 and one line naming the two files and the
 //! field; an incomplete set needs `--partial`, which marks the report.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

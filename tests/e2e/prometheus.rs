@@ -14,7 +14,7 @@
 //! Where Prometheus is not installed the tests skip with a line, except
 //! under CI (`CI` set), where they fail.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

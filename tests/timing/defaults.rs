@@ -17,12 +17,12 @@
 //! take [`serial`] so that two of them never compete for the CPU, and the
 //! time bounds hold on a loaded 2-core machine.
 
-mod common;
+use crate::{common, serial};
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -41,13 +41,6 @@ const SLICE: Duration = Duration::from_millis(10);
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok";
-
-/// One timed run at a time in this file (the test harness runs tests in
-/// parallel): two paced runs on two cores would make each other late.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 // ---------------------------------------------------------------------------
 // The server.

@@ -4,7 +4,7 @@
 //! the final report's `intervals[i]` exactly, and the first ones arrive
 //! while the run still goes.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! and on the page; the hints for a client and server that speak different
 //! HTTP versions. Against the embedded server, on every engine.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -5,7 +5,7 @@
 //! DEST` copies PATH. Three "hosts" send shards 0/3, 1/3, 2/3 of one run to
 //! the embedded server on 127.0.0.1; the script merges their reports.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

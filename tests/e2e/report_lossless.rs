@@ -5,7 +5,7 @@
 //! byte for byte; `merge` adds the histograms exactly; a sweep's JSON
 //! re-renders too, and `sweep` writes per-step outputs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

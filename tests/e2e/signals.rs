@@ -3,7 +3,7 @@
 //! report is always written), and a real second signal, later, still exits
 //! at once.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

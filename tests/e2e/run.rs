@@ -2,7 +2,7 @@
 //! loopback, for every engine. Real time: assertions are relations and
 //! loose bounds that hold on a loaded 2-core machine.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -4,7 +4,7 @@
 //! received and sent, per row and in the report's `transfer`, checked
 //! against curl's count of the same responses from the same server.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,12 @@
 //! End-to-end tests of `metronome run https://...` against the embedded
 //! server with TLS (`serve --tls`: a fresh self-signed certificate, trusted
 //! with `--cacert`) on loopback, for every engine: the scenarios of
-//! tests/e2e_run.rs over TLS, the connection set-up in the report, and the
+//! tests/e2e/run.rs over TLS, the connection set-up in the report, and the
 //! one-line errors (untrusted certificate, plain HTTP on an https URL, a
 //! handshake that never completes). The hostile servers run over TLS in
 //! tests/hostile/tls.rs.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -74,7 +74,7 @@ fn assert_setup(r: &Report) {
 }
 
 /// The stall over TLS: every request is sent on time and the ones intended
-/// inside the stall wait for it (as tests/e2e_run.rs over plain HTTP).
+/// inside the stall wait for it (as tests/e2e/run.rs over plain HTTP).
 #[test]
 fn stall_over_tls() {
     for engine in engines() {

@@ -1,7 +1,7 @@
 //! End-to-end tests of the other commands: Ctrl-C during `run`, `report`,
 //! `merge`, `--hgrm`, `--out`, and a short `demo`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

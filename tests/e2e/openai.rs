@@ -3,7 +3,7 @@
 //! workload report, and the one-line errors of bad input. Every server is
 //! started here, on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -16,7 +16,7 @@
 //! chromium-browser, google-chrome on PATH) the browser half is skipped
 //! visibly; the pages are still generated and checked statically.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

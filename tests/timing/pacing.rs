@@ -4,7 +4,7 @@
 //! engines. Real time: bounds that hold on a loaded 2-core machine, chosen
 //! so that the old behaviour (stamping at the next send) fails them.
 
-mod common;
+use crate::{common, serial};
 
 use std::time::Duration;
 
@@ -38,10 +38,11 @@ fn p50_us(addr: std::net::SocketAddr, engine: &str, rate: &str, args: &[&str]) -
     )
 }
 
-/// Both checks in one test, one run at a time: parallel runs would compete
-/// for the machine's two cores and measure that instead.
+/// Both checks in one test, one run at a time, holding [`serial`]: parallel
+/// runs would compete for the machine's two cores and measure that instead.
 #[test]
 fn pacing_does_not_bend_latency() {
+    let _serial = serial();
     for engine in engines() {
         let srv = server(plain(Duration::ZERO));
         // With a spin slice longer than the gap between sends (3 ms at

@@ -2,7 +2,7 @@
 //! the std engine against the embedded server's HTTP/2 (`serve --http2`).
 //! Real time: assertions are exact counts and loose bounds.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

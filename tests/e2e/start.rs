@@ -3,7 +3,7 @@
 //! how late they really began; an instant already past is refused; `merge`
 //! warns when shards began more than `--max-skew` apart.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //!
 //! Each test loops over the engines (std and io_uring).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

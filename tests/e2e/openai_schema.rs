@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 const EXTENSIONS: [(&str, &str); 1] = [("ignore_eos", "boolean")];
 
 fn schema() -> Value {
-    serde_json::from_str(include_str!("data/openai_request_fields.json")).unwrap()
+    serde_json::from_str(include_str!("../data/openai_request_fields.json")).unwrap()
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -5,7 +5,7 @@
 //! line and exit 2. Real time: lag bounds are loose relations that hold on
 //! a loaded 2-core machine; counts are exact.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@
 //! Without Chromium (`$METRONOME_CHROMIUM`, chromium, chromium-browser,
 //! google-chrome on PATH) the test skips with a line.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
