@@ -1,4 +1,4 @@
-"""A real gRPC server for tests/e2e_grpc.rs: grpcio's own server with the
+"""A real gRPC server for tests/e2e/grpc.rs: grpcio's own server with the
 standard health service (grpc_health.v1.health.HealthServicer) on
 127.0.0.1, a free port.
 

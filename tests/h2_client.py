@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An HTTP/2 client on Python's `h2` package (4.x), for tests/serve_h2.rs:
+"""An HTTP/2 client on Python's `h2` package (4.x), for tests/e2e/serve_h2.rs:
 an HTTP/2 implementation metronome did not write, driving `serve --http2`.
 
     h2_client.py PORT SPEC_JSON

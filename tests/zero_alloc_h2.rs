@@ -8,60 +8,19 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use metronome::serve::ServeConfig;
 use metronome_core::engine::{request_queue, Control};
 use metronome_core::plan::{example_plan, H2Request, Http2};
+use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
 use metronome_uring::{run, Phase, UringOptions};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static MEASURING_THREADS: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counting() -> bool {
-    COUNTING.try_with(Cell::get).unwrap_or(false)
-}
-
-// SAFETY: every method forwards to the system allocator unchanged; the
-// counter is a plain atomic and the flag a const-initialised thread-local
-// (no allocation, no destructor).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+// The counter is process-wide: this test is a binary of its own, so that
+// no other test's threads allocate under it (metronome-testkit).
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -69,10 +28,10 @@ fn hook(phase: Phase) {
     match phase {
         Phase::Measuring => {
             MEASURING_THREADS.fetch_add(1, Ordering::Relaxed);
-            COUNTING.with(|c| c.set(true));
+            count_on_this_thread(true);
         }
         Phase::Draining => {}
-        Phase::Done => COUNTING.with(|c| c.set(false)),
+        Phase::Done => count_on_this_thread(false),
     }
 }
 

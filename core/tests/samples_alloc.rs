@@ -8,55 +8,17 @@
 
 #![cfg(feature = "std")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use metronome_core::engine::RunOutput;
 use metronome_core::exchange::Finish;
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::{Exact, ExactSet, StreamTiming};
 use metronome_core::plan::{example_plan, Plan};
+use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: every method forwards to the system allocator unchanged; the
-// counter is a plain atomic and the flag a const-initialised thread-local
-// (no allocation, no destructor).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+// The counter is process-wide: this test is a binary of its own, so that
+// no other test's threads allocate under it (metronome-testkit).
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -75,7 +37,7 @@ fn peer_samples_allocate_nothing_while_measuring() {
     let n = 100u64;
     {
         let t = &mut out.tally();
-        COUNTING.with(|c| c.set(true));
+        count_on_this_thread(true);
         for i in 0..n {
             let at = 500 * MS + i * 10 * MS;
             let mut timing = StreamTiming::new(at, at);
@@ -98,7 +60,7 @@ fn peer_samples_allocate_nothing_while_measuring() {
             };
             assert_eq!(ledger.done(t, at, 0, at, end, finish), Some(true));
         }
-        COUNTING.with(|c| c.set(false));
+        count_on_this_thread(false);
     }
     assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "allocations");
     // Every sample kept, every peer metric's.

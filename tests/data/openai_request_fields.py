@@ -6,7 +6,7 @@ own TypedDicts.
     python3 -m venv /tmp/oai && /tmp/oai/bin/pip install openai
     /tmp/oai/bin/python tests/data/openai_request_fields.py > tests/data/openai_request_fields.json
 
-tests/openai_schema.rs checks every body metronome builds against it.
+tests/e2e/openai_schema.rs checks every body metronome builds against it.
 """
 import collections.abc
 import json

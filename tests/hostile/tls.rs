@@ -3,7 +3,7 @@
 //! server's fresh certificate with --cacert; the expected outcomes are the
 //! same as over plain HTTP. (A silent server that never reads cannot
 //! complete a handshake: over TLS that is a handshake timeout before the
-//! clock, exit 1, tested in tests/e2e_tls.rs.)
+//! clock, exit 1, tested in tests/e2e/tls.rs.)
 
 use crate::broken::broken_responses_have_one_kind_and_cause;
 use crate::case::{run, N, SHORT};

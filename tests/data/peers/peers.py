@@ -1,5 +1,5 @@
 """Writes peers.json: what aiperf and guidellm themselves read from the
-dataset files beside this script, for tests/peer_datasets.rs to compare
+dataset files beside this script, for tests/e2e/peer_datasets.rs to compare
 metronome's reading against.
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install aiperf==0.13.0 guidellm==0.8.1

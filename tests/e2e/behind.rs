@@ -1,0 +1,77 @@
+//! When the open loop cannot keep its schedule, the report says from which
+//! second and why (`generator.behind`, from the interval series).
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{engines, run_json, server};
+use metronome::serve::ServeConfig;
+
+/// A 1 s stall 1.2 s after the first request, against 4 connections at 200
+/// req/s: the 4 connections fill at once and every later request waits for
+/// one, so the interval series shows the pool exhausted over the second
+/// interval (1.0-2.0 s), and the warning names it.
+#[test]
+fn a_stall_on_few_connections_is_reported_as_pool_exhausted_in_its_second() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            service: Duration::from_millis(1),
+            stall_at: Some(Duration::from_millis(1200)),
+            stall_for: Duration::from_millis(1000),
+            ..ServeConfig::default()
+        });
+        let r = run_json(
+            srv.addr(),
+            "/",
+            engine,
+            &[
+                "--rate",
+                "200",
+                "--duration",
+                "4s",
+                "--connections",
+                "4",
+                "--max-connections",
+                "4",
+            ],
+            0,
+        );
+        srv.stop();
+        assert_eq!(r.intervals.len(), 4, "{engine}");
+        // During the stall almost every request intended after the 4
+        // connections filled waited (before it, at most a few behind a
+        // hiccup of a loaded machine).
+        assert!(r.intervals[1].waited >= 100, "{engine}: {:?}", r.intervals);
+        let pool: Vec<_> = r
+            .generator
+            .behind
+            .iter()
+            .filter(|b| b.cause == "pool_exhausted")
+            .collect();
+        assert!(
+            pool.iter().any(|b| b.from_s <= 1.0 && b.until_s >= 2.0),
+            "{engine}: {:?}",
+            r.generator.behind
+        );
+        assert!(
+            r.generator
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("behind schedule from")
+                    && w.contains("(pool_exhausted)")
+                    && w.contains("with the pool at its limit (4 connections)")),
+            "{engine}: {:?}",
+            r.generator.warnings
+        );
+        // The pacing threads' CPU is in the series and is a share.
+        assert!(
+            r.intervals
+                .iter()
+                .all(|i| (0.0..=1.0).contains(&i.work_cpu)),
+            "{engine}: {:?}",
+            r.intervals
+        );
+        assert!(r.intervals.iter().any(|i| i.work_cpu > 0.0), "{engine}");
+    }
+}
