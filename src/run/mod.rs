@@ -67,6 +67,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     run_on(args, None)
 }
 
+/// `d` in ns, saturating at `u64::MAX` (the plan's times).
+pub(super) fn ns(d: std::time::Duration) -> u64 {
+    d.as_nanos().min(u128::from(u64::MAX)) as u64
+}
+
 /// [`run`], drawing on a dashboard several runs share (a sweep's steps,
 /// `--repeat`'s runs) when `shared` is given.
 ///

@@ -9,7 +9,7 @@ use metronome_core::schedule::Shard;
 
 use super::conversation::{self, Sessions};
 use super::lengths::Length;
-use super::plan::ns;
+use super::ns;
 use super::profile::Load;
 use super::request::{
     complete_path, encode, models_path, openai_body, BodySpec, Endpoint, MaxTokensField, Target,

@@ -1,8 +1,6 @@
 //! Arguments to a core [`Plan`]: check every flag (a bad one is a
 //! [`UsageError`] naming it), encode the requests, resolve the target.
 
-use std::time::Duration;
-
 use metronome_core::measure::Slo;
 use metronome_core::mix::Mix;
 use metronome_core::pace::Spin;
@@ -10,6 +8,7 @@ use metronome_core::plan::{Model, Plan, PlanError, Protocol, WarmUp, MAX_RATE, R
 use metronome_core::schedule::{Arrival, ScheduleError, Shard};
 use metronome_core::turns::Turns;
 
+use super::ns;
 use super::openai::{openai_requests, OpenAiPlan};
 use super::profile::Load;
 use super::request::{check_header, encode, Target};
@@ -422,10 +421,6 @@ fn max_in_flight(args: &RunArgs, load: &super::profile::Load) -> u32 {
 /// the engines reserve their queue before the clock (40 bytes a request
 /// on the io_uring engine, so 40 MB at most).
 pub const QUEUE_MAX: u32 = 1_000_000;
-
-pub(super) fn ns(d: Duration) -> u64 {
-    d.as_nanos().min(u128::from(u64::MAX)) as u64
-}
 
 /// The core [`Plan`] of a run: the arguments and what [`prepare`] derived
 /// from them; `requests` are `p.requests` as slices.

@@ -138,7 +138,7 @@ impl<'a> Connection<'a> {
                     }
                     Ok(None) => break,
                     Err(reject) => {
-                        self.reject(reject.status());
+                        self.reject(Status::of_reject(reject));
                         break;
                     }
                 },

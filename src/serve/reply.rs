@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::request::RequestHead;
+use super::request::{Reject, RequestHead};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Status {
@@ -18,6 +18,16 @@ pub(super) enum Status {
 }
 
 impl Status {
+    /// The answer to a request the server refuses.
+    pub(super) fn of_reject(r: Reject) -> Status {
+        match r {
+            Reject::Malformed => Status::BadRequest,
+            Reject::Encoded => Status::LengthRequired,
+            Reject::BodyTooLarge => Status::PayloadTooLarge,
+            Reject::HeadTooLarge => Status::HeadersTooLarge,
+        }
+    }
+
     /// The numeric code (HTTP/2's `:status`).
     pub(super) fn code(self) -> u16 {
         match self {

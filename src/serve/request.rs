@@ -1,6 +1,5 @@
 //! Requests: the head the server needs, and what an SSE chat body asks for.
 
-use super::reply::Status;
 use super::{CHAT_PATH, COMPLETIONS_PATH};
 
 /// The largest request head accepted; a longer one is answered `431`.
@@ -81,17 +80,6 @@ pub(super) enum Reject {
     BodyTooLarge,
     /// 431: head above [`MAX_HEAD_BYTES`] or [`MAX_HEADERS`].
     HeadTooLarge,
-}
-
-impl Reject {
-    pub(super) fn status(self) -> Status {
-        match self {
-            Self::Malformed => Status::BadRequest,
-            Self::Encoded => Status::LengthRequired,
-            Self::BodyTooLarge => Status::PayloadTooLarge,
-            Self::HeadTooLarge => Status::HeadersTooLarge,
-        }
-    }
 }
 
 /// Parses the head at the front of `buf`; `Ok(None)` while incomplete.

@@ -3,8 +3,6 @@
 
 use core::fmt;
 
-use super::qpack::QpackError;
-
 /// An HTTP/3 application error code, as carried by QUIC's
 /// CONNECTION_CLOSE, RESET_STREAM and STOP_SENDING; unknown codes are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -212,3 +210,57 @@ impl fmt::Display for H3Error {
 }
 
 impl core::error::Error for H3Error {}
+
+/// Why a field section or a QPACK stream instruction was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QpackError {
+    /// The section ended inside a prefix or a field line.
+    Truncated,
+    /// An integer longer than 62 bits.
+    Integer,
+    /// A reference to the dynamic table (whose capacity is 0): a non-zero
+    /// Required Insert Count, a dynamic or post-base index.
+    DynamicReference,
+    /// A negative Base (sign bit set with a Required Insert Count of 0).
+    Base,
+    /// A static index beyond the 99 entries.
+    StaticIndex,
+    /// A Huffman string with EOS or bad padding.
+    Huffman,
+    /// An encoder stream instruction other than Set Dynamic Table
+    /// Capacity 0 (QPACK_ENCODER_STREAM_ERROR).
+    EncoderStream,
+    /// A decoder stream Section Acknowledgment or Insert Count Increment:
+    /// nothing the client sent needs one (QPACK_DECODER_STREAM_ERROR).
+    DecoderStream,
+}
+
+impl QpackError {
+    /// The error code: QPACK_ENCODER_STREAM_ERROR, QPACK_DECODER_STREAM_ERROR,
+    /// or QPACK_DECOMPRESSION_FAILED for the rest.
+    pub const fn code(&self) -> ErrorCode {
+        match self {
+            QpackError::EncoderStream => ErrorCode::QPACK_ENCODER_STREAM_ERROR,
+            QpackError::DecoderStream => ErrorCode::QPACK_DECODER_STREAM_ERROR,
+            _ => ErrorCode::QPACK_DECOMPRESSION_FAILED,
+        }
+    }
+}
+
+impl fmt::Display for QpackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QpackError::Truncated => "QPACK field section ends inside a field line",
+            QpackError::Integer => "QPACK integer longer than 62 bits",
+            QpackError::DynamicReference => {
+                "QPACK reference to the dynamic table, whose capacity is 0"
+            }
+            QpackError::Base => "QPACK negative Base",
+            QpackError::StaticIndex => "QPACK static index beyond the table",
+            QpackError::Huffman => "QPACK Huffman string with EOS or bad padding",
+            QpackError::EncoderStream => "QPACK encoder stream instruction beyond capacity 0",
+            QpackError::DecoderStream => "QPACK decoder stream acknowledges nothing sent",
+        })
+    }
+}
