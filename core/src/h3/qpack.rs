@@ -618,6 +618,7 @@ impl DecoderStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h3::error::ErrorCode;
     use std::vec::Vec;
 
     type Fields = Vec<(Vec<u8>, Vec<u8>)>;
