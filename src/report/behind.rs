@@ -86,7 +86,7 @@ fn total(stretch: &[IntervalReport]) -> IntervalReport {
 
 /// Why an interval is behind its schedule, or `None` when it kept it (see
 /// [`behind`] for the materiality rule).
-fn cause(iv: &IntervalReport, capped: bool) -> Option<&'static str> {
+pub(crate) fn cause(iv: &IntervalReport, capped: bool) -> Option<&'static str> {
     // Reports from before `scheduled` was kept: the sends stand in.
     let due = iv.scheduled.max(iv.sent + iv.dropped) as f64;
     let delayed = (iv.dropped + iv.late + iv.unsent) as f64;

@@ -297,6 +297,10 @@ pub struct LiveMeta {
     /// Which run of several (a sweep's step, `--repeat`'s run), when the
     /// dashboard is shared.
     pub label: Option<String>,
+    /// `--max-concurrency` caps the requests in flight: waits for a
+    /// connection are the cap's, as asked (`report::behind`).
+    #[serde(skip)]
+    pub capped: bool,
 }
 
 /// The `--dashboard` page while the run goes: page.js's live view (the

@@ -37,6 +37,8 @@ struct Board {
     warnings: Vec<String>,
     /// The live page (page.js's live view).
     live_page: String,
+    /// `--max-concurrency` caps the run (its waits are the cap's).
+    capped: bool,
     /// Which run the live page is of (a sweep's or `--repeat`'s runs share
     /// the dashboard; the page reloads when it changes).
     page_id: u64,
@@ -85,6 +87,7 @@ impl Dashboard {
         let board = Arc::new(Mutex::new(Board {
             duration_s,
             live_page,
+            capped: meta.capped,
             ..Board::default()
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -119,16 +122,20 @@ impl Dashboard {
         (b.sent, b.ok, b.errors, b.elapsed_s) = (sent, ok, errors, elapsed_s);
     }
 
-    /// A closed interval's row; a warning when it was behind its schedule.
+    /// A closed interval's row; a warning when it was behind its schedule
+    /// by the report's own rule (more than 1% of its due requests, and at
+    /// least 3, delayed: `report::behind`), so the page warns of what the
+    /// report will, not of every late send.
     pub(super) fn row(&self, row: &IntervalReport) {
         let mut b = lock(&self.board);
-        if row.late > 0 {
+        if let Some(cause) = crate::report::behind::cause(row, b.capped) {
             use crate::report::num::{count, unit};
             let w = format!(
-                "{} of {} sends over 1 ms late in the interval at {} (send lag p99 {})",
-                count(row.late),
-                count(row.scheduled),
+                "behind its schedule in the interval at {} ({cause}): {} of {} due requests \
+                 dropped, over 1 ms late or unsent (send lag p99 {})",
                 unit(row.start_s, "s"),
+                count(row.dropped + row.late + row.unsent),
+                count(row.scheduled),
                 unit(row.send_lag_p99, "ms")
             );
             b.warnings.push(w);
@@ -155,6 +162,7 @@ impl Dashboard {
         let page = crate::report::html::render_live(meta, CSP).map_err(std::io::Error::other)?;
         let mut b = lock(&self.board);
         b.live_page = page;
+        b.capped = meta.capped;
         b.page_id += 1;
         b.duration_s = duration_s;
         b.rows.clear();
@@ -215,6 +223,7 @@ pub(crate) fn shared(args: &crate::cli::RunArgs, what: &str) -> anyhow::Result<O
         engine: "-".into(),
         stream: false,
         label: Some(format!("{what}: starting")),
+        capped: false,
     };
     let d = Dashboard::start(addr, 0.0, &meta)
         .map_err(|e| crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}")))?;
