@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A small HTTPS server on Python's ssl module (OpenSSL), for the end-to-end
-TLS tests of tests/e2e/tls_peer.rs: a TLS stack metronome did not write.
+TLS tests of tests/e2e/tls_peer/: a TLS stack metronome did not write.
 
     tls_server.py CERT KEY [--client-ca FILE] [--tls12-ciphers LIST]
                   [--tls11] [--alpn LIST] [--seconds N]

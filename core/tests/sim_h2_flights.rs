@@ -1,5 +1,5 @@
 //! Core's `h2::Flights` on a virtual clock, fed server frames built as in
-//! `golden_h2.rs`: every way a stream ends, exactly (answered, refused and
+//! `golden_h2/`: every way a stream ends, exactly (answered, refused and
 //! retried once, reset, GOAWAY mid-flight, timed out, the connection's
 //! end, a cut SSE body), the connection error the streams get (ours, else
 //! the last GOAWAY's), and body pushes stopped by a window or the buffer.

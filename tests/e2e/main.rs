@@ -64,7 +64,8 @@ mod peer_datasets;
 
 // Reports and the other commands.
 //
-// Ctrl-C during `run`, `report`, `merge`, `--hgrm`, `--out`, `demo`.
+// Ctrl-C during `run`, `report`, `merge`, `--hgrm`, `--out`, `demo`,
+// `sweep`, `--repeat`, help and usage errors.
 mod commands;
 // `merge`: the shards of one run merge to the single run exactly.
 mod merge;
