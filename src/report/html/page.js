@@ -68,7 +68,7 @@
     while (Math.abs(x) >= 1000 && i < units.length - 1) { x /= 1024; i++; }
     return fmtNum(x) + ' ' + units[i];
   }
-  // For the browser test (tests/e2e_html.rs checks every golden vector).
+  // For the browser test (tests/e2e/html/format.rs checks every golden vector).
   window.metronomeFormat = { num: fmtNum, count: fmtCount, pct: fmtPct, bytes: fmtBytes };
 
   // ---- small helpers -------------------------------------------------------
