@@ -297,6 +297,17 @@ impl Report {
     }
 }
 
+/// The warning of one stretch behind schedule (`generator.behind`).
+pub(crate) fn stretch_warning(b: &super::Behind) -> String {
+    format!(
+        "behind schedule from {} to {} ({}): {}",
+        unit(b.from_s, "s"),
+        unit(b.until_s, "s"),
+        b.cause,
+        b.detail
+    )
+}
+
 /// The name of an arrival process in the report's `arrival.process`.
 /// Every turn of the sessions this process's measured schedule opens
 /// (arrival `j` opens the session of request `plan.request_index(j)`, as
@@ -607,13 +618,7 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     }
     // At most three stretches in the warnings; the JSON has them all.
     for b in r.generator.behind.iter().take(3) {
-        w.push(format!(
-            "behind schedule from {} to {} ({}): {}",
-            unit(b.from_s, "s"),
-            unit(b.until_s, "s"),
-            b.cause,
-            b.detail
-        ));
+        w.push(stretch_warning(b));
     }
     if r.generator.behind.len() > 3 {
         w.push(format!(

@@ -297,10 +297,12 @@ pub struct LiveMeta {
     /// Which run of several (a sweep's step, `--repeat`'s run), when the
     /// dashboard is shared.
     pub label: Option<String>,
-    /// `--max-concurrency` caps the requests in flight: waits for a
-    /// connection are the cap's, as asked (`report::behind`).
+    /// The width of an interval, seconds.
+    pub interval_s: f64,
+    /// `--max-concurrency`: waits for a connection are the cap's, as asked
+    /// (`report::behind`).
     #[serde(skip)]
-    pub capped: bool,
+    pub cap: Option<u32>,
 }
 
 /// The `--dashboard` page while the run goes: page.js's live view (the

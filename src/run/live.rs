@@ -306,7 +306,8 @@ impl<'a> Live<'a> {
             engine: engine.as_str().to_string(),
             stream: matches!(plan.protocol, metronome_core::plan::Protocol::OpenAiSse),
             label,
-            capped: args.max_concurrency.is_some(),
+            cap: args.max_concurrency,
+            interval_s: plan.interval_ns as f64 / 1e9,
         };
         let duration_s = plan.duration_ns as f64 / 1e9;
         let dashboard = match (shared, args.dashboard) {

@@ -1195,7 +1195,7 @@
         shown = d.rows.length;
         charts.length = 0;
         while (series.firstChild) series.removeChild(series.firstChild);
-        add(series, timeSeries({ live: true, intervals: d.rows, duration_s: d.duration_s, generator: { behind: [] }, stages: [], arrival: {},
+        add(series, timeSeries({ live: true, intervals: d.rows, duration_s: d.duration_s, generator: { behind: d.behind || [] }, stages: [], arrival: {},
           workload: meta.stream ? {} : null, metrics: { ttft: { count: 0 } } }));
       }
       mark.textContent = JSON.stringify({ ok: check.errors.length === 0 && check.csp.length === 0, kind: 'live', errors: check.errors,

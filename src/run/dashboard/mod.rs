@@ -37,8 +37,12 @@ struct Board {
     warnings: Vec<String>,
     /// The live page (page.js's live view).
     live_page: String,
-    /// `--max-concurrency` caps the run (its waits are the cap's).
-    capped: bool,
+    /// `--max-concurrency` (its waits are the cap's).
+    cap: Option<u32>,
+    /// The width of an interval, seconds.
+    interval_s: f64,
+    /// The stretches behind schedule so far, by the report's rule.
+    behind: Vec<crate::report::Behind>,
     /// Which run the live page is of (a sweep's or `--repeat`'s runs share
     /// the dashboard; the page reloads when it changes).
     page_id: u64,
@@ -87,7 +91,8 @@ impl Dashboard {
         let board = Arc::new(Mutex::new(Board {
             duration_s,
             live_page,
-            capped: meta.capped,
+            cap: meta.cap,
+            interval_s: meta.interval_s,
             ..Board::default()
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -122,25 +127,21 @@ impl Dashboard {
         (b.sent, b.ok, b.errors, b.elapsed_s) = (sent, ok, errors, elapsed_s);
     }
 
-    /// A closed interval's row; a warning when it was behind its schedule
-    /// by the report's own rule (more than 1% of its due requests, and at
-    /// least 3, delayed: `report::behind`), so the page warns of what the
-    /// report will, not of every late send.
+    /// A closed interval's row. The stretches behind schedule are found
+    /// again by the report's own rule (`report::behind`: more than 1% of an
+    /// interval's due requests, and at least 3, delayed), shaded on the
+    /// charts and each one a warning in the report's words, so the page
+    /// warns of what the report will, not of every late send.
     pub(super) fn row(&self, row: &IntervalReport) {
         let mut b = lock(&self.board);
-        if let Some(cause) = crate::report::behind::cause(row, b.capped) {
-            use crate::report::num::{count, unit};
-            let w = format!(
-                "behind its schedule in the interval at {} ({cause}): {} of {} due requests \
-                 dropped, over 1 ms late or unsent (send lag p99 {})",
-                unit(row.start_s, "s"),
-                count(row.dropped + row.late + row.unsent),
-                count(row.scheduled),
-                unit(row.send_lag_p99, "ms")
-            );
-            b.warnings.push(w);
-        }
         b.rows.push(row.clone());
+        let end_s = row.start_s + b.interval_s;
+        b.behind = crate::report::behind::behind(&b.rows, None, b.cap, end_s);
+        b.warnings = b
+            .behind
+            .iter()
+            .map(crate::report::build::stretch_warning)
+            .collect();
     }
 
     /// The CPU time of the dashboard's thread so far, seconds.
@@ -162,7 +163,9 @@ impl Dashboard {
         let page = crate::report::html::render_live(meta, CSP).map_err(std::io::Error::other)?;
         let mut b = lock(&self.board);
         b.live_page = page;
-        b.capped = meta.capped;
+        b.cap = meta.cap;
+        b.interval_s = meta.interval_s;
+        b.behind.clear();
         b.page_id += 1;
         b.duration_s = duration_s;
         b.rows.clear();
@@ -177,6 +180,7 @@ impl Dashboard {
         let mut b = lock(&self.board);
         b.rows.clone_from(&r.intervals);
         b.warnings.clone_from(&r.generator.warnings);
+        b.behind.clone_from(&r.generator.behind);
         (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
         b.elapsed_s = b.duration_s;
     }
@@ -223,7 +227,8 @@ pub(crate) fn shared(args: &crate::cli::RunArgs, what: &str) -> anyhow::Result<O
         engine: "-".into(),
         stream: false,
         label: Some(format!("{what}: starting")),
-        capped: false,
+        cap: None,
+        interval_s: 1.0,
     };
     let d = Dashboard::start(addr, 0.0, &meta)
         .map_err(|e| crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}")))?;
@@ -260,6 +265,7 @@ fn live_json(b: &Board) -> String {
         "ok": b.ok,
         "errors": b.errors,
         "warnings": b.warnings,
+        "behind": b.behind,
         "rows": b.rows,
     })
     .to_string()
