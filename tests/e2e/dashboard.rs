@@ -460,7 +460,8 @@ fn a_sweep_shares_one_dashboard_and_ends_as_its_page() {
         }
         // The page's label is read between two polls of the same page.
         let again: Value = serde_json::from_str(&get(&addr, "/live.json")).unwrap_or_default();
-        if again["page"] != live["page"] {
+        if again["page"] != live["page"] || !page.contains("\"kind\":\"live\"") {
+            // Between two pages, or the run just ended (the sweep's page).
             continue;
         }
         if let Some(p) = live["page"].as_u64() {
