@@ -277,6 +277,12 @@ pub struct RunArgs {
     /// --max-streams). Both engines.
     #[arg(help_heading = HTTP2, hide_short_help = true, long)]
     pub http2: bool,
+    /// Speak HTTP/3 to an https:// URL: QUIC (UDP) with TLS 1.3 offering ALPN h3, the same
+    /// certificate handling as HTTPS (--cacert, --insecure). Each connection carries several
+    /// requests at once (up to --max-streams). The std engine only (docs/http3.md).
+    #[arg(help_heading = HTTP2, hide_short_help = true, long,
+          conflicts_with_all = ["http2", "http2_prior_knowledge", "grpc"])]
+    pub http3: bool,
     /// With HTTP/2: the most requests in flight on one connection [default: the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, at most 100].
     #[arg(help_heading = HTTP2, hide_short_help = true, long, value_name = "N")]
