@@ -221,7 +221,7 @@ fn connected(mut q: Quic, started: Instant) -> io::Result<Opening> {
 
 /// A handshake that failed as the TLS ones are counted: a refused
 /// certificate, or anything else in the protocol.
-fn handshake_error(reason: &ConnectionError) -> io::Error {
+pub(super) fn handshake_error(reason: &ConnectionError) -> io::Error {
     let text = reason.to_string();
     let kind = if text.contains("certificate") || text.contains("Certificate") {
         HandshakeFailure::Certificate

@@ -25,7 +25,7 @@ pub(super) fn read_loop(
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
     let mut after = After::default();
-    let mut ended: Vec<(Box<Flight>, Finish<'static>, bool)> = Vec::with_capacity(SLOTS);
+    let mut ended: Vec<(Box<Flight>, Option<Finish<'static>>)> = Vec::with_capacity(SLOTS);
     loop {
         let wait = match lock(link).quic.as_mut() {
             Some(q) => q.wait(Instant::now(), SLICE),
@@ -104,7 +104,7 @@ pub(super) fn read_loop(
                 let cancel = VarInt::from_u32(ErrorCode::REQUEST_CANCELLED.0 as u32);
                 let _ = q.conn.recv_stream(id).stop(cancel);
                 let _ = q.conn.send_stream(id).reset(cancel);
-                ended.push((f, Finish::Error(ErrorKind::Timeout), false));
+                ended.push((f, Some(Finish::Error(ErrorKind::Timeout))));
             }
         }
         if q.flush(instant).is_err() && lost.is_none() {
@@ -117,12 +117,12 @@ pub(super) fn read_loop(
                 } else {
                     f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL)
                 };
-                ended.push((f, Finish::Error(kind), false));
+                ended.push((f, Some(Finish::Error(kind))));
             }
             let _ = tx.send(Fact::Note(why.clone()));
         }
-        for (f, finish, answered) in ended.drain(..) {
-            book(&f, finish, answered, shared, &tx, now, &mut after);
+        for (f, failed) in ended.drain(..) {
+            book(&f, failed, shared, &tx, now, &mut after);
             spare.push(f);
         }
         let leaving = l.leaving && l.flights.is_empty();
@@ -178,7 +178,8 @@ fn reason_text(reason: &[u8]) -> String {
 }
 
 /// Reads what stream `id` has: a response stream's frames into its flight
-/// (ended ones into `ended`); the server's unidirectional streams (control,
+/// (ended ones into `ended`, with how they failed or `None` when
+/// answered); the server's unidirectional streams (control,
 /// QPACK) are drained unread.
 fn read_stream(
     q: &mut Quic,
@@ -186,7 +187,7 @@ fn read_stream(
     flights: &mut HashMap<StreamId, Box<Flight>>,
     decoder: &mut Decoder<SECTION>,
     now: u64,
-    ended: &mut Vec<(Box<Flight>, Finish<'static>, bool)>,
+    ended: &mut Vec<(Box<Flight>, Option<Finish<'static>>)>,
 ) {
     let mut rs = q.conn.recv_stream(id);
     let Ok(mut chunks) = rs.read(true) else {
@@ -228,34 +229,19 @@ fn read_stream(
     match end {
         Ok(()) => {
             if f.reader.finish().is_err() {
-                ended.push((f, Finish::Framing(FramingCause::Http2Protocol), false));
+                ended.push((f, Some(Finish::Framing(FramingCause::Http2Protocol))));
                 return;
             }
             let Flight { ex, gaps, .. } = &mut *f;
             ex.on_end(now, gaps);
-            let finish = own(ex.finish(gaps));
-            ended.push((f, finish, true));
+            ended.push((f, None));
         }
         Err(finish) => {
             let cancel = VarInt::from_u32(ErrorCode::REQUEST_CANCELLED.0 as u32);
             let _ = q.conn.send_stream(id).reset(cancel);
             let _ = q.conn.recv_stream(id).stop(cancel);
-            ended.push((f, finish, false));
+            ended.push((f, Some(finish)));
         }
-    }
-}
-
-/// A finish that borrows nothing: a stream's timing and gaps are taken
-/// again from its flight when it is booked.
-fn own(finish: Finish<'_>) -> Finish<'static> {
-    match finish {
-        Finish::Ok => Finish::Ok,
-        Finish::Status(c) => Finish::Status(c),
-        Finish::GrpcStatus(c) => Finish::GrpcStatus(c),
-        Finish::Error(k) => Finish::Error(k),
-        Finish::Framing(c) => Finish::Framing(c),
-        // Re-read from the flight in `book`.
-        Finish::Stream { .. } => Finish::Ok,
     }
 }
 
@@ -303,21 +289,22 @@ fn feed(
 }
 
 /// A stream ended at `now`: a ledger fact, and an answer's service time a
-/// sample for the pool.
+/// sample for the pool. `failed`: how it failed; `None`: it was answered
+/// (its exchange says how).
 fn book(
     f: &Flight,
-    finish: Finish<'static>,
-    answered: bool,
+    failed: Option<Finish<'static>>,
     shared: &Shared,
     tx: &mpsc::Sender<Fact>,
     now: u64,
     after: &mut After,
 ) {
-    let outcome = if answered {
-        after.sample = Some((now, now.saturating_sub(f.sent_ns)));
-        Outcome::from_finish(f.ex.finish(&f.gaps))
-    } else {
-        Outcome::from_finish(finish)
+    let outcome = match failed {
+        Some(finish) => Outcome::from_finish(finish),
+        None => {
+            after.sample = Some((now, now.saturating_sub(f.sent_ns)));
+            Outcome::from_finish(f.ex.finish(&f.gaps))
+        }
     };
     let _ = tx.send(Fact::Done {
         intended_ns: f.job.intended_ns,
@@ -328,4 +315,56 @@ fn book(
         head: f.ex.head(),
     });
     shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quinn_proto::{ApplicationClose, TransportError, TransportErrorCode};
+
+    #[test]
+    fn a_close_is_worded_with_its_code() {
+        let close = ConnectionError::ApplicationClosed(ApplicationClose {
+            error_code: VarInt::from_u32(0x102),
+            reason: bytes::Bytes::from_static(b"close mode"),
+        });
+        assert_eq!(
+            describe(&close),
+            "HTTP/3: the server closed the connection with code 0x102 (close mode)"
+        );
+        let bare = ConnectionError::ApplicationClosed(ApplicationClose {
+            error_code: VarInt::from_u32(0x100),
+            reason: bytes::Bytes::new(),
+        });
+        assert_eq!(
+            describe(&bare),
+            "HTTP/3: the server closed the connection with code 0x100"
+        );
+        assert_eq!(
+            describe(&ConnectionError::TimedOut),
+            "HTTP/3: a connection reached its idle timeout"
+        );
+    }
+
+    #[test]
+    fn handshake_failures_are_counted_by_kind() {
+        let kind =
+            |e: &ConnectionError| crate::handshake_failure(&super::super::quic::handshake_error(e));
+        assert_eq!(
+            kind(&ConnectionError::TimedOut),
+            Some(HandshakeFailure::Timeout)
+        );
+        let cert = ConnectionError::TransportError(TransportError {
+            code: TransportErrorCode::crypto(42),
+            frame: None,
+            reason: "invalid peer certificate: UnknownIssuer".into(),
+        });
+        assert_eq!(kind(&cert), Some(HandshakeFailure::Certificate));
+        let alpn = ConnectionError::TransportError(TransportError {
+            code: TransportErrorCode::crypto(120),
+            frame: None,
+            reason: "peer doesn't support any known protocol".into(),
+        });
+        assert_eq!(kind(&alpn), Some(HandshakeFailure::Protocol));
+    }
 }
