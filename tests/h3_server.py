@@ -9,7 +9,10 @@ certificate CERT and key KEY, ALPN h3. MODE:
   reset   reset each request stream with H3_REQUEST_CANCELLED (0x10c);
   close   answer N requests per connection, then close the connection with
           H3_INTERNAL_ERROR (0x102) when request N+1 arrives (unanswered);
-  silent  never answer (the client's timeouts).
+  silent  never answer (the client's timeouts);
+  sse     an OpenAI-style chat completion stream: the head at once, then 5
+          content chunks, the first 60 ms after the request, the next 20 ms
+          apart, then [DONE].
 Exits when stdin closes or after SECONDS (default 120).
 """
 
@@ -60,6 +63,13 @@ class Server(QuicConnectionProtocol):
                 ],
             )
             self._h3.send_data(sid, BODY, end_stream=True)
+        elif mode == "sse":
+            self._h3.send_headers(
+                sid, [(b":status", b"200"), (b"content-type", b"text/event-stream")]
+            )
+            loop = asyncio.get_running_loop()
+            for i in range(5):
+                loop.call_later(0.060 + 0.020 * i, self.chunk, sid, i)
         elif mode == "reset":
             self._quic.reset_stream(sid, ErrorCode.H3_REQUEST_CANCELLED)
         elif mode == "close":
@@ -67,6 +77,16 @@ class Server(QuicConnectionProtocol):
                 error_code=ErrorCode.H3_INTERNAL_ERROR, reason_phrase="close mode"
             )
         # silent: nothing
+        self.transmit()
+
+
+    def chunk(self, sid, i):
+        delta = '{"choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":null}]}' % i
+        data = ("data: %s\n\n" % delta).encode()
+        last = i == 4
+        if last:
+            data += b"data: [DONE]\n\n"
+        self._h3.send_data(sid, data, end_stream=last)
         self.transmit()
 
 

@@ -1,7 +1,7 @@
 //! End-to-end tests of `metronome run --http3` (std engine) against
 //! aioquic's HTTP/3 server (tests/h3_server.py): every request answered,
 //! every stream reset, the connection closed with a code, no answer at
-//! all. They skip visibly when python3 lacks aioquic, except under CI
+//! all, an OpenAI-style stream. They skip visibly when python3 lacks aioquic, except under CI
 //! (`CI=true`), where `.ci/run` installs it and a skip is a failure.
 //! Real time: exact counts where the answer is exact, else relations.
 
@@ -261,6 +261,55 @@ fn h3_connection_close_counts() {
         "no close code in the warnings: {:?}",
         r.generator.warnings
     );
+}
+
+/// `--openai` over HTTP/3: the stream goes through the exchange HTTP/2
+/// uses: TTFT at the first content chunk (the server waits 60 ms), four
+/// gaps of about 20 ms per 5-token stream, every stream complete.
+#[test]
+fn h3_openai_sse_ttft_itl() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("sse");
+    let srv = H3Server::start(&cert, &["sse"]);
+    let r = run_url_json(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--openai",
+            "--model",
+            "m",
+            "--max-tokens",
+            "5",
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+        0,
+    );
+    let tol = 40.0;
+    assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
+    let m = &r.metrics;
+    assert_eq!(m.ttft.count, 20);
+    assert!(
+        m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+        "ttft {:?}",
+        m.ttft
+    );
+    assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
+    assert!(
+        m.itl.p50 >= 20.0 - 15.0 && m.itl.p50 <= 20.0 + 15.0,
+        "itl {:?}",
+        m.itl
+    );
+    assert!(m.latency.min >= 140.0, "e2e {:?}", m.latency);
 }
 
 /// `--http3` is refused, one line and exit 2, on an http:// URL and on
