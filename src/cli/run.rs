@@ -93,11 +93,12 @@ format, for Wireshark); the report says it was on.
 #[derive(Clone, Debug, Args)]
 #[command(after_help = RUN_AFTER_SHORT_HELP, after_long_help = RUN_AFTER_LONG_HELP)]
 pub struct RunArgs {
-    /// Target URL, http:// or https://: HTTP/1.1, HTTPS (TLS 1.2/1.3), HTTP/2 (h2c, h2), unary gRPC,
-    /// OpenAI-style SSE streams
+    /// Target URL, http:// or https://: HTTP/1.1, HTTPS (TLS 1.2/1.3), HTTP/2 (h2c, h2), HTTP/3,
+    /// unary gRPC, OpenAI-style SSE streams
     ///
     /// HTTP/1.1 by default, over TLS 1.2 or 1.3 for https://; HTTP/2 with
-    /// --http2-prior-knowledge (h2c, http://) or --http2 (h2, https://); unary gRPC with
+    /// --http2-prior-knowledge (h2c, http://) or --http2 (h2, https://); HTTP/3 over QUIC with
+    /// --http3 (https://, std engine); unary gRPC with
     /// --grpc; OpenAI-style streaming completions (server-sent events) with --openai.
     /// E.g. http://127.0.0.1:8080/.
     pub url: String,
