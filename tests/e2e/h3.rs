@@ -312,6 +312,51 @@ fn h3_openai_sse_ttft_itl() {
     assert!(m.latency.min >= 140.0, "e2e {:?}", m.latency);
 }
 
+/// A certificate not trusted (no --cacert): exit 1, one line naming the
+/// refused certificate and the flags; `--insecure` runs.
+#[test]
+fn h3_untrusted_certificate_exits_1_with_one_line() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("untrusted");
+    let srv = H3Server::start(&cert, &["ok"]);
+    let url = srv.url();
+    let base = [
+        "run",
+        &url,
+        "--http3",
+        "--rate",
+        "10",
+        "--duration",
+        "200ms",
+    ];
+    let out = metronome(&[&base[..], &["--quiet"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("QUIC handshake failed")
+            && stderr.contains("certificate")
+            && stderr.contains("--cacert"),
+        "{stderr}"
+    );
+    let r = run_url_json(
+        &url,
+        "std",
+        &[
+            "--http3",
+            "--insecure",
+            "--rate",
+            "10",
+            "--duration",
+            "200ms",
+        ],
+        0,
+    );
+    assert_eq!(r.requests.ok, 2, "{:?}", r.errors);
+}
+
 /// `--http3` is refused, one line and exit 2, on an http:// URL and on
 /// the io_uring engine.
 #[test]

@@ -234,5 +234,12 @@ pub(super) fn handshake_error(reason: &ConnectionError) -> io::Error {
             "the QUIC handshake timed out (no HTTP/3 server on this UDP port?)",
         );
     }
-    TlsFailure::error(kind, format!("the QUIC handshake failed: {text}"))
+    let hint = match kind {
+        HandshakeFailure::Certificate => {
+            ": the server's certificate was refused; pass it or its CA with --cacert FILE \
+             (PEM), or skip the check with --insecure"
+        }
+        _ => "",
+    };
+    TlsFailure::error(kind, format!("the QUIC handshake failed: {text}{hint}"))
 }
