@@ -57,6 +57,9 @@ pub(crate) enum Fact {
     /// on its connection and the server's stream limits (set-up figures
     /// with nothing else counted).
     H2Streams(Box<metronome_core::engine::Setup>),
+    /// A line for the report's warnings (kept once: an HTTP/3 connection
+    /// closed by the server with its code).
+    Note(String),
 }
 
 /// Owns the recorder and intervals of a run; fed [`Fact`]s one at a time.
@@ -88,6 +91,12 @@ impl<'p> Collector<'p> {
             Fact::Opened(o) => return o.record(&mut self.out.setup),
             Fact::H2Streams(s) => return self.out.setup.merge(&s),
             Fact::HandshakeFailed(kind) => return self.out.setup.failed(kind),
+            Fact::Note(line) => {
+                if !self.out.warnings.contains(&line) {
+                    self.out.warnings.push(line);
+                }
+                return;
+            }
             _ => {}
         }
         let tally = &mut self.out.tally();
@@ -145,7 +154,9 @@ impl<'p> Collector<'p> {
                 );
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
-            Fact::Opened(_) | Fact::HandshakeFailed(_) | Fact::H2Streams(_) => (None, None),
+            Fact::Opened(_) | Fact::HandshakeFailed(_) | Fact::H2Streams(_) | Fact::Note(_) => {
+                (None, None)
+            }
         };
         if let Some(c) = counter {
             c.fetch_add(1, Ordering::Relaxed);

@@ -32,6 +32,7 @@ mod collector;
 mod conn;
 mod h1;
 mod h2;
+mod h3;
 mod open;
 mod pacer;
 mod queue;
@@ -75,13 +76,36 @@ pub fn run_with(
     // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
         spawn_big(s, || match plan.model {
-            Model::Open => open::run(plan, control, tls),
+            Model::Open => open::run(plan, control, tls, false),
             Model::Closed { workers, .. } => closed::run(plan, control, tls, workers),
         })?
         .join()
         .map_err(|_| {
             EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
         })?
+    })
+}
+
+/// Runs `plan` over HTTP/3 (QUIC, ALPN `h3`) to the https target `tls`:
+/// `plan.http2` carries each request's QPACK field section (core's
+/// `h3::request::from_http1`) and body; streams are admitted as HTTP/2's
+/// are. The QUIC handshakes of `plan.connections` connections are done
+/// before the clock starts.
+///
+/// # Errors
+/// As [`run_with`]; [`EngineError::Plan`] for a plan without its HTTP/3
+/// requests or not in the open model.
+pub fn run_h3(plan: &Plan<'_>, control: &Control, tls: &Tls) -> Result<RunOutput, EngineError> {
+    plan.validate()?;
+    if plan.http2.is_none() || plan.model != Model::Open {
+        return Err(EngineError::Plan(metronome_core::plan::PlanError::Http2));
+    }
+    std::thread::scope(|s| {
+        spawn_big(s, || open::run(plan, control, Some(tls), true))?
+            .join()
+            .map_err(|_| {
+                EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
+            })?
     })
 }
 

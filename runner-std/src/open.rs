@@ -40,11 +40,13 @@ const READY_LIMIT: Duration = Duration::from_secs(1);
 struct Pre {
     h1: Vec<Conn>,
     h2: Vec<crate::h2::Opening>,
+    /// HTTP/3 ones through their QUIC handshake.
+    h3: Vec<crate::h3::Opening>,
 }
 
 impl Pre {
     fn len(&self) -> usize {
-        self.h1.len() + self.h2.len()
+        self.h1.len() + self.h2.len() + self.h3.len()
     }
 }
 
@@ -56,13 +58,14 @@ pub(crate) fn run(
     plan: &Plan<'_>,
     control: &Control,
     tls: Option<&Tls>,
+    h3: bool,
 ) -> Result<RunOutput, EngineError> {
     let schedule = plan.schedule(plan.shard)?;
 
     // 1. Before the clock: the connections, pre-opened and warmed.
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
-    let pre = pre_open(plan, tls, &mut setup, &mut warnings)?;
+    let pre = pre_open(plan, tls, h3, &mut setup, &mut warnings)?;
     let opened_first = pre.len() as u64;
     let mut warm = Warm::default();
     let pre = self::warm(plan, control, tls, pre, &mut setup, &mut warm);
@@ -92,10 +95,14 @@ pub(crate) fn run(
             shared: &shared,
             tx,
             stats: &worker_stats,
+            h3,
         };
         let pre_count = pre.len();
         for opening in pre.h2 {
             threads.h2(Some(opening));
+        }
+        for opening in pre.h3 {
+            threads.h3(Some(opening));
         }
         for conn in pre.h1 {
             threads.h1(Some(conn));
@@ -145,11 +152,25 @@ pub(crate) fn run(
 fn pre_open(
     plan: &Plan<'_>,
     tls: Option<&Tls>,
+    h3: bool,
     setup: &mut Setup,
     warnings: &mut Vec<String>,
 ) -> Result<Pre, EngineError> {
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let wanted = plan.connections;
+    if let (true, Some(tls)) = (h3, tls) {
+        let open = || {
+            let o = crate::h3::open(plan.addr, connect_timeout, tls)?;
+            o.opened().record(setup);
+            Ok(o)
+        };
+        let h3 = metronome_core::engine::pre_open(wanted, false, open, warnings)?;
+        return Ok(Pre {
+            h1: Vec::new(),
+            h2: Vec::new(),
+            h3,
+        });
+    }
     if plan.http2.is_some() {
         let open = || {
             let o = crate::h2::open(plan.addr, connect_timeout, tls)?;
@@ -157,7 +178,11 @@ fn pre_open(
             Ok(o)
         };
         let h2 = metronome_core::engine::pre_open(wanted, false, open, warnings)?;
-        return Ok(Pre { h1: Vec::new(), h2 });
+        return Ok(Pre {
+            h1: Vec::new(),
+            h2,
+            h3: Vec::new(),
+        });
     }
     let open = || {
         let mut c = Conn::connect(
@@ -172,7 +197,11 @@ fn pre_open(
         Ok(c)
     };
     let h1 = metronome_core::engine::pre_open(wanted, false, open, warnings)?;
-    Ok(Pre { h1, h2: Vec::new() })
+    Ok(Pre {
+        h1,
+        h2: Vec::new(),
+        h3: Vec::new(),
+    })
 }
 
 /// Core's warm start over this engine's HTTP/1.1 connections (HTTP/2 ones

@@ -49,6 +49,8 @@ pub(crate) struct Threads<'scope, 'env, 'a> {
     pub(crate) tx: mpsc::Sender<Fact>,
     /// Each connection thread's counts, pushed as it leaves.
     pub(crate) stats: &'a Mutex<Vec<ThreadStats>>,
+    /// HTTP/3 (`--http3`): the multiplexed connections are QUIC ones.
+    pub(crate) h3: bool,
 }
 
 impl<'scope, 'a: 'scope> Threads<'scope, '_, 'a> {
@@ -74,10 +76,23 @@ impl<'scope, 'a: 'scope> Threads<'scope, '_, 'a> {
             .spawn(move || crate::h2::worker(plan, tls, origin, shared, tx, opening, stats));
     }
 
+    /// An HTTP/3 connection thread, on `opening` or (None) on a
+    /// connection it opens itself.
+    pub(crate) fn h3(&self, opening: Option<crate::h3::Opening>) {
+        let (plan, tls, origin, shared, stats) =
+            (self.plan, self.tls, self.origin, self.shared, self.stats);
+        let tx = self.tx.clone();
+        shared.threads.fetch_add(1, Ordering::Relaxed);
+        self.scope
+            .spawn(move || crate::h3::worker(plan, tls, origin, shared, tx, opening, stats));
+    }
+
     /// `n` connection threads, each opening its connection (the pool grows).
     fn grow(&self, n: u32) {
         for _ in 0..n {
-            if self.plan.http2.is_some() {
+            if self.h3 {
+                self.h3(None);
+            } else if self.plan.http2.is_some() {
                 self.h2(None);
             } else {
                 self.h1(None);

@@ -93,11 +93,12 @@ format, for Wireshark); the report says it was on.
 #[derive(Clone, Debug, Args)]
 #[command(after_help = RUN_AFTER_SHORT_HELP, after_long_help = RUN_AFTER_LONG_HELP)]
 pub struct RunArgs {
-    /// Target URL, http:// or https://: HTTP/1.1, HTTPS (TLS 1.2/1.3), HTTP/2 (h2c, h2), unary gRPC,
-    /// OpenAI-style SSE streams
+    /// Target URL, http:// or https://: HTTP/1.1, HTTPS (TLS 1.2/1.3), HTTP/2 (h2c, h2), HTTP/3,
+    /// unary gRPC, OpenAI-style SSE streams
     ///
     /// HTTP/1.1 by default, over TLS 1.2 or 1.3 for https://; HTTP/2 with
-    /// --http2-prior-knowledge (h2c, http://) or --http2 (h2, https://); unary gRPC with
+    /// --http2-prior-knowledge (h2c, http://) or --http2 (h2, https://); HTTP/3 over QUIC with
+    /// --http3 (https://, std engine); unary gRPC with
     /// --grpc; OpenAI-style streaming completions (server-sent events) with --openai.
     /// E.g. http://127.0.0.1:8080/.
     pub url: String,
@@ -277,6 +278,12 @@ pub struct RunArgs {
     /// --max-streams). Both engines.
     #[arg(help_heading = HTTP2, hide_short_help = true, long)]
     pub http2: bool,
+    /// Speak HTTP/3 to an https:// URL: QUIC (UDP) with TLS 1.3 offering ALPN h3, the same
+    /// certificate handling as HTTPS (--cacert, --insecure). Each connection carries several
+    /// requests at once (up to --max-streams). The std engine only (docs/http3.md).
+    #[arg(help_heading = HTTP2, hide_short_help = true, long,
+          conflicts_with_all = ["http2", "http2_prior_knowledge", "grpc"])]
+    pub http3: bool,
     /// With HTTP/2: the most requests in flight on one connection [default: the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, at most 100].
     #[arg(help_heading = HTTP2, hide_short_help = true, long, value_name = "N")]

@@ -100,6 +100,7 @@ pub fn equivalent_command(r: &Report) -> String {
     match r.protocol.as_deref() {
         Some("h2c") => a.push("--http2-prior-knowledge".into()),
         Some("h2") => a.push("--http2".into()),
+        Some("h3") => a.push("--http3".into()),
         _ => {}
     }
     let staged = !r.stages.is_empty();

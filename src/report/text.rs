@@ -556,7 +556,14 @@ pub fn protocol_line(r: &Report) -> Option<String> {
         };
         line += &format!("; TLS {}; ALPN {}", list(&c.tls_versions), list(&c.alpn));
     }
-    if let Some(h) = c.h2 {
+    if let (Some(h), Some("h3")) = (c.h2, r.protocol.as_deref()) {
+        // QUIC's MAX_STREAMS is honoured, not reported (docs/http3.md).
+        line += &format!(
+            "; at most {} at once on a connection (client cap {})",
+            counted(h.peak_streams.into(), "stream"),
+            h.client_max_streams
+        );
+    } else if let Some(h) = c.h2 {
         let server = h
             .server_max_streams
             .map_or_else(|| "unlimited".to_string(), |n| n.to_string());

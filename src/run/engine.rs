@@ -49,7 +49,20 @@ pub fn run(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
+    http3: bool,
 ) -> anyhow::Result<(Engine, RunOutput)> {
+    if http3 {
+        // HTTP/3 runs on the std engine only; `auto` picks it.
+        if choice == EngineArg::Uring {
+            return Err(UsageError("--http3 runs on the std engine for now".into()).into());
+        }
+        let Some(tls) = tls.map(ClientTls::engine) else {
+            return Err(
+                UsageError("--http3 is HTTP/3 over QUIC, for an https:// URL only".into()).into(),
+            );
+        };
+        return Ok((Engine::Std, metronome_std::run_h3(plan, control, &tls)?));
+    }
     let use_uring = match choice {
         EngineArg::Std => false,
         EngineArg::Uring => match uring_probe() {

@@ -12,21 +12,27 @@ pub(super) struct H2Plan {
 }
 
 /// Encodes every request for HTTP/2 (`--http2-prior-knowledge`: h2c,
-/// scheme `http`; `--http2`: scheme `https`), before the clock.
+/// scheme `http`; `--http2`: scheme `https`) or HTTP/3 (`--http3`, QPACK,
+/// scheme `https`), before the clock.
 ///
 /// # Errors
 /// A [`UsageError`] naming the request that cannot go over HTTP/2.
 pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<H2Plan>> {
-    if !args.http2_prior_knowledge && !args.http2 {
+    if !args.http2_prior_knowledge && !args.http2 && !args.http3 {
         if args.max_streams.is_some() {
             return Err(UsageError(
-                "--max-streams needs --http2 or --http2-prior-knowledge".into(),
+                "--max-streams needs --http2, --http2-prior-knowledge or --http3".into(),
             )
             .into());
         }
         return Ok(None);
     }
     let https = args.url.starts_with("https://");
+    if args.http3 && !https {
+        return Err(
+            UsageError("--http3 is HTTP/3 over QUIC, for an https:// URL only".into()).into(),
+        );
+    }
     if args.http2 && !https {
         return Err(UsageError(
             "--http2 is HTTP/2 over TLS (ALPN h2) for an https:// URL; for http:// use \
@@ -55,8 +61,13 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
     for (i, r) in requests.iter().enumerate() {
         let mut out = vec![0u8; r.len() * 2 + 256];
         let scheme: &[u8] = if https { b"https" } else { b"http" };
-        let (n, at) = metronome_core::h2::request::from_http1(r, scheme, &mut out)
-            .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?;
+        let (n, at) = if args.http3 {
+            metronome_core::h3::request::from_http1(r, scheme, &mut out)
+                .map_err(|e| UsageError(format!("request {} cannot go over HTTP/3: {e}", i + 1)))?
+        } else {
+            metronome_core::h2::request::from_http1(r, scheme, &mut out)
+                .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?
+        };
         out.truncate(n);
         blocks.push(out);
         body_at.push(at);

@@ -99,6 +99,9 @@ pub(crate) fn run_on(
         None => args,
     };
     check_outputs(args)?;
+    if args.http3 && args.engine == crate::cli::EngineArg::Uring {
+        return Err(crate::UsageError("--http3 runs on the std engine for now".into()).into());
+    }
     let mut p = plan::prepare(args)?;
     if args.http2 {
         // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
@@ -130,7 +133,13 @@ pub(crate) fn run_on(
         requests: requests_out.as_ref().map(requests_out::RequestsOut::feed),
         ..Control::default()
     };
-    let mut live = live::Live::open(args, &plan, engine::chosen(args.engine), started, shared)?;
+    let mut live = live::Live::open(
+        args,
+        &plan,
+        engine::chosen(engine_arg(args)),
+        started,
+        shared,
+    )?;
     if live.is_on() {
         control.progress.live.enable();
     }
@@ -153,6 +162,7 @@ pub(crate) fn run_on(
             args.threads,
             args.cpus.as_deref(),
             p.tls.as_ref(),
+            args.http3,
         );
         done.store(true, Ordering::Release);
         let _ = watcher.join();
@@ -189,7 +199,7 @@ pub(crate) fn run_on(
                 let out = refused::unconnected(&plan, zero, &why, feed)
                     .map_err(|pe| anyhow::anyhow!("invalid plan: {pe}"))?;
                 refused = Some(why);
-                (engine::chosen(args.engine), out)
+                (engine::chosen(engine_arg(args)), out)
             }
             _ => return Err(e),
         },
@@ -326,10 +336,22 @@ pub(crate) fn run_on(
     })
 }
 
+/// The engine asked for, `auto` resolved to std for `--http3` (the one
+/// engine that speaks it).
+fn engine_arg(args: &RunArgs) -> crate::cli::EngineArg {
+    if args.http3 {
+        crate::cli::EngineArg::Std
+    } else {
+        args.engine
+    }
+}
+
 /// The protocol a run's requests are sent in ([`Report::protocol`]).
 fn protocol(args: &RunArgs) -> &'static str {
     if args.grpc.is_some() {
         "grpc"
+    } else if args.http3 {
+        "h3"
     } else if args.http2 {
         "h2"
     } else if args.http2_prior_knowledge {

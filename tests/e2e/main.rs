@@ -48,6 +48,8 @@ mod tls_peer;
 mod h2;
 // Unary gRPC against the embedded server and grpcio's health service.
 mod grpc;
+// HTTP/3 (--http3, std engine) against aioquic: ok, reset, close, silent, SSE.
+mod h3;
 
 // OpenAI-style streams.
 //

@@ -59,8 +59,8 @@ pub struct Setup {
     /// TLS handshakes completed, by the version agreed: `[TLS 1.2, TLS 1.3]`.
     pub tls_versions: [u64; 2],
     /// TLS handshakes completed, by the ALPN protocol the server chose:
-    /// `[none, http/1.1, h2]` ([`Setup::ALPN`]).
-    pub alpn: [u64; 3],
+    /// `[none, http/1.1, h2, h3]` ([`Setup::ALPN`]); h3 by QUIC.
+    pub alpn: [u64; 4],
     /// HTTP/2: the most streams open at once on one connection.
     pub h2_peak_streams: u32,
     /// HTTP/2: the smallest and largest `SETTINGS_MAX_CONCURRENT_STREAMS`
@@ -77,7 +77,7 @@ impl Default for Setup {
             resumed: 0,
             handshake_failures: [0; 3],
             tls_versions: [0; 2],
-            alpn: [0; 3],
+            alpn: [0; 4],
             h2_peak_streams: 0,
             h2_server_max_streams: None,
         }
@@ -102,7 +102,7 @@ impl Setup {
 
     /// The names of [`Setup::alpn`]'s counts, in order (`""`: the server
     /// chose no protocol).
-    pub const ALPN: [&'static str; 3] = ["", "http/1.1", "h2"];
+    pub const ALPN: [&'static str; 4] = ["", "http/1.1", "h2", "h3"];
 
     /// Counts one completed TLS handshake by what it agreed: TLS 1.3 (else
     /// 1.2) and the ALPN protocol chosen (`None`: none; one the client did
@@ -112,7 +112,7 @@ impl Setup {
     /// let mut s = metronome_core::engine::Setup::default();
     /// s.negotiated(true, Some(b"h2"));
     /// s.negotiated(false, None);
-    /// assert_eq!((s.tls_versions, s.alpn), ([1, 1], [1, 0, 1]));
+    /// assert_eq!((s.tls_versions, s.alpn), ([1, 1], [1, 0, 1, 0]));
     /// ```
     pub fn negotiated(&mut self, tls13: bool, alpn: Option<&[u8]>) {
         self.tls_versions[usize::from(tls13)] += 1;

@@ -61,6 +61,25 @@ pub fn from_http1(
     scheme: &[u8],
     out: &mut [u8],
 ) -> Result<(usize, usize), RequestError> {
+    from_http1_with(message, scheme, out, encode_request)
+}
+
+/// The signature of a request's field-section encoder: HPACK's
+/// ([`encode_request`]) or QPACK's ([`crate::h3::qpack::encode_request`]).
+pub type EncodeRequest =
+    fn(&[u8], &[u8], &[u8], &[u8], &[(&[u8], &[u8])], bool, &mut [u8]) -> Option<usize>;
+
+/// [`from_http1`] with the field-section encoder `encode` (HTTP/3 passes
+/// QPACK's): the same parsing, checks and dropped fields.
+///
+/// # Errors
+/// A [`RequestError`].
+pub fn from_http1_with(
+    message: &[u8],
+    scheme: &[u8],
+    out: &mut [u8],
+    encode: EncodeRequest,
+) -> Result<(usize, usize), RequestError> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(message) {
@@ -98,7 +117,7 @@ pub fn from_http1(
     if length.unwrap_or(0) != message.len() - head {
         return Err(RequestError::BodyLength);
     }
-    let n = encode_request(method, scheme, authority, path, &fields[..count], true, out)
+    let n = encode(method, scheme, authority, path, &fields[..count], true, out)
         .ok_or(RequestError::TooLarge)?;
     Ok((n, head))
 }

@@ -22,6 +22,7 @@
 pub mod error;
 pub mod frame;
 pub mod qpack;
+pub mod request;
 pub mod varint;
 
 pub use error::{ErrorCode, H3Error};

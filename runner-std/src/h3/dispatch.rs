@@ -1,0 +1,268 @@
+//! A connection's dispatcher: keeps its connection open (reopening it
+//! when it dies, with a fresh [`read`] thread each time),
+//! takes due requests from the pacer's queue while the connection has a
+//! free stream slot, and writes each on a new bidirectional stream.
+
+use super::*;
+
+/// A connection's dispatcher (and, in a scope, its readers): keeps its
+/// connection open, takes due requests while it has a free stream slot
+/// and writes each on a new stream.
+pub(crate) fn worker(
+    plan: &Plan<'_>,
+    tls: Option<&Tls>,
+    origin: &OnceLock<Clock>,
+    shared: &Shared,
+    tx: mpsc::Sender<Fact>,
+    first: Option<Opening>,
+    all_stats: &Mutex<Vec<ThreadStats>>,
+) {
+    let (Some(h2plan), Some(tls)) = (plan.http2, tls) else {
+        return;
+    };
+    let cap = match h2plan.max_streams {
+        0 => SLOTS,
+        n => n as usize,
+    };
+    let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
+    let link = Mutex::new(Link {
+        quic: None,
+        flights: HashMap::with_capacity(cap),
+        spare: Vec::with_capacity(cap),
+        decoder: Box::new(Decoder::new()),
+        protocol: plan.protocol,
+        dead: true,
+        leaving: false,
+        cap,
+        counted: 0,
+    });
+    let changed = Condvar::new();
+    let mut stats = ThreadStats::default();
+    let mut streams = Box::new(metronome_core::engine::Setup::default());
+    let grown = first.is_none();
+    std::thread::scope(|s| {
+        let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        let mut pending = first;
+        let mut connected_once = false;
+        let mut linked = false;
+        loop {
+            if wait_for_slot(&link, &changed, shared) {
+                if let Some(r) = reader.take() {
+                    let _ = r.join();
+                }
+                let opening = match pending.take() {
+                    Some(o) => Ok(o),
+                    None => {
+                        let clock = origin.get_or_init(Clock::start);
+                        if queue_closing(shared) {
+                            break;
+                        }
+                        if clock.now_ns() >= shared.hard_end_ns.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = open(plan.addr, connect_timeout, tls);
+                        match &r {
+                            Ok(o) => {
+                                let _ = tx.send(Fact::Opened(o.opened()));
+                            }
+                            Err(e) => {
+                                if let Some(kind) = crate::handshake_failure(e) {
+                                    let _ = tx.send(Fact::HandshakeFailed(kind));
+                                }
+                            }
+                        }
+                        r
+                    }
+                };
+                if grown && !connected_once {
+                    lock(&shared.queue).connecting -= 1;
+                }
+                let Ok(o) = opening else {
+                    connected_once = true;
+                    not_connected(origin, shared, &tx);
+                    continue;
+                };
+                if grown && !connected_once {
+                    count_open(shared);
+                } else if connected_once {
+                    shared.opened.fetch_add(1, Ordering::Relaxed);
+                }
+                connected_once = true;
+                let Ok(read_sock) = o.quic.sock.try_clone() else {
+                    continue;
+                };
+                {
+                    let mut l = lock(&link);
+                    l.quic = Some(o.quic);
+                    l.dead = false;
+                    l.sync_idle(shared);
+                }
+                if !linked {
+                    linked = true;
+                    lock(&shared.queue).h2_linked += 1;
+                }
+                let (link, changed, tx) = (&link, &changed, tx.clone());
+                reader =
+                    Some(s.spawn(move || {
+                        read_loop(plan, origin, shared, link, changed, tx, read_sock)
+                    }));
+                continue;
+            }
+            if lock(&link).free() == 0 {
+                if queue_closing(shared) {
+                    break;
+                }
+                continue;
+            }
+            let Some(job) = take_job(shared) else { break };
+            let clock = origin.get_or_init(Clock::start);
+            if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
+            {
+                stats.sent += 1;
+                let _ = tx.send(Fact::Sent {
+                    intended_ns: job.intended_ns,
+                    request: job.request,
+                    sent_ns,
+                    waited_since: job.waited_since,
+                });
+            }
+        }
+        leave(&link, &changed, shared);
+        if let Some(r) = reader.take() {
+            let _ = r.join();
+        }
+    });
+    stats.cpu_ns = thread_cpu_ns();
+    lock(all_stats).push(stats);
+    let _ = tx.send(Fact::H2Streams(streams));
+}
+
+fn count_open(shared: &Shared) {
+    shared.opened.fetch_add(1, Ordering::Relaxed);
+    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
+}
+
+/// Waits until the connection has a free stream slot, is dead (`true`:
+/// open a new one) or the queue closes.
+fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
+    let mut l = lock(link);
+    loop {
+        if l.dead {
+            return true;
+        }
+        if l.free() > 0 || queue_closing(shared) {
+            return false;
+        }
+        l = changed
+            .wait_timeout(l, Duration::from_millis(20))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// No connection: a waiting request is not sent.
+fn not_connected(origin: &OnceLock<Clock>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
+    let job = lock(&shared.queue).jobs.pop_front();
+    let clock = origin.get_or_init(Clock::start);
+    if let Some(job) = job {
+        let _ = tx.send(Fact::NotSent {
+            intended_ns: job.intended_ns,
+            request: job.request,
+            at_ns: clock.now_ns(),
+            reason: Unsent::Connect,
+            retried: job.retried,
+        });
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+    std::thread::sleep(Duration::from_millis(10));
+}
+
+/// The next due request; `None` once the queue is closed and empty.
+fn take_job(shared: &Shared) -> Option<Job> {
+    let mut q = lock(&shared.queue);
+    loop {
+        if let Some(j) = q.jobs.pop_front() {
+            return Some(j);
+        }
+        if q.closing {
+            return None;
+        }
+        q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Sends `job` on a new bidirectional stream: HEADERS, DATA, FIN. Returns
+/// when it left; `None`: not sent (the run's hard end came first, a fact
+/// already; or no stream could be opened, back to the queue's front).
+fn start_stream(
+    link: &Mutex<Link>,
+    plan: &Plan<'_>,
+    clock: &Clock,
+    shared: &Shared,
+    tx: &mpsc::Sender<Fact>,
+    job: Job,
+    streams: &mut metronome_core::engine::Setup,
+) -> Option<u64> {
+    let request = plan.http2?.requests[job.request];
+    let mut l = lock(link);
+    let now = clock.now_ns();
+    if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
+        drop(l);
+        let _ = tx.send(Fact::NotSent {
+            intended_ns: job.intended_ns,
+            request: job.request,
+            at_ns: now,
+            reason: Unsent::Timeout,
+            retried: job.retried,
+        });
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return None;
+    }
+    let id = match (l.free() > 0, l.quic.as_mut()) {
+        (true, Some(q)) => q.conn.streams().open(Dir::Bi),
+        _ => None,
+    };
+    let Some(id) = id else {
+        drop(l);
+        lock(&shared.queue).jobs.push_front(job);
+        shared.ready.notify_one();
+        return None;
+    };
+    let sent_ns = clock.now_ns();
+    let mut f = l.flight(job, sent_ns);
+    let mut head = [0u8; 16];
+    let n = encode_header(HEADERS, request.block.len() as u64, &mut head).unwrap_or(0);
+    f.out.extend_from_slice(&head[..n]);
+    f.out.extend_from_slice(request.block);
+    if !request.body.is_empty() {
+        let n = encode_data_header(request.body.len() as u64, &mut head).unwrap_or(0);
+        f.out.extend_from_slice(&head[..n]);
+        f.out.extend_from_slice(request.body);
+    }
+    let Link { quic, flights, .. } = &mut *l;
+    if let Some(q) = quic.as_mut() {
+        let _ = push(&mut q.conn, id, &mut f);
+        flights.insert(id, f);
+        let _ = q.flush(Instant::now());
+        // The server's stream limit is QUIC's MAX_STREAMS: not reported.
+        streams.h2_streams(flights.len(), None);
+    }
+    l.count_written(shared, sent_ns);
+    l.sync_idle(shared);
+    Some(sent_ns)
+}
+
+/// Leaving: the streams in flight end (answered, or at their deadline,
+/// which the reader watches), then the connection closes.
+fn leave(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) {
+    let mut l = lock(link);
+    l.leaving = true;
+    l.sync_idle(shared);
+    while !l.dead && !l.flights.is_empty() {
+        l = changed
+            .wait_timeout(l, Duration::from_millis(20))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}

@@ -1,0 +1,391 @@
+//! End-to-end tests of `metronome run --http3` (std engine) against
+//! aioquic's HTTP/3 server (tests/h3_server.py): every request answered,
+//! every stream reset, the connection closed with a code, no answer at
+//! all, an OpenAI-style stream. They skip visibly when python3 lacks aioquic, except under CI
+//! (`CI=true`), where `.ci/run` installs it and a skip is a failure.
+//! Real time: exact counts where the answer is exact, else relations.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use common::{metronome, run_url_json, run_url_json_checked};
+
+/// aioquic imports; else a visible skip (a failure under CI).
+fn aioquic() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import aioquic"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must install aioquic (pip install aioquic==1.7.2)"
+        );
+        eprintln!("SKIP: aioquic is not installed (pip install aioquic==1.7.2)");
+    }
+    ok
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, as PEM files;
+/// removed on drop.
+struct Cert {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Cert {
+    fn new(tag: &str) -> Cert {
+        let ck = rcgen::generate_simple_self_signed(vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+        ])
+        .expect("a self-signed certificate");
+        let base = std::env::temp_dir().join(format!("metronome-h3-{}-{tag}", std::process::id()));
+        let cert = base.with_extension("cert.pem");
+        let key = base.with_extension("key.pem");
+        std::fs::write(&cert, ck.cert.pem()).expect("write the certificate");
+        std::fs::write(&key, ck.signing_key.serialize_pem()).expect("write the key");
+        Cert { cert, key }
+    }
+
+    fn cacert(&self) -> &str {
+        self.cert.to_str().expect("a UTF-8 temporary path")
+    }
+}
+
+impl Drop for Cert {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.cert);
+        let _ = std::fs::remove_file(&self.key);
+    }
+}
+
+/// tests/h3_server.py in `mode`, running: killed on drop (and it exits by
+/// itself when its stdin closes or after 120 s).
+struct H3Server {
+    child: Child,
+    port: u16,
+}
+
+impl H3Server {
+    fn start(cert: &Cert, mode: &[&str]) -> H3Server {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h3_server.py");
+        let mut args = vec![
+            script,
+            cert.cert.to_str().unwrap(),
+            cert.key.to_str().unwrap(),
+        ];
+        args.extend_from_slice(mode);
+        if mode.len() == 1 {
+            args.push("0");
+        }
+        args.push("120");
+        let mut child = Command::new("python3")
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("run python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the server prints its port");
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the server printed '{line}', not a port"));
+        H3Server { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for H3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// 1 000 requests at 500 req/s over HTTP/3, the certificate trusted with
+/// --cacert: every one sent, answered 200 and counted once; the report
+/// says h3 and its handshakes agreed ALPN h3.
+#[test]
+fn h3_every_request_ok() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("ok");
+    let srv = H3Server::start(&cert, &["ok"]);
+    let r = run_url_json(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "500",
+            "--duration",
+            "2s",
+            "--connections",
+            "2",
+            "--timeout",
+            "5s",
+        ],
+        0,
+    );
+    assert_eq!(r.protocol.as_deref(), Some("h3"));
+    assert_eq!(r.requests.scheduled, 1000);
+    assert_eq!(r.requests.sent, 1000);
+    assert_eq!(r.requests.ok, 1000, "{:?}", r.errors);
+    assert_eq!(r.requests.errors, 0);
+    assert_eq!(r.metrics.latency.count, 1000);
+    let opened = r.generator.connections_opened;
+    assert!(opened >= 2, "{opened} connections opened");
+    assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
+    // Latency is charged from the intended time: never below the service time.
+    assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
+}
+
+/// Every stream reset by the server (H3_REQUEST_CANCELLED) is a `reset`.
+#[test]
+fn h3_stream_reset_is_reset() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("reset");
+    let srv = H3Server::start(&cert, &["reset"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.sent, 200);
+    assert_eq!(r.requests.ok, 0);
+    assert_eq!(r.requests.errors, 200);
+    assert_eq!(r.errors.by_kind.get("reset"), Some(&200), "{:?}", r.errors);
+}
+
+/// A server that never answers: every request is a timeout.
+#[test]
+fn h3_silent_server_times_out() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("silent");
+    let srv = H3Server::start(&cert, &["silent"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    assert_eq!(r.requests.sent, 50);
+    assert_eq!(r.requests.ok, 0);
+    assert_eq!(r.requests.timeouts, 50);
+    assert_eq!(r.errors.by_kind.get("timeout"), Some(&50), "{:?}", r.errors);
+}
+
+/// The server closes each connection with H3_INTERNAL_ERROR (0x102) when
+/// its 51st request arrives: each connection answers at most 50, the
+/// requests a close cuts are `reset`, the code is in the report's
+/// warnings, and the engine opens new connections to go on.
+#[test]
+fn h3_connection_close_counts() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("close");
+    let srv = H3Server::start(&cert, &["close", "50"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.sent, 200);
+    let reset = r.errors.by_kind.get("reset").copied().unwrap_or(0);
+    assert_eq!(r.requests.ok + reset, 200, "{:?}", r.errors);
+    let opened = r.generator.connections_opened;
+    // At most 50 answers per connection, so at least 4 connections.
+    assert!(
+        r.requests.ok <= 50 * opened,
+        "{} ok on {opened}",
+        r.requests.ok
+    );
+    assert!(opened >= 4, "{opened} connections");
+    // Each close (every connection but the last ones) cut at least its
+    // 51st request.
+    assert!(reset >= 1, "{:?}", r.errors);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        json.contains("closed the connection with code 0x102"),
+        "no close code in the warnings: {:?}",
+        r.generator.warnings
+    );
+}
+
+/// `--openai` over HTTP/3: the stream goes through the exchange HTTP/2
+/// uses: TTFT at the first content chunk (the server waits 60 ms), four
+/// gaps of about 20 ms per 5-token stream, every stream complete.
+#[test]
+fn h3_openai_sse_ttft_itl() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("sse");
+    let srv = H3Server::start(&cert, &["sse"]);
+    let r = run_url_json(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--openai",
+            "--model",
+            "m",
+            "--max-tokens",
+            "5",
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+        0,
+    );
+    let tol = 40.0;
+    assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
+    let m = &r.metrics;
+    assert_eq!(m.ttft.count, 20);
+    assert!(
+        m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+        "ttft {:?}",
+        m.ttft
+    );
+    assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
+    assert!(
+        m.itl.p50 >= 20.0 - 15.0 && m.itl.p50 <= 20.0 + 15.0,
+        "itl {:?}",
+        m.itl
+    );
+    assert!(m.latency.min >= 140.0, "e2e {:?}", m.latency);
+}
+
+/// A certificate not trusted (no --cacert): exit 1, one line naming the
+/// refused certificate and the flags; `--insecure` runs.
+#[test]
+fn h3_untrusted_certificate_exits_1_with_one_line() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("untrusted");
+    let srv = H3Server::start(&cert, &["ok"]);
+    let url = srv.url();
+    let base = [
+        "run",
+        &url,
+        "--http3",
+        "--rate",
+        "10",
+        "--duration",
+        "200ms",
+    ];
+    let out = metronome(&[&base[..], &["--quiet"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("QUIC handshake failed")
+            && stderr.contains("certificate")
+            && stderr.contains("--cacert"),
+        "{stderr}"
+    );
+    let r = run_url_json(
+        &url,
+        "std",
+        &[
+            "--http3",
+            "--insecure",
+            "--rate",
+            "10",
+            "--duration",
+            "200ms",
+        ],
+        0,
+    );
+    assert_eq!(r.requests.ok, 2, "{:?}", r.errors);
+}
+
+/// `--http3` is refused, one line and exit 2, on an http:// URL and on
+/// the io_uring engine.
+#[test]
+fn h3_refusals() {
+    for (args, want) in [
+        (
+            vec!["run", "http://127.0.0.1:9/", "--http3", "--duration", "1s"],
+            "--http3 is HTTP/3 over QUIC, for an https:// URL only",
+        ),
+        (
+            vec![
+                "run",
+                "https://127.0.0.1:9/",
+                "--http3",
+                "--engine",
+                "uring",
+                "--duration",
+                "1s",
+            ],
+            "--http3 runs on the std engine for now",
+        ),
+    ] {
+        let out = metronome(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{args:?}: want '{want}' in: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""A minimal HTTP/3 server for tests/e2e/h3.rs, on aioquic (1.7.2).
+
+usage: h3_server.py CERT KEY MODE [N] [SECONDS]
+
+Listens on UDP 127.0.0.1 (a free port, printed on stdout) with the PEM
+certificate CERT and key KEY, ALPN h3. MODE:
+  ok      answer each request 200 with a small body;
+  reset   reset each request stream with H3_REQUEST_CANCELLED (0x10c);
+  close   answer N requests per connection, then close the connection with
+          H3_INTERNAL_ERROR (0x102) when request N+1 arrives (unanswered);
+  silent  never answer (the client's timeouts);
+  sse     an OpenAI-style chat completion stream: the head at once, then 5
+          content chunks, the first 60 ms after the request, the next 20 ms
+          apart, then [DONE].
+Exits when stdin closes or after SECONDS (default 120).
+"""
+
+import asyncio
+import sys
+
+from aioquic.asyncio import QuicConnectionProtocol, serve
+from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ProtocolNegotiated
+
+BODY = b"hello over h3\n"
+
+
+class Server(QuicConnectionProtocol):
+    mode = "ok"
+    limit = 0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._h3 = None
+        self._count = 0
+        self._answered = set()
+
+    def quic_event_received(self, event):
+        if isinstance(event, ProtocolNegotiated):
+            self._h3 = H3Connection(self._quic)
+        if self._h3 is None:
+            return
+        for ev in self._h3.handle_event(event):
+            if isinstance(ev, (HeadersReceived, DataReceived)) and ev.stream_ended:
+                self.request(ev.stream_id)
+
+    def request(self, sid):
+        if sid in self._answered:
+            return
+        self._answered.add(sid)
+        self._count += 1
+        mode = Server.mode
+        if mode == "ok" or (mode == "close" and self._count <= Server.limit):
+            self._h3.send_headers(
+                sid,
+                [
+                    (b":status", b"200"),
+                    (b"content-type", b"text/plain"),
+                    (b"content-length", str(len(BODY)).encode()),
+                ],
+            )
+            self._h3.send_data(sid, BODY, end_stream=True)
+        elif mode == "sse":
+            self._h3.send_headers(
+                sid, [(b":status", b"200"), (b"content-type", b"text/event-stream")]
+            )
+            loop = asyncio.get_running_loop()
+            for i in range(5):
+                loop.call_later(0.060 + 0.020 * i, self.chunk, sid, i)
+        elif mode == "reset":
+            self._quic.reset_stream(sid, ErrorCode.H3_REQUEST_CANCELLED)
+        elif mode == "close":
+            self._quic.close(
+                error_code=ErrorCode.H3_INTERNAL_ERROR, reason_phrase="close mode"
+            )
+        # silent: nothing
+        self.transmit()
+
+
+    def chunk(self, sid, i):
+        delta = '{"choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":null}]}' % i
+        data = ("data: %s\n\n" % delta).encode()
+        last = i == 4
+        if last:
+            data += b"data: [DONE]\n\n"
+        self._h3.send_data(sid, data, end_stream=last)
+        self.transmit()
+
+
+async def main():
+    cert, key, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    limit = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 120.0
+    Server.mode = mode
+    Server.limit = limit
+    config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+    config.load_cert_chain(cert, key)
+    server = await serve("127.0.0.1", 0, configuration=config, create_protocol=Server)
+    port = server._transport.get_extra_info("sockname")[1]
+    print(port, flush=True)
+    loop = asyncio.get_running_loop()
+    stdin_closed = loop.run_in_executor(None, sys.stdin.read)
+    try:
+        await asyncio.wait_for(stdin_closed, seconds)
+    except asyncio.TimeoutError:
+        pass
+    server.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
