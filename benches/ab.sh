@@ -25,6 +25,12 @@ PORT=${PORT:-18093}
 GEN_CPU=${GEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 EXTRA=${EXTRA:-}
+# PIN_PROCESS=0: the generator process is not run under taskset; only its
+# pacing threads are pinned (--cpus), and its other threads (dashboard,
+# pusher, writers) may run elsewhere, as a user running `--cpus 0` gets.
+PIN_PROCESS=${PIN_PROCESS:-1}
+PIN=()
+if [[ $PIN_PROCESS == 1 ]]; then PIN=(taskset -c "$GEN_CPU"); fi
 
 command -v nginx >/dev/null || { echo "ab.sh: nginx is needed (apt-get install nginx)" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/metronome-ab.XXXXXX)
@@ -53,7 +59,7 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
 
 run() { # bin engine rate rep tag
     # shellcheck disable=SC2086
-    timeout $((DURATION + 30)) taskset -c "$GEN_CPU" "$1" run "http://127.0.0.1:$PORT/" --rate "$3" \
+    timeout $((DURATION + 30)) "${PIN[@]}" "$1" run "http://127.0.0.1:$PORT/" --rate "$3" \
         --duration "${DURATION}s" --connections "$CONNECTIONS" --max-connections "$CONNECTIONS" \
         --threads 1 --cpus "$GEN_CPU" --engine "$2" --format json --quiet $EXTRA \
         | python3 -c '

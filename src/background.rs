@@ -8,9 +8,26 @@
 //! nice 19 a waking pacer preempts them; they still run whenever the core
 //! is otherwise free, so they are slowed, never starved.
 
+/// The CPUs the pacing threads are pinned to (`--cpus`), which the watching
+/// threads keep off when another CPU is allowed ([`keep_off`]).
+static PACING_CPUS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// The pacing threads will be pinned to `cpus` (`--cpus`): threads that
+/// give way from now on run on the process's other allowed CPUs, when it
+/// has any (with `taskset` to the pacing CPUs alone they stay there, at
+/// nice 19). Empty: no preference.
+pub fn keep_off(cpus: &[usize]) {
+    let mut v = PACING_CPUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    v.clear();
+    v.extend_from_slice(cpus);
+}
+
 /// Lowers the calling thread's priority to nice 19 (Linux: the nice value
-/// is per thread). Elsewhere, or when refused, nothing changes: the thread
-/// runs as before.
+/// is per thread) and, when the pacing threads are pinned ([`keep_off`]),
+/// moves it off their CPUs if another is allowed. Elsewhere, or when
+/// refused, nothing changes: the thread runs as before.
 pub fn give_way() {
     #[cfg(target_os = "linux")]
     {
@@ -18,7 +35,42 @@ pub fn give_way() {
         // ours; `who` 0 with PRIO_PROCESS names the calling thread on Linux
         // (threads do not share a nice value there).
         let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        let avoid = PACING_CPUS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if !avoid.is_empty() {
+            off_cpus(&avoid);
+        }
     }
+}
+
+/// Narrows the calling thread's CPU affinity to its allowed CPUs less
+/// `avoid`, unless that leaves none.
+#[cfg(target_os = "linux")]
+fn off_cpus(avoid: &[usize]) {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: cpu_set_t is a plain bit array; all zeros is a valid (empty)
+    // set, filled by sched_getaffinity for the calling thread (pid 0).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of `size` bytes.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return;
+    }
+    let mut narrowed = set;
+    for &c in avoid {
+        if c < libc::CPU_SETSIZE as usize {
+            // SAFETY: `c` is within the set's bits (checked above).
+            unsafe { libc::CPU_CLR(c, &mut narrowed) };
+        }
+    }
+    // SAFETY: CPU_COUNT reads the set's bits.
+    if unsafe { libc::CPU_COUNT(&narrowed) } == 0 {
+        return;
+    }
+    // SAFETY: `narrowed` is a live cpu_set_t of `size` bytes; pid 0 is the
+    // calling thread.
+    let _ = unsafe { libc::sched_setaffinity(0, size, &narrowed) };
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -39,5 +91,40 @@ mod tests {
         .unwrap();
         assert_eq!(lowered, 19);
         assert_eq!(nice(), before);
+    }
+
+    /// With the pacing CPUs named, a thread that gives way runs on the
+    /// others (when the process may use another), and the rest of the
+    /// process keeps its affinity.
+    #[test]
+    fn a_watching_thread_keeps_off_the_pacing_cpus() {
+        let allowed = || {
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: as in off_cpus: a zeroed set filled for this thread.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `set` is a live cpu_set_t of `size` bytes.
+            assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut set) }, 0);
+            (0..libc::CPU_SETSIZE as usize)
+                // SAFETY: `c` is within the set's bits.
+                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+                .collect::<Vec<usize>>()
+        };
+        let mine = allowed();
+        let first = mine[0];
+        super::keep_off(&[first]);
+        let theirs = std::thread::spawn(move || {
+            super::give_way();
+            allowed()
+        })
+        .join()
+        .unwrap();
+        super::keep_off(&[]);
+        if mine.len() > 1 {
+            assert!(!theirs.contains(&first), "{theirs:?}");
+            assert_eq!(theirs.len(), mine.len() - 1);
+        } else {
+            assert_eq!(theirs, mine, "one CPU: it stays");
+        }
+        assert_eq!(allowed(), mine);
     }
 }

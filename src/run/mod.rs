@@ -133,6 +133,12 @@ pub(crate) fn run_on(
         requests: requests_out.as_ref().map(requests_out::RequestsOut::feed),
         ..Control::default()
     };
+    // The watching threads (live streamer, dashboard, pusher, writer) keep
+    // off the CPUs the pacing threads are pinned to, when another is allowed.
+    #[cfg(target_os = "linux")]
+    if let Some(Ok(cpus)) = args.cpus.as_deref().map(metronome_uring::parse_cpus) {
+        crate::background::keep_off(&cpus);
+    }
     let mut live = live::Live::open(
         args,
         &plan,
