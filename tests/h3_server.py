@@ -70,6 +70,10 @@ class Server(QuicConnectionProtocol):
             loop = asyncio.get_running_loop()
             for i in range(5):
                 loop.call_later(0.060 + 0.020 * i, self.chunk, sid, i)
+        elif mode == "malformed":
+            # A DATA frame (type 0x00, 2 bytes) before any HEADERS: a
+            # response that breaks RFC 9114 section 4.1 (H3_FRAME_UNEXPECTED).
+            self._quic.send_stream_data(sid, b"\x00\x02ok", end_stream=True)
         elif mode == "reset":
             self._quic.reset_stream(sid, ErrorCode.H3_REQUEST_CANCELLED)
         elif mode == "close":

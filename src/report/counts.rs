@@ -52,7 +52,7 @@ pub struct Errors {
     pub by_status: BTreeMap<String, u64>,
     /// `bad_framing` by cause (every cause listed): head, content_length, chunk_size,
     /// chunk_framing, upgrade, tls, http2, http2_protocol, no_grpc_status,
-    /// unsolicited.
+    /// unsolicited, http3_protocol.
     pub bad_framing_by_cause: BTreeMap<String, u64>,
     /// Requests never sent, by reason (every reason listed): connect, timeout.
     pub unsent_by_reason: BTreeMap<String, u64>,

@@ -184,6 +184,50 @@ fn h3_stream_reset_is_reset() {
     assert_eq!(r.errors.by_kind.get("reset"), Some(&200), "{:?}", r.errors);
 }
 
+/// A server that answers each request with a DATA frame before any
+/// HEADERS (RFC 9114 section 4.1 forbids it): every request is
+/// `bad_framing` with the cause `http3_protocol`, not HTTP/2's.
+#[test]
+fn h3_malformed_response_is_http3_protocol() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("malformed");
+    let srv = H3Server::start(&cert, &["malformed"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!((r.requests.sent, r.requests.ok), (100, 0), "{:?}", r.errors);
+    assert_eq!(
+        r.errors.by_kind.get("bad_framing"),
+        Some(&100),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        r.errors.bad_framing_by_cause.get("http3_protocol"),
+        Some(&100),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        r.errors.bad_framing_by_cause.get("http2_protocol"),
+        Some(&0)
+    );
+}
+
 /// A server that never answers: every request is a timeout.
 #[test]
 fn h3_silent_server_times_out() {

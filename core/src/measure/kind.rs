@@ -175,11 +175,15 @@ pub enum FramingCause {
     /// each connection is not taken for its request's
     /// ([`Exchange::distrust_first_responses`](crate::exchange::Exchange::distrust_first_responses)).
     Unsolicited,
+    /// An HTTP/3 response that broke the protocol: a frame where RFC 9114
+    /// allows none (DATA before HEADERS, a frame the server may not send), a
+    /// field section QPACK refuses, or a stream that ended inside a frame.
+    Http3Protocol,
 }
 
 impl FramingCause {
     /// Number of causes.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     /// Every cause, in index order.
     pub const ALL: [FramingCause; FramingCause::COUNT] = [
         FramingCause::Head,
@@ -192,6 +196,7 @@ impl FramingCause {
         FramingCause::Http2Protocol,
         FramingCause::NoGrpcStatus,
         FramingCause::Unsolicited,
+        FramingCause::Http3Protocol,
     ];
 
     /// What a user reads: the cause and, where there is one, the fix.
@@ -218,6 +223,10 @@ impl FramingCause {
                 "the server writes before any request on its connections: no response can be \
                  matched to its request"
             }
+            FramingCause::Http3Protocol => {
+                "HTTP/3 protocol error: a frame out of place, a field section QPACK refuses, \
+                 or a stream cut inside a frame"
+            }
         }
     }
 
@@ -234,6 +243,7 @@ impl FramingCause {
             FramingCause::Http2Protocol => "http2_protocol",
             FramingCause::NoGrpcStatus => "no_grpc_status",
             FramingCause::Unsolicited => "unsolicited",
+            FramingCause::Http3Protocol => "http3_protocol",
         }
     }
 

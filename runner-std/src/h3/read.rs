@@ -203,7 +203,7 @@ fn read_stream(
                 if end.is_none() {
                     if let Err(e) = feed(f, &chunk.bytes, decoder, now) {
                         let _ = e;
-                        end = Some(Err(Finish::Framing(FramingCause::Http2Protocol)));
+                        end = Some(Err(Finish::Framing(FramingCause::Http3Protocol)));
                     }
                 }
             }
@@ -229,7 +229,7 @@ fn read_stream(
     match end {
         Ok(()) => {
             if f.reader.finish().is_err() {
-                ended.push((f, Some(Finish::Framing(FramingCause::Http2Protocol))));
+                ended.push((f, Some(Finish::Framing(FramingCause::Http3Protocol))));
                 return;
             }
             let Flight { ex, gaps, .. } = &mut *f;
