@@ -50,7 +50,7 @@ pub(crate) fn worker(
                 if !shared.writes_first.load(Ordering::Relaxed) {
                     settle(plan);
                 }
-                count_open(shared);
+                shared.count_open();
             }
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             q.connecting -= 1;
@@ -259,12 +259,6 @@ fn report_open(conn: &mut Conn, r: &std::io::Result<()>, tx: &mpsc::Sender<Fact>
     if let Some(kind) = r.as_ref().err().and_then(crate::handshake_failure) {
         let _ = tx.send(Fact::HandshakeFailed(kind));
     }
-}
-
-fn count_open(shared: &Shared) {
-    shared.opened.fetch_add(1, Ordering::Relaxed);
-    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
-    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
 }
 
 /// A connection opened during the run waits [`FRESH_SETTLE_NS`] before its first

@@ -301,17 +301,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn queue_closing(shared: &Shared) -> bool {
-    let q = lock(&shared.queue);
-    q.closing && q.jobs.is_empty()
-}
-
-fn count_open(shared: &Shared) {
-    shared.opened.fetch_add(1, Ordering::Relaxed);
-    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
-    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
-}
-
 /// A stream ended at `now` as core's [`Flights`] says: a refused one goes
 /// back to the front of the queue (`after.retry`) for one more try on a
 /// fresh connection; any other becomes a ledger fact, and an answer's

@@ -165,8 +165,3 @@ fn push(conn: &mut Connection, id: StreamId, f: &mut Flight) -> Result<(), ()> {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-fn queue_closing(shared: &Shared) -> bool {
-    let q = lock(&shared.queue);
-    q.closing && q.jobs.is_empty()
-}

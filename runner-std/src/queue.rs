@@ -151,6 +151,64 @@ pub(crate) struct Shared {
     pub(crate) traffic: crate::traffic::Traffic,
 }
 
+impl Shared {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection opened during the run: counted opened and open, and
+    /// the peak raised.
+    pub(crate) fn count_open(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let now = self.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_connections.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// The queue is closing and holds no job: a connection thread may leave.
+    pub(crate) fn closing_and_empty(&self) -> bool {
+        let q = self.queue();
+        q.closing && q.jobs.is_empty()
+    }
+
+    /// The next due request, waiting for one; `None` once the queue is
+    /// closed and empty.
+    pub(crate) fn take_job(&self) -> Option<Job> {
+        let mut q = self.queue();
+        loop {
+            if let Some(j) = q.jobs.pop_front() {
+                return Some(j);
+            }
+            if q.closing {
+                return None;
+            }
+            q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// A stream connection thread without a connection: the next waiting
+    /// request is not sent (unsent, `connect`), and the thread pauses 10 ms
+    /// before it tries to connect again.
+    pub(crate) fn not_connected(
+        &self,
+        origin: &OnceLock<crate::clock::Clock>,
+        tx: &std::sync::mpsc::Sender<crate::collector::Fact>,
+    ) {
+        let job = self.queue().jobs.pop_front();
+        let clock = origin.get_or_init(crate::clock::Clock::start);
+        if let Some(job) = job {
+            let _ = tx.send(crate::collector::Fact::NotSent {
+                intended_ns: job.intended_ns,
+                request: job.request,
+                at_ns: clock.now_ns(),
+                reason: metronome_core::measure::Unsent::Connect,
+                retried: job.retried,
+            });
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Conversations ([`metronome_core::turns`]): the next turns the collector
 /// hands the pacer, and the turns not yet ended.
 pub(crate) struct Talks {

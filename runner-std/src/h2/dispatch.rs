@@ -13,7 +13,7 @@ use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
 
 use super::read::{read_loop, Io};
-use super::{count_open, lock, open, queue_closing, Job, Link, Opening, Shared, SLOTS};
+use super::{lock, open, Job, Link, Opening, Shared, SLOTS};
 use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
 use crate::tls::Tls;
@@ -55,7 +55,7 @@ pub(crate) fn worker(
                     Some(o) => Ok(o),
                     None => {
                         let clock = origin.get_or_init(Clock::start);
-                        if queue_closing(shared) {
+                        if shared.closing_and_empty() {
                             break;
                         }
                         let hard = shared.hard_end_ns.load(Ordering::Relaxed);
@@ -75,11 +75,11 @@ pub(crate) fn worker(
                 }
                 let Ok(o) = opening else {
                     connected_once = true;
-                    not_connected(origin, shared, &tx);
+                    shared.not_connected(origin, &tx);
                     continue;
                 };
                 if grown && !connected_once {
-                    count_open(shared);
+                    shared.count_open();
                 } else if connected_once {
                     shared.opened.fetch_add(1, Ordering::Relaxed);
                 }
@@ -95,12 +95,12 @@ pub(crate) fn worker(
             // 2. A due request (the link's free slots are counted as idle
             // in the queue all along: `Link::sync_idle`).
             if lock(&link).free() == 0 {
-                if queue_closing(shared) {
+                if shared.closing_and_empty() {
                     break;
                 }
                 continue;
             }
-            let Some(job) = take_job(shared) else { break };
+            let Some(job) = shared.take_job() else { break };
             // 3. Its HEADERS (and body) on a new stream.
             let clock = origin.get_or_init(Clock::start);
             if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
@@ -138,7 +138,7 @@ fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool
         if l.dead {
             return true;
         }
-        if l.free() > 0 || queue_closing(shared) {
+        if l.free() > 0 || shared.closing_and_empty() {
             return false;
         }
         l = changed
@@ -181,37 +181,6 @@ fn attach(
         rest: o.rest,
         tls,
     })
-}
-
-/// No connection: a waiting request is not sent.
-fn not_connected(origin: &OnceLock<Clock>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
-    let job = lock(&shared.queue).jobs.pop_front();
-    let clock = origin.get_or_init(Clock::start);
-    if let Some(job) = job {
-        let _ = tx.send(Fact::NotSent {
-            intended_ns: job.intended_ns,
-            request: job.request,
-            at_ns: clock.now_ns(),
-            reason: Unsent::Connect,
-            retried: job.retried,
-        });
-        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-    std::thread::sleep(Duration::from_millis(10));
-}
-
-/// The next due request; `None` once the queue is closed and empty.
-fn take_job(shared: &Shared) -> Option<Job> {
-    let mut q = lock(&shared.queue);
-    loop {
-        if let Some(j) = q.jobs.pop_front() {
-            return Some(j);
-        }
-        if q.closing {
-            return None;
-        }
-        q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-    }
 }
 
 /// Sends `job` on a new stream: its HEADERS, then what the windows allow

@@ -54,7 +54,7 @@ pub(crate) fn worker(
                     Some(o) => Ok(o),
                     None => {
                         let clock = origin.get_or_init(Clock::start);
-                        if queue_closing(shared) {
+                        if shared.closing_and_empty() {
                             break;
                         }
                         if clock.now_ns() >= shared.hard_end_ns.load(Ordering::Relaxed) {
@@ -79,11 +79,11 @@ pub(crate) fn worker(
                 }
                 let Ok(o) = opening else {
                     connected_once = true;
-                    not_connected(origin, shared, &tx);
+                    shared.not_connected(origin, &tx);
                     continue;
                 };
                 if grown && !connected_once {
-                    count_open(shared);
+                    shared.count_open();
                 } else if connected_once {
                     shared.opened.fetch_add(1, Ordering::Relaxed);
                 }
@@ -109,12 +109,12 @@ pub(crate) fn worker(
                 continue;
             }
             if lock(&link).free() == 0 {
-                if queue_closing(shared) {
+                if shared.closing_and_empty() {
                     break;
                 }
                 continue;
             }
-            let Some(job) = take_job(shared) else { break };
+            let Some(job) = shared.take_job() else { break };
             let clock = origin.get_or_init(Clock::start);
             if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
             {
@@ -137,12 +137,6 @@ pub(crate) fn worker(
     let _ = tx.send(Fact::H2Streams(streams));
 }
 
-fn count_open(shared: &Shared) {
-    shared.opened.fetch_add(1, Ordering::Relaxed);
-    let now = shared.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
-    shared.peak_connections.fetch_max(now, Ordering::Relaxed);
-}
-
 /// Waits until the connection has a free stream slot, is dead (`true`:
 /// open a new one) or the queue closes.
 fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
@@ -151,44 +145,13 @@ fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool
         if l.dead {
             return true;
         }
-        if l.free() > 0 || queue_closing(shared) {
+        if l.free() > 0 || shared.closing_and_empty() {
             return false;
         }
         l = changed
             .wait_timeout(l, Duration::from_millis(20))
             .unwrap_or_else(|e| e.into_inner())
             .0;
-    }
-}
-
-/// No connection: a waiting request is not sent.
-fn not_connected(origin: &OnceLock<Clock>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
-    let job = lock(&shared.queue).jobs.pop_front();
-    let clock = origin.get_or_init(Clock::start);
-    if let Some(job) = job {
-        let _ = tx.send(Fact::NotSent {
-            intended_ns: job.intended_ns,
-            request: job.request,
-            at_ns: clock.now_ns(),
-            reason: Unsent::Connect,
-            retried: job.retried,
-        });
-        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-    std::thread::sleep(Duration::from_millis(10));
-}
-
-/// The next due request; `None` once the queue is closed and empty.
-fn take_job(shared: &Shared) -> Option<Job> {
-    let mut q = lock(&shared.queue);
-    loop {
-        if let Some(j) = q.jobs.pop_front() {
-            return Some(j);
-        }
-        if q.closing {
-            return None;
-        }
-        q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
     }
 }
 
