@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use metronome_core::engine::SoFar;
 use metronome_core::histogram::Histogram;
 
 use super::native;
@@ -294,22 +295,64 @@ impl Run {
             );
         }
         for &(metric, h) in histograms {
-            let acc = self
-                .histograms
+            self.histograms
                 .entry(metric)
-                .or_insert_with(|| Box::new(Histogram::new()));
-            acc.merge(h);
+                .or_insert_with(|| Box::new(Histogram::new()))
+                .merge(h);
             let name = format!("metronome_{metric}_seconds");
-            if self.summaries {
-                let m = Metric::from_histogram(acc);
-                self.distribution(&mut b, &name, &[], &m, end_ms);
-            } else {
-                b.entry(&self.labels, &name, &[])
-                    .histograms
-                    .push(native::to_native(acc, end_ms));
-            }
+            self.histogram(&mut b, &name, &[], &self.histograms[metric], end_ms);
         }
         b.finish()
+    }
+
+    /// The whole-run histograms recorded so far that came with a live
+    /// interval ([`SoFar`]), at `end_ms`, added to `req`:
+    /// `metronome_service_time_seconds`, `metronome_{itl,tpot}_seconds`
+    /// once a stream recorded one, and per name of the mix (`names`, the
+    /// report's `request` names) `metronome_mix_{latency,service_time,send_lag}_seconds`
+    /// and `metronome_mix_ttft_seconds` once one was recorded: the same
+    /// series the totals carry (native histograms, or summaries).
+    pub fn so_far(&self, req: &mut WriteRequest, so_far: &SoFar, names: &[String], end_ms: i64) {
+        let mut b = Batch::default();
+        let run = [
+            ("service_time", &so_far.service_time),
+            ("itl", &so_far.itl),
+            ("tpot", &so_far.tpot),
+        ];
+        for (metric, h) in run {
+            if metric == "service_time" || h.count() > 0 {
+                let name = format!("metronome_{metric}_seconds");
+                self.histogram(&mut b, &name, &[], h, end_ms);
+            }
+        }
+        for (name, n) in names.iter().zip(&so_far.names) {
+            let extra = [("request", name.as_str())];
+            let metrics = [
+                ("latency", &n.latency),
+                ("service_time", &n.service_time),
+                ("send_lag", &n.send_lag),
+                ("ttft", &n.ttft),
+            ];
+            for (metric, h) in metrics {
+                if metric != "ttft" || h.count() > 0 {
+                    let series = format!("metronome_mix_{metric}_seconds");
+                    self.histogram(&mut b, &series, &extra, h, end_ms);
+                }
+            }
+        }
+        req.timeseries.extend(b.finish().timeseries);
+    }
+
+    /// One histogram: a native histogram, or a classic summary of it.
+    fn histogram(&self, b: &mut Batch, name: &str, extra: &[(&str, &str)], h: &Histogram, ts: i64) {
+        if self.summaries {
+            let m = Metric::from_histogram(h);
+            self.distribution(b, name, extra, &m, ts);
+        } else {
+            b.entry(&self.labels, name, extra)
+                .histograms
+                .push(native::to_native(h, ts));
+        }
     }
 
     /// The cumulative histogram of `metric` over the intervals given so

@@ -95,6 +95,8 @@ mod prom_push;
 mod prom_quantile;
 // `--prometheus-rw` against a real Prometheus.
 mod prometheus;
+// `run --prometheus-rw` while the run goes: the live pushes' series.
+mod prom_live;
 
 // The docs' and deploy recipes' examples, run for real.
 //

@@ -323,7 +323,11 @@ impl LiveReader {
             if !self.taken.iter().all(|&t| t) {
                 return handed;
             }
-            f(self.next, &self.merged, live.so_far_on().then_some(&*self.so_far));
+            f(
+                self.next,
+                &self.merged,
+                live.so_far_on().then_some(&*self.so_far),
+            );
             handed += 1;
             self.next += 1;
             self.taken.iter_mut().for_each(|t| *t = false);
@@ -413,7 +417,9 @@ mod tests {
                 }
                 want.push(w);
             }
-            reader.poll(&live, |i, _, so_far| seen.push((i, so_far.unwrap().clone())));
+            reader.poll(&live, |i, _, so_far| {
+                seen.push((i, so_far.unwrap().clone()))
+            });
         }
         assert_eq!(seen.len(), n);
         assert_eq!(want.len(), n);
