@@ -731,6 +731,67 @@ mod tests {
         }
     }
 
+    /// The whole-run histograms so far: service time always, ITL and
+    /// TPOT once recorded, each name's latency, service time and send lag
+    /// under its `request` label, its TTFT once recorded; exact counts (a
+    /// native histogram, or a summary's `_count`); a mix of more names than
+    /// were copied pushes those it has.
+    #[test]
+    fn so_far_histograms_join_an_interval_push() {
+        use metronome_core::engine::{NameSoFar, SoFar};
+        let r = example();
+        let mut so_far = SoFar::default();
+        so_far.service_time.record_n(3_000_000, 4);
+        so_far.tpot.record_n(20_000_000, 2);
+        let mut n = NameSoFar::default();
+        n.latency.record_n(5_000_000, 3);
+        n.send_lag.record(1_000);
+        so_far.names = vec![n.clone(), NameSoFar::default()];
+        so_far.names[1].ttft.record(9_000_000);
+        let names = ["login".to_string(), "home".to_string(), "more".to_string()];
+        for summaries in [false, true] {
+            let opts = Options {
+                labels: vec![],
+                summaries,
+            };
+            let mut run = Run::new(&r, &opts);
+            let mut req = run.interval(&r.intervals[0], 1000, 1.0, &[], None, None);
+            let before = req.timeseries.len();
+            run.so_far(&mut req, &so_far, &names, 1000);
+            assert!(req.timeseries.len() > before);
+            let count = |name: &str, request: Option<&str>| -> Option<u64> {
+                let series = find(&req, name);
+                let t = series.iter().find(|t| get(t, "request") == request)?;
+                if summaries {
+                    let c = find(&req, &format!("{name}_count"));
+                    let c = c.iter().find(|t| get(t, "request") == request)?;
+                    return Some(c.samples[0].value as u64);
+                }
+                match t.histograms[0].count {
+                    Some(proto::Count::CountInt(c)) => Some(c),
+                    _ => None,
+                }
+            };
+            assert_eq!(count("metronome_service_time_seconds", None), Some(4));
+            assert_eq!(count("metronome_tpot_seconds", None), Some(2));
+            assert_eq!(count("metronome_itl_seconds", None), None);
+            let mix = |m: &str| format!("metronome_mix_{m}_seconds");
+            assert_eq!(count(&mix("latency"), Some("login")), Some(3));
+            assert_eq!(count(&mix("service_time"), Some("login")), Some(0));
+            assert_eq!(count(&mix("send_lag"), Some("login")), Some(1));
+            assert_eq!(count(&mix("ttft"), Some("login")), None);
+            assert_eq!(count(&mix("ttft"), Some("home")), Some(1));
+            assert_eq!(count(&mix("latency"), Some("home")), Some(0));
+            assert_eq!(count(&mix("latency"), Some("more")), None);
+            // Timestamped at the interval's end; the run's labels on each.
+            let st = &find(&req, "metronome_service_time_seconds")[0];
+            assert_eq!(get(st, "run_id"), Some("1796111038-4beb93e2"));
+            if !summaries {
+                assert_eq!(st.histograms[0].timestamp, 1000);
+            }
+        }
+    }
+
     #[test]
     fn label_names_are_checked() {
         assert!(parse_label("a_b1=x=y").is_ok_and(|(n, v)| n == "a_b1" && v == "x=y"));
