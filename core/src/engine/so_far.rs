@@ -222,6 +222,65 @@ mod tests {
         Recorded { recorder: r, names }
     }
 
+    /// The cost of one copy on the calling thread (what a pacing thread
+    /// pays once per interval): a recorder whose service time, ITL and
+    /// TPOT each fill 1,500 buckets and four names whose four histograms
+    /// fill 600 each; all changed, then one changed, then none. Prints
+    /// the times; asserts the copies are exact. Timing only: run it by
+    /// hand (`cargo test -p metronome-core --features std [--release]
+    /// --lib so_far_copy_cost -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn so_far_copy_cost() {
+        let spread = |h: &mut Histogram, buckets: u64, from: u64| {
+            // Values 1/128 apart at ~`from` ns and up: one bucket each.
+            let mut v = from;
+            for _ in 0..buckets {
+                h.record_n(v, 3);
+                v += v / 100;
+            }
+        };
+        let mut r = Recorder::new();
+        spread(&mut r.service_time, 1_500, 100_000);
+        spread(&mut r.itl, 1_500, 1_000);
+        spread(&mut r.tpot, 1_500, 10_000);
+        let mut names: Vec<NameTally> = (0..4).map(|_| NameTally::new()).collect();
+        for n in &mut names {
+            spread(&mut n.latency, 600, 100_000);
+            spread(&mut n.service_time, 600, 90_000);
+            spread(&mut n.send_lag, 600, 100);
+            spread(&mut n.ttft, 600, 1_000_000);
+        }
+        let mut room = SoFarRoom::new(RUN_SLOTS + 4 * NAME_SLOTS);
+        let runs = 50u32;
+        let mut all = std::time::Duration::ZERO;
+        let mut one = std::time::Duration::ZERO;
+        let mut none = std::time::Duration::ZERO;
+        for k in 0..runs {
+            room.counts.iter_mut().for_each(|c| *c = u64::MAX);
+            let t = std::time::Instant::now();
+            assert_eq!(room.copy(rec(&r, &names)), 19);
+            all += t.elapsed();
+            r.service_time.record(200_000 + u64::from(k));
+            let t = std::time::Instant::now();
+            assert_eq!(room.copy(rec(&r, &names)), 1);
+            one += t.elapsed();
+            let t = std::time::Instant::now();
+            assert_eq!(room.copy(rec(&r, &names)), 0);
+            none += t.elapsed();
+        }
+        let mut to = SoFar::default();
+        room.merge_into(&mut to);
+        assert_eq!(to.service_time, r.service_time);
+        assert_eq!(to.names[3].ttft, names[3].ttft);
+        std::println!(
+            "so-far copy: 19 changed {:?}, 1 changed {:?}, none {:?} (mean of {runs})",
+            all / runs,
+            one / runs,
+            none / runs
+        );
+    }
+
     /// A room copies what changed only, and merges back exactly; the
     /// slots past the thread's names stay empty.
     #[test]
