@@ -175,7 +175,8 @@ pub struct Progress {
 impl Progress {
     /// A thread's publishing state for [`Progress::publish_interval`]:
     /// engines call it before their clock starts, once per thread that
-    /// holds a series (with live intervals on, it reserves a mailbox).
+    /// holds a series (with live intervals on, it reserves a mailbox, with
+    /// room for `plan`'s whole-run histograms when they are copied too).
     pub fn published(&self, plan: &crate::plan::Plan<'_>) -> Published {
         self.live.register(plan)
     }

@@ -79,12 +79,17 @@ impl<'a> Recorded<'a> {
 /// per name.
 ///
 /// ```
-/// use metronome_core::engine::so_far_slots;
+/// use metronome_core::engine::{so_far_slots, LIVE_NAMES_MAX};
 /// use metronome_core::plan::example_plan;
+/// let many: Vec<u32> = (0..=LIVE_NAMES_MAX as u32).collect();
 /// let mut p = example_plan();
 /// assert_eq!(so_far_slots(&p), 3);
 /// p.names = &[0, 1, 1];
 /// assert_eq!(so_far_slots(&p), 3 + 2 * 4);
+/// p.names = &many[..LIVE_NAMES_MAX];
+/// assert_eq!(so_far_slots(&p), 3 + 16 * 4);
+/// p.names = &many; // 17 names: the run's three only
+/// assert_eq!(so_far_slots(&p), 3);
 /// ```
 pub fn so_far_slots(plan: &Plan<'_>) -> usize {
     let names = plan.name_count();
