@@ -94,7 +94,9 @@ pub(super) fn sniff(
     }
 }
 
-use answer::{Finish, Job};
+use answer::Finish;
+pub(super) use answer::{reply_fields, Job, STREAM_FIELDS};
+pub(super) use conn::{MAX_STORED_BODIES, MAX_STORED_BODY};
 use conn::ConnError;
 use head::Head;
 
