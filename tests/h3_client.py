@@ -15,7 +15,8 @@ SPEC_JSON: {"requests": [{"method": "GET", "path": "/", "headers": [[k, v]],
 All requests go over one QUIC connection, at once (each on its own
 stream, every HEADERS and body sent before any answer is read). After
 the last answer the client waits up to "linger" seconds for the server to
-close the connection (to see its CONNECTION_CLOSE code).
+close the connection (to see its CONNECTION_CLOSE code); with a linger,
+the line "answered" is printed first, once every answer is in.
 
 Prints one JSON object: the ALPN protocol, the server's SETTINGS (by
 identifier), per request (in order): stream id, status, headers, body
@@ -142,6 +143,9 @@ async def run(port, cafile, spec):
                 await asyncio.wait_for(client.changed.wait(), left)
             except asyncio.TimeoutError:
                 break
+        if spec.get("linger", 0) > 0:
+            # The caller may stop the server now.
+            print("answered", flush=True)
         linger_until = time.monotonic() + spec.get("linger", 0)
         while client.closed_by is None and time.monotonic() < linger_until:
             client.changed.clear()

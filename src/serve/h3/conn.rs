@@ -160,7 +160,8 @@ impl H3Conn {
         if !self.closed {
             self.closed = true;
             self.requests.clear();
-            self.conn.close(now, code(e.0), Bytes::from_static(e.1.as_bytes()));
+            self.conn
+                .close(now, code(e.0), Bytes::from_static(e.1.as_bytes()));
         }
     }
 
@@ -379,7 +380,12 @@ impl H3Conn {
 
     /// Bytes of request stream `id`: its head, body and trailers.
     /// With `sse`, chat bodies are kept (for `max_tokens` and the prompt).
-    fn request_bytes(&mut self, id: StreamId, mut input: &[u8], sse: bool) -> Result<(), ConnError> {
+    fn request_bytes(
+        &mut self,
+        id: StreamId,
+        mut input: &[u8],
+        sse: bool,
+    ) -> Result<(), ConnError> {
         while !input.is_empty() {
             let Some(r) = self.requests.get_mut(&id) else {
                 return Ok(());
@@ -389,7 +395,9 @@ impl H3Conn {
             }
             let (n, frame) = match r.reader.read(input) {
                 Ok(read) => read,
-                Err(H3Error::TooLarge { ty: kind::HEADERS, .. }) => {
+                Err(H3Error::TooLarge {
+                    ty: kind::HEADERS, ..
+                }) => {
                     self.refuse(id, Status::HeadersTooLarge, ErrorCode::NO_ERROR);
                     return Ok(());
                 }
@@ -400,11 +408,13 @@ impl H3Conn {
                 Some(Frame::Headers(block)) if !r.head => {
                     let mut method = Method::Other;
                     let mut route = Route::Other;
-                    let decoded = self.decoder.decode_request(block, |name, value| match name {
-                        b":method" => method = Method::of(value),
-                        b":path" => route = Route::of(value),
-                        _ => {}
-                    });
+                    let decoded = self
+                        .decoder
+                        .decode_request(block, |name, value| match name {
+                            b":method" => method = Method::of(value),
+                            b":path" => route = Route::of(value),
+                            _ => {}
+                        });
                     r.head = true;
                     match decoded {
                         Ok(section) => {
@@ -580,7 +590,12 @@ fn run_job(shared: &Shared, r: &mut Request, job: Job, max_section: Option<u64>)
         } => {
             let (content_type, bytes) = shared.body(body);
             let length = bytes.len().to_string();
-            if !head(r, status.code(), &reply_fields(content_type, &length), max_section) {
+            if !head(
+                r,
+                status.code(),
+                &reply_fields(content_type, &length),
+                max_section,
+            ) {
                 return;
             }
             if !head_only {

@@ -97,9 +97,11 @@ fn server_config(tls: &rustls::ServerConfig, max_streams: u32) -> io::Result<Ser
 /// No TLS configuration, one that cannot carry QUIC, the UDP port is
 /// taken, or the thread cannot start.
 pub(super) fn spawn(shared: &Arc<Shared>, addr: SocketAddr) -> io::Result<JoinHandle<()>> {
-    let tls = shared.config.tls.as_ref().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, "HTTP/3 needs --tls")
-    })?;
+    let tls = shared
+        .config
+        .tls
+        .as_ref()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "HTTP/3 needs --tls"))?;
     let config = server_config(&tls.0, shared.config.max_streams)?;
     let sock = UdpSocket::bind(addr)?;
     sock.set_nonblocking(true)?;
