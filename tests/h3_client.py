@@ -10,7 +10,14 @@ the server is verified as `localhost` (no insecure mode).
 
 SPEC_JSON: {"requests": [{"method": "GET", "path": "/", "headers": [[k, v]],
                           "body": "text"}],
-            "linger": 0}
+            "uni": ["hex"], "linger": 0, "timeout": 20}
+
+A request may instead give "fields": [[k, v]] (the whole head, no
+pseudo-header added) or "raw": "hex" (the request stream's bytes as they
+are, then its FIN). Each "uni" entry opens a unidirectional stream with
+those bytes (after aioquic's own control and QPACK streams).
+{"connections": [SPEC, ...]} runs each SPEC on its own connection, one
+after the other, and prints a list of results.
 
 All requests go over one QUIC connection, at once (each on its own
 stream, every HEADERS and body sent before any answer is read). After
@@ -39,6 +46,7 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import (
     ConnectionTerminated,
     ProtocolNegotiated,
+    StopSendingReceived,
     StreamReset,
 )
 
@@ -67,6 +75,10 @@ class Client(QuicConnectionProtocol):
                 "reason": event.reason_phrase,
                 "at": self.now(),
             }
+        elif isinstance(event, StopSendingReceived):
+            r = self.streams.get(event.stream_id)
+            if r is not None:
+                r["stopped"] = event.error_code
         elif isinstance(event, StreamReset):
             r = self.streams.get(event.stream_id)
             if r is not None:
@@ -97,15 +109,21 @@ class Client(QuicConnectionProtocol):
     def send(self, req):
         sid = self._quic.get_next_available_stream_id()
         body = req.get("body", "").encode()
-        headers = [
-            (b":method", req.get("method", "GET").encode()),
-            (b":scheme", b"https"),
-            (b":authority", b"localhost"),
-            (b":path", req.get("path", "/").encode()),
-        ] + [(k.encode(), v.encode()) for k, v in req.get("headers", [])]
-        self.h3.send_headers(sid, headers, end_stream=not body)
-        if body:
-            self.h3.send_data(sid, body, end_stream=True)
+        if "raw" in req:
+            self._quic.send_stream_data(sid, bytes.fromhex(req["raw"]), end_stream=True)
+        else:
+            if "fields" in req:
+                headers = [(k.encode(), v.encode()) for k, v in req["fields"]]
+            else:
+                headers = [
+                    (b":method", req.get("method", "GET").encode()),
+                    (b":scheme", b"https"),
+                    (b":authority", b"localhost"),
+                    (b":path", req.get("path", "/").encode()),
+                ] + [(k.encode(), v.encode()) for k, v in req.get("headers", [])]
+            self.h3.send_headers(sid, headers, end_stream=not body)
+            if body:
+                self.h3.send_data(sid, body, end_stream=True)
         self.streams[sid] = {
             "stream_id": sid,
             "status": None,
@@ -114,6 +132,7 @@ class Client(QuicConnectionProtocol):
             "body": "",
             "data": [],
             "reset": None,
+            "stopped": None,
             "sent_at": self.now(),
             "end_at": None,
         }
@@ -131,9 +150,12 @@ async def run(port, cafile, spec):
         "127.0.0.1", port, configuration=config, create_protocol=Client,
         wait_connected=True,
     ) as client:
+        for raw in spec.get("uni", []):
+            sid = client._quic.get_next_available_stream_id(is_unidirectional=True)
+            client._quic.send_stream_data(sid, bytes.fromhex(raw))
         order = [client.send(req) for req in spec["requests"]]
         client.transmit()
-        deadline = time.monotonic() + DEADLINE_S
+        deadline = time.monotonic() + spec.get("timeout", DEADLINE_S)
         while not client.done() and client.closed_by is None:
             client.changed.clear()
             left = deadline - time.monotonic()
@@ -168,7 +190,14 @@ def main():
     port = int(sys.argv[1])
     cafile = sys.argv[2]
     spec = json.loads(sys.argv[3])
-    result = asyncio.run(run(port, cafile, spec))
+    if "connections" in spec:
+
+        async def each():
+            return [await run(port, cafile, one) for one in spec["connections"]]
+
+        result = asyncio.run(each())
+    else:
+        result = asyncio.run(run(port, cafile, spec))
     print(json.dumps(result))
 
 

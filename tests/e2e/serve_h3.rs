@@ -446,3 +446,127 @@ fn serve_binary_counts_h3_requests() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--tls"));
 }
+
+/// Malformed requests are stream errors, answered `400` (RFC 9114 section
+/// 4.1.2 lets a server answer before closing): no `:scheme`, a
+/// connection-specific field, a body shorter than its `content-length`;
+/// a reserved unidirectional stream is ignored; the connection goes on (a
+/// good request after them is answered) and only that one is counted.
+/// Frames and streams that break a connection rule close the connection
+/// with their code: DATA before HEADERS (H3_FRAME_UNEXPECTED), a second
+/// control stream or a push stream from the client
+/// (H3_STREAM_CREATION_ERROR), a QPACK dynamic reference
+/// (QPACK_DECOMPRESSION_FAILED), a frame cut by the stream's end
+/// (H3_FRAME_ERROR).
+#[test]
+fn aioquic_malformed_requests_and_connection_errors() {
+    if !aioquic() {
+        return;
+    }
+    let mut srv = H3Serve::start(
+        "malformed",
+        ServeConfig {
+            service: ms(0),
+            ..ServeConfig::default()
+        },
+    );
+    let closing =
+        |request: Value, uni: &[&str]| json!({"requests": [request], "uni": uni, "timeout": 5});
+    let spec = json!({"connections": [
+        {"requests": [
+            {"fields": [[":method", "GET"], [":path", "/"], [":authority", "x"]]},
+            {"path": "/", "headers": [["connection", "close"]]},
+            {"method": "POST", "path": "/", "headers": [["content-length", "10"]], "body": "abc"},
+            {"path": "/"},
+        ], "uni": ["21ffff"]},
+        closing(json!({"raw": "000178"}), &[]),
+        closing(json!({"path": "/"}), &["00"]),
+        closing(json!({"path": "/"}), &["01"]),
+        closing(json!({"raw": "01020100"}), &[]),
+        closing(json!({"raw": "01050000"}), &[]),
+    ]});
+    let out = h3_client(&srv, &spec);
+    let runs = out.as_array().expect("one result per connection");
+    let first = responses(&runs[0]);
+    for r in &first[..3] {
+        assert_eq!(r["status"], 400, "{r}");
+        assert_eq!(r["body"], "400 Bad Request");
+    }
+    assert_eq!(first[3]["status"], 200);
+    assert_eq!(runs[0]["close"], Value::Null);
+    let codes: Vec<&Value> = runs[1..].iter().map(|r| &r["close"]["code"]).collect();
+    assert_eq!(codes, [0x105, 0x103, 0x103, 0x200, 0x106], "{runs:?}");
+    assert_eq!(
+        runs[1]["close"]["reason"],
+        "HTTP/3 frame of type 0x0 not allowed here"
+    );
+    assert_eq!(srv.stop(), 1);
+}
+
+/// Sixty mutations of a valid request stream (HEADERS with a QPACK
+/// section, DATA), each on its own connection: whatever the bytes, the
+/// server answers, resets or closes with a code, never hangs or dies; a
+/// good request afterwards is answered.
+#[test]
+fn aioquic_mutated_request_streams_never_break_the_server() {
+    if !aioquic() {
+        return;
+    }
+    let mut srv = H3Serve::start(
+        "mutants",
+        ServeConfig {
+            service: ms(0),
+            ..ServeConfig::default()
+        },
+    );
+    let mut block = [0u8; 128];
+    let n = metronome_core::h3::qpack::encode_request(
+        b"POST",
+        b"https",
+        b"localhost",
+        b"/",
+        &[(b"content-length", b"5")],
+        true,
+        &mut block,
+    )
+    .unwrap();
+    let mut valid = vec![0x01, n as u8];
+    valid.extend_from_slice(&block[..n]);
+    valid.extend_from_slice(&[0x00, 0x05]);
+    valid.extend_from_slice(b"hello");
+    // xorshift64: deterministic mutants.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut connections: Vec<Value> = (0..60)
+        .map(|_| {
+            let mut bytes = valid.clone();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() % bytes.len() as u64) as usize;
+                match next() % 3 {
+                    0 => bytes[at] ^= 1 << (next() % 8),
+                    1 => bytes[at] = next() as u8,
+                    _ => bytes.truncate(at.max(1)),
+                }
+            }
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            json!({"requests": [{"raw": hex}], "timeout": 5})
+        })
+        .collect();
+    connections.push(json!({"requests": [{"path": "/"}]}));
+    let out = h3_client(&srv, &json!({ "connections": connections }));
+    let runs = out.as_array().unwrap();
+    assert_eq!(runs.len(), 61);
+    for run in &runs[..60] {
+        let r = &responses(run)[0];
+        let ended = r["end_at"] != Value::Null || run["close"] != Value::Null;
+        assert!(ended, "a mutant neither answered nor closed: {run}");
+    }
+    assert_eq!(responses(&runs[60])[0]["status"], 200);
+    let served = srv.stop();
+    assert!((1..=61).contains(&served), "{served}");
+}

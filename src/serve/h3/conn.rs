@@ -103,12 +103,13 @@ enum End {
     Reset,
 }
 
-/// An error that closes the connection: its code and a reason.
-struct ConnError(ErrorCode, &'static str);
+/// An error that closes the connection: its code and why (the
+/// CONNECTION_CLOSE's reason phrase).
+struct ConnError(ErrorCode, H3Error);
 
 impl From<H3Error> for ConnError {
     fn from(e: H3Error) -> Self {
-        ConnError(e.code(), "HTTP/3 protocol error")
+        ConnError(e.code(), e)
     }
 }
 
@@ -161,7 +162,7 @@ impl H3Conn {
             self.closed = true;
             self.requests.clear();
             self.conn
-                .close(now, code(e.0), Bytes::from_static(e.1.as_bytes()));
+                .close(now, code(e.0), Bytes::from(e.1.to_string()));
         }
     }
 
