@@ -671,3 +671,55 @@ fn data(out: &mut Vec<u8>, bytes: &[u8]) {
 fn code(c: ErrorCode) -> VarInt {
     VarInt::from_u64(c.0).unwrap_or(VarInt::from_u32(0x102))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_within_the_clients_limit_is_framed_else_the_stream_reset() {
+        let fields = reply_fields("text/plain", "2");
+        // :status 200 (7 + 3 + 32), content-type (12 + 10 + 32),
+        // content-length (14 + 1 + 32): 143 bytes as RFC 9114 counts.
+        let mut r = Request::new();
+        assert!(head(&mut r, 200, &fields, Some(143)));
+        assert_eq!(r.out[0], 0x01, "a HEADERS frame");
+        assert_eq!(usize::from(r.out[1]), r.out.len() - 2);
+        assert_eq!(&r.out[2..5], [0x00, 0x00, 0xd9], "prefix, :status 200");
+        assert_eq!(r.finish, None);
+        let mut r = Request::new();
+        assert!(!head(&mut r, 200, &fields, Some(142)));
+        assert!(r.out.is_empty());
+        assert_eq!(r.finish, Some(Finish::Reset(ErrorCode::INTERNAL_ERROR)));
+        // No SETTINGS yet: no limit.
+        assert!(head(&mut Request::new(), 429, &fields, None));
+    }
+
+    #[test]
+    fn head_errors_map_to_answers_or_connection_errors() {
+        assert_eq!(
+            refusal(H3Error::Message).ok(),
+            Some(Some((Status::BadRequest, ErrorCode::MESSAGE_ERROR)))
+        );
+        assert_eq!(
+            refusal(H3Error::FieldSectionTooLarge).ok(),
+            Some(Some((Status::HeadersTooLarge, ErrorCode::NO_ERROR)))
+        );
+        let qpack = H3Error::Qpack(metronome_core::h3::qpack::QpackError::DynamicReference);
+        let Err(ConnError(code, why)) = refusal(qpack) else {
+            panic!("a QPACK failure closes the connection");
+        };
+        assert_eq!(code, ErrorCode::QPACK_DECOMPRESSION_FAILED);
+        assert_eq!(why, qpack);
+    }
+
+    #[test]
+    fn data_frames_wrap_each_piece() {
+        let mut out = Vec::new();
+        data(&mut out, b"");
+        assert!(out.is_empty());
+        data(&mut out, b"ok");
+        assert_eq!(out, [0x00, 0x02, b'o', b'k']);
+        assert_eq!(code(ErrorCode::NO_ERROR), VarInt::from_u32(0x100));
+    }
+}
