@@ -570,3 +570,45 @@ fn aioquic_mutated_request_streams_never_break_the_server() {
     let served = srv.stop();
     assert!((1..=61).contains(&served), "{served}");
 }
+
+/// `--max-streams` is QUIC's stream limit. A 300 ms stall piles about 30
+/// requests up: with the default 100 the client opens more than 2 streams
+/// on its connection; with `--max-streams 2` never more than 2 on one
+/// (the rest wait or go to other connections), and every request is
+/// still answered.
+#[test]
+fn run_h3_max_streams_is_quics_limit() {
+    for max_streams in [100, 2] {
+        let mut srv = H3Serve::start(
+            "streams",
+            ServeConfig {
+                service: ms(1),
+                stall_at: Some(ms(200)),
+                stall_for: ms(300),
+                max_streams,
+                ..ServeConfig::default()
+            },
+        );
+        let r = srv.run(
+            "/",
+            &[
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+                "--timeout",
+                "5s",
+            ],
+        );
+        assert_eq!(r.requests.ok, 100, "{:?}", r.errors);
+        let peak = r.connections.h2.expect("stream counts").peak_streams;
+        if max_streams == 2 {
+            assert!((1..=2).contains(&peak), "{peak} streams open at once");
+        } else {
+            assert!(peak > 2, "{peak} streams open at once during the stall");
+        }
+        assert_eq!(srv.stop(), 100);
+    }
+}
