@@ -13,7 +13,8 @@
 //! (`poll_timeout`) or the next answer due, whichever is first. TLS is
 //! `serve --tls`'s configuration with ALPN `h3` (`--http3` requires
 //! `--tls`). The HTTP/3 framing and QPACK are core's
-//! ([`metronome_core::h3`]); [`conn`] is one connection's HTTP/3 state.
+//! ([`metronome_core::h3`]); [`conn`] is one connection's HTTP/3 state,
+//! [`request`] one request stream's.
 //!
 //! Per connection: `--max-streams` is QUIC's
 //! `initial_max_streams_bidi` (a client cannot open more requests at
@@ -36,6 +37,7 @@
 //! connection is closed with H3_NO_ERROR.
 
 mod conn;
+mod request;
 
 use std::collections::HashMap;
 use std::io;
