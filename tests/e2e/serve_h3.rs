@@ -332,6 +332,49 @@ fn run_h3_fifo_429s_and_stall() {
     assert_eq!(srv.stop(), 200);
 }
 
+/// `--cut-every 4` over HTTP/3: every 4th stream is reset
+/// (H3_INTERNAL_ERROR) after half its tokens: `stream_cut` for the client,
+/// not counted as served.
+#[test]
+fn run_h3_cut_streams_are_stream_cut() {
+    let mut srv = H3Serve::start(
+        "cut",
+        ServeConfig {
+            sse: true,
+            tokens: 4,
+            ttft: ms(10),
+            itl: ms(5),
+            cut_every: Some(4),
+            ..ServeConfig::default()
+        },
+    );
+    let r = srv.run(
+        "/v1/chat/completions",
+        &[
+            "--openai",
+            "--model",
+            "metronome",
+            "--max-tokens",
+            "4",
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.sent, 20);
+    assert_eq!(r.requests.ok, 15, "{:?}", r.errors);
+    assert_eq!(
+        r.errors.by_kind.get("stream_cut"),
+        Some(&5),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(srv.stop(), 15);
+}
+
 /// `--openai` over `serve --http3 --sse`: TTFT and ITL measured from the
 /// server's timing (ttft 40 ms, itl 10 ms, 4 tokens: 3 gaps per stream).
 #[test]
