@@ -731,6 +731,28 @@ mod tests {
     }
 
     #[test]
+    fn http3_needs_tls() {
+        let args = Cli::try_parse_from(["serve", "--tls", "--http3", "--max-streams", "4"])
+            .unwrap()
+            .serve;
+        let config = ServeConfig::from(args);
+        assert!(config.http3);
+        assert_eq!(config.max_streams, 4);
+        assert!(describe(&config)
+            .ends_with("; HTTP/3 on UDP (same port), max 4 streams per connection"));
+        assert!(Cli::try_parse_from(["serve", "--http3"]).is_err());
+        // The library refuses it too, with a reason.
+        let err = spawn(ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            http3: true,
+            ..ServeConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(err.to_string(), "HTTP/3 needs --tls");
+    }
+
+    #[test]
     fn describe_names_the_model() {
         let config = ServeConfig {
             stall_at: Some(ms(2000)),
