@@ -409,13 +409,13 @@ fn run_h3_sse_ttft_and_itl() {
     let m = &r.metrics;
     assert_eq!(m.ttft.count, 20);
     assert!(
-        m.ttft.min >= 40.0 && m.ttft.p50 < 40.0 + 60.0,
+        m.ttft.min >= 40.0 && m.ttft.p50 < 40.0 + 200.0,
         "ttft {:?}",
         m.ttft
     );
     assert_eq!(m.itl.count, 20 * 3, "3 gaps per 4-token stream");
     assert!(
-        m.itl.p50 >= 10.0 - 5.0 && m.itl.p50 < 10.0 + 40.0,
+        m.itl.p50 >= 10.0 - 5.0 && m.itl.p50 < 10.0 + 90.0,
         "itl {:?}",
         m.itl
     );
