@@ -13,8 +13,9 @@ use std::process::{Child, Command, Stdio};
 
 use common::{metronome, run_url_json, run_url_json_checked};
 
-/// aioquic imports; else a visible skip (a failure under CI).
-fn aioquic() -> bool {
+/// aioquic imports; else a visible skip (a failure under CI). Shared with
+/// `serve_h3`.
+pub(crate) fn aioquic() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import aioquic"])
         .stderr(Stdio::null())

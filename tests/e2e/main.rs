@@ -86,6 +86,8 @@ mod simulate;
 mod serve;
 // `serve --http2` against Python's h2 and core's client; mutated bytes.
 mod serve_h2;
+// `serve --http3` against aioquic and `run --http3`: the model over QUIC.
+mod serve_h3;
 
 // Prometheus remote write.
 //
