@@ -12,6 +12,8 @@
 //! - [`qpack`]: field compression with the static table only (the client
 //!   advertises a dynamic table capacity of 0): the request encoder, the
 //!   response decoder, and the reader of the server's encoder stream.
+//! - [`response`]: what a field section is on a response stream (a head
+//!   with `:status`, or trailers without).
 //! - [`error`]: [`ErrorCode`] (the `H3_*` and `QPACK_*` codes) and
 //!   [`H3Error`].
 //!
@@ -23,6 +25,7 @@ pub mod error;
 pub mod frame;
 pub mod qpack;
 pub mod request;
+pub mod response;
 pub mod varint;
 
 pub use error::{ErrorCode, H3Error};
