@@ -271,8 +271,8 @@ fn feed(
                             .and_then(|v| v.parse().ok());
                     }
                 })?;
-                match section.status {
-                    Some(status) if status >= 200 && !ex.has_head() => {
+                match metronome_core::h3::response::status(&section, ex.has_head())? {
+                    Some(status) if status >= 200 => {
                         ex.on_head(now, status, event_stream);
                         ex.on_grpc_status(grpc);
                     }
