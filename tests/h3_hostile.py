@@ -46,9 +46,10 @@ the whole server. MODE:
                   client's address from the server's port.
 
 At exit (stdin closed, or after SECONDS, default 60) it prints one line
-per connection: "conn HANDSHAKEN REQUESTS CLOSE UNI", CLOSE the
+per connection: "conn HANDSHAKEN REQUESTS CLOSE UNI GRANTED", CLOSE the
 connection's close code in hex as the peer (or the server) gave it, or
-"-", UNI the unidirectional streams it opened.
+"-", UNI the unidirectional streams it opened (or queued), GRANTED the
+client's last unidirectional stream limit (MAX_STREAMS).
 """
 
 import asyncio
@@ -323,7 +324,8 @@ async def main():
     for c in Server.all:
         close = c._quic._close_event
         code = "-" if close is None else "%#x" % close.error_code
-        print("conn", int(c.handshaken), c.served, code, c.uni, flush=True)
+        granted = c._quic._remote_max_streams_uni
+        print("conn", int(c.handshaken), c.served, code, c.uni, granted, flush=True)
     server.close()
     os._exit(0)
 
