@@ -23,10 +23,10 @@ the whole server. MODE:
   upper_name      ... even ones with the field name "X-Upper";
   no_status       ... even ones without :status;
   status_abc      ... even ones with :status "abc";
-  ctl_not_settings  the control stream opens only 20 ms after a
+  ctl_not_settings  the control stream opens only right after a
                   connection's first answer, with GOAWAY first;
-  ctl_settings_twice  20 ms after a connection's first answer: a second
-                  SETTINGS on the control stream;
+  ctl_settings_twice  right after a connection's first answer (in later
+                  datagrams): a second SETTINGS on the control stream;
   ctl_data        ... a DATA frame on the control stream;
   ctl_closed      ... the control stream's FIN;
   ctl_second      ... a second control stream;
@@ -255,7 +255,10 @@ class Server(QuicConnectionProtocol):
         else:
             q.send_stream_data(sid, OK, end_stream=True)
             if mode in VIOLATIONS and on_conn == 1:
-                loop.call_later(0.020, self.violate)
+                # The answer in its own datagrams first, so the client has
+                # read it whole before it sees the violation.
+                self.transmit()
+                self.violate()
         self.transmit()
 
     def violate(self):

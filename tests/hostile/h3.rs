@@ -193,15 +193,16 @@ fn h3_broken_heads_are_http3_protocol_and_the_rest_ok() {
     }
 }
 
-/// A server that breaks its control stream 20 ms after each connection's
-/// first answer (five requests 200 ms apart): the client closes the
-/// connection with the code RFC 9114 names, every request is still
-/// answered, each on a connection of its own.
+/// A server that breaks its control stream right after each connection's
+/// first answer (in later datagrams; five requests 200 ms apart): the
+/// client closes the connection with the code RFC 9114 names, every
+/// request is still answered, each on a connection of its own.
 #[test]
 #[ignore = "needs h3conn"]
 // Today the client drains the server's control stream unread: the
 // violations pass unseen and one connection carries every request. The
-// branch h3conn acts on the control stream.
+// branch h3conn acts on the control stream: merged with it (at 6137700)
+// this test passes; drop the ignore then.
 fn h3_control_stream_violations_close_with_their_code() {
     if !aioquic() {
         return;
@@ -217,8 +218,17 @@ fn h3_control_stream_violations_close_with_their_code() {
         let r = run(mode, SLOW);
         let ctx = r.run.ctx(mode);
         r.run.expect(mode, 5, 5, &[]);
-        r.run.expect_connections(mode, 5);
-        assert_eq!(r.closes(), [Some(code); 5], "close codes; {ctx}");
+        // Each request on a connection of its own (a dead connection is
+        // replaced at once, so some may carry none).
+        assert_eq!(r.run.seen.used, 5, "connections used; {ctx}");
+        // The last connection may end with the run (H3_NO_ERROR) before
+        // its violation arrives.
+        let closes = r.closes();
+        assert_eq!(closes[..4], [Some(code); 4], "close codes; {ctx}");
+        assert!(
+            [Some(code), Some(NO_ERROR)].contains(&closes[4]),
+            "the last close code; {ctx}"
+        );
         bounded(&r, mode, Duration::from_secs(6));
     }
 }
