@@ -65,6 +65,9 @@ fn run(mode: &str, args: &[&str]) -> H3Run {
     let t = Instant::now();
     let report = run_url_json_checked(&server.url(), "std", &all);
     let elapsed = t.elapsed();
+    // Every run ends, whatever the server does: a generous bound for a
+    // loaded machine (the scenarios' own bounds are tighter).
+    assert!(elapsed < Duration::from_secs(15), "{mode}: ran {elapsed:?}");
     let said = server.stop();
     let conns: Vec<Conn> = said.lines().filter_map(conn_line).collect();
     let seen = Seen {
@@ -147,10 +150,11 @@ fn h3_idle_timeout_ends_requests_as_timeouts() {
     let ctx = r.run.ctx("h3 idle");
     r.run.expect("h3 idle", N, 0, &[("timeout", N)]);
     assert_eq!(r.run.requests().timeouts, N, "{ctx}");
-    // Ten requests over 900 ms, connections dying 300 ms after their
-    // handshake: at least three connections.
-    assert!(r.run.generator().connections_opened >= 3, "{ctx}");
-    assert!(r.conns.len() >= 3, "{ctx}");
+    // Ten requests over 900 ms, connections dying 300 ms (or three probe
+    // timeouts, if longer on a loaded machine) after their last packet
+    // from the server: more than one connection.
+    assert!(r.run.generator().connections_opened >= 2, "{ctx}");
+    assert!(r.conns.len() >= 2, "{ctx}");
     assert!(
         r.run
             .generator()
