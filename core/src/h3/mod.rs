@@ -12,8 +12,8 @@
 //! - [`qpack`]: field compression with the static table only (the client
 //!   advertises a dynamic table capacity of 0): the request encoder, the
 //!   response decoder, and the reader of the server's encoder stream.
-//! - [`response`]: what a field section is on a response stream (a head
-//!   with `:status`, or trailers without).
+//! - [`response`]: the order of a response stream's frames (heads with
+//!   `:status`, DATA, trailers without).
 //! - [`error`]: [`ErrorCode`] (the `H3_*` and `QPACK_*` codes) and
 //!   [`H3Error`].
 //!
