@@ -254,7 +254,11 @@ fn feed(
     now: u64,
 ) -> Result<(), H3Error> {
     let Flight {
-        reader, ex, gaps, ..
+        reader,
+        response,
+        ex,
+        gaps,
+        ..
     } = f;
     while !input.is_empty() {
         let (n, frame) = reader.read(input)?;
@@ -271,7 +275,7 @@ fn feed(
                             .and_then(|v| v.parse().ok());
                     }
                 })?;
-                match metronome_core::h3::response::status(&section, ex.has_head())? {
+                match response.headers(&section)? {
                     Some(status) if status >= 200 => {
                         ex.on_head(now, status, event_stream);
                         ex.on_grpc_status(grpc);
@@ -280,7 +284,10 @@ fn feed(
                     None => ex.on_grpc_status(grpc),
                 }
             }
-            Some(Frame::Data(d)) => ex.on_data(now, d, gaps),
+            Some(Frame::Data(d)) => {
+                response.data()?;
+                ex.on_data(now, d, gaps);
+            }
             _ => {}
         }
         input = &input[n..];
