@@ -23,6 +23,11 @@ the whole server. MODE:
   upper_name      ... even ones with the field name "X-Upper";
   no_status       ... even ones without :status;
   status_abc      ... even ones with :status "abc";
+  data_after_trailers     ... even ones: 200, DATA, trailers, DATA;
+  headers_after_trailers  ... even ones: 200, DATA, trailers, trailers;
+  data_after_1xx  ... even ones: 103, DATA, then a whole 200 answer;
+  informational   every answer 103, 200 (no content-length), DATA,
+                  trailers (valid);
   ctl_not_settings  the control stream opens only right after a
                   connection's first answer, with GOAWAY first;
   ctl_settings_twice  right after a connection's first answer (in later
@@ -73,7 +78,17 @@ H3_REQUEST_CANCELLED = 0x10C
 # Reserved ("grease") values: 0x1f * N + 0x21 (RFC 9114 sections 6.2.3, 7.2.8, 7.2.4.1).
 GREASE = [0x1F * n + 0x21 for n in range(4)]
 
-BAD_EVEN = {"big_headers", "dynamic_ref", "bad_huffman", "upper_name", "no_status", "status_abc"}
+BAD_EVEN = {
+    "big_headers",
+    "dynamic_ref",
+    "bad_huffman",
+    "upper_name",
+    "no_status",
+    "status_abc",
+    "data_after_trailers",
+    "headers_after_trailers",
+    "data_after_1xx",
+}
 VIOLATIONS = {
     "ctl_not_settings",
     "ctl_settings_twice",
@@ -134,6 +149,24 @@ CONTENT_LENGTH_2 = static_name(4, b"2")  # static 4: "content-length".
 BODY = b"ok"
 OK_HEAD = frame(HEADERS, PREFIX + STATUS_200 + CONTENT_LENGTH_2)
 OK = OK_HEAD + frame(DATA, BODY)
+# For the answers with trailers: a 200 head without content-length, an
+# informational 103 head (indexed static 24), a trailer section.
+HEAD_200 = frame(HEADERS, PREFIX + STATUS_200)
+HEAD_103 = frame(HEADERS, PREFIX + qint(24, 6, 0xC0))
+TRAILERS = frame(HEADERS, PREFIX + literal_name(b"x-trailer", b"1"))
+# A valid answer with all of them: 103, 200, DATA, trailers.
+INFORMATIONAL = HEAD_103 + HEAD_200 + frame(DATA, BODY) + TRAILERS
+
+
+def bad_answer(mode):
+    """A broken answer, by mode: the whole stream."""
+    if mode == "data_after_trailers":
+        return HEAD_200 + frame(DATA, BODY) + TRAILERS + frame(DATA, BODY)
+    if mode == "headers_after_trailers":
+        return HEAD_200 + frame(DATA, BODY) + TRAILERS + TRAILERS
+    if mode == "data_after_1xx":
+        return HEAD_103 + frame(DATA, BODY) + OK
+    return bad_head(mode) + frame(DATA, BODY)
 
 
 def bad_head(mode):
@@ -227,7 +260,9 @@ class Server(QuicConnectionProtocol):
         loop = asyncio.get_running_loop()
         q = self._quic
         if mode in BAD_EVEN and n % 2 == 0:
-            q.send_stream_data(sid, bad_head(mode) + frame(DATA, BODY), end_stream=True)
+            q.send_stream_data(sid, bad_answer(mode), end_stream=True)
+        elif mode == "informational":
+            q.send_stream_data(sid, INFORMATIONAL, end_stream=True)
         elif mode == "unknown":
             out = frame(GREASE[0], b"r" * 5) + OK_HEAD + frame(GREASE[2], b"")
             out += frame(DATA, BODY) + frame(GREASE[3], b"zz")

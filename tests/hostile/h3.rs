@@ -169,7 +169,9 @@ fn h3_idle_timeout_ends_requests_as_timeouts() {
     bounded(&r, "h3 idle", Duration::from_millis(4500));
 }
 
-/// Broken response heads, every other request: each broken one is
+/// Broken response heads, and frames out of a response's order (DATA or
+/// HEADERS after the trailers, DATA after an informational head), every
+/// other request: each broken one is
 /// `bad_framing` with the cause `http3_protocol`, its stream reset, and
 /// the others are answered on the same connection (for a dynamic-table
 /// reference, a QPACK connection error in RFC 9204, on new connections
@@ -186,6 +188,9 @@ fn h3_broken_heads_are_http3_protocol_and_the_rest_ok() {
         "upper_name",
         "no_status",
         "status_abc",
+        "data_after_trailers",
+        "headers_after_trailers",
+        "data_after_1xx",
     ] {
         let r = run(mode, SHORT);
         r.run.expect(mode, N, N / 2, &[("bad_framing", N / 2)]);
@@ -235,6 +240,18 @@ fn h3_control_stream_violations_close_with_their_code() {
         );
         bounded(&r, mode, Duration::from_secs(6));
     }
+}
+
+/// An informational (103) head, the final head, DATA and trailers: a
+/// valid answer, every request `ok`.
+#[test]
+fn h3_informational_head_and_trailers_are_ok() {
+    if !aioquic() {
+        return;
+    }
+    let r = run("informational", SHORT);
+    r.run.expect("h3 103 and trailers", N, N, &[]);
+    r.run.expect_connections("h3 103 and trailers", 1);
 }
 
 /// Reserved and unknown frame types in every response and on the control
