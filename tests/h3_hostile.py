@@ -36,6 +36,10 @@ the whole server. MODE:
   ctl_closed      ... the control stream's FIN;
   ctl_second      ... a second control stream;
   push_stream     ... a push stream (the client sent no MAX_PUSH_ID);
+  qpack_capacity  ... a QPACK encoder stream setting the dynamic table
+                  capacity to 4096 (the client advertised 0);
+  retry           every answer ok, behind a Retry packet (address
+                  validation) on every connection;
   unknown         reserved setting, frame types on the control stream and
                   in every response, reserved and unknown stream types
                   opened by the server; every answer otherwise ok;
@@ -96,7 +100,10 @@ VIOLATIONS = {
     "ctl_closed",
     "ctl_second",
     "push_stream",
+    "qpack_capacity",
 }
+# QPACK's unidirectional stream types (RFC 9204 section 4.2).
+QPACK_ENCODER = 0x02
 
 
 def varint(v):
@@ -310,6 +317,9 @@ class Server(QuicConnectionProtocol):
             self.open_uni(bytes([CONTROL]) + frame(SETTINGS))
         elif mode == "push_stream":
             self.open_uni(bytes([PUSH]) + varint(0) + OK)
+        elif mode == "qpack_capacity":
+            # Set Dynamic Table Capacity (001, 5-bit prefix) 4096.
+            self.open_uni(bytes([QPACK_ENCODER]) + qint(4096, 5, 0x20))
         self.transmit()
 
     def endless(self, sid, i):
@@ -350,7 +360,9 @@ async def main():
     if mode == "idle":
         config.idle_timeout = 0.3
     config.load_cert_chain(cert, key)
-    server = await serve("127.0.0.1", 0, configuration=config, create_protocol=Server)
+    server = await serve(
+        "127.0.0.1", 0, configuration=config, create_protocol=Server, retry=mode == "retry"
+    )
     port = server._transport.get_extra_info("sockname")[1]
     print(port, flush=True)
     loop = asyncio.get_running_loop()

@@ -223,6 +223,7 @@ fn h3_control_stream_violations_close_with_their_code() {
         ("ctl_closed", 0x104),       // H3_CLOSED_CRITICAL_STREAM
         ("ctl_second", 0x103),       // H3_STREAM_CREATION_ERROR
         ("push_stream", 0x108),      // H3_ID_ERROR (no MAX_PUSH_ID sent)
+        ("qpack_capacity", 0x201),   // QPACK_ENCODER_STREAM_ERROR
     ] {
         let r = run(mode, SLOW);
         let ctx = r.run.ctx(mode);
@@ -240,6 +241,18 @@ fn h3_control_stream_violations_close_with_their_code() {
         );
         bounded(&r, mode, Duration::from_secs(6));
     }
+}
+
+/// A server that validates every client's address with a Retry packet
+/// first: the handshake follows it, every request `ok` on one connection.
+#[test]
+fn h3_retry_is_followed() {
+    if !aioquic() {
+        return;
+    }
+    let r = run("retry", SHORT);
+    r.run.expect("h3 retry", N, N, &[]);
+    r.run.expect_connections("h3 retry", 1);
 }
 
 /// An informational (103) head, the final head, DATA and trailers: a
