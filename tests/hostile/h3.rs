@@ -231,13 +231,14 @@ fn h3_control_stream_violations_close_with_their_code() {
         // Each request on a connection of its own (a dead connection is
         // replaced at once, so some may carry none).
         assert_eq!(r.run.seen.used, 5, "connections used; {ctx}");
-        // The last connection may end with the run (H3_NO_ERROR) before
-        // its violation arrives.
+        // The connection of the last request may end with the run
+        // (H3_NO_ERROR) before its violation arrives.
         let closes = r.closes();
-        assert_eq!(closes[..4], [Some(code); 4], "close codes; {ctx}");
+        let coded = closes.iter().filter(|&&c| c == Some(code)).count();
+        let graceful = closes.iter().filter(|&&c| c == Some(NO_ERROR)).count();
         assert!(
-            [Some(code), Some(NO_ERROR)].contains(&closes[4]),
-            "the last close code; {ctx}"
+            coded >= 4 && coded + graceful == 5,
+            "close codes {closes:x?}; {ctx}"
         );
         bounded(&r, mode, Duration::from_secs(6));
     }
