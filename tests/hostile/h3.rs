@@ -217,13 +217,13 @@ fn h3_control_stream_violations_close_with_their_code() {
         return;
     }
     for (mode, code) in [
-        ("ctl_not_settings", 0x10a), // H3_MISSING_SETTINGS
+        ("ctl_not_settings", 0x10a),   // H3_MISSING_SETTINGS
         ("ctl_settings_twice", 0x105), // H3_FRAME_UNEXPECTED
-        ("ctl_data", 0x105),         // H3_FRAME_UNEXPECTED
-        ("ctl_closed", 0x104),       // H3_CLOSED_CRITICAL_STREAM
-        ("ctl_second", 0x103),       // H3_STREAM_CREATION_ERROR
-        ("push_stream", 0x108),      // H3_ID_ERROR (no MAX_PUSH_ID sent)
-        ("qpack_capacity", 0x201),   // QPACK_ENCODER_STREAM_ERROR
+        ("ctl_data", 0x105),           // H3_FRAME_UNEXPECTED
+        ("ctl_closed", 0x104),         // H3_CLOSED_CRITICAL_STREAM
+        ("ctl_second", 0x103),         // H3_STREAM_CREATION_ERROR
+        ("push_stream", 0x108),        // H3_ID_ERROR (no MAX_PUSH_ID sent)
+        ("qpack_capacity", 0x201),     // QPACK_ENCODER_STREAM_ERROR
     ] {
         let r = run(mode, SLOW);
         let ctx = r.run.ctx(mode);
@@ -349,7 +349,12 @@ fn h3_stream_flood_is_bounded_and_harmless() {
         c.granted > 100 && c.granted <= 100 + 3000,
         "MAX_STREAMS: {c:?}"
     );
-    assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 uni flood"));
+    assert_eq!(
+        r.closes(),
+        [Some(NO_ERROR)],
+        "{}",
+        r.run.ctx("h3 uni flood")
+    );
     bounded(&r, "h3 uni flood", Duration::from_secs(5));
 }
 

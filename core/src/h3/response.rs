@@ -99,16 +99,28 @@ mod tests {
         assert_eq!(r, Response::Head);
         assert_eq!(r.headers(&ok), Ok(Some(200)));
         assert_eq!(r.data(), Ok(()));
-        assert_eq!(r.headers(&ok), Err(H3Error::Message), "trailers with :status");
+        assert_eq!(
+            r.headers(&ok),
+            Err(H3Error::Message),
+            "trailers with :status"
+        );
         assert_eq!(r.headers(&bare), Ok(None));
         let unexpected = |ty| H3Error::Unexpected { ty };
         assert_eq!(r.headers(&bare), Err(unexpected(kind::HEADERS)));
         assert_eq!(r.data(), Err(unexpected(kind::DATA)));
 
         let mut r = Response::default();
-        assert_eq!(r.headers(&bare), Err(H3Error::Message), "a head without :status");
+        assert_eq!(
+            r.headers(&bare),
+            Err(H3Error::Message),
+            "a head without :status"
+        );
         let mut r = Response::default();
         assert_eq!(r.headers(&early), Ok(Some(103)));
-        assert_eq!(r.data(), Err(unexpected(kind::DATA)), "DATA after a 1xx head");
+        assert_eq!(
+            r.data(),
+            Err(unexpected(kind::DATA)),
+            "DATA after a 1xx head"
+        );
     }
 }
