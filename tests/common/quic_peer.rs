@@ -63,7 +63,7 @@ impl Drop for QuicCert {
 }
 
 /// `python3 tests/SCRIPT CERT KEY ARGS...`, running: it prints its UDP
-/// port first. Killed on drop; [`PyQuicServer::stop`] closes its stdin
+/// port first. Killed on drop; [`PyQuicServer::events`] closes its stdin
 /// (the scripts' signal to print what they saw and exit) and returns what
 /// it printed after the port.
 pub struct PyQuicServer {
@@ -107,13 +107,14 @@ impl PyQuicServer {
         format!("https://127.0.0.1:{}/", self.port)
     }
 
-    /// Closes the server's stdin and reads what it prints until it exits.
-    pub fn stop(mut self) -> String {
+    /// Stops the server (its stdin closed) and returns the lines it
+    /// printed after its port, in order, until it exited.
+    pub fn events(&mut self) -> Vec<String> {
         drop(self.child.stdin.take());
         let mut rest = String::new();
         let _ = self.stdout.read_to_string(&mut rest);
         let _ = self.child.wait();
-        rest
+        rest.lines().map(str::to_string).collect()
     }
 }
 

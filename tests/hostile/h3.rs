@@ -59,7 +59,7 @@ impl H3Run {
 /// `mode`, then stops the server and reads its connections.
 fn run(mode: &str, args: &[&str]) -> H3Run {
     let cert = QuicCert::new(&format!("hostile-{mode}"));
-    let server = PyQuicServer::start("h3_hostile.py", &cert, &[mode, "60"]);
+    let mut server = PyQuicServer::start("h3_hostile.py", &cert, &[mode, "60"]);
     let mut all = vec!["--http3", "--cacert", cert.cacert(), "--warm-up", "off"];
     all.extend_from_slice(args);
     let t = Instant::now();
@@ -68,8 +68,11 @@ fn run(mode: &str, args: &[&str]) -> H3Run {
     // Every run ends, whatever the server does: a generous bound for a
     // loaded machine (the scenarios' own bounds are tighter).
     assert!(elapsed < Duration::from_secs(15), "{mode}: ran {elapsed:?}");
-    let said = server.stop();
-    let conns: Vec<Conn> = said.lines().filter_map(conn_line).collect();
+    let conns: Vec<Conn> = server
+        .events()
+        .iter()
+        .filter_map(|l| conn_line(l))
+        .collect();
     let seen = Seen {
         accepted: conns.iter().filter(|c| c.handshaken).count() as u64,
         used: conns.iter().filter(|c| c.requests > 0).count() as u64,
