@@ -98,6 +98,9 @@ struct Link {
     protocol: Protocol,
     dead: bool,
     leaving: bool,
+    /// The server's MAX_STREAMS allows no new stream until QUIC says one
+    /// is available.
+    blocked: bool,
     cap: usize,
     counted: usize,
 }
@@ -105,7 +108,7 @@ struct Link {
 impl Link {
     /// Streams this connection may still open now.
     fn free(&self) -> usize {
-        if self.dead || self.leaving || self.quic.is_none() {
+        if self.dead || self.leaving || self.blocked || self.quic.is_none() {
             return 0;
         }
         self.cap.saturating_sub(self.flights.len())

@@ -56,6 +56,7 @@ pub(super) fn read_loop(
             flights,
             decoder,
             spare,
+            blocked,
             ..
         } = &mut *l;
         let Some(q) = quic.as_mut() else { return };
@@ -78,6 +79,7 @@ pub(super) fn read_loop(
                         let _ = push(&mut q.conn, id, f);
                     }
                 }
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => *blocked = false,
                 Event::Stream(StreamEvent::Opened { dir }) => {
                     while let Some(id) = q.conn.streams().accept(dir) {
                         read_stream(q, id, flights, decoder, now, &mut ended);
