@@ -38,6 +38,9 @@ the whole server. MODE:
   push_stream     ... a push stream (the client sent no MAX_PUSH_ID);
   qpack_capacity  ... a QPACK encoder stream setting the dynamic table
                   capacity to 4096 (the client advertised 0);
+  one_stream      one request stream at a time (initial_max_streams_bidi
+                  1, raised by one as each ends), each answered ok after
+                  150 ms;
   retry           every answer ok, behind a Retry packet (address
                   validation) on every connection;
   unknown         reserved setting, frame types on the control stream and
@@ -211,6 +214,11 @@ class Server(QuicConnectionProtocol):
         self.control = None
         self.uni = 0
         self.addr = None
+        if Server.mode == "one_stream":
+            # aioquic has no setting for it: its limit, before the
+            # handshake sends it in the transport parameters.
+            self._quic._local_max_streams_bidi.value = 1
+            self._quic._local_max_streams_bidi.sent = 1
         Server.all.append(self)
 
     # The idle mode's silence: nothing read or sent once the handshake is done.
@@ -278,6 +286,9 @@ class Server(QuicConnectionProtocol):
             q.send_stream_data(sid, frame(HEADERS, PREFIX + STATUS_200))
             self.endless(sid, 0)
             return
+        elif mode == "one_stream":
+            loop.call_later(0.150, self.answer, sid)
+            return
         elif mode == "trickle":
             self.trickle(sid, OK, 0)
             return
@@ -343,6 +354,10 @@ class Server(QuicConnectionProtocol):
         self.transmit()
         if not last:
             asyncio.get_running_loop().call_later(0.010, self.trickle, sid, data, at + 1)
+
+    def answer(self, sid):
+        self._quic.send_stream_data(sid, OK, end_stream=True)
+        self.transmit()
 
     def reset(self, sid):
         try:

@@ -247,6 +247,42 @@ fn h3_control_stream_violations_close_with_their_code() {
     }
 }
 
+/// A server that allows one request stream at a time (MAX_STREAMS 1,
+/// raised by one as each ends) and answers each after 150 ms, with one
+/// connection at most: every request answered, waiting at the client for
+/// a stream (send lag) without spinning meanwhile.
+#[test]
+fn h3_one_stream_at_a_time_waits_without_spinning() {
+    if !aioquic() {
+        return;
+    }
+    const PACED: &[&str] = &[
+        "--rate",
+        "20",
+        "--duration",
+        "500ms",
+        "--connections",
+        "1",
+        "--max-connections",
+        "1",
+        "--timeout",
+        "3s",
+    ];
+    let r = run("one_stream", PACED);
+    let ctx = r.run.ctx("h3 one stream");
+    r.run.expect("h3 one stream", N, N, &[]);
+    r.run.expect_connections("h3 one stream", 1);
+    // 150 ms each, one after another: the last, due at 450 ms, cannot be
+    // sent before 1 350 ms.
+    let lag = &r.run.report.metrics.send_lag;
+    assert!(lag.max >= 500.0, "send lag {lag:?}; {ctx}");
+    // Waiting on a condition, not a loop: the engine's CPU over the ~1.8 s
+    // run stays far below a core (a dispatcher spinning on the refused
+    // stream took 1.6 s of it).
+    let cpu = r.run.generator().cpu_s;
+    assert!(cpu < 0.6, "engine CPU {cpu} s; {ctx}");
+}
+
 /// A server that validates every client's address with a Retry packet
 /// first: the handshake follows it, every request `ok` on one connection.
 #[test]
