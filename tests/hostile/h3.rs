@@ -2,11 +2,13 @@
 //! goes silent behind a short idle timeout, breaks a response head in each
 //! way a client must refuse (a section above the advertised size, a
 //! dynamic-table reference, a bad Huffman string, an uppercase name, no or
-//! a non-numeric `:status`), breaks its control stream, sends what must be
-//! ignored (reserved frame, setting and stream types), never ends a body,
-//! trickles a response a byte per datagram, resets a stream after its
-//! head, opens thousands of streams, or sprays garbage datagrams. Each run
-//! is short and bounded, with exact counts and kinds.
+//! a non-numeric `:status`) or sends a response's frames out of order,
+//! breaks its control or QPACK streams, sends what must be ignored
+//! (reserved frame, setting and stream types) or what is valid but rare
+//! (a 103 head and trailers, a Retry), never ends a body, trickles a
+//! response a byte per datagram, resets a stream after its head, allows
+//! one stream at a time, opens thousands of streams, or sprays garbage
+//! datagrams. Each run is short and bounded, with exact counts and kinds.
 //!
 //! The server is tests/h3_hostile.py, on aioquic's QUIC layer only: its
 //! HTTP/3 frames and QPACK bytes are written there by hand from RFC 9114
@@ -213,7 +215,7 @@ fn h3_broken_heads_are_http3_protocol_and_the_rest_ok() {
 #[ignore = "needs h3conn"]
 // Today the client drains the server's control stream unread: the
 // violations pass unseen and one connection carries every request. The
-// branch h3conn acts on the control stream: merged with it (at 6137700)
+// branch h3conn acts on the control stream: merged with it (at 4b781c6)
 // this test passes; drop the ignore then.
 fn h3_control_stream_violations_close_with_their_code() {
     if !aioquic() {
