@@ -41,6 +41,7 @@ use metronome_core::exchange::{Finish, GAP_CAP};
 use metronome_core::h2::StreamExchange;
 use metronome_core::h3::frame::{encode_control_stream_start, encode_data_header, encode_header};
 use metronome_core::h3::qpack::Decoder;
+use metronome_core::h3::response::Response;
 use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, Role};
 use metronome_core::measure::{ErrorKind, FramingCause, ThreadStats, Unsent};
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS};
@@ -80,6 +81,8 @@ struct Flight {
     out: Vec<u8>,
     at: usize,
     reader: FrameReader<SECTION>,
+    /// Where the response is in its frames' order.
+    response: Response,
     ex: StreamExchange,
     gaps: Vec<u64>,
 }
@@ -95,6 +98,9 @@ struct Link {
     protocol: Protocol,
     dead: bool,
     leaving: bool,
+    /// The server's MAX_STREAMS allows no new stream until QUIC says one
+    /// is available.
+    blocked: bool,
     cap: usize,
     counted: usize,
 }
@@ -102,7 +108,7 @@ struct Link {
 impl Link {
     /// Streams this connection may still open now.
     fn free(&self) -> usize {
-        if self.dead || self.leaving || self.quic.is_none() {
+        if self.dead || self.leaving || self.blocked || self.quic.is_none() {
             return 0;
         }
         self.cap.saturating_sub(self.flights.len())
@@ -134,6 +140,7 @@ impl Link {
                 out: Vec::new(),
                 at: 0,
                 reader: FrameReader::new(Role::Request),
+                response: Response::default(),
                 ex: StreamExchange::for_protocol(self.protocol),
                 gaps: vec![0; if sse { GAP_CAP } else { 0 }],
             })
@@ -143,6 +150,7 @@ impl Link {
         f.out.clear();
         f.at = 0;
         f.reader = FrameReader::new(Role::Request);
+        f.response = Response::default();
         f.ex.begin(job.intended_ns, sent_ns);
         f
     }

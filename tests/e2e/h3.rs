@@ -7,112 +7,19 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
+use common::quic_peer::{aioquic, PyQuicServer, QuicCert as Cert};
 use common::{metronome, run_url_json, run_url_json_checked};
 
-/// aioquic imports; else a visible skip (a failure under CI). Shared with
-/// `serve_h3`.
-pub(crate) fn aioquic() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import aioquic"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must install aioquic (pip install aioquic==1.7.2)"
-        );
-        eprintln!("SKIP: aioquic is not installed (pip install aioquic==1.7.2)");
+/// tests/h3_server.py in `mode` (its name, and N for `close`), running
+/// (killed on drop; it exits by itself when its stdin closes or after
+/// 120 s).
+fn h3_server(cert: &Cert, mode: &[&str]) -> PyQuicServer {
+    let mut args = mode.to_vec();
+    if mode.len() == 1 {
+        args.push("0");
     }
-    ok
-}
-
-/// A self-signed certificate for 127.0.0.1 and its key, as PEM files;
-/// removed on drop.
-struct Cert {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-impl Cert {
-    fn new(tag: &str) -> Cert {
-        let ck = rcgen::generate_simple_self_signed(vec![
-            "localhost".to_string(),
-            "127.0.0.1".to_string(),
-        ])
-        .expect("a self-signed certificate");
-        let base = std::env::temp_dir().join(format!("metronome-h3-{}-{tag}", std::process::id()));
-        let cert = base.with_extension("cert.pem");
-        let key = base.with_extension("key.pem");
-        std::fs::write(&cert, ck.cert.pem()).expect("write the certificate");
-        std::fs::write(&key, ck.signing_key.serialize_pem()).expect("write the key");
-        Cert { cert, key }
-    }
-
-    fn cacert(&self) -> &str {
-        self.cert.to_str().expect("a UTF-8 temporary path")
-    }
-}
-
-impl Drop for Cert {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.cert);
-        let _ = std::fs::remove_file(&self.key);
-    }
-}
-
-/// tests/h3_server.py in `mode`, running: killed on drop (and it exits by
-/// itself when its stdin closes or after 120 s).
-struct H3Server {
-    child: Child,
-    port: u16,
-}
-
-impl H3Server {
-    fn start(cert: &Cert, mode: &[&str]) -> H3Server {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h3_server.py");
-        let mut args = vec![
-            script,
-            cert.cert.to_str().unwrap(),
-            cert.key.to_str().unwrap(),
-        ];
-        args.extend_from_slice(mode);
-        if mode.len() == 1 {
-            args.push("0");
-        }
-        args.push("120");
-        let mut child = Command::new("python3")
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("run python3");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("the server prints its port");
-        let port = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the server printed '{line}', not a port"));
-        H3Server { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for H3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    args.push("120");
+    PyQuicServer::start("h3_server.py", cert, &args)
 }
 
 /// 1 000 requests at 500 req/s over HTTP/3, the certificate trusted with
@@ -124,7 +31,7 @@ fn h3_every_request_ok() {
         return;
     }
     let cert = Cert::new("ok");
-    let srv = H3Server::start(&cert, &["ok"]);
+    let srv = h3_server(&cert, &["ok"]);
     let r = run_url_json(
         &srv.url(),
         "std",
@@ -163,7 +70,7 @@ fn h3_stream_reset_is_reset() {
         return;
     }
     let cert = Cert::new("reset");
-    let srv = H3Server::start(&cert, &["reset"]);
+    let srv = h3_server(&cert, &["reset"]);
     let r = run_url_json_checked(
         &srv.url(),
         "std",
@@ -194,7 +101,7 @@ fn h3_malformed_response_is_http3_protocol() {
         return;
     }
     let cert = Cert::new("malformed");
-    let srv = H3Server::start(&cert, &["malformed"]);
+    let srv = h3_server(&cert, &["malformed"]);
     let r = run_url_json_checked(
         &srv.url(),
         "std",
@@ -236,7 +143,7 @@ fn h3_silent_server_times_out() {
         return;
     }
     let cert = Cert::new("silent");
-    let srv = H3Server::start(&cert, &["silent"]);
+    let srv = h3_server(&cert, &["silent"]);
     let r = run_url_json_checked(
         &srv.url(),
         "std",
@@ -270,7 +177,7 @@ fn h3_connection_close_counts() {
         return;
     }
     let cert = Cert::new("close");
-    let srv = H3Server::start(&cert, &["close", "50"]);
+    let srv = h3_server(&cert, &["close", "50"]);
     let r = run_url_json_checked(
         &srv.url(),
         "std",
@@ -317,7 +224,7 @@ fn h3_openai_sse_ttft_itl() {
         return;
     }
     let cert = Cert::new("sse");
-    let srv = H3Server::start(&cert, &["sse"]);
+    let srv = h3_server(&cert, &["sse"]);
     let r = run_url_json(
         &srv.url(),
         "std",
@@ -365,7 +272,7 @@ fn h3_untrusted_certificate_exits_1_with_one_line() {
         return;
     }
     let cert = Cert::new("untrusted");
-    let srv = H3Server::start(&cert, &["ok"]);
+    let srv = h3_server(&cert, &["ok"]);
     let url = srv.url();
     let base = [
         "run",

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use metronome::report::Report;
 
 use crate::common::{metronome, run_url_json};
-use crate::h3::aioquic;
+use crate::common::quic_peer::aioquic;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

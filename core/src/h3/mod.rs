@@ -14,6 +14,8 @@
 //!   response decoder, and the reader of the server's encoder stream.
 //! - [`head`]: the server's decoding of a request's field section and
 //!   trailers, with RFC 9114's rules for requests (section 4.3.1).
+//! - [`response`]: the order of a response stream's frames (heads with
+//!   `:status`, DATA, trailers without).
 //! - [`error`]: [`ErrorCode`] (the `H3_*` and `QPACK_*` codes) and
 //!   [`H3Error`].
 //!
@@ -26,6 +28,7 @@ pub mod frame;
 pub mod head;
 pub mod qpack;
 pub mod request;
+pub mod response;
 pub mod varint;
 
 pub use error::{ErrorCode, H3Error};

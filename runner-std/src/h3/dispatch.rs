@@ -32,6 +32,7 @@ pub(crate) fn worker(
         decoder: Box::new(Decoder::new()),
         protocol: plan.protocol,
         dead: true,
+        blocked: false,
         leaving: false,
         cap,
         counted: 0,
@@ -95,6 +96,7 @@ pub(crate) fn worker(
                     let mut l = lock(&link);
                     l.quic = Some(o.quic);
                     l.dead = false;
+                    l.blocked = false;
                     l.sync_idle(shared);
                 }
                 if !linked {
@@ -187,6 +189,10 @@ fn start_stream(
         _ => None,
     };
     let Some(id) = id else {
+        // The server's stream limit: no slot until QUIC says a stream is
+        // available (the reader clears it), so no spinning meanwhile.
+        l.blocked = l.quic.is_some();
+        l.sync_idle(shared);
         drop(l);
         lock(&shared.queue).jobs.push_front(job);
         shared.ready.notify_one();

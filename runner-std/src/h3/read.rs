@@ -56,6 +56,7 @@ pub(super) fn read_loop(
             flights,
             decoder,
             spare,
+            blocked,
             ..
         } = &mut *l;
         let Some(q) = quic.as_mut() else { return };
@@ -78,6 +79,7 @@ pub(super) fn read_loop(
                         let _ = push(&mut q.conn, id, f);
                     }
                 }
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => *blocked = false,
                 Event::Stream(StreamEvent::Opened { dir }) => {
                     while let Some(id) = q.conn.streams().accept(dir) {
                         read_stream(q, id, flights, decoder, now, &mut ended);
@@ -254,7 +256,11 @@ fn feed(
     now: u64,
 ) -> Result<(), H3Error> {
     let Flight {
-        reader, ex, gaps, ..
+        reader,
+        response,
+        ex,
+        gaps,
+        ..
     } = f;
     while !input.is_empty() {
         let (n, frame) = reader.read(input)?;
@@ -271,8 +277,8 @@ fn feed(
                             .and_then(|v| v.parse().ok());
                     }
                 })?;
-                match section.status {
-                    Some(status) if status >= 200 && !ex.has_head() => {
+                match response.headers(&section)? {
+                    Some(status) if status >= 200 => {
                         ex.on_head(now, status, event_stream);
                         ex.on_grpc_status(grpc);
                     }
@@ -280,7 +286,10 @@ fn feed(
                     None => ex.on_grpc_status(grpc),
                 }
             }
-            Some(Frame::Data(d)) => ex.on_data(now, d, gaps),
+            Some(Frame::Data(d)) => {
+                response.data()?;
+                ex.on_data(now, d, gaps);
+            }
             _ => {}
         }
         input = &input[n..];
