@@ -592,3 +592,48 @@ fn h3_control_stream_violation_closes_with_its_code() {
         r.generator.warnings
     );
 }
+
+/// The server's SETTINGS_MAX_FIELD_SECTION_SIZE is 100 bytes, below the
+/// requests' sections (four pseudo-headers alone count 4 x 32 and their
+/// names and values): no request is sent once the SETTINGS are in (a
+/// request sent before them may be answered); the ones not sent are
+/// `unsent` (reason `connect`: this server cannot take them) and the
+/// warning names the limit.
+#[test]
+fn h3_server_section_limit_is_kept() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("section");
+    let srv = H3Server::start(&cert, &["settings", "100"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.scheduled, 100);
+    assert_eq!(r.requests.ok + r.requests.unsent, 100, "{:?}", r.errors);
+    assert_eq!(r.requests.sent, r.requests.ok, "{:?}", r.errors);
+    // The connection was opened before the clock: its SETTINGS came first.
+    assert!(r.requests.unsent >= 90, "{:?}", r.requests);
+    assert_eq!(
+        r.errors.unsent_by_reason.get("connect").copied(),
+        Some(r.requests.unsent)
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        json.contains("SETTINGS_MAX_FIELD_SECTION_SIZE (100 bytes)"),
+        "{:?}",
+        r.generator.warnings
+    );
+}
