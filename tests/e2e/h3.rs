@@ -170,6 +170,12 @@ fn h3_every_request_ok() {
     let opened = r.generator.connections_opened;
     assert!(opened >= 2, "{opened} connections opened");
     assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
+    // The server's stream limit is QUIC's: aioquic 1.7.2 allows 128.
+    let h = r.connections.h2.expect("stream counts");
+    assert_eq!(
+        (h.client_max_streams, h.server_max_streams),
+        (100, Some(128))
+    );
     // Latency is charged from the intended time: never below the service time.
     assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
 }
