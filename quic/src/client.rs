@@ -353,7 +353,7 @@ impl<J: FlightJob> H3Client<J> {
     /// only a small limit costs a decoding per request.
     fn too_large(&mut self, block: &[u8], limit: u64) -> bool {
         let bound = block.len().saturating_mul(EXPANSION);
-        if u64::try_from(bound).map_or(false, |b| b <= limit) {
+        if u64::try_from(bound).is_ok_and(|b| b <= limit) {
             return false;
         }
         match self.decoder.section_size(block) {
