@@ -622,6 +622,7 @@ impl<J: FlightJob> H3Client<J> {
         };
         let mut news = News::default();
         let mut failed: Option<H3Error> = None;
+        let mut ended = false;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -639,6 +640,7 @@ impl<J: FlightJob> H3Client<J> {
                     if let Err(e) = self.peer.end(s) {
                         failed.get_or_insert(e);
                     }
+                    ended = true;
                     break;
                 }
                 Err(ReadError::Blocked) => break,
@@ -652,6 +654,10 @@ impl<J: FlightJob> H3Client<J> {
                 e,
             );
             return;
+        }
+        if ended {
+            // A discarded (reserved, unknown) stream that ended.
+            self.uni.remove(&id);
         }
         if let Some(last) = news.goaway {
             self.on_goaway(last);
