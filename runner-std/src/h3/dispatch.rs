@@ -131,6 +131,12 @@ pub(crate) fn worker(
         }
     });
     stats.cpu_ns = thread_cpu_ns();
+    let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(h3) = l.h3 {
+        shared
+            .dropped_gaps
+            .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+    }
     lock(all_stats).push(stats);
     let _ = tx.send(Fact::H2Streams(streams));
 }
