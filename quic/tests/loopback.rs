@@ -590,3 +590,30 @@ fn the_control_stream_ending_is_closed_critical_stream() {
         other => panic!("the server saw {other:?}"),
     }
 }
+
+#[test]
+fn request_rejected_is_retried_once_other_resets_fail() {
+    let mut p = Pair::new(100, 16_384);
+    // Streams 0, 4, 8: job 1 first try, job 2 already retried, job 3 first.
+    p.start(&[1], false);
+    p.start(&[2], true);
+    p.start(&[3], false);
+    let ids = p.server.requests.clone();
+    let (_, conn) = p.server.conn.as_mut().unwrap();
+    let rejected = VarInt::from_u32(0x10b);
+    conn.send_stream(ids[0]).reset(rejected).unwrap();
+    conn.send_stream(ids[1]).reset(rejected).unwrap();
+    conn.send_stream(ids[2])
+        .reset(VarInt::from_u32(0x10c))
+        .unwrap();
+    p.pump();
+    assert_eq!(
+        p.ends(),
+        vec![
+            (1, Ends::Retry),
+            (2, Ends::Failed(Finish::Error(ErrorKind::Reset))),
+            (3, Ends::Failed(Finish::Error(ErrorKind::Reset)))
+        ]
+    );
+    assert_eq!(p.client.state(), State::Live);
+}
