@@ -735,12 +735,12 @@ fn initial_max_streams_bidi(conn: &Connection) -> Option<u64> {
     while !rest.is_empty() {
         let (id, n) = varint::decode(rest)?;
         let (len, m) = varint::decode(&rest[n..])?;
-        let len = usize::try_from(len).ok()?;
-        let value = rest.get(n + m..n + m + len)?;
+        let end = usize::try_from(len).ok()?.checked_add(n + m)?;
+        let value = rest.get(n + m..end)?;
         if id == INITIAL_MAX_STREAMS_BIDI {
             return varint::decode(value).map(|(v, _)| v);
         }
-        rest = &rest[n + m + len..];
+        rest = rest.get(end..)?;
     }
     Some(0)
 }
