@@ -22,6 +22,15 @@ fn h3_server(cert: &Cert, mode: &[&str]) -> PyQuicServer {
     PyQuicServer::start("h3_server.py", cert, &args)
 }
 
+/// Stops `srv` and returns the close codes it saw, one per connection
+/// ended ("0x105"), from its "closed 0xCODE" lines.
+fn closes(srv: &mut PyQuicServer) -> Vec<String> {
+    srv.events()
+        .iter()
+        .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
+        .collect()
+}
+
 /// 1 000 requests at 500 req/s over HTTP/3, the certificate trusted with
 /// --cacert: every one sent, answered 200 and counted once; the report
 /// says h3 and its handshakes agreed ALPN h3.
@@ -59,6 +68,12 @@ fn h3_every_request_ok() {
     let opened = r.generator.connections_opened;
     assert!(opened >= 2, "{opened} connections opened");
     assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
+    // The server's stream limit is QUIC's: aioquic 1.7.2 allows 128.
+    let h = r.connections.h2.expect("stream counts");
+    assert_eq!(
+        (h.client_max_streams, h.server_max_streams),
+        (100, Some(128))
+    );
     // Latency is charged from the intended time: never below the service time.
     assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
 }
@@ -340,4 +355,237 @@ fn h3_refusals() {
         );
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
     }
+}
+
+/// A server that sends GOAWAY when the 51st request of a connection
+/// arrives (its stream ID: that request and any later one unprocessed;
+/// once per server run, so a retried request is never refused again,
+/// which would fail it as `reset`): every request is still answered `ok`
+/// (the refused ones sent once more on a fresh connection, counted once in
+/// `sent`, and in `retried`), on at least 2 connections, each closed by the
+/// client with H3_NO_ERROR.
+#[test]
+fn h3_goaway_retries_on_a_fresh_connection() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("goaway");
+    let mut srv = h3_server(&cert, &["goaway", "50"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(
+        (r.requests.sent, r.requests.ok),
+        (200, 200),
+        "{:?}",
+        r.errors
+    );
+    let opened = r.generator.connections_opened;
+    assert!(
+        opened >= 2,
+        "{opened} connections for 200 requests, 50 each"
+    );
+    assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
+    let closes = closes(&mut srv);
+    assert!(
+        !closes.is_empty() && closes.iter().all(|c| c == "0x100"),
+        "every connection is closed with H3_NO_ERROR: {closes:?}"
+    );
+}
+
+/// The server's SETTINGS carry MAX_FIELD_SECTION_SIZE (large enough for
+/// the requests) and a reserved setting: every request is answered.
+#[test]
+fn h3_server_settings_are_read() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("settings");
+    let srv = h3_server(&cert, &["settings", "4096"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(
+        (r.requests.sent, r.requests.ok),
+        (100, 100),
+        "{:?}",
+        r.errors
+    );
+}
+
+/// A server that sends a second SETTINGS on its control stream when the
+/// 21st request of a connection arrives: the client closes each such
+/// connection with H3_FRAME_UNEXPECTED (0x105, seen by the server); the
+/// requests caught in it (at least the 21st) are bad framing
+/// (`http3_protocol`), the rest `ok`; the warning names the code.
+#[test]
+fn h3_control_stream_violation_closes_with_its_code() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("violate");
+    let mut srv = h3_server(&cert, &["violate", "20"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "50",
+            "--duration",
+            "2s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.sent, 100);
+    let bad = r.errors.by_kind.get("bad_framing").copied().unwrap_or(0);
+    assert_eq!(r.requests.ok + bad, 100, "{:?}", r.errors);
+    assert_eq!(
+        r.errors.bad_framing_by_cause.get("http3_protocol").copied(),
+        Some(bad)
+    );
+    let opened = r.generator.connections_opened;
+    assert!(
+        r.requests.ok <= 20 * opened,
+        "{} ok on {opened}",
+        r.requests.ok
+    );
+    assert!(opened >= 2, "{opened} connections for 100 requests");
+    let closes = closes(&mut srv);
+    let violated = closes.iter().filter(|c| *c == "0x105").count() as u64;
+    // Each violation ends at least its 21st request as bad framing.
+    assert!(
+        violated >= 1 && violated <= bad,
+        "{bad} bad framing, the server saw these closes: {closes:?}"
+    );
+    assert!(
+        closes.iter().all(|c| c == "0x105" || c == "0x100"),
+        "{closes:?}"
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        json.contains("H3_FRAME_UNEXPECTED (0x105)"),
+        "no code in the warnings: {:?}",
+        r.generator.warnings
+    );
+}
+
+/// The server's SETTINGS_MAX_FIELD_SECTION_SIZE is 100 bytes, below the
+/// requests' sections (four pseudo-headers alone count 4 x 32 and their
+/// names and values): no request is sent once the SETTINGS are in (a
+/// request sent before them may be answered); the ones not sent are
+/// `unsent` (reason `connect`: this server cannot take them) and the
+/// warning names the limit.
+#[test]
+fn h3_server_section_limit_is_kept() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("section");
+    let srv = h3_server(&cert, &["settings", "100"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.scheduled, 100);
+    assert_eq!(r.requests.ok + r.requests.unsent, 100, "{:?}", r.errors);
+    assert_eq!(r.requests.sent, r.requests.ok, "{:?}", r.errors);
+    // The connection was opened before the clock: its SETTINGS came first.
+    assert!(r.requests.unsent >= 90, "{:?}", r.requests);
+    assert_eq!(
+        r.errors.unsent_by_reason.get("connect").copied(),
+        Some(r.requests.unsent)
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        json.contains("SETTINGS_MAX_FIELD_SECTION_SIZE (100 bytes)"),
+        "{:?}",
+        r.generator.warnings
+    );
+}
+
+/// A server that sends GOAWAY at its first connection's 21st request and
+/// answers every request 1 s after it arrives, so a connection drains for
+/// up to 1 s after its GOAWAY: with one connection allowed, the next
+/// connection still opens at once, beside the draining one (the server
+/// sees a second "open" before the first connection's close), and every
+/// request is `ok`.
+#[test]
+fn h3_goaway_opens_the_next_connection_while_draining() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("goaway-slow");
+    let mut srv = h3_server(&cert, &["goaway-slow", "20"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+            "--max-connections",
+            "1",
+            "--timeout",
+            "10s",
+        ],
+    );
+    assert_eq!((r.requests.sent, r.requests.ok), (50, 50), "{:?}", r.errors);
+    assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
+    let events = srv.events();
+    let first_close = events.iter().position(|e| e.starts_with("closed"));
+    let second_open = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| *e == "open")
+        .nth(1)
+        .map(|(i, _)| i);
+    assert!(
+        matches!((second_open, first_close), (Some(o), Some(c)) if o < c),
+        "the second connection opened after the first closed: {events:?}"
+    );
 }

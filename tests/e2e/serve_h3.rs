@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 
 use metronome::report::Report;
 
-use crate::common::{metronome, run_url_json};
 use crate::common::quic_peer::aioquic;
+use crate::common::{metronome, run_url_json};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

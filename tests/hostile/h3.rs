@@ -212,7 +212,6 @@ fn h3_broken_heads_are_http3_protocol_and_the_rest_ok() {
 /// client closes the connection with the code RFC 9114 names, every
 /// request is still answered, each on a connection of its own.
 #[test]
-#[ignore = "needs h3conn"]
 // Today the client drains the server's control stream unread: the
 // violations pass unseen and one connection carries every request. The
 // branch h3conn acts on the control stream: merged with it (at 4b781c6)

@@ -1,7 +1,8 @@
 //! A connection's dispatcher: keeps its connection open (reopening it
-//! when it dies, with a fresh [`read`] thread each time),
+//! when it dies, with a fresh [`read`] thread each time; at once when the
+//! server sends GOAWAY, the old connection draining beside the new one),
 //! takes due requests from the pacer's queue while the connection has a
-//! free stream slot, and writes each on a new bidirectional stream.
+//! free stream slot, and starts each on a new bidirectional stream.
 
 use super::*;
 
@@ -17,38 +18,42 @@ pub(crate) fn worker(
     first: Option<Opening>,
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
-    let (Some(h2plan), Some(tls)) = (plan.http2, tls) else {
+    let Some(tls) = tls else {
         return;
     };
-    let cap = match h2plan.max_streams {
-        0 => SLOTS,
-        n => n as usize,
-    };
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
-    let link = Mutex::new(Link {
-        quic: None,
-        flights: HashMap::with_capacity(cap),
-        spare: Vec::with_capacity(cap),
-        decoder: Box::new(Decoder::new()),
-        protocol: plan.protocol,
-        dead: true,
-        blocked: false,
-        leaving: false,
-        cap,
-        counted: 0,
-    });
+    let new_link = || {
+        Mutex::new(Link {
+            h3: None,
+            sock: None,
+            tx: Vec::with_capacity(DATAGRAM),
+            written: 0,
+            dead: true,
+            leaving: false,
+            counted: 0,
+        })
+    };
+    // The connection in use, and one a GOAWAY retired, draining.
+    let links = [new_link(), new_link()];
+    let mut cur = 0;
     let changed = Condvar::new();
     let mut stats = ThreadStats::default();
     let mut streams = Box::new(metronome_core::engine::Setup::default());
     let grown = first.is_none();
     std::thread::scope(|s| {
-        let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        let mut readers: [Option<std::thread::ScopedJoinHandle<'_, ()>>; 2] = [None, None];
         let mut pending = first;
         let mut connected_once = false;
         let mut linked = false;
         loop {
-            if wait_for_slot(&link, &changed, shared) {
-                if let Some(r) = reader.take() {
+            if wait_for_slot(&links[cur], &changed, shared) {
+                // Going away: it drains with its reader; the next
+                // connection goes in the other link (once an older one
+                // drained there).
+                if !lock(&links[cur]).dead {
+                    cur = 1 - cur;
+                }
+                if let Some(r) = readers[cur].take() {
                     let _ = r.join();
                 }
                 let opening = match pending.take() {
@@ -61,7 +66,7 @@ pub(crate) fn worker(
                         if clock.now_ns() >= shared.hard_end_ns.load(Ordering::Relaxed) {
                             break;
                         }
-                        let r = open(plan.addr, connect_timeout, tls);
+                        let r = open(plan, connect_timeout, tls);
                         match &r {
                             Ok(o) => {
                                 let _ = tx.send(Fact::Opened(o.opened()));
@@ -89,28 +94,28 @@ pub(crate) fn worker(
                     shared.opened.fetch_add(1, Ordering::Relaxed);
                 }
                 connected_once = true;
-                let Ok(read_sock) = o.quic.sock.try_clone() else {
+                let Ok(read_sock) = o.sock.try_clone() else {
                     continue;
                 };
                 {
-                    let mut l = lock(&link);
-                    l.quic = Some(o.quic);
+                    let mut l = lock(&links[cur]);
+                    l.h3 = Some(o.h3);
+                    l.sock = Some(o.sock);
                     l.dead = false;
-                    l.blocked = false;
                     l.sync_idle(shared);
                 }
                 if !linked {
                     linked = true;
                     lock(&shared.queue).h2_linked += 1;
                 }
-                let (link, changed, tx) = (&link, &changed, tx.clone());
-                reader =
+                let (link, changed, tx) = (&links[cur], &changed, tx.clone());
+                readers[cur] =
                     Some(s.spawn(move || {
                         read_loop(plan, origin, shared, link, changed, tx, read_sock)
                     }));
                 continue;
             }
-            if lock(&link).free() == 0 {
+            if lock(&links[cur]).free() == 0 {
                 if shared.closing_and_empty() {
                     break;
                 }
@@ -118,33 +123,50 @@ pub(crate) fn worker(
             }
             let Some(job) = shared.take_job() else { break };
             let clock = origin.get_or_init(Clock::start);
-            if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
+            if let Some(sent_ns) =
+                start_stream(&links[cur], plan, clock, shared, &tx, job, &mut streams)
             {
-                stats.sent += 1;
-                let _ = tx.send(Fact::Sent {
-                    intended_ns: job.intended_ns,
-                    request: job.request,
-                    sent_ns,
-                    waited_since: job.waited_since,
-                });
+                // A retried job was counted sent the first time.
+                if !job.retried {
+                    stats.sent += 1;
+                    let _ = tx.send(Fact::Sent {
+                        intended_ns: job.intended_ns,
+                        request: job.request,
+                        sent_ns,
+                        waited_since: job.waited_since,
+                    });
+                }
             }
         }
-        leave(&link, &changed, shared);
-        if let Some(r) = reader.take() {
-            let _ = r.join();
+        for link in &links {
+            leave(link, &changed, shared);
+        }
+        for r in &mut readers {
+            if let Some(r) = r.take() {
+                let _ = r.join();
+            }
         }
     });
     stats.cpu_ns = thread_cpu_ns();
+    for link in links {
+        let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(h3) = l.h3 {
+            shared
+                .dropped_gaps
+                .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+        }
+    }
     lock(all_stats).push(stats);
     let _ = tx.send(Fact::H2Streams(streams));
 }
 
-/// Waits until the connection has a free stream slot, is dead (`true`:
-/// open a new one) or the queue closes.
+/// Waits until the connection has a free stream slot, is dead or going
+/// away after a GOAWAY (`true`: open a new one) or the queue closes.
 fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
     let mut l = lock(link);
     loop {
-        if l.dead {
+        let going = l.h3.as_ref().is_some_and(|h| h.state() == State::GoingAway);
+        if l.dead || (going && !l.leaving) {
             return true;
         }
         if l.free() > 0 || shared.closing_and_empty() {
@@ -184,38 +206,47 @@ fn start_stream(
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
         return None;
     }
-    let id = match (l.free() > 0, l.quic.as_mut()) {
-        (true, Some(q)) => q.conn.streams().open(Dir::Bi),
-        _ => None,
-    };
-    let Some(id) = id else {
-        // The server's stream limit: no slot until QUIC says a stream is
-        // available (the reader clears it), so no spinning meanwhile.
-        l.blocked = l.quic.is_some();
-        l.sync_idle(shared);
-        drop(l);
-        lock(&shared.queue).jobs.push_front(job);
-        shared.ready.notify_one();
-        return None;
-    };
     let sent_ns = clock.now_ns();
-    let mut f = l.flight(job, sent_ns);
-    let mut head = [0u8; 16];
-    let n = encode_header(HEADERS, request.block.len() as u64, &mut head).unwrap_or(0);
-    f.out.extend_from_slice(&head[..n]);
-    f.out.extend_from_slice(request.block);
-    if !request.body.is_empty() {
-        let n = encode_data_header(request.body.len() as u64, &mut head).unwrap_or(0);
-        f.out.extend_from_slice(&head[..n]);
-        f.out.extend_from_slice(request.body);
+    let req = Request {
+        block: request.block,
+        body: request.body,
+    };
+    let free = l.free();
+    let started = match l.h3.as_mut() {
+        Some(h3) if free > 0 => h3.start(job, req, sent_ns),
+        _ => Err(Refused::NoStream(job)),
+    };
+    match started {
+        Ok(()) => {}
+        Err(Refused::NoStream(job)) => {
+            drop(l);
+            lock(&shared.queue).jobs.push_front(job);
+            shared.ready.notify_one();
+            return None;
+        }
+        Err(Refused::TooLarge { job, limit }) => {
+            drop(l);
+            let _ = tx.send(Fact::Note(format!(
+                "HTTP/3: a request's field section is larger than the server's \
+                 SETTINGS_MAX_FIELD_SECTION_SIZE ({limit} bytes): not sent"
+            )));
+            let _ = tx.send(Fact::NotSent {
+                intended_ns: job.intended_ns,
+                request: job.request,
+                at_ns: sent_ns,
+                reason: Unsent::Connect,
+                retried: job.retried,
+            });
+            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
     }
-    let Link { quic, flights, .. } = &mut *l;
-    if let Some(q) = quic.as_mut() {
-        let _ = push(&mut q.conn, id, &mut f);
-        flights.insert(id, f);
-        let _ = q.flush(Instant::now());
-        // The server's stream limit is QUIC's MAX_STREAMS: not reported.
-        streams.h2_streams(flights.len(), None);
+    let _ = l.flush(Instant::now());
+    if let Some(h3) = l.h3.as_ref() {
+        let server = h3
+            .server_max_streams()
+            .map(|m| u32::try_from(m).unwrap_or(u32::MAX));
+        streams.h2_streams(h3.in_flight(), server);
     }
     l.count_written(shared, sent_ns);
     l.sync_idle(shared);
@@ -228,7 +259,7 @@ fn leave(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) {
     let mut l = lock(link);
     l.leaving = true;
     l.sync_idle(shared);
-    while !l.dead && !l.flights.is_empty() {
+    while !l.dead && l.h3.as_ref().is_some_and(|h3| h3.in_flight() > 0) {
         l = changed
             .wait_timeout(l, Duration::from_millis(20))
             .unwrap_or_else(|e| e.into_inner())
