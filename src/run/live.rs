@@ -240,6 +240,8 @@ pub(super) struct Live<'a> {
     failed: Option<String>,
     /// Rows made so far (streamed live or at the end).
     rows: usize,
+    /// Rows that came late: the watcher fell behind ([`LiveReader::late`]).
+    late: usize,
     schedule: usize,
     engine: Engine,
     maker: Option<RowMaker>,
@@ -351,6 +353,7 @@ impl<'a> Live<'a> {
             lines,
             failed: None,
             rows: 0,
+            late: 0,
             schedule: plan.interval_count(),
             engine,
             maker: None,
@@ -420,7 +423,8 @@ impl<'a> Live<'a> {
                     measured_s(p.origin_unix_ns.load(Ordering::Acquire), self.warmup_ns),
                 );
             }
-            if last || (reader.stalled() && self.dashboard.is_none()) {
+            if last {
+                self.late = reader.late();
                 return;
             }
             std::thread::sleep(POLL);
@@ -438,6 +442,14 @@ impl<'a> Live<'a> {
     /// (a line not written, a push not stored).
     pub(super) fn finish(&mut self, report: &Report, intervals: &Series) -> Vec<String> {
         let mut warnings = Vec::new();
+        if self.late > 0 {
+            warnings.push(format!(
+                "live intervals: the watcher fell behind; {} of {} intervals came late \
+                 (later than their grace, whole: every value up to their copy)",
+                self.late,
+                report.intervals.len()
+            ));
+        }
         for row in report.intervals.iter().skip(self.rows) {
             self.write(row);
         }

@@ -14,6 +14,16 @@
 //! ([`LiveReader::poll`]) takes interval `i` from every mailbox, merges
 //! them exactly and hands the merged [`Interval`] on, in order.
 //!
+//! A watcher that falls behind (a busy machine, a slow sink) delays the
+//! copies, never the engine, and loses nothing: an interval whose
+//! histograms the series compacted meanwhile (it keeps [`RING_MAX`] in
+//! full) is rebuilt from its compacted records
+//! ([`IntervalSink::compacted`]) into a histogram reserved with the
+//! mailbox, read from where the records of the intervals not yet copied
+//! begin, so each record is read about once. It is exact as of its copy
+//! (every value recorded in it until then, a late value included), and
+//! counted ([`LiveReader::late`]).
+//!
 //! An interval is closed [`LiveIntervals::grace_intervals`] intervals
 //! after its end (at least one second, at most what the live ring still
 //! holds in full): a value that lands in it later still (a request sent
@@ -31,29 +41,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::vec::Vec;
 
 use crate::histogram::{Histogram, SPARSE_MAX_LEN};
-use crate::measure::{Counts, Interval, IntervalSink};
+use crate::measure::{Counts, Interval, IntervalMetric, IntervalSink, RecordsAt};
 use crate::plan::Plan;
 
 use super::so_far::{so_far_slots, Recorded, SoFar, SoFarRoom};
 use super::RING_MAX;
 
-/// What a mailbox holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
-    /// Nothing the watcher has not taken.
-    Empty,
-    /// Interval `index`, to take.
-    Filled,
-    /// Interval `index` could not be copied (its histograms were compacted
-    /// already): the live stream stops there.
-    Lost,
-}
-
 /// One thread's mailbox: one interval at a time.
 #[derive(Debug)]
 struct Mailbox {
-    held: Held,
+    /// Interval `index` is in, for the watcher to take.
+    filled: bool,
     index: usize,
+    /// It was copied from the series' compacted records: the watcher fell
+    /// behind.
+    late: bool,
     counts: Counts,
     /// Bytes of each histogram's sparse form in `bytes`.
     lens: [usize; 3],
@@ -84,6 +86,12 @@ pub struct Published {
     mailbox: Option<Shared>,
     /// The next interval to copy into the mailbox.
     next: usize,
+    /// Where the series' compacted records of `next` and later begin, as
+    /// far as known (a copy of one not held in full reads from there).
+    records: RecordsAt,
+    /// A histogram to rebuild one of those from its records in (reserved
+    /// with the mailbox).
+    scratch: Option<Box<Histogram>>,
 }
 
 impl LiveIntervals {
@@ -134,8 +142,9 @@ impl LiveIntervals {
                 0
             };
             let mailbox = Arc::new(Mutex::new(Mailbox {
-                held: Held::Empty,
+                filled: false,
                 index: 0,
+                late: false,
                 counts: Counts::new(),
                 lens: [0; 3],
                 bytes: std::vec![0u8; 3 * SPARSE_MAX_LEN].into_boxed_slice(),
@@ -146,6 +155,7 @@ impl LiveIntervals {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(Arc::clone(&mailbox));
             p.mailbox = Some(mailbox);
+            p.scratch = Some(Box::new(Histogram::new()));
         }
         p
     }
@@ -194,7 +204,9 @@ impl Published {
     /// Copies the intervals of `plan`'s schedule closed by `now_ns` into
     /// the mailbox, as far as the watcher has taken the previous ones, each
     /// with the histograms `recorded` holds now when the mailbox has room
-    /// for them. Never blocks, never allocates.
+    /// for them. Never blocks, never allocates. An interval the series no
+    /// longer holds in full (the watcher fell behind) is rebuilt from its
+    /// compacted records, exactly: every value recorded in it so far.
     pub(super) fn copy_closed(
         &mut self,
         plan: &Plan<'_>,
@@ -206,36 +218,76 @@ impl Published {
             return;
         };
         let last = LiveIntervals::closed(plan, now_ns).min(intervals.len());
+        if self.next >= last {
+            return;
+        }
+        if let Some(at) = intervals.records_end(self.next) {
+            self.records = at;
+        }
         while self.next < last {
             let Ok(mut m) = mailbox.try_lock() else {
                 return;
             };
-            if m.held != Held::Empty {
+            if m.filled {
                 return;
             }
             let i = self.next;
-            m.index = i;
-            match intervals.view(i) {
-                Some((counts, hists)) => {
-                    m.counts = *counts;
-                    let Mailbox { lens, bytes, .. } = &mut *m;
-                    for (k, h) in hists.iter().enumerate() {
-                        let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
-                        lens[k] = h.map_or(0, |h| h.encode_sparse(room));
-                    }
-                    m.so_far.copy(recorded);
-                    m.held = Held::Filled;
-                    self.next += 1;
+            let Mailbox {
+                counts,
+                lens,
+                bytes,
+                late,
+                ..
+            } = &mut *m;
+            if let Some((c, hists)) = intervals.view(i) {
+                *counts = *c;
+                for (k, h) in hists.iter().enumerate() {
+                    let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
+                    lens[k] = h.map_or(0, |h| h.encode_sparse(room));
                 }
-                None => {
-                    m.held = Held::Lost;
-                    self.next = usize::MAX;
+                *late = false;
+            } else {
+                let Some(scratch) = self.scratch.as_deref_mut() else {
                     return;
+                };
+                let mut next_at = self.records;
+                for (k, metric) in METRICS.into_iter().enumerate() {
+                    scratch.reset();
+                    let mut add = |m: IntervalMetric, sparse: &[u8]| {
+                        if m == metric {
+                            scratch.merge_sparse(sparse);
+                        }
+                    };
+                    // Never `None` for an interval within the series.
+                    let Some((c, at)) = intervals.compacted(i, self.records, &mut add) else {
+                        return;
+                    };
+                    *counts = *c;
+                    next_at = at;
+                    let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
+                    lens[k] = if scratch.is_empty() {
+                        0
+                    } else {
+                        scratch.encode_sparse(room)
+                    };
                 }
+                self.records = next_at;
+                *late = true;
             }
+            m.index = i;
+            m.so_far.copy(recorded);
+            m.filled = true;
+            self.next += 1;
         }
     }
 }
+
+/// The metrics of a mailbox's histograms, in their order.
+const METRICS: [IntervalMetric; 3] = [
+    IntervalMetric::Latency,
+    IntervalMetric::SendLag,
+    IntervalMetric::Ttft,
+];
 
 /// The watcher's side: takes the closed intervals from every mailbox and
 /// merges them, in order.
@@ -245,7 +297,9 @@ pub struct LiveReader {
     merged: Box<Interval>,
     so_far: Box<SoFar>,
     taken: Vec<bool>,
-    stalled: bool,
+    /// Whether a thread copied interval `next` late.
+    next_late: bool,
+    late: usize,
 }
 
 impl Default for LiveReader {
@@ -255,7 +309,8 @@ impl Default for LiveReader {
             merged: Box::new(Interval::new()),
             so_far: Box::default(),
             taken: Vec::new(),
-            stalled: false,
+            next_late: false,
+            late: 0,
         }
     }
 }
@@ -266,9 +321,13 @@ impl LiveReader {
         self.next
     }
 
-    /// Whether an interval could not be copied live: none after it comes.
-    pub fn stalled(&self) -> bool {
-        self.stalled
+    /// How many of the intervals handed on came late: a thread had
+    /// compacted the interval's histograms before the watcher took the
+    /// one before it (the watcher fell behind), and rebuilt them from the
+    /// compacted records for the copy. Each is still exact: every value
+    /// recorded in it up to its copy, later than its grace.
+    pub fn late(&self) -> usize {
+        self.late
     }
 
     /// Calls `f` with every interval all mailboxes of `live` hold, merged
@@ -291,19 +350,16 @@ impl LiveReader {
         }
         self.taken.resize(boxes.len(), false);
         let mut handed = 0;
-        while !self.stalled {
+        loop {
             for (k, b) in boxes.iter().enumerate() {
                 if self.taken[k] {
                     continue;
                 }
                 let mut m = b.lock().unwrap_or_else(PoisonError::into_inner);
-                if m.index != self.next || m.held == Held::Empty {
+                if m.index != self.next || !m.filled {
                     continue;
                 }
-                if m.held == Held::Lost {
-                    self.stalled = true;
-                    return handed;
-                }
+                self.next_late |= m.late;
                 self.merged.counts.merge(&m.counts);
                 let hists: [&mut Histogram; 3] = [
                     &mut self.merged.latency,
@@ -317,7 +373,7 @@ impl LiveReader {
                     }
                 }
                 m.so_far.merge_into(&mut self.so_far);
-                m.held = Held::Empty;
+                m.filled = false;
                 self.taken[k] = true;
             }
             if !self.taken.iter().all(|&t| t) {
@@ -329,6 +385,8 @@ impl LiveReader {
                 live.so_far_on().then_some(&*self.so_far),
             );
             handed += 1;
+            self.late += usize::from(self.next_late);
+            self.next_late = false;
             self.next += 1;
             self.taken.iter_mut().for_each(|t| *t = false);
             self.merged.counts = Counts::new();
@@ -337,7 +395,6 @@ impl LiveReader {
             self.merged.ttft.reset();
             self.so_far.reset();
         }
-        handed
     }
 }
 
@@ -492,6 +549,104 @@ mod tests {
             assert_eq!(iv, &full[*i], "interval {i}");
         }
         assert!(seen[3].1.latency.count() == 2 && seen[3].1.ok == 7);
+    }
+
+    /// A watcher that takes nothing for 30 intervals of 20 ms (the series
+    /// keeps 16 in full, the grace is 14), then catches up (the threads
+    /// copy three times an interval, as engines do more often): every
+    /// interval arrives, in order, each exactly as the threads held it when
+    /// they copied it (rebuilt from the compacted records when they had
+    /// compacted it, a value that landed after the compaction included),
+    /// and those are counted late.
+    #[test]
+    fn a_late_watcher_gets_every_interval_exactly() {
+        use crate::rng::Pcg32;
+        let mut plan = example_plan();
+        plan.warmup_ns = 0;
+        plan.interval_ns = 20_000_000;
+        plan.duration_ns = 1_200_000_000;
+        let n = plan.interval_count();
+        assert_eq!(n, 60);
+        let grace = LiveIntervals::grace_intervals(&plan);
+        let ring = Series::ring_len(&plan);
+        assert_eq!((grace, ring), (14, 16));
+        let live = LiveIntervals::default();
+        live.enable();
+        let mut pubs = [live.register(&plan), live.register(&plan)];
+        let mut series = [Series::for_plan(&plan), Series::for_plan(&plan)];
+        let rec = Recorder::new();
+        let mut reader = LiveReader::default();
+        let mut rng = Pcg32::seeded(33);
+        // Each thread's interval j as it held it when it copied it.
+        let mut copied: [Vec<Option<Interval>>; 2] = [std::vec![None; n], std::vec![None; n]];
+        let mut late = std::vec![false; n];
+        // A value landed in j after its histograms were compacted, before
+        // its copy.
+        let mut after_compaction = std::vec![false; n];
+        let mut seen: Vec<(usize, Interval)> = Vec::new();
+        let stall = 10..40;
+        for step in 0..(n + grace + 40) {
+            for (t, s) in series.iter_mut().enumerate() {
+                if step >= n {
+                    break;
+                }
+                let v = (step as u64 + 1) * 1000 * (t as u64 + 1);
+                s.record(step, IntervalMetric::Latency, v);
+                s.record(step, IntervalMetric::SendLag, v / 3);
+                if step % 4 == 0 {
+                    s.record(step, IntervalMetric::Ttft, v / 2);
+                }
+                s.counts(step).unwrap().ok += 1 + t as u64;
+                // A late one, sometimes older than the ring.
+                let back = rng.below(26) as usize;
+                if let Some(j) = step.checked_sub(back) {
+                    let metric = [IntervalMetric::Latency, IntervalMetric::Ttft][step % 2];
+                    s.record(j, metric, 7 + rng.below(1 << 20));
+                    s.counts(j).unwrap().late += 1;
+                    if back >= ring && pubs[t].next <= j {
+                        after_compaction[j] = true;
+                    }
+                }
+            }
+            let now = step as u64 * plan.interval_ns;
+            for _ in 0..3 {
+                for (t, (p, s)) in pubs.iter_mut().zip(&series).enumerate() {
+                    let j = p.next;
+                    let compacted = j < n && s.view(j).is_none();
+                    p.copy_closed(&plan, s, recorded(&rec, &[]), now);
+                    if p.next > j {
+                        assert_eq!(p.next, j + 1, "one mailbox, one copy");
+                        late[j] |= compacted;
+                        s.for_each(|i, iv| {
+                            if i == j {
+                                copied[t][j] = Some(iv.clone());
+                            }
+                        });
+                    }
+                }
+                if !stall.contains(&step) {
+                    reader.poll(&live, |i, iv, _| seen.push((i, iv.clone())));
+                }
+            }
+        }
+        assert_eq!(seen.len(), n);
+        for (k, (i, iv)) in seen.iter().enumerate() {
+            assert_eq!(*i, k);
+            let mut want = copied[0][k].clone().expect("copied");
+            want.merge(copied[1][k].as_ref().expect("copied"));
+            assert_eq!(iv, &want, "interval {k}");
+            assert!(iv.ok == 3 && iv.latency.count() >= 2, "interval {k}");
+        }
+        let n_late = late.iter().filter(|&&l| l).count();
+        assert_eq!(reader.late(), n_late);
+        assert!(n_late >= 20, "{n_late}");
+        // The late copies read values compacted on their own, too.
+        assert!(
+            (0..n).any(|j| late[j] && after_compaction[j]),
+            "{after_compaction:?}"
+        );
+        // Caught up: the last intervals were copied in time.
+        assert!(!late[n - 1]);
     }
 
     /// A mailbox not yet taken holds its interval: the thread copies the
