@@ -47,26 +47,52 @@ use crate::plan::Plan;
 use super::so_far::{so_far_slots, Recorded, SoFar, SoFarRoom};
 use super::RING_MAX;
 
-/// One thread's mailbox: one interval at a time.
-#[derive(Debug)]
-struct Mailbox {
-    /// Interval `index` is in, for the watcher to take.
-    filled: bool,
+/// One interval of a mailbox's batch.
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
     index: usize,
-    /// It was copied from the series' compacted records: the watcher fell
-    /// behind.
+    /// Rebuilt from the series' compacted records while the thread was
+    /// behind because of the watcher: it came late.
     late: bool,
     counts: Counts,
-    /// Bytes of each histogram's sparse form in `bytes`.
-    lens: [usize; 3],
-    /// Room for three sparse histograms, reserved once.
+    /// Where each histogram's sparse form is in the mailbox's bytes
+    /// (start, length; length 0 for an empty one).
+    spans: [(usize, usize); 3],
+}
+
+/// One thread's mailbox: a batch of consecutive intervals, copied at once
+/// into an empty mailbox, taken one by one.
+#[derive(Debug)]
+struct Mailbox {
+    /// Room for [`LiveIntervals::batch_len`] intervals, reserved once.
+    entries: Box<[Entry]>,
+    /// Intervals in the batch.
+    held: usize,
+    /// Intervals of the batch the watcher took.
+    taken: usize,
+    /// Room for three sparse histograms (at least one interval's, whatever
+    /// it holds), reserved once; the batch's histograms one after another.
     bytes: Box<[u8]>,
-    /// The thread's whole-run histograms as of the copy of `index` (no
-    /// slots unless [`LiveIntervals::enable_so_far`]).
+    /// The thread's whole-run histograms as of the batch's copy (no slots
+    /// unless [`LiveIntervals::enable_so_far`]).
     so_far: SoFarRoom,
 }
 
+impl Mailbox {
+    /// The next interval for the watcher, if any.
+    fn front(&self) -> Option<&Entry> {
+        self.entries[..self.held].get(self.taken)
+    }
+}
+
 type Shared = Arc<Mutex<Mailbox>>;
+
+/// The span of a mailbox's batch: five times the engines' publishing
+/// period (50 ms).
+pub const BATCH_SPAN_NS: u64 = 250_000_000;
+
+/// The most intervals in a mailbox's batch.
+pub const BATCH_MAX: usize = 64;
 
 /// The mailboxes of a run's engine threads: off unless
 /// [`LiveIntervals::enable`] was called before the run.
@@ -92,6 +118,9 @@ pub struct Published {
     /// A histogram to rebuild one of those from its records in (reserved
     /// with the mailbox).
     scratch: Option<Box<Histogram>>,
+    /// Behind because of the watcher: a call found the last batch not yet
+    /// taken, and the thread has not copied every closed interval since.
+    behind: bool,
 }
 
 impl LiveIntervals {
@@ -142,11 +171,10 @@ impl LiveIntervals {
                 0
             };
             let mailbox = Arc::new(Mutex::new(Mailbox {
-                filled: false,
-                index: 0,
-                late: false,
-                counts: Counts::new(),
-                lens: [0; 3],
+                entries: std::vec![Entry::default(); LiveIntervals::batch_len(plan)]
+                    .into_boxed_slice(),
+                held: 0,
+                taken: 0,
                 bytes: std::vec![0u8; 3 * SPARSE_MAX_LEN].into_boxed_slice(),
                 so_far: SoFarRoom::new(slots),
             }));
@@ -178,6 +206,27 @@ impl LiveIntervals {
         let per_second = 1_000_000_000u64.div_ceil(plan.interval_ns.max(1));
         (per_second as usize).clamp(1, RING_MAX - 2)
     }
+
+    /// How many intervals of `plan` a mailbox holds: those that close in
+    /// [`BATCH_SPAN_NS`] (five times the period at which the engines
+    /// publish, 50 ms), between 2 and [`BATCH_MAX`]; a thread copies all
+    /// the closed intervals it has room for at once, so that it keeps up
+    /// with short intervals.
+    ///
+    /// ```
+    /// use metronome_core::engine::LiveIntervals;
+    /// use metronome_core::plan::example_plan;
+    /// let mut p = example_plan(); // 1 s intervals
+    /// assert_eq!(LiveIntervals::batch_len(&p), 2);
+    /// p.interval_ns = 20_000_000;
+    /// assert_eq!(LiveIntervals::batch_len(&p), 13);
+    /// p.interval_ns = 1_000_000;
+    /// assert_eq!(LiveIntervals::batch_len(&p), 64);
+    /// ```
+    pub fn batch_len(plan: &Plan<'_>) -> usize {
+        let n = BATCH_SPAN_NS.div_ceil(plan.interval_ns.max(1));
+        usize::try_from(n).unwrap_or(BATCH_MAX).clamp(2, BATCH_MAX)
+    }
 }
 
 impl LiveIntervals {
@@ -202,11 +251,12 @@ impl LiveIntervals {
 
 impl Published {
     /// Copies the intervals of `plan`'s schedule closed by `now_ns` into
-    /// the mailbox, as far as the watcher has taken the previous ones, each
-    /// with the histograms `recorded` holds now when the mailbox has room
-    /// for them. Never blocks, never allocates. An interval the series no
-    /// longer holds in full (the watcher fell behind) is rebuilt from its
-    /// compacted records, exactly: every value recorded in it so far.
+    /// the mailbox, when the watcher took the last batch: as many as it has
+    /// room for, with the whole-run histograms `recorded` holds now when
+    /// the mailbox has room for them. Never blocks, never allocates. An
+    /// interval the series no longer holds in full (the watcher or this
+    /// call came late) is rebuilt from its compacted records, exactly:
+    /// every value recorded in it so far.
     pub(super) fn copy_closed(
         &mut self,
         plan: &Plan<'_>,
@@ -224,62 +274,105 @@ impl Published {
         if let Some(at) = intervals.records_end(self.next) {
             self.records = at;
         }
-        while self.next < last {
-            let Ok(mut m) = mailbox.try_lock() else {
-                return;
-            };
-            if m.filled {
-                return;
-            }
+        let Ok(mut m) = mailbox.try_lock() else {
+            return;
+        };
+        if m.taken < m.held {
+            self.behind = true;
+            return;
+        }
+        let Mailbox {
+            entries,
+            held,
+            taken,
+            bytes,
+            so_far,
+        } = &mut *m;
+        (*held, *taken) = (0, 0);
+        let mut used = 0;
+        while self.next < last && *held < entries.len() {
             let i = self.next;
-            let Mailbox {
-                counts,
-                lens,
-                bytes,
-                late,
-                ..
-            } = &mut *m;
-            if let Some((c, hists)) = intervals.view(i) {
-                *counts = *c;
-                for (k, h) in hists.iter().enumerate() {
-                    let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
-                    lens[k] = h.map_or(0, |h| h.encode_sparse(room));
-                }
-                *late = false;
+            let entry = &mut entries[*held];
+            let copied = if let Some((counts, hists)) = intervals.view(i) {
+                entry.counts = *counts;
+                entry.late = false;
+                hists
+                    .iter()
+                    .zip(&mut entry.spans)
+                    .all(|(h, span)| put(*h, bytes, &mut used, span))
             } else {
                 let Some(scratch) = self.scratch.as_deref_mut() else {
-                    return;
+                    break;
                 };
-                let mut next_at = self.records;
-                for (k, metric) in METRICS.into_iter().enumerate() {
-                    scratch.reset();
-                    let mut add = |m: IntervalMetric, sparse: &[u8]| {
-                        if m == metric {
-                            scratch.merge_sparse(sparse);
-                        }
-                    };
-                    // Never `None` for an interval within the series.
-                    let Some((c, at)) = intervals.compacted(i, self.records, &mut add) else {
-                        return;
-                    };
-                    *counts = *c;
-                    next_at = at;
-                    let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
-                    lens[k] = if scratch.is_empty() {
-                        0
-                    } else {
-                        scratch.encode_sparse(room)
-                    };
-                }
-                self.records = next_at;
-                *late = true;
+                entry.late = self.behind;
+                rebuild(intervals, i, &mut self.records, scratch, |counts, k, h| {
+                    entry.counts = *counts;
+                    put(Some(h), bytes, &mut used, &mut entry.spans[k])
+                })
+            };
+            if !copied {
+                break;
             }
-            m.index = i;
-            m.so_far.copy(recorded);
-            m.filled = true;
+            entry.index = i;
+            *held += 1;
             self.next += 1;
         }
+        if *held > 0 {
+            so_far.copy(recorded);
+        }
+        self.behind &= self.next < last;
     }
+}
+
+/// Interval `i` rebuilt from `intervals`' compacted records (read from
+/// `*records`, which moves past them when it is done), one histogram at a
+/// time in `scratch`: `put` gets its counters, the histogram's place in
+/// [`METRICS`] and the histogram; whether `put` took all three (`false`
+/// also for an interval with no records).
+fn rebuild(
+    intervals: &dyn IntervalSink,
+    i: usize,
+    records: &mut RecordsAt,
+    scratch: &mut Histogram,
+    mut put: impl FnMut(&Counts, usize, &Histogram) -> bool,
+) -> bool {
+    let mut after = *records;
+    for (k, metric) in METRICS.into_iter().enumerate() {
+        scratch.reset();
+        let mut add = |m: IntervalMetric, sparse: &[u8]| {
+            if m == metric {
+                scratch.merge_sparse(sparse);
+            }
+        };
+        // Never `None` for an interval within the series.
+        let Some((counts, at)) = intervals.compacted(i, *records, &mut add) else {
+            return false;
+        };
+        if !put(counts, k, scratch) {
+            return false;
+        }
+        after = at;
+    }
+    *records = after;
+    true
+}
+
+/// Writes `h`'s sparse form at `*used` in `bytes` when it has room for it
+/// (always in an empty mailbox) and sets `span` to where it is: nothing
+/// for no or an empty histogram.
+fn put(h: Option<&Histogram>, bytes: &mut [u8], used: &mut usize, span: &mut (usize, usize)) -> bool {
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
+        *span = (*used, 0);
+        return true;
+    };
+    let room = &mut bytes[*used..];
+    if room.len() < SPARSE_MAX_LEN && h.sparse_len() > room.len() {
+        return false;
+    }
+    let len = h.encode_sparse(room);
+    *span = (*used, len);
+    *used += len;
+    true
 }
 
 /// The metrics of a mailbox's histograms, in their order.
@@ -356,24 +449,20 @@ impl LiveReader {
                     continue;
                 }
                 let mut m = b.lock().unwrap_or_else(PoisonError::into_inner);
-                if m.index != self.next || !m.filled {
+                let Some(&entry) = m.front().filter(|e| e.index == self.next) else {
                     continue;
-                }
-                self.next_late |= m.late;
-                self.merged.counts.merge(&m.counts);
-                let hists: [&mut Histogram; 3] = [
-                    &mut self.merged.latency,
-                    &mut self.merged.send_lag,
-                    &mut self.merged.ttft,
-                ];
-                for (k, h) in hists.into_iter().enumerate() {
-                    if m.lens[k] > 0 {
-                        let at = k * SPARSE_MAX_LEN;
-                        h.merge_sparse(&m.bytes[at..at + m.lens[k]]);
+                };
+                self.next_late |= entry.late;
+                self.merged.counts.merge(&entry.counts);
+                for (metric, (at, len)) in METRICS.into_iter().zip(entry.spans) {
+                    if len > 0 {
+                        self.merged
+                            .histogram_mut(metric)
+                            .merge_sparse(&m.bytes[at..at + len]);
                     }
                 }
                 m.so_far.merge_into(&mut self.so_far);
-                m.filled = false;
+                m.taken += 1;
                 self.taken[k] = true;
             }
             if !self.taken.iter().all(|&t| t) {
@@ -553,11 +642,10 @@ mod tests {
 
     /// A watcher that takes nothing for 30 intervals of 20 ms (the series
     /// keeps 16 in full, the grace is 14), then catches up (the threads
-    /// copy three times an interval, as engines do more often): every
-    /// interval arrives, in order, each exactly as the threads held it when
-    /// they copied it (rebuilt from the compacted records when they had
-    /// compacted it, a value that landed after the compaction included),
-    /// and those are counted late.
+    /// copy up to 13 at once): every interval arrives, in order, each
+    /// exactly as the threads held it when they copied it (rebuilt from the
+    /// compacted records when they had compacted it, a value that landed
+    /// after the compaction included), and those are counted late.
     #[test]
     fn a_late_watcher_gets_every_interval_exactly() {
         use crate::rng::Pcg32;
@@ -569,7 +657,8 @@ mod tests {
         assert_eq!(n, 60);
         let grace = LiveIntervals::grace_intervals(&plan);
         let ring = Series::ring_len(&plan);
-        assert_eq!((grace, ring), (14, 16));
+        let batch = LiveIntervals::batch_len(&plan);
+        assert_eq!((grace, ring, batch), (14, 16, 13));
         let live = LiveIntervals::default();
         live.enable();
         let mut pubs = [live.register(&plan), live.register(&plan)];
@@ -609,24 +698,23 @@ mod tests {
                 }
             }
             let now = step as u64 * plan.interval_ns;
-            for _ in 0..3 {
-                for (t, (p, s)) in pubs.iter_mut().zip(&series).enumerate() {
-                    let j = p.next;
-                    let compacted = j < n && s.view(j).is_none();
-                    p.copy_closed(&plan, s, recorded(&rec, &[]), now);
-                    if p.next > j {
-                        assert_eq!(p.next, j + 1, "one mailbox, one copy");
-                        late[j] |= compacted;
-                        s.for_each(|i, iv| {
-                            if i == j {
-                                copied[t][j] = Some(iv.clone());
-                            }
-                        });
-                    }
+            for (t, (p, s)) in pubs.iter_mut().zip(&series).enumerate() {
+                let from = p.next;
+                let behind = p.behind;
+                p.copy_closed(&plan, s, recorded(&rec, &[]), now);
+                assert!(p.next - from <= batch, "{from} {}", p.next);
+                for j in from..p.next {
+                    // Compacted before a copy behind the watcher.
+                    late[j] |= behind && s.view(j).is_none();
+                    s.for_each(|i, iv| {
+                        if i == j {
+                            copied[t][j] = Some(iv.clone());
+                        }
+                    });
                 }
-                if !stall.contains(&step) {
-                    reader.poll(&live, |i, iv, _| seen.push((i, iv.clone())));
-                }
+            }
+            if !stall.contains(&step) {
+                reader.poll(&live, |i, iv, _| seen.push((i, iv.clone())));
             }
         }
         assert_eq!(seen.len(), n);
@@ -649,8 +737,9 @@ mod tests {
         assert!(!late[n - 1]);
     }
 
-    /// A mailbox not yet taken holds its interval: the thread copies the
-    /// next one only after the watcher took it.
+    /// A mailbox not yet taken holds its batch: the thread copies the next
+    /// closed intervals (two at most with 1 s intervals) only after the
+    /// watcher took it.
     #[test]
     fn a_full_mailbox_waits_for_the_watcher() {
         let mut plan = example_plan();
@@ -663,15 +752,24 @@ mod tests {
         let s = Series::for_plan(&plan);
         let r = Recorder::new();
         let rec = recorded(&r, &[]);
+        assert_eq!(LiveIntervals::batch_len(&plan), 2);
+        // Three intervals closed at 4.5 s: a batch of two.
         p.copy_closed(&plan, &s, rec, 4_500_000_000);
-        assert_eq!(p.next, 1);
+        assert_eq!((p.next, p.behind), (2, false));
+        p.copy_closed(&plan, &s, rec, 4_500_000_000);
+        assert_eq!((p.next, p.behind), (2, true));
         let mut reader = LiveReader::default();
-        assert_eq!(reader.poll(&live, |_, _, _| {}), 1);
+        assert_eq!(reader.poll(&live, |_, _, _| {}), 2);
         p.copy_closed(&plan, &s, rec, 4_500_000_000);
         p.copy_closed(&plan, &s, rec, 4_500_000_000);
-        assert_eq!(p.next, 2);
+        assert_eq!((p.next, p.behind), (3, false));
         assert_eq!(reader.poll(&live, |_, _, _| {}), 1);
-        assert_eq!(reader.next(), 2);
+        assert_eq!(reader.next(), 3);
+        // All five closed: the last two at once.
+        p.copy_closed(&plan, &s, rec, 10_000_000_000);
+        assert_eq!((p.next, p.behind), (5, false));
+        assert_eq!(reader.poll(&live, |_, _, _| {}), 2);
+        assert_eq!(reader.late(), 0);
         // Off: no mailbox, nothing copied.
         let off = LiveIntervals::default();
         let mut q = off.register(&plan);
