@@ -70,7 +70,11 @@ fn live_run_with(
         // SAFETY: F_SETPIPE_SZ on a pipe this process holds open; it
         // touches no memory.
         let page = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
-        assert!(page >= 4096, "F_SETPIPE_SZ: {}", std::io::Error::last_os_error());
+        assert!(
+            page >= 4096,
+            "F_SETPIPE_SZ: {}",
+            std::io::Error::last_os_error()
+        );
     }
     let mut lines = Vec::new();
     for line in BufReader::new(stdout).lines() {

@@ -360,7 +360,12 @@ fn rebuild(
 /// Writes `h`'s sparse form at `*used` in `bytes` when it has room for it
 /// (always in an empty mailbox) and sets `span` to where it is: nothing
 /// for no or an empty histogram.
-fn put(h: Option<&Histogram>, bytes: &mut [u8], used: &mut usize, span: &mut (usize, usize)) -> bool {
+fn put(
+    h: Option<&Histogram>,
+    bytes: &mut [u8],
+    used: &mut usize,
+    span: &mut (usize, usize),
+) -> bool {
     let Some(h) = h.filter(|h| !h.is_empty()) else {
         *span = (*used, 0);
         return true;
