@@ -3,14 +3,16 @@
 //!
 //! Each thread that holds a [`Series`](super::Series) (a uring worker; std's
 //! pacer and collector) gets a mailbox of its own before the clock
-//! ([`Progress::published`](super::Progress::published)): its counters and
-//! room for its three histograms in sparse form
-//! ([`Histogram::encode_sparse`], at most [`SPARSE_MAX_LEN`] bytes each),
-//! reserved once. [`Progress::publish_interval`](super::Progress::publish_interval),
-//! the hook both engines already call, copies the next closed interval
-//! into it: without blocking (a `try_lock`; when the watcher holds the
-//! mailbox or has not yet taken the previous interval, the copy waits for
-//! the next call) and without allocating. The watcher
+//! ([`Progress::published`](super::Progress::published)): room for a batch
+//! of [`LiveIntervals::batch_len`] intervals' counters and for three
+//! histograms in sparse form ([`Histogram::encode_sparse`], at most
+//! [`SPARSE_MAX_LEN`] bytes each: one interval whatever it holds, more when
+//! they are small), reserved once.
+//! [`Progress::publish_interval`](super::Progress::publish_interval), the
+//! hook both engines already call (every 50 ms or so), copies the intervals
+//! closed since into it at once: without blocking (a `try_lock`; when the
+//! watcher holds the mailbox or has not yet taken the last batch, the copy
+//! waits for the next call) and without allocating. The watcher
 //! ([`LiveReader::poll`]) takes interval `i` from every mailbox, merges
 //! them exactly and hands the merged [`Interval`] on, in order.
 //!
@@ -89,10 +91,10 @@ type Shared = Arc<Mutex<Mailbox>>;
 
 /// The span of a mailbox's batch: five times the engines' publishing
 /// period (50 ms).
-pub const BATCH_SPAN_NS: u64 = 250_000_000;
+const BATCH_SPAN_NS: u64 = 250_000_000;
 
 /// The most intervals in a mailbox's batch.
-pub const BATCH_MAX: usize = 64;
+const BATCH_MAX: usize = 64;
 
 /// The mailboxes of a run's engine threads: off unless
 /// [`LiveIntervals::enable`] was called before the run.
@@ -208,8 +210,8 @@ impl LiveIntervals {
     }
 
     /// How many intervals of `plan` a mailbox holds: those that close in
-    /// [`BATCH_SPAN_NS`] (five times the period at which the engines
-    /// publish, 50 ms), between 2 and [`BATCH_MAX`]; a thread copies all
+    /// 250 ms (five times the period at which the engines publish, 50
+    /// ms), between 2 and 64; a thread copies all
     /// the closed intervals it has room for at once, so that it keeps up
     /// with short intervals.
     ///
