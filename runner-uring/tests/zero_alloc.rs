@@ -139,6 +139,42 @@ fn engine_threads_allocate_nothing_while_measuring() {
         "allocations while copying live intervals so far"
     );
 
+    // Live intervals of 20 ms for a watcher that takes nothing for the
+    // first 600 ms (issue 33): the threads copy batches of closed
+    // intervals, rebuild those their series compacted meanwhile from the
+    // compacted records, and the watcher catches up.
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 300.0, Duration::from_millis(1200));
+    p.interval_ns = 20_000_000;
+    let control = Control::default();
+    control.progress.live.enable();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (out, (handed, late)) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut reader = LiveReader::default();
+            std::thread::sleep(Duration::from_millis(600));
+            while !done.load(Ordering::Acquire) {
+                reader.poll(&control.progress.live, |_, _, _| {});
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (reader.next(), reader.late())
+        });
+        let out = run(&p, &control, &opts).unwrap();
+        done.store(true, Ordering::Release);
+        (out, watcher.join().unwrap())
+    });
+    assert_eq!(out.recorder.ok, 360);
+    // 46 close before the end; the first 16 or so were compacted while
+    // the watcher slept.
+    eprintln!("late watcher: {handed} live, {late} late");
+    assert!(handed >= 20 && late >= 1, "{handed} live, {late} late");
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations while copying live intervals for a late watcher"
+    );
+
     // Connection: close on every reply: a replacement connect per request.
     let server = Server::start(Behaviour {
         close: true,

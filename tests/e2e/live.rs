@@ -19,6 +19,18 @@ const RUN: Duration = Duration::from_secs(3);
 /// reading stdout as it comes: the lines with how long after the spawn
 /// each arrived, the report (as JSON) and stderr.
 fn live_run(engine: &str, extra: &[&str]) -> (Vec<(Duration, String)>, serde_json::Value, String) {
+    live_run_with(engine, "500ms", extra, None)
+}
+
+/// [`live_run`] at `--interval interval`; with `stall`, stdout is a pipe
+/// of one page that is not read for `stall` after the first line (a slow
+/// sink: the live writer blocks on it).
+fn live_run_with(
+    engine: &str,
+    interval: &str,
+    extra: &[&str],
+    stall: Option<Duration>,
+) -> (Vec<(Duration, String)>, serde_json::Value, String) {
     let srv = server(plain(Duration::from_millis(2)));
     let url = format!("http://{}/", srv.addr());
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -37,7 +49,7 @@ fn live_run(engine: &str, extra: &[&str]) -> (Vec<(Duration, String)>, serde_jso
         "--duration",
         "3s",
         "--interval",
-        "500ms",
+        interval,
         "--quiet",
         "--out-intervals",
         "-",
@@ -52,10 +64,24 @@ fn live_run(engine: &str, extra: &[&str]) -> (Vec<(Duration, String)>, serde_jso
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the metronome binary");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let stdout = child.stdout.take().unwrap();
+    if stall.is_some() {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_SETPIPE_SZ on a pipe this process holds open; it
+        // touches no memory.
+        let page = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+        assert!(
+            page >= 4096,
+            "F_SETPIPE_SZ: {}",
+            std::io::Error::last_os_error()
+        );
+    }
     let mut lines = Vec::new();
-    for line in stdout.lines() {
+    for line in BufReader::new(stdout).lines() {
         lines.push((spawned.elapsed(), line.expect("a line of stdout")));
+        if let (Some(stall), 1) = (stall, lines.len()) {
+            std::thread::sleep(stall);
+        }
     }
     let done = child.wait_with_output().expect("wait for metronome");
     let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
@@ -118,6 +144,48 @@ fn closed_loops_threads_and_warmup_too() {
             let live = lines.iter().filter(|(at, _)| *at < RUN).count();
             assert!(live >= 1, "{engine} {extra:?}: no line while the run went");
         }
+    }
+}
+
+/// A slow sink at `--interval 20ms` (issue 33): stdout, a pipe of one page,
+/// is not read for 500 ms after the first line, so the live writer blocks
+/// and the engine threads compact the intervals it has not taken (they keep
+/// 16 in full, closed after 14). Before, the stream stopped there and the
+/// rest came at the end from the report; now every interval's line comes,
+/// in order, equal to the report's row, the later ones while the run still
+/// goes, and a warning counts those that came late.
+#[test]
+fn a_late_watcher_loses_no_interval() {
+    for engine in engines() {
+        let stall = Duration::from_millis(500);
+        let (lines, report, stderr) = live_run_with(engine, "20ms", &[], Some(stall));
+        let rows = report["intervals"].as_array().expect("intervals");
+        assert_eq!(rows.len(), 150, "{engine}");
+        assert_eq!(lines.len(), rows.len(), "{engine}");
+        for (i, ((_, line), row)) in lines.iter().zip(rows).enumerate() {
+            let live: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            assert_eq!(&live, row, "{engine}: interval {i}");
+        }
+        // The line of [1.5, 1.52) s came live: well before the last ones,
+        // written at the end (3 s of schedule; its line is due at about 1.8 s).
+        let (mid, end) = (lines[75].0, lines[149].0);
+        eprintln!("{engine}: line 75 at {mid:?}, line 149 at {end:?}; {stderr}");
+        assert!(
+            mid + Duration::from_millis(300) < end,
+            "{engine}: line 75 at {mid:?}, the last at {end:?}"
+        );
+        let warned = stderr
+            .lines()
+            .find(|l| l.contains("the watcher fell behind"))
+            .unwrap_or_else(|| panic!("{engine}: no warning: {stderr}"));
+        let late: usize = warned
+            .split("behind; ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{engine}: {warned}"));
+        assert!((1..150).contains(&late), "{engine}: {warned}");
+        assert!(warned.contains("of 150 intervals came late"), "{warned}");
     }
 }
 

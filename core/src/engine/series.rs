@@ -28,7 +28,7 @@ use std::boxed::Box;
 use std::vec::Vec;
 
 use crate::histogram::Histogram;
-use crate::measure::{Counts, Interval, IntervalMetric, IntervalSink};
+use crate::measure::{Counts, Interval, IntervalMetric, IntervalSink, RecordsAt};
 use crate::plan::Plan;
 
 /// Bytes per chunk of compacted intervals (1 MiB): more than one record's
@@ -73,6 +73,10 @@ pub struct Series {
     /// Records: interval (varint), metric (0 latency, 1 send lag, 2 TTFT),
     /// the sparse histogram.
     chunks: Vec<Vec<u8>>,
+    /// The newest interval a live slot was taken by (0 before any;
+    /// `usize::MAX` once merged): no interval `j` has a record while
+    /// `newest < j + ring` (its slot was never taken by a later one).
+    newest: usize,
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -133,6 +137,7 @@ impl Series {
                 })
                 .collect(),
             chunks: std::vec![Vec::with_capacity(CHUNK_BYTES)],
+            newest: 0,
         }
     }
 
@@ -201,20 +206,12 @@ impl Series {
     /// scratch interval.
     pub fn for_each(&self, mut f: impl FnMut(usize, &Interval)) {
         // Where each interval's records are: (interval, chunk, offset).
-        let mut index: Vec<(usize, u8, usize, usize)> = Vec::new();
+        let mut index: Vec<(usize, IntervalMetric, usize, usize)> = Vec::new();
         for (c, chunk) in self.chunks.iter().enumerate() {
             let mut at = 0;
-            while at < chunk.len() {
-                let Some(i) = get_varint(chunk, &mut at) else {
-                    break;
-                };
-                let metric = chunk[at];
-                at += 1;
-                let Some(len) = sparse_len_at(&chunk[at..]) else {
-                    break;
-                };
-                index.push((i as usize, metric, c, at));
-                at += len;
+            while let Some(r) = record_at(chunk, at) {
+                index.push((r.interval, r.metric, c, r.body.start));
+                at = r.body.end;
             }
         }
         index.sort_by_key(|&(i, ..)| i);
@@ -230,12 +227,9 @@ impl Series {
             }
             while next < index.len() && index[next].0 == i {
                 let (_, metric, c, at) = index[next];
-                let h = match metric {
-                    0 => &mut scratch.latency,
-                    1 => &mut scratch.send_lag,
-                    _ => &mut scratch.ttft,
-                };
-                h.merge_sparse(&self.chunks[c][at..]);
+                scratch
+                    .histogram_mut(metric)
+                    .merge_sparse(&self.chunks[c][at..]);
                 next += 1;
             }
             for slot in self.live.iter().filter(|s| s.index == i) {
@@ -261,6 +255,8 @@ impl Series {
             self.counts.resize(other.counts.len(), Counts::new());
         }
         self.schedule = self.schedule.max(other.schedule);
+        // Records of any interval now: a compacted read starts at the first.
+        self.newest = usize::MAX;
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             a.merge(b);
         }
@@ -298,6 +294,31 @@ fn metric_byte(metric: IntervalMetric) -> u8 {
         IntervalMetric::SendLag => 1,
         IntervalMetric::Ttft => 2,
     }
+}
+
+/// One record of a chunk, read in place.
+struct Record {
+    interval: usize,
+    metric: IntervalMetric,
+    /// Where its sparse histogram is in the chunk.
+    body: core::ops::Range<usize>,
+}
+
+/// The record at byte `at` of `chunk`, if one starts there.
+fn record_at(chunk: &[u8], mut at: usize) -> Option<Record> {
+    let interval = get_varint(chunk, &mut at)? as usize;
+    let metric = match *chunk.get(at)? {
+        0 => IntervalMetric::Latency,
+        1 => IntervalMetric::SendLag,
+        _ => IntervalMetric::Ttft,
+    };
+    at += 1;
+    let len = sparse_len_at(chunk.get(at..)?)?;
+    Some(Record {
+        interval,
+        metric,
+        body: at..at + len,
+    })
 }
 
 /// Appends one record: interval `i`, `metric`, the sparse form of `h`.
@@ -357,6 +378,7 @@ impl IntervalSink for Series {
             if held == usize::MAX || held < i {
                 self.close(s);
                 self.live[s].index = i;
+                self.newest = self.newest.max(i);
             } else {
                 // Older than the ring: one value, compacted on its own.
                 push_one(&mut self.chunks, i, metric, v);
@@ -388,6 +410,46 @@ impl IntervalSink for Series {
         } else {
             // Compacted already.
             None
+        }
+    }
+
+    fn records_end(&self, from: usize) -> Option<RecordsAt> {
+        // A record of `j` is written only once a later interval took its
+        // slot: `j + ring` or later.
+        (self.newest < from.saturating_add(self.live.len())).then(|| self.end())
+    }
+
+    fn compacted(
+        &self,
+        i: usize,
+        from: RecordsAt,
+        f: &mut dyn FnMut(IntervalMetric, &[u8]),
+    ) -> Option<(&Counts, RecordsAt)> {
+        let counts = self.counts.get(i)?;
+        // The first record of a later interval: the next read's start.
+        let mut later = None;
+        for (c, chunk) in self.chunks.iter().enumerate().skip(from.chunk) {
+            let mut at = if c == from.chunk { from.at } else { 0 };
+            while let Some(r) = record_at(chunk, at) {
+                if r.interval == i {
+                    f(r.metric, &chunk[r.body.clone()]);
+                } else if r.interval > i && later.is_none() {
+                    later = Some(RecordsAt { chunk: c, at });
+                }
+                at = r.body.end;
+            }
+        }
+        Some((counts, later.unwrap_or_else(|| self.end())))
+    }
+}
+
+impl Series {
+    /// Where the next record will be written (or a new chunk after it).
+    fn end(&self) -> RecordsAt {
+        let chunk = self.chunks.len().saturating_sub(1);
+        RecordsAt {
+            chunk,
+            at: self.chunks.get(chunk).map_or(0, Vec::len),
         }
     }
 }

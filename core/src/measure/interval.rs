@@ -222,6 +222,40 @@ pub trait IntervalSink: core::fmt::Debug {
         let _ = i;
         None
     }
+    /// Where the sink's compacted records go on from now, when no
+    /// interval `from` or later has a record yet: a later
+    /// [`IntervalSink::compacted`] of such an interval reads from there.
+    /// `None` when some may have one, or the sink keeps no records (it
+    /// holds every interval in full: [`IntervalSink::view`] gives them).
+    fn records_end(&self, from: usize) -> Option<RecordsAt> {
+        let _ = from;
+        None
+    }
+    /// Interval `i` once it is no longer held in full (its
+    /// [`IntervalSink::view`] is `None`): calls `f` with each record of its
+    /// histograms (the metric, the sparse form) at or after `at`, a place no
+    /// record of `i` is before ([`IntervalSink::records_end`]), and returns
+    /// its counters and a place no record of a later interval is before.
+    /// `None` when the sink holds no interval `i` in records.
+    fn compacted(
+        &self,
+        i: usize,
+        at: RecordsAt,
+        f: &mut dyn FnMut(IntervalMetric, &[u8]),
+    ) -> Option<(&Counts, RecordsAt)> {
+        let _ = (i, at, f);
+        None
+    }
+}
+
+/// A place in the compacted records of an [`IntervalSink`] (a chunk and a
+/// byte in it): where [`IntervalSink::compacted`] reads from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordsAt {
+    /// The chunk.
+    pub(crate) chunk: usize,
+    /// The byte in it.
+    pub(crate) at: usize,
 }
 
 fn slice_record(ivs: &mut [Interval], i: usize, metric: IntervalMetric, v: u64) {

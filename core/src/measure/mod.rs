@@ -38,7 +38,9 @@ mod peers;
 mod samples;
 mod stream;
 
-pub use interval::{Counts, Interval, IntervalMetric, IntervalSink, StageTally, LATE_NS};
+pub use interval::{
+    Counts, Interval, IntervalMetric, IntervalSink, RecordsAt, StageTally, LATE_NS,
+};
 pub use kind::{ErrorKind, FramingCause, Unsent};
 pub use named::NameTally;
 pub use peers::{record_peer_samples, time_to_second_output, PeerValues, Peers};
