@@ -24,6 +24,8 @@
 //! - `request`: admission of a due request, its send, its response and end;
 //! - `completion`: the ring's completions and the deadlines;
 //! - `tls`: rustls driven over the ring's buffers;
+//! - `streams`: admission by free stream slot and the books of a
+//!   stream's end, shared by `h2` and `h3`;
 //! - `h2`: HTTP/2, many streams per connection slot;
 //! - `share`: what the set-up hands each thread ([`Share`]) and gets back
 //!   ([`ThreadOut`]).
@@ -63,6 +65,7 @@ mod h2;
 mod request;
 mod share;
 mod slot;
+mod streams;
 mod tls;
 
 /// Deadline scan period and longest sleep.
@@ -205,6 +208,7 @@ impl<'p> Worker<'p> {
                 shake_at_ns: 0,
                 idle_since_ns: 0,
                 retire: false,
+                listed: false,
             })
             .collect();
         let pre = share.streams.len() as u64;

@@ -87,6 +87,8 @@ pub(super) struct Conn {
     pub(super) idle_since_ns: u64,
     /// Closed by the pool rules: not replaced once closed.
     pub(super) retire: bool,
+    /// HTTP/2 and HTTP/3: on the worker's idle list (a free stream slot).
+    pub(super) listed: bool,
 }
 
 impl Worker<'_> {
@@ -212,7 +214,7 @@ impl Worker<'_> {
     /// send, or the idle list.
     pub(super) fn ready(&mut self, slot: usize) -> io::Result<()> {
         if self.h2.is_some() {
-            return self.h2_ready(slot);
+            return self.streams_ready(slot);
         }
         self.conns[slot].state = State::Idle;
         // Watch the idle connection, a fresh one too: a close, a half-close,
@@ -272,6 +274,10 @@ impl Worker<'_> {
         c.sending = false;
         c.exchange.reset_connection();
         c.tls = None;
+        if std::mem::take(&mut c.listed) {
+            self.idle.retain(|&s| s != slot);
+        }
+        let c = &mut self.conns[slot];
         c.tx_off = 0;
         c.tx_end = 0;
         // The ring reports no completion of a closing slot.
