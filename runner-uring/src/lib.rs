@@ -90,6 +90,10 @@ pub struct UringOptions {
     pub phase_hook: Option<fn(Phase)>,
     /// Speak TLS to the target (an `https://` URL).
     pub tls: Option<Tls>,
+    /// Speak HTTP/3 over QUIC (`--http3`): needs [`UringOptions::tls`],
+    /// the plan's `http2` requests (their QPACK field sections) and the
+    /// open model, as the std engine's `run_h3`.
+    pub http3: bool,
 }
 
 pub use metronome_core::engine::tls::Tls;

@@ -1,4 +1,4 @@
-//! End-to-end tests of `metronome run --http3` (std engine) against
+//! End-to-end tests of `metronome run --http3` (on each engine) against
 //! aioquic's HTTP/3 server (tests/h3_server.py): every request answered,
 //! every stream reset, the connection closed with a code, no answer at
 //! all, an OpenAI-style stream. They skip visibly when python3 lacks aioquic, except under CI
@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use common::{metronome, run_url_json, run_url_json_checked};
+use common::{engines, metronome, run_url_json, run_url_json_checked};
 
 /// aioquic imports; else a visible skip (a failure under CI).
 fn aioquic() -> bool {
@@ -124,35 +124,38 @@ fn h3_every_request_ok() {
     }
     let cert = Cert::new("ok");
     let srv = H3Server::start(&cert, &["ok"]);
-    let r = run_url_json(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "500",
-            "--duration",
-            "2s",
-            "--connections",
-            "2",
-            "--timeout",
-            "5s",
-        ],
-        0,
-    );
-    assert_eq!(r.protocol.as_deref(), Some("h3"));
-    assert_eq!(r.requests.scheduled, 1000);
-    assert_eq!(r.requests.sent, 1000);
-    assert_eq!(r.requests.ok, 1000, "{:?}", r.errors);
-    assert_eq!(r.requests.errors, 0);
-    assert_eq!(r.metrics.latency.count, 1000);
-    let opened = r.generator.connections_opened;
-    assert!(opened >= 2, "{opened} connections opened");
-    assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
-    // Latency is charged from the intended time: never below the service time.
-    assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "500",
+                "--duration",
+                "2s",
+                "--connections",
+                "2",
+                "--timeout",
+                "5s",
+            ],
+            0,
+        );
+        assert_eq!(r.protocol.as_deref(), Some("h3"));
+        assert_eq!(r.requests.scheduled, 1000);
+        assert_eq!(r.requests.sent, 1000);
+        assert_eq!(r.requests.ok, 1000, "{:?}", r.errors);
+        assert_eq!(r.requests.errors, 0);
+        assert_eq!(r.metrics.latency.count, 1000);
+        let opened = r.generator.connections_opened;
+        assert!(opened >= 2, "{opened} connections opened");
+        assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
+        // Latency is charged from the intended time: never below the service time.
+        assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
+    }
 }
 
 /// Every stream reset by the server (H3_REQUEST_CANCELLED) is a `reset`.
@@ -163,25 +166,28 @@ fn h3_stream_reset_is_reset() {
     }
     let cert = Cert::new("reset");
     let srv = H3Server::start(&cert, &["reset"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "200",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!(r.requests.sent, 200);
-    assert_eq!(r.requests.ok, 0);
-    assert_eq!(r.requests.errors, 200);
-    assert_eq!(r.errors.by_kind.get("reset"), Some(&200), "{:?}", r.errors);
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "200",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(r.requests.sent, 200);
+        assert_eq!(r.requests.ok, 0);
+        assert_eq!(r.requests.errors, 200);
+        assert_eq!(r.errors.by_kind.get("reset"), Some(&200), "{:?}", r.errors);
+    }
 }
 
 /// A server that answers each request with a DATA frame before any
@@ -194,38 +200,41 @@ fn h3_malformed_response_is_http3_protocol() {
     }
     let cert = Cert::new("malformed");
     let srv = H3Server::start(&cert, &["malformed"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!((r.requests.sent, r.requests.ok), (100, 0), "{:?}", r.errors);
-    assert_eq!(
-        r.errors.by_kind.get("bad_framing"),
-        Some(&100),
-        "{:?}",
-        r.errors
-    );
-    assert_eq!(
-        r.errors.bad_framing_by_cause.get("http3_protocol"),
-        Some(&100),
-        "{:?}",
-        r.errors
-    );
-    assert_eq!(
-        r.errors.bad_framing_by_cause.get("http2_protocol"),
-        Some(&0)
-    );
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!((r.requests.sent, r.requests.ok), (100, 0), "{:?}", r.errors);
+        assert_eq!(
+            r.errors.by_kind.get("bad_framing"),
+            Some(&100),
+            "{:?}",
+            r.errors
+        );
+        assert_eq!(
+            r.errors.bad_framing_by_cause.get("http3_protocol"),
+            Some(&100),
+            "{:?}",
+            r.errors
+        );
+        assert_eq!(
+            r.errors.bad_framing_by_cause.get("http2_protocol"),
+            Some(&0)
+        );
+    }
 }
 
 /// A server that never answers: every request is a timeout.
@@ -236,27 +245,30 @@ fn h3_silent_server_times_out() {
     }
     let cert = Cert::new("silent");
     let srv = H3Server::start(&cert, &["silent"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "50",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-            "--timeout",
-            "300ms",
-        ],
-    );
-    assert_eq!(r.requests.sent, 50);
-    assert_eq!(r.requests.ok, 0);
-    assert_eq!(r.requests.timeouts, 50);
-    assert_eq!(r.errors.by_kind.get("timeout"), Some(&50), "{:?}", r.errors);
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "50",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+                "--timeout",
+                "300ms",
+            ],
+        );
+        assert_eq!(r.requests.sent, 50);
+        assert_eq!(r.requests.ok, 0);
+        assert_eq!(r.requests.timeouts, 50);
+        assert_eq!(r.errors.by_kind.get("timeout"), Some(&50), "{:?}", r.errors);
+    }
 }
 
 /// The server closes each connection with H3_INTERNAL_ERROR (0x102) when
@@ -270,41 +282,44 @@ fn h3_connection_close_counts() {
     }
     let cert = Cert::new("close");
     let srv = H3Server::start(&cert, &["close", "50"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "100",
-            "--duration",
-            "2s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!(r.requests.sent, 200);
-    let reset = r.errors.by_kind.get("reset").copied().unwrap_or(0);
-    assert_eq!(r.requests.ok + reset, 200, "{:?}", r.errors);
-    let opened = r.generator.connections_opened;
-    // At most 50 answers per connection, so at least 4 connections.
-    assert!(
-        r.requests.ok <= 50 * opened,
-        "{} ok on {opened}",
-        r.requests.ok
-    );
-    assert!(opened >= 4, "{opened} connections");
-    // Each close (every connection but the last ones) cut at least its
-    // 51st request.
-    assert!(reset >= 1, "{:?}", r.errors);
-    let json = serde_json::to_string(&r).unwrap();
-    assert!(
-        json.contains("closed the connection with code 0x102"),
-        "no close code in the warnings: {:?}",
-        r.generator.warnings
-    );
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "100",
+                "--duration",
+                "2s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(r.requests.sent, 200);
+        let reset = r.errors.by_kind.get("reset").copied().unwrap_or(0);
+        assert_eq!(r.requests.ok + reset, 200, "{:?}", r.errors);
+        let opened = r.generator.connections_opened;
+        // At most 50 answers per connection, so at least 4 connections.
+        assert!(
+            r.requests.ok <= 50 * opened,
+            "{} ok on {opened}",
+            r.requests.ok
+        );
+        assert!(opened >= 4, "{opened} connections");
+        // Each close (every connection but the last ones) cut at least its
+        // 51st request.
+        assert!(reset >= 1, "{:?}", r.errors);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains("closed the connection with code 0x102"),
+            "no close code in the warnings: {:?}",
+            r.generator.warnings
+        );
+    }
 }
 
 /// `--openai` over HTTP/3: the stream goes through the exchange HTTP/2
@@ -317,47 +332,50 @@ fn h3_openai_sse_ttft_itl() {
     }
     let cert = Cert::new("sse");
     let srv = H3Server::start(&cert, &["sse"]);
-    let r = run_url_json(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--openai",
-            "--model",
-            "m",
-            "--max-tokens",
-            "5",
-            "--rate",
-            "20",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-        ],
-        0,
-    );
-    let tol = 40.0;
-    assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
-    let m = &r.metrics;
-    assert_eq!(m.ttft.count, 20);
-    assert!(
-        m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
-        "ttft {:?}",
-        m.ttft
-    );
-    assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
-    assert!(
-        m.itl.p50 >= 20.0 - 15.0 && m.itl.p50 <= 20.0 + 15.0,
-        "itl {:?}",
-        m.itl
-    );
-    assert!(m.latency.min >= 140.0, "e2e {:?}", m.latency);
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let r = run_url_json(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--openai",
+                "--model",
+                "m",
+                "--max-tokens",
+                "5",
+                "--rate",
+                "20",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+            ],
+            0,
+        );
+        let tol = 40.0;
+        assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
+        let m = &r.metrics;
+        assert_eq!(m.ttft.count, 20);
+        assert!(
+            m.ttft.min >= 60.0 && m.ttft.p50 <= 60.0 + tol,
+            "ttft {:?}",
+            m.ttft
+        );
+        assert_eq!(m.itl.count, 20 * 4, "4 gaps per 5-token stream");
+        assert!(
+            m.itl.p50 >= 20.0 - 15.0 && m.itl.p50 <= 20.0 + 15.0,
+            "itl {:?}",
+            m.itl
+        );
+        assert!(m.latency.min >= 140.0, "e2e {:?}", m.latency);
+    }
 }
 
 /// A certificate not trusted (no --cacert): exit 1, one line naming the
-/// refused certificate and the flags; `--insecure` runs.
+/// refused certificate and the flags; `--insecure` runs. On each engine.
 #[test]
 fn h3_untrusted_certificate_exits_1_with_one_line() {
     if !aioquic() {
@@ -366,63 +384,60 @@ fn h3_untrusted_certificate_exits_1_with_one_line() {
     let cert = Cert::new("untrusted");
     let srv = H3Server::start(&cert, &["ok"]);
     let url = srv.url();
-    let base = [
-        "run",
-        &url,
-        "--http3",
-        "--rate",
-        "10",
-        "--duration",
-        "200ms",
-    ];
-    let out = metronome(&[&base[..], &["--quiet"]].concat());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("QUIC handshake failed")
-            && stderr.contains("certificate")
-            && stderr.contains("--cacert"),
-        "{stderr}"
-    );
-    let r = run_url_json(
-        &url,
-        "std",
-        &[
+    for engine in engines() {
+        let base = [
+            "run",
+            &url,
             "--http3",
-            "--insecure",
+            "--engine",
+            engine,
             "--rate",
             "10",
             "--duration",
             "200ms",
-        ],
-        0,
-    );
-    assert_eq!(r.requests.ok, 2, "{:?}", r.errors);
+        ];
+        let out = metronome(&[&base[..], &["--quiet"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{engine}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{engine}: {stderr}");
+        assert!(
+            stderr.contains("QUIC handshake failed")
+                && stderr.contains("certificate")
+                && stderr.contains("--cacert"),
+            "{engine}: {stderr}"
+        );
+        let r = run_url_json(
+            &url,
+            engine,
+            &[
+                "--http3",
+                "--insecure",
+                "--rate",
+                "10",
+                "--duration",
+                "200ms",
+            ],
+            0,
+        );
+        assert_eq!(r.requests.ok, 2, "{engine}: {:?}", r.errors);
+    }
 }
 
-/// `--http3` is refused, one line and exit 2, on an http:// URL and on
-/// the io_uring engine.
+/// `--http3` is refused, one line and exit 2, on an http:// URL, on
+/// either engine.
 #[test]
 fn h3_refusals() {
-    for (args, want) in [
-        (
-            vec!["run", "http://127.0.0.1:9/", "--http3", "--duration", "1s"],
-            "--http3 is HTTP/3 over QUIC, for an https:// URL only",
-        ),
-        (
-            vec![
-                "run",
-                "https://127.0.0.1:9/",
-                "--http3",
-                "--engine",
-                "uring",
-                "--duration",
-                "1s",
-            ],
-            "--http3 runs on the std engine for now",
-        ),
-    ] {
+    for engine in ["std", "uring", "auto"] {
+        let args = [
+            "run",
+            "http://127.0.0.1:9/",
+            "--http3",
+            "--engine",
+            engine,
+            "--duration",
+            "1s",
+        ];
+        let want = "--http3 is HTTP/3 over QUIC, for an https:// URL only";
         let out = metronome(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");

@@ -75,12 +75,13 @@ pub(crate) struct UdpCaps {
     pub(crate) gro: bool,
 }
 
-/// A UDP socket connected to `addr` (bound to any local port), with GRO
-/// switched on when the kernel has it; and what it can do.
+/// A UDP socket connected to `addr` (bound to any local port); GRO is
+/// switched on when the ring adopts it ([`Ring::adopt_udp`]), so that a
+/// plain `recv` before (a handshake before the clock) gets one datagram.
 ///
 /// # Errors
 /// The socket could not be created or connected.
-pub(crate) fn connected_udp(addr: SocketAddr) -> io::Result<(UdpSocket, UdpCaps)> {
+pub(crate) fn connected_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     let local: SocketAddr = if addr.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
@@ -88,13 +89,7 @@ pub(crate) fn connected_udp(addr: SocketAddr) -> io::Result<(UdpSocket, UdpCaps)
     };
     let sock = UdpSocket::bind(local)?;
     sock.connect(addr)?;
-    let fd = sock.as_raw_fd();
-    let caps = UdpCaps {
-        // Setting a segment size of 0 (none) succeeds where GSO exists.
-        gso: set_udp_opt(fd, UDP_SEGMENT, 0),
-        gro: set_udp_opt(fd, UDP_GRO, 1),
-    };
-    Ok((sock, caps))
+    Ok(sock)
 }
 
 /// `setsockopt(fd, SOL_UDP, opt, value)`; whether it succeeded.
@@ -115,16 +110,24 @@ fn set_udp_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> bool {
 
 impl Ring {
     /// Takes ownership of a connected UDP socket (see [`connected_udp`])
-    /// for `slot`.
+    /// for `slot`, switching GRO on where the kernel has it; returns what
+    /// the socket can do.
     ///
     /// # Panics
     /// When the slot has a socket.
-    pub(crate) fn adopt_udp(&mut self, slot: usize, sock: UdpSocket) {
+    pub(crate) fn adopt_udp(&mut self, slot: usize, sock: UdpSocket) -> UdpCaps {
+        let fd = sock.as_raw_fd();
+        let caps = UdpCaps {
+            // Setting a segment size of 0 (none) succeeds where GSO exists.
+            gso: set_udp_opt(fd, UDP_SEGMENT, 0),
+            gro: set_udp_opt(fd, UDP_GRO, 1),
+        };
         let s = &mut self.slots[slot];
         assert!(s.fd.is_none() && !s.busy(), "slot {slot} is in use");
         s.fd = Some(OwnedFd::from(sock));
         s.closing = false;
         s.udp = true;
+        caps
     }
 
     /// Starts a receive of one datagram (with GRO, of a run of them) into
@@ -313,9 +316,9 @@ mod tests {
         let Some(mut ring) = ring_to(server.local_addr().unwrap(), 1) else {
             return;
         };
-        let (sock, caps) = connected_udp(server.local_addr().unwrap()).unwrap();
+        let sock = connected_udp(server.local_addr().unwrap()).unwrap();
         let client = sock.local_addr().unwrap();
-        ring.adopt_udp(0, sock);
+        let caps = ring.adopt_udp(0, sock);
         assert!(caps.gso, "loopback UDP has GSO on Linux 4.18+");
         for (i, b) in ring.tx(0)[..250].iter_mut().enumerate() {
             *b = i as u8;
@@ -361,9 +364,9 @@ mod tests {
         let Some(mut ring) = ring_to(a.local_addr().unwrap(), 2) else {
             return;
         };
-        let (b, caps) = connected_udp(a.local_addr().unwrap()).unwrap();
+        let b = connected_udp(a.local_addr().unwrap()).unwrap();
         a.connect(b.local_addr().unwrap()).unwrap();
-        ring.adopt_udp(0, b);
+        let caps = ring.adopt_udp(0, b);
         ring.adopt_udp(1, a);
         ring.recv_dgram(0).unwrap();
         ring.tx(1)[..250].fill(9);
@@ -394,7 +397,7 @@ mod tests {
         let Some(mut ring) = ring_to(addr, 1) else {
             return;
         };
-        let (sock, _) = connected_udp(addr).unwrap();
+        let sock = connected_udp(addr).unwrap();
         ring.adopt_udp(0, sock);
         ring.recv_dgram(0).unwrap();
         ring.tx(0)[..10].fill(1);

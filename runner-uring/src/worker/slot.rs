@@ -112,6 +112,9 @@ impl Worker<'_> {
     }
 
     pub(super) fn connect(&mut self, slot: usize) -> io::Result<()> {
+        if self.h3.is_some() {
+            return self.h3_connect(slot);
+        }
         self.conns[slot].on_demand = false;
         match self.ring.connect(slot) {
             Ok(()) => {
@@ -213,7 +216,7 @@ impl Worker<'_> {
     /// `slot` is open and free: the next waiting request, the next closed-loop
     /// send, or the idle list.
     pub(super) fn ready(&mut self, slot: usize) -> io::Result<()> {
-        if self.h2.is_some() {
+        if self.h2.is_some() || self.h3.is_some() {
             return self.streams_ready(slot);
         }
         self.conns[slot].state = State::Idle;
@@ -277,6 +280,7 @@ impl Worker<'_> {
         if std::mem::take(&mut c.listed) {
             self.idle.retain(|&s| s != slot);
         }
+        self.h3_drop(slot);
         let c = &mut self.conns[slot];
         c.tx_off = 0;
         c.tx_end = 0;

@@ -15,12 +15,20 @@ use super::{Job, State, Worker};
 impl Worker<'_> {
     /// Whether `slot` can open one more stream now (its protocol's rule).
     fn stream_free(&self, slot: usize) -> bool {
-        self.h2_free(slot)
+        if self.h3.is_some() {
+            self.h3_free(slot)
+        } else {
+            self.h2_free(slot)
+        }
     }
 
     /// Sends `job` on a new stream of `slot` (its protocol's way).
-    fn stream_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
-        self.h2_start(slot, job)
+    pub(super) fn stream_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
+        if self.h3.is_some() {
+            self.h3_start(slot, job)
+        } else {
+            self.h2_start(slot, job)
+        }
     }
 
     /// Puts `slot` on the idle list when it has a free stream slot, takes
