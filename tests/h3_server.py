@@ -9,23 +9,53 @@ certificate CERT and key KEY, ALPN h3. MODE:
   reset   reset each request stream with H3_REQUEST_CANCELLED (0x10c);
   close   answer N requests per connection, then close the connection with
           H3_INTERNAL_ERROR (0x102) when request N+1 arrives (unanswered);
+  goaway  answer N requests per connection; when request N+1 arrives,
+          send GOAWAY with its stream ID and answer none from it on (the
+          client retries them on a fresh connection);
+  settings  answer each request as ok, the server's SETTINGS carrying
+          MAX_FIELD_SECTION_SIZE N (and aioquic's reserved one);
+  violate answer N requests per connection; when request N+1 arrives,
+          send a second SETTINGS on the control stream (H3_FRAME_UNEXPECTED:
+          the client closes the connection with that code);
   silent  never answer (the client's timeouts);
   sse     an OpenAI-style chat completion stream: the head at once, then 5
           content chunks, the first 60 ms after the request, the next 20 ms
           apart, then [DONE].
-Exits when stdin closes or after SECONDS (default 120).
+Exits when stdin closes or after SECONDS (default 120). Each connection's
+end is a line on stdout after the port: "closed 0xCODE" with the error code
+of the CONNECTION_CLOSE the server received or sent.
 """
 
 import asyncio
 import sys
 
 from aioquic.asyncio import QuicConnectionProtocol, serve
-from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
+from aioquic.buffer import encode_uint_var
+from aioquic.h3.connection import (
+    H3_ALPN,
+    ErrorCode,
+    FrameType,
+    H3Connection,
+    Setting,
+    encode_frame,
+    encode_settings,
+)
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import ProtocolNegotiated
+from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated
 
 BODY = b"hello over h3\n"
+
+
+class LimitedH3(H3Connection):
+    """aioquic's HTTP/3 with MAX_FIELD_SECTION_SIZE in its SETTINGS."""
+
+    section = 0
+
+    def _get_local_settings(self):
+        settings = super()._get_local_settings()
+        settings[Setting.MAX_FIELD_SECTION_SIZE] = LimitedH3.section
+        return settings
 
 
 class Server(QuicConnectionProtocol):
@@ -37,10 +67,17 @@ class Server(QuicConnectionProtocol):
         self._h3 = None
         self._count = 0
         self._answered = set()
+        self._goaway = None
 
     def quic_event_received(self, event):
+        if isinstance(event, ConnectionTerminated):
+            print("closed %#x" % event.error_code, flush=True)
         if isinstance(event, ProtocolNegotiated):
-            self._h3 = H3Connection(self._quic)
+            if Server.mode == "settings":
+                LimitedH3.section = Server.limit
+                self._h3 = LimitedH3(self._quic)
+            else:
+                self._h3 = H3Connection(self._quic)
         if self._h3 is None:
             return
         for ev in self._h3.handle_event(event):
@@ -53,7 +90,19 @@ class Server(QuicConnectionProtocol):
         self._answered.add(sid)
         self._count += 1
         mode = Server.mode
-        if mode == "ok" or (mode == "close" and self._count <= Server.limit):
+        control = self._h3._local_control_stream_id
+        if self._goaway is not None and sid >= self._goaway:
+            pass  # not processed: at or above the GOAWAY's ID
+        elif mode in ("goaway", "violate") and self._count > Server.limit:
+            if mode == "goaway":
+                self._goaway = sid
+                frame = encode_frame(FrameType.GOAWAY, encode_uint_var(sid))
+            else:
+                frame = encode_frame(FrameType.SETTINGS, encode_settings({0x21: 1}))
+            self._quic.send_stream_data(control, frame)
+        elif mode in ("ok", "settings", "goaway", "violate") or (
+            mode == "close" and self._count <= Server.limit
+        ):
             self._h3.send_headers(
                 sid,
                 [

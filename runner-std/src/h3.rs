@@ -1,111 +1,76 @@
-//! HTTP/3 over QUIC on the std engine (`--http3`): QUIC from `quinn-proto`
-//! (sans-IO, rustls underneath with the run's certificate handling), the
-//! HTTP/3 framing and QPACK from core ([`metronome_core::h3`]), each
-//! stream's response turned into core's `Finish` by the same
-//! [`StreamExchange`] HTTP/2 uses. This module moves datagrams, reads the
-//! clock and hands facts to the collector: [`quic`] the QUIC connection
-//! and its handshake, [`dispatch`] the requests out, [`read`] the
-//! responses in; here, the state they share ([`Link`], [`Flight`]). The
-//! submodules take this module's imports whole (`use super::*`).
+//! HTTP/3 over QUIC on the std engine (`--http3`). Every protocol decision
+//! is `metronome-quic`'s [`H3Client`] (QUIC from `quinn-proto`, the
+//! framing and QPACK from core, the server's control stream, GOAWAY,
+//! errors closed with their code), the same connection the io_uring
+//! engine drives; this module owns the UDP socket, the threads, the clock
+//! and the queue: [`quic`] the socket and the handshake, [`dispatch`] the
+//! requests out, [`read`] the datagrams in and the streams' ends; here,
+//! the state they share ([`Link`]). The submodules take this module's
+//! imports whole (`use super::*`).
 //!
 //! Two threads per connection, as for HTTP/2: the *dispatcher*
 //! ([`worker`]) takes due requests from the pacer's queue while its
-//! connection has a free stream slot and writes each on a new
-//! bidirectional stream (HEADERS, DATA, FIN); the *reader* ([`read_loop`])
-//! blocks on the UDP socket, stamps each datagram, feeds it to the QUIC
-//! connection, reads the response streams and ends them (answered, reset,
-//! past their timeout, or with the connection). They share the connection
-//! under a mutex. A dead connection (closed by the server, idle timeout)
-//! ends its streams and the dispatcher opens a new one.
-//!
-//! Not here yet: the server's control and QPACK streams are drained
-//! unread (its SETTINGS and GOAWAY are not acted on), no 0-RTT, no retry
-//! of a request on a fresh connection.
+//! connection has a free stream slot and starts each on a new stream; the
+//! *reader* ([`read_loop`]) blocks on the UDP socket, stamps each
+//! datagram, feeds it to the connection and books the streams that ended
+//! (answered, reset, past their timeout, refused by a GOAWAY: sent again
+//! once on a fresh connection, or with the connection). They share the
+//! connection under a mutex. A connection closed (by the server, an idle
+//! timeout, a protocol error, or drained after a GOAWAY) ends its streams
+//! and the dispatcher opens a new one.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{mpsc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use quinn_proto::crypto::rustls::QuicClientConfig;
-use quinn_proto::{
-    ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint,
-    EndpointConfig, Event, ReadError, StreamEvent, StreamId, VarInt,
-};
-
-use metronome_core::engine::HandshakeFailure;
-use metronome_core::exchange::{Finish, GAP_CAP};
-use metronome_core::h2::StreamExchange;
-use metronome_core::h3::frame::{encode_control_stream_start, encode_data_header, encode_header};
-use metronome_core::h3::qpack::Decoder;
-use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, Role};
-use metronome_core::measure::{ErrorKind, FramingCause, ThreadStats, Unsent};
-use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS};
+use metronome_core::measure::{ThreadStats, Unsent};
+use metronome_core::plan::Plan;
+use metronome_quic::{Config, End, H3Client, How, Refused, Request, State, DATAGRAM};
 
 use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
 use crate::conn::{Opened, Outcome};
 use crate::queue::{Job, Shared};
-use crate::tls::{Tls, TlsFailure};
+use crate::tls::Tls;
 
-/// Streams per connection at most (the most any plan may ask).
-const SLOTS: usize = H2_MAX_STREAMS as usize;
-/// The largest response field section accepted (advertised as
-/// SETTINGS_MAX_FIELD_SECTION_SIZE).
-const SECTION: usize = 16 * 1024;
 /// The longest the reader blocks before it looks at deadlines and timers.
 const SLICE: Duration = Duration::from_millis(2);
-/// A UDP datagram at most.
-const DATAGRAM: usize = 64 * 1024;
-/// HTTP/3 frame type HEADERS.
-const HEADERS: u64 = 0x01;
 
 mod dispatch;
 mod quic;
 mod read;
 
 pub(crate) use dispatch::worker;
-use quic::Quic;
 pub(crate) use quic::{open, Opening};
 use read::read_loop;
 
-/// One request in flight on one stream.
-struct Flight {
-    job: Job,
-    sent_ns: u64,
-    /// The stream's bytes (HEADERS, DATA) and how many are written.
-    out: Vec<u8>,
-    at: usize,
-    reader: FrameReader<SECTION>,
-    ex: StreamExchange,
-    gaps: Vec<u64>,
-}
-
 /// One connection's state, shared by its dispatcher and its reader.
 struct Link {
-    quic: Option<Quic>,
-    flights: HashMap<StreamId, Box<Flight>>,
-    /// Flights ended, kept for the next streams (no allocation per request
-    /// once warm).
-    spare: Vec<Box<Flight>>,
-    decoder: Box<Decoder<SECTION>>,
-    protocol: Protocol,
+    h3: Option<H3Client<Job>>,
+    sock: Option<UdpSocket>,
+    /// Datagrams to send, one at a time.
+    tx: Vec<u8>,
+    /// Bytes sent and not yet counted in the run's traffic.
+    written: usize,
+    /// The connection is closed: reopen it.
     dead: bool,
+    /// The dispatcher is leaving: the reader ends with the last stream.
     leaving: bool,
-    cap: usize,
+    /// This connection's free stream slots as counted in the queue's
+    /// `idle` ([`Link::sync_idle`]).
     counted: usize,
 }
 
 impl Link {
     /// Streams this connection may still open now.
     fn free(&self) -> usize {
-        if self.dead || self.leaving || self.quic.is_none() {
-            return 0;
+        match &self.h3 {
+            Some(h3) if !self.dead && !self.leaving => h3.free(),
+            _ => 0,
         }
-        self.cap.saturating_sub(self.flights.len())
     }
 
     /// Brings this connection's share of the queue's `idle` count to its
@@ -119,47 +84,34 @@ impl Link {
         }
     }
 
+    /// Sends every datagram the connection owes at `now`.
+    ///
+    /// # Errors
+    /// The socket failed (other than a datagram the kernel cannot take:
+    /// a lost packet, which QUIC sends again).
+    fn flush(&mut self, now: Instant) -> io::Result<()> {
+        let (Some(h3), Some(sock)) = (self.h3.as_mut(), self.sock.as_ref()) else {
+            return Ok(());
+        };
+        while let Some((len, segment)) = h3.poll_transmit(now, 1, &mut self.tx) {
+            for d in self.tx[..len].chunks(segment.max(1)) {
+                match sock.send(d) {
+                    Ok(_) => self.written += d.len(),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn count_written(&mut self, shared: &Shared, now: u64) {
-        if let Some(q) = self.quic.as_mut() {
-            shared.traffic.sent(now, std::mem::take(&mut q.written));
-        }
+        shared.traffic.sent(now, std::mem::take(&mut self.written));
     }
-
-    fn flight(&mut self, job: Job, sent_ns: u64) -> Box<Flight> {
-        let sse = matches!(self.protocol, Protocol::OpenAiSse);
-        let mut f = self.spare.pop().unwrap_or_else(|| {
-            Box::new(Flight {
-                job,
-                sent_ns,
-                out: Vec::new(),
-                at: 0,
-                reader: FrameReader::new(Role::Request),
-                ex: StreamExchange::for_protocol(self.protocol),
-                gaps: vec![0; if sse { GAP_CAP } else { 0 }],
-            })
-        });
-        f.job = job;
-        f.sent_ns = sent_ns;
-        f.out.clear();
-        f.at = 0;
-        f.reader = FrameReader::new(Role::Request);
-        f.ex.begin(job.intended_ns, sent_ns);
-        f
-    }
-}
-
-/// Writes what is left of `f`'s bytes on stream `id`, and its FIN once all
-/// are written. `Err`: the stream cannot be written (stopped, closed).
-fn push(conn: &mut Connection, id: StreamId, f: &mut Flight) -> Result<(), ()> {
-    let mut s = conn.send_stream(id);
-    while f.at < f.out.len() {
-        match s.write(&f.out[f.at..]) {
-            Ok(n) => f.at += n,
-            Err(quinn_proto::WriteError::Blocked) => return Ok(()),
-            Err(_) => return Err(()),
-        }
-    }
-    s.finish().map_err(|_| ())
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -160,7 +160,7 @@ fn pre_open(
     let wanted = plan.connections;
     if let (true, Some(tls)) = (h3, tls) {
         let open = || {
-            let o = crate::h3::open(plan.addr, connect_timeout, tls)?;
+            let o = crate::h3::open(plan, connect_timeout, tls)?;
             o.opened().record(setup);
             Ok(o)
         };

@@ -69,6 +69,8 @@ impl Drop for Cert {
 struct H3Server {
     child: Child,
     port: u16,
+    /// The server's stdout after the port: its "closed 0xCODE" lines.
+    out: Option<BufReader<std::process::ChildStdout>>,
 }
 
 impl H3Server {
@@ -92,14 +94,31 @@ impl H3Server {
             .spawn()
             .expect("run python3");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line)
             .expect("the server prints its port");
         let port = line
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("the server printed '{line}', not a port"));
-        H3Server { child, port }
+        H3Server {
+            child,
+            port,
+            out: Some(out),
+        }
+    }
+
+    /// Stops the server (its stdin closed) and returns the close codes it
+    /// saw, one per connection ended ("0x105").
+    fn closes(&mut self) -> Vec<String> {
+        drop(self.child.stdin.take());
+        let mut text = String::new();
+        if let Some(mut out) = self.out.take() {
+            let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
+            .collect()
     }
 
     fn url(&self) -> String {
@@ -447,4 +466,144 @@ fn h3_refusals() {
         );
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
     }
+}
+
+/// A server that sends GOAWAY when the 51st request of a connection
+/// arrives (its stream ID: that request and any later one unprocessed):
+/// every request is still answered `ok` (the refused ones sent once more
+/// on a fresh connection, counted once in `sent`, and in `retried`), on
+/// at least 2 connections, each drained one closed by the client with
+/// H3_NO_ERROR. (The pool may open more connections when the machine is
+/// slow, so the number of GOAWAYs is a relation, not exact.)
+#[test]
+fn h3_goaway_retries_on_a_fresh_connection() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("goaway");
+    let mut srv = H3Server::start(&cert, &["goaway", "50"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(
+        (r.requests.sent, r.requests.ok),
+        (200, 200),
+        "{:?}",
+        r.errors
+    );
+    let opened = r.generator.connections_opened;
+    assert!(
+        opened >= 2,
+        "{opened} connections for 200 requests, 50 each"
+    );
+    assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
+    let closes = srv.closes();
+    assert!(
+        !closes.is_empty() && closes.iter().all(|c| c == "0x100"),
+        "every connection is closed with H3_NO_ERROR: {closes:?}"
+    );
+}
+
+/// The server's SETTINGS carry MAX_FIELD_SECTION_SIZE (large enough for
+/// the requests) and a reserved setting: every request is answered.
+#[test]
+fn h3_server_settings_are_read() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("settings");
+    let srv = H3Server::start(&cert, &["settings", "4096"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(
+        (r.requests.sent, r.requests.ok),
+        (100, 100),
+        "{:?}",
+        r.errors
+    );
+}
+
+/// A server that sends a second SETTINGS on its control stream when the
+/// 21st request of a connection arrives: the client closes each such
+/// connection with H3_FRAME_UNEXPECTED (0x105, seen by the server); the
+/// requests caught in it (at least the 21st) are bad framing
+/// (`http3_protocol`), the rest `ok`; the warning names the code.
+#[test]
+fn h3_control_stream_violation_closes_with_its_code() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("violate");
+    let mut srv = H3Server::start(&cert, &["violate", "20"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "50",
+            "--duration",
+            "2s",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(r.requests.sent, 100);
+    let bad = r.errors.by_kind.get("bad_framing").copied().unwrap_or(0);
+    assert_eq!(r.requests.ok + bad, 100, "{:?}", r.errors);
+    assert_eq!(
+        r.errors.bad_framing_by_cause.get("http3_protocol").copied(),
+        Some(bad)
+    );
+    let opened = r.generator.connections_opened;
+    assert!(
+        r.requests.ok <= 20 * opened,
+        "{} ok on {opened}",
+        r.requests.ok
+    );
+    assert!(opened >= 2, "{opened} connections for 100 requests");
+    let closes = srv.closes();
+    let violated = closes.iter().filter(|c| *c == "0x105").count() as u64;
+    // Each violation ends at least its 21st request as bad framing.
+    assert!(
+        violated >= 1 && violated <= bad,
+        "{bad} bad framing, the server saw these closes: {closes:?}"
+    );
+    assert!(
+        closes.iter().all(|c| c == "0x105" || c == "0x100"),
+        "{closes:?}"
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        json.contains("H3_FRAME_UNEXPECTED (0x105)"),
+        "no code in the warnings: {:?}",
+        r.generator.warnings
+    );
 }

@@ -17,23 +17,17 @@ pub(crate) fn worker(
     first: Option<Opening>,
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
-    let (Some(h2plan), Some(tls)) = (plan.http2, tls) else {
+    let Some(tls) = tls else {
         return;
-    };
-    let cap = match h2plan.max_streams {
-        0 => SLOTS,
-        n => n as usize,
     };
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
     let link = Mutex::new(Link {
-        quic: None,
-        flights: HashMap::with_capacity(cap),
-        spare: Vec::with_capacity(cap),
-        decoder: Box::new(Decoder::new()),
-        protocol: plan.protocol,
+        h3: None,
+        sock: None,
+        tx: Vec::with_capacity(DATAGRAM),
+        written: 0,
         dead: true,
         leaving: false,
-        cap,
         counted: 0,
     });
     let changed = Condvar::new();
@@ -60,7 +54,7 @@ pub(crate) fn worker(
                         if clock.now_ns() >= shared.hard_end_ns.load(Ordering::Relaxed) {
                             break;
                         }
-                        let r = open(plan.addr, connect_timeout, tls);
+                        let r = open(plan, connect_timeout, tls);
                         match &r {
                             Ok(o) => {
                                 let _ = tx.send(Fact::Opened(o.opened()));
@@ -88,12 +82,13 @@ pub(crate) fn worker(
                     shared.opened.fetch_add(1, Ordering::Relaxed);
                 }
                 connected_once = true;
-                let Ok(read_sock) = o.quic.sock.try_clone() else {
+                let Ok(read_sock) = o.sock.try_clone() else {
                     continue;
                 };
                 {
                     let mut l = lock(&link);
-                    l.quic = Some(o.quic);
+                    l.h3 = Some(o.h3);
+                    l.sock = Some(o.sock);
                     l.dead = false;
                     l.sync_idle(shared);
                 }
@@ -118,13 +113,16 @@ pub(crate) fn worker(
             let clock = origin.get_or_init(Clock::start);
             if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
             {
-                stats.sent += 1;
-                let _ = tx.send(Fact::Sent {
-                    intended_ns: job.intended_ns,
-                    request: job.request,
-                    sent_ns,
-                    waited_since: job.waited_since,
-                });
+                // A retried job was counted sent the first time.
+                if !job.retried {
+                    stats.sent += 1;
+                    let _ = tx.send(Fact::Sent {
+                        intended_ns: job.intended_ns,
+                        request: job.request,
+                        sent_ns,
+                        waited_since: job.waited_since,
+                    });
+                }
             }
         }
         leave(&link, &changed, shared);
@@ -182,34 +180,49 @@ fn start_stream(
         shared.in_flight.fetch_sub(1, Ordering::Relaxed);
         return None;
     }
-    let id = match (l.free() > 0, l.quic.as_mut()) {
-        (true, Some(q)) => q.conn.streams().open(Dir::Bi),
-        _ => None,
-    };
-    let Some(id) = id else {
-        drop(l);
-        lock(&shared.queue).jobs.push_front(job);
-        shared.ready.notify_one();
-        return None;
-    };
     let sent_ns = clock.now_ns();
-    let mut f = l.flight(job, sent_ns);
-    let mut head = [0u8; 16];
-    let n = encode_header(HEADERS, request.block.len() as u64, &mut head).unwrap_or(0);
-    f.out.extend_from_slice(&head[..n]);
-    f.out.extend_from_slice(request.block);
-    if !request.body.is_empty() {
-        let n = encode_data_header(request.body.len() as u64, &mut head).unwrap_or(0);
-        f.out.extend_from_slice(&head[..n]);
-        f.out.extend_from_slice(request.body);
+    let req = Request {
+        block: request.block,
+        body: request.body,
+        // Not known yet: the plan keeps the encoded section only.
+        section_size: 0,
+    };
+    let free = l.free();
+    let started = match l.h3.as_mut() {
+        Some(h3) if free > 0 => h3.start(job, req, sent_ns),
+        _ => Err(Refused::NoStream(job)),
+    };
+    match started {
+        Ok(()) => {}
+        Err(Refused::NoStream(job)) => {
+            drop(l);
+            lock(&shared.queue).jobs.push_front(job);
+            shared.ready.notify_one();
+            return None;
+        }
+        Err(Refused::TooLarge { job, limit }) => {
+            drop(l);
+            let _ = tx.send(Fact::Note(format!(
+                "HTTP/3: a request's field section is larger than the server's \
+                 SETTINGS_MAX_FIELD_SECTION_SIZE ({limit} bytes): not sent"
+            )));
+            let _ = tx.send(Fact::NotSent {
+                intended_ns: job.intended_ns,
+                request: job.request,
+                at_ns: sent_ns,
+                reason: Unsent::Connect,
+                retried: job.retried,
+            });
+            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
     }
-    let Link { quic, flights, .. } = &mut *l;
-    if let Some(q) = quic.as_mut() {
-        let _ = push(&mut q.conn, id, &mut f);
-        flights.insert(id, f);
-        let _ = q.flush(Instant::now());
-        // The server's stream limit is QUIC's MAX_STREAMS: not reported.
-        streams.h2_streams(flights.len(), None);
+    let _ = l.flush(Instant::now());
+    if let Some(h3) = l.h3.as_ref() {
+        let server = h3
+            .server_max_streams()
+            .map(|m| u32::try_from(m).unwrap_or(u32::MAX));
+        streams.h2_streams(h3.in_flight(), server);
     }
     l.count_written(shared, sent_ns);
     l.sync_idle(shared);
@@ -222,7 +235,7 @@ fn leave(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) {
     let mut l = lock(link);
     l.leaving = true;
     l.sync_idle(shared);
-    while !l.dead && !l.flights.is_empty() {
+    while !l.dead && l.h3.as_ref().is_some_and(|h3| h3.in_flight() > 0) {
         l = changed
             .wait_timeout(l, Duration::from_millis(20))
             .unwrap_or_else(|e| e.into_inner())

@@ -1,0 +1,701 @@
+//! [`H3Client`]: one HTTP/3 client connection over `quinn-proto`,
+//! sans-IO. The engine owns the socket and the clock: it feeds datagrams
+//! ([`H3Client::datagram`]), sends what [`H3Client::poll_transmit`] gives,
+//! fires timers ([`H3Client::poll_timeout`], [`H3Client::handle_timeout`]),
+//! starts requests ([`H3Client::start`]) while [`H3Client::free`] allows,
+//! times them out ([`H3Client::expire`]) and books each stream's end
+//! ([`H3Client::poll_end`]). Every HTTP/3 rule is here, once for every
+//! engine: the request frames, the responses, the server's control and
+//! QPACK streams ([`Peer`]), GOAWAY (stop opening, retry the refused
+//! requests once elsewhere, close when drained), connection errors closed
+//! with their code, the server's stream limit.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use quinn_proto::{
+    Connection, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
+    Event, ReadError, StreamEvent, StreamId, VarInt,
+};
+
+use metronome_core::exchange::Finish;
+use metronome_core::h2::{FlightJob, How};
+use metronome_core::h3::frame::encode_control_stream_start;
+use metronome_core::h3::qpack::Decoder;
+use metronome_core::h3::{varint, ErrorCode, H3Error};
+use metronome_core::measure::{ErrorKind, FramingCause};
+use metronome_core::plan::Protocol;
+use metronome_core::record::ResponseHead;
+
+use crate::config::{describe, handshake_error, Config};
+use crate::control::{News, Peer, UniStream};
+use crate::flight::{Flight, SECTION};
+
+/// A UDP datagram at most (what a receive buffer needs).
+pub const DATAGRAM: usize = 64 * 1024;
+
+/// Transport parameter initial_max_streams_bidi (RFC 9000 section 18.2).
+const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
+
+/// Where a connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// The QUIC handshake is under way.
+    Handshaking,
+    /// Requests may be started (while [`H3Client::free`] allows).
+    Live,
+    /// The server sent GOAWAY: no new request; the ones below its ID
+    /// finish, then the connection closes itself.
+    GoingAway,
+    /// Closed: by the server, a timeout, a protocol error
+    /// ([`H3Client::lost`] says which), or cleanly once drained (no
+    /// [`Lost`]). Open a new connection.
+    Closed,
+}
+
+/// Why a connection was lost during the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lost {
+    /// One line for the report's warnings.
+    pub text: String,
+    /// How its streams ended.
+    pub kind: ErrorKind,
+}
+
+/// A request stream's bytes as handed to [`H3Client::start`].
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The QPACK-encoded field section (core's `h3::request::from_http1`).
+    pub block: &'a [u8],
+    /// The body (one DATA frame), empty for none.
+    pub body: &'a [u8],
+    /// The field section's size as RFC 9114 section 4.2.2 counts it,
+    /// checked against the server's SETTINGS_MAX_FIELD_SECTION_SIZE
+    /// (0: not checked).
+    pub section_size: u64,
+}
+
+/// Why [`H3Client::start`] did not start a request (the job comes back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused<J> {
+    /// No stream now (none free, the server's limit, going away, closed):
+    /// the job waits for another stream or connection.
+    NoStream(J),
+    /// The request's field section is larger than the server's
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE: it cannot be sent on this
+    /// connection, nor on another to the same server.
+    TooLarge {
+        /// The job.
+        job: J,
+        /// The server's limit.
+        limit: u64,
+    },
+}
+
+/// How a stream ended, kept until [`H3Client::poll_end`] hands it out.
+#[derive(Clone, Copy, Debug)]
+enum Ended {
+    Answered,
+    Retry,
+    Failed(Finish<'static>),
+}
+
+/// One stream's end ([`H3Client::poll_end`]).
+#[derive(Clone, Copy, Debug)]
+pub struct End<'a, J> {
+    /// The job the stream carried.
+    pub job: J,
+    /// When its HEADERS left (as given to [`H3Client::start`]).
+    pub sent_ns: u64,
+    /// How it ended: answered (its exchange's [`Finish`], SSE gaps
+    /// borrowed from the connection), to retry once elsewhere (a GOAWAY
+    /// refused it), or failed.
+    pub how: How<'a>,
+    /// What was known of its response's head.
+    pub head: ResponseHead,
+}
+
+/// One HTTP/3 client connection (see the [module](self)).
+pub struct H3Client<J> {
+    endpoint: Endpoint,
+    conn: Connection,
+    handle: ConnectionHandle,
+    remote: SocketAddr,
+    protocol: Protocol,
+    cap: usize,
+    flights: HashMap<StreamId, Box<Flight<J>>>,
+    spare: Vec<Box<Flight<J>>>,
+    ended: VecDeque<(Box<Flight<J>>, Ended)>,
+    /// The flight last handed out by `poll_end`, recycled by the next call.
+    current: Option<Box<Flight<J>>>,
+    decoder: Box<Decoder<SECTION>>,
+    peer: Peer,
+    uni: HashMap<StreamId, UniStream>,
+    connected: bool,
+    /// The handshake failed: why.
+    refused: Option<ConnectionError>,
+    lost: Option<Lost>,
+    closed: bool,
+    /// QUIC refused a new stream (the server's MAX_STREAMS): none until
+    /// it allows more.
+    blocked: bool,
+    server_streams: Option<u64>,
+    /// Streams timed out by `expire` (kept: no allocation per call).
+    late: Vec<StreamId>,
+    /// The datagram buffer handed to quinn, reclaimed when it lets go.
+    rx: BytesMut,
+    /// A datagram the endpoint answers with (a stateless reset), to send.
+    reply: Vec<u8>,
+}
+
+impl<J: FlightJob> H3Client<J> {
+    /// Starts the handshake at `now`: drive it with
+    /// [`poll_transmit`](Self::poll_transmit), [`datagram`](Self::datagram)
+    /// and the timers until [`state`](Self::state) leaves
+    /// [`State::Handshaking`] (or [`handshake_error`](Self::handshake_error)
+    /// says why not). Once connected, the client's control stream opens
+    /// with its SETTINGS (QPACK capacity 0, MAX_FIELD_SECTION_SIZE 16 384).
+    ///
+    /// # Errors
+    /// quinn refuses the connection (a server name it cannot use).
+    pub fn connect(cfg: &Config, now: Instant) -> io::Result<Self> {
+        let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let (handle, conn) = endpoint
+            .connect(now, cfg.quic.clone(), cfg.remote, &cfg.server_name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        Ok(H3Client {
+            endpoint,
+            conn,
+            handle,
+            remote: cfg.remote,
+            protocol: cfg.protocol,
+            cap: cfg.cap,
+            flights: HashMap::with_capacity(cfg.cap),
+            spare: Vec::with_capacity(cfg.cap),
+            ended: VecDeque::with_capacity(cfg.cap),
+            current: None,
+            decoder: Box::new(Decoder::new()),
+            peer: Peer::new(),
+            uni: HashMap::with_capacity(8),
+            connected: false,
+            refused: None,
+            lost: None,
+            closed: false,
+            blocked: false,
+            server_streams: None,
+            late: Vec::with_capacity(cfg.cap),
+            rx: BytesMut::with_capacity(DATAGRAM),
+            reply: Vec::new(),
+        })
+    }
+
+    /// Where the connection is.
+    pub fn state(&self) -> State {
+        if self.closed || self.refused.is_some() || self.lost.is_some() || self.conn.is_closed() {
+            State::Closed
+        } else if !self.connected {
+            State::Handshaking
+        } else if self.peer.goaway().is_some() {
+            State::GoingAway
+        } else {
+            State::Live
+        }
+    }
+
+    /// The handshake failed: the error as the TLS ones are counted (a
+    /// [`metronome_core::engine::tls::TlsFailure`] inside).
+    pub fn handshake_error(&self) -> Option<io::Error> {
+        self.refused.as_ref().map(handshake_error)
+    }
+
+    /// Why the connection was lost during the run (after its handshake).
+    pub fn lost(&self) -> Option<&Lost> {
+        self.lost.as_ref()
+    }
+
+    /// The server's initial limit of concurrent request streams (its
+    /// initial_max_streams_bidi), once connected.
+    pub fn server_max_streams(&self) -> Option<u64> {
+        self.server_streams
+    }
+
+    /// The server's SETTINGS_MAX_FIELD_SECTION_SIZE, once its SETTINGS
+    /// arrived with one.
+    pub fn max_field_section(&self) -> Option<u64> {
+        self.peer.max_field_section()
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.flights.len()
+    }
+
+    /// Requests that may be started now: none unless live; else the
+    /// stream cap, within the server's limit, less those in flight.
+    pub fn free(&self) -> usize {
+        if self.blocked || self.state() != State::Live {
+            return 0;
+        }
+        let limit = self.server_streams.map_or(self.cap, |s| {
+            self.cap.min(usize::try_from(s).unwrap_or(usize::MAX))
+        });
+        limit.saturating_sub(self.flights.len())
+    }
+
+    /// A datagram from the server, received at `now` (`stamp_ns` on the
+    /// run's clock): fed to QUIC, and whatever it makes readable read.
+    pub fn datagram(&mut self, now: Instant, stamp_ns: u64, data: &[u8]) {
+        // The buffer quinn let go of is reused: no allocation per datagram
+        // unless quinn still holds the last one's stream data.
+        // (a datagram takes a slice of a 64 KiB buffer; a new buffer only
+        // when it is spent and quinn still holds a slice of it).
+        self.rx.clear();
+        if self.rx.capacity() < data.len() {
+            self.rx.reserve(DATAGRAM.max(data.len()));
+        }
+        self.rx.extend_from_slice(data);
+        let datagram = self.rx.split();
+        self.reply.clear();
+        match self
+            .endpoint
+            .handle(now, self.remote, None, None, datagram, &mut self.reply)
+        {
+            Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
+                self.conn.handle_event(ev);
+            }
+            Some(DatagramEvent::Response(t)) => self.reply.truncate(t.size),
+            _ => self.reply.clear(),
+        }
+        self.process(now, stamp_ns);
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    /// Fires QUIC's timers due at `now` (`stamp_ns` on the run's clock).
+    pub fn handle_timeout(&mut self, now: Instant, stamp_ns: u64) {
+        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
+        self.process(now, stamp_ns);
+    }
+
+    /// The next datagrams to send at `now`, into `buf` (cleared first):
+    /// `Some((len, segment))`, `len` bytes of datagrams `segment` bytes
+    /// each (the last may be shorter; GSO), at most `max_datagrams` of
+    /// them; `None`: nothing to send now.
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        max_datagrams: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<(usize, usize)> {
+        buf.clear();
+        if !self.reply.is_empty() {
+            buf.extend_from_slice(&self.reply);
+            self.reply.clear();
+            return Some((buf.len(), buf.len()));
+        }
+        let t = self.conn.poll_transmit(now, max_datagrams.max(1), buf);
+        while let Some(ev) = self.conn.poll_endpoint_events() {
+            if let Some(ce) = self.endpoint.handle_event(self.handle, ev) {
+                self.conn.handle_event(ce);
+            }
+        }
+        t.map(|t| (t.size, t.segment_size.unwrap_or(t.size)))
+    }
+
+    /// Starts `job` on a new stream: HEADERS (and DATA), FIN. `sent_ns`:
+    /// now on the run's clock, its exchange's send time.
+    ///
+    /// # Errors
+    /// [`Refused::NoStream`]: no stream now; [`Refused::TooLarge`]: the
+    /// request's section is above the server's limit.
+    pub fn start(&mut self, job: J, req: Request<'_>, sent_ns: u64) -> Result<(), Refused<J>> {
+        if self.free() == 0 {
+            return Err(Refused::NoStream(job));
+        }
+        if let Some(limit) = self.peer.max_field_section() {
+            if req.section_size > limit {
+                return Err(Refused::TooLarge { job, limit });
+            }
+        }
+        let Some(id) = self.conn.streams().open(Dir::Bi) else {
+            self.blocked = true;
+            return Err(Refused::NoStream(job));
+        };
+        let mut f = Flight::take(
+            &mut self.spare,
+            self.protocol,
+            job,
+            job.intended_ns(),
+            sent_ns,
+        );
+        f.frame(req.block, req.body);
+        // A stream that cannot be written is ended by its reset or the
+        // connection's end.
+        let _ = push(&mut self.conn, id, &mut f);
+        self.flights.insert(id, f);
+        Ok(())
+    }
+
+    /// Ends the streams due at `now_ns`: unanswered `timeout_ns` after
+    /// their send, or at the run's `hard_end_ns`; each is cancelled
+    /// (STOP_SENDING and RESET_STREAM with H3_REQUEST_CANCELLED) and fails
+    /// as a timeout. Returns the earliest deadline left (`u64::MAX`: none).
+    pub fn expire(&mut self, now_ns: u64, timeout_ns: u64, hard_end_ns: u64) -> u64 {
+        let mut next = u64::MAX;
+        self.late.clear();
+        for (id, f) in &self.flights {
+            let due = f.sent_ns.saturating_add(timeout_ns).min(hard_end_ns);
+            if now_ns >= due {
+                self.late.push(*id);
+            } else {
+                next = next.min(due);
+            }
+        }
+        for i in 0..self.late.len() {
+            let id = self.late[i];
+            self.end_stream(
+                id,
+                ErrorCode::REQUEST_CANCELLED,
+                Ended::Failed(Finish::Error(ErrorKind::Timeout)),
+            );
+        }
+        next
+    }
+
+    /// The next stream's end, if any (the previous one's storage is
+    /// recycled by this call).
+    pub fn poll_end(&mut self) -> Option<End<'_, J>> {
+        if let Some(f) = self.current.take() {
+            self.spare.push(f);
+        }
+        let (f, ended) = self.ended.pop_front()?;
+        let f = self.current.insert(f);
+        let how = match ended {
+            Ended::Answered => How::Answered(f.ex.finish(&f.gaps)),
+            Ended::Retry => How::Retry,
+            Ended::Failed(finish) => How::Failed(finish),
+        };
+        Some(End {
+            job: f.job,
+            sent_ns: f.sent_ns,
+            how,
+            head: f.ex.head(),
+        })
+    }
+
+    /// Closes the connection at `now` with H3_NO_ERROR (the engine is
+    /// done with it); streams still in flight end as the connection's end.
+    pub fn close(&mut self, now: Instant) {
+        if !self.conn.is_closed() {
+            self.conn
+                .close(now, code(ErrorCode::NO_ERROR), bytes::Bytes::new());
+        }
+        self.closed = true;
+        self.end_all(Finish::Error(ErrorKind::Reset));
+    }
+
+    /// Acts on every event QUIC has.
+    fn process(&mut self, now: Instant, stamp_ns: u64) {
+        while let Some(ev) = self.conn.poll() {
+            match ev {
+                Event::Connected => self.on_connected(now),
+                Event::ConnectionLost { reason } => self.on_lost(reason),
+                Event::Stream(StreamEvent::Readable { id }) => self.read(now, id, stamp_ns),
+                Event::Stream(StreamEvent::Writable { id }) => {
+                    if let Some(f) = self.flights.get_mut(&id) {
+                        let _ = push(&mut self.conn, id, f);
+                    }
+                }
+                Event::Stream(StreamEvent::Opened { dir }) => {
+                    while let Some(id) = self.conn.streams().accept(dir) {
+                        if dir == Dir::Uni {
+                            self.uni.insert(id, UniStream::new());
+                        }
+                        self.read(now, id, stamp_ns);
+                    }
+                }
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => self.blocked = false,
+                _ => {}
+            }
+        }
+        // A server that went away is left once its last answer is in.
+        if self.peer.goaway().is_some() && self.flights.is_empty() && !self.closed {
+            self.close(now);
+        }
+    }
+
+    /// The handshake is done: the control stream opens with the SETTINGS;
+    /// the server's stream limit is read from its transport parameters.
+    fn on_connected(&mut self, now: Instant) {
+        self.connected = true;
+        self.server_streams = initial_max_streams_bidi(&self.conn);
+        let Some(id) = self.conn.streams().open(Dir::Uni) else {
+            self.fail(
+                now,
+                "the server allows no unidirectional stream",
+                H3Error::StreamCreation,
+            );
+            return;
+        };
+        let mut control = [0u8; 64];
+        let n = encode_control_stream_start(SECTION as u64, &mut control).unwrap_or(0);
+        let _ = self.conn.send_stream(id).write(&control[..n]);
+    }
+
+    /// QUIC lost the connection: in the handshake, its refusal; after, its
+    /// streams end as the connection did.
+    fn on_lost(&mut self, reason: ConnectionError) {
+        if !self.connected {
+            self.refused = Some(reason);
+            return;
+        }
+        if self.lost.is_some() || self.closed {
+            return;
+        }
+        let kind = if matches!(reason, ConnectionError::TimedOut) {
+            ErrorKind::Timeout
+        } else {
+            ErrorKind::Reset
+        };
+        self.lost = Some(Lost {
+            text: describe(&reason),
+            kind,
+        });
+        if kind == ErrorKind::Timeout {
+            self.end_all(Finish::Error(ErrorKind::Timeout));
+        } else {
+            self.end_all_reset();
+        }
+    }
+
+    /// The server broke HTTP/3 on its control or QPACK streams: the
+    /// connection closes with the error's code; its requests fail as bad
+    /// framing (`http3_protocol`).
+    fn fail(&mut self, now: Instant, what: &str, e: H3Error) {
+        if self.lost.is_some() || self.closed {
+            return;
+        }
+        let c = e.code();
+        self.conn.close(now, code(c), bytes::Bytes::new());
+        self.lost = Some(Lost {
+            text: format!(
+                "HTTP/3: {what} ({e}): the connection was closed with {c} ({:#x})",
+                c.0
+            ),
+            kind: ErrorKind::BadFraming,
+        });
+        self.end_all(Finish::Framing(FramingCause::Http3Protocol));
+    }
+
+    /// Every stream in flight ends as `finish`.
+    fn end_all(&mut self, finish: Finish<'static>) {
+        for (_, f) in self.flights.drain() {
+            self.ended.push_back((f, Ended::Failed(finish)));
+        }
+    }
+
+    /// Every stream in flight ends as reset (after an SSE head: cut).
+    fn end_all_reset(&mut self) {
+        for (_, f) in self.flights.drain() {
+            let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
+            self.ended
+                .push_back((f, Ended::Failed(Finish::Error(kind))));
+        }
+    }
+
+    /// Ends request stream `id` as `how`, cancelling both its directions
+    /// with `c` (nothing more is read or written on it).
+    fn end_stream(&mut self, id: StreamId, c: ErrorCode, how: Ended) {
+        if let Some(f) = self.flights.remove(&id) {
+            let _ = self.conn.recv_stream(id).stop(code(c));
+            let _ = self.conn.send_stream(id).reset(code(c));
+            self.ended.push_back((f, how));
+        }
+    }
+
+    /// Reads what stream `id` has: a response into its flight, the
+    /// server's unidirectional streams into [`Peer`].
+    fn read(&mut self, now: Instant, id: StreamId, stamp_ns: u64) {
+        if self.flights.contains_key(&id) {
+            self.read_response(id, stamp_ns);
+        } else if self.uni.contains_key(&id) {
+            self.read_uni(now, id);
+        }
+    }
+
+    /// A response stream's bytes, fed to its flight; its end, reset or
+    /// malformed response ends it.
+    fn read_response(&mut self, id: StreamId, now: u64) {
+        let Some(f) = self.flights.get_mut(&id) else {
+            return;
+        };
+        let mut rs = self.conn.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        let mut end: Option<Result<(), (ErrorCode, Finish<'static>)>> = None;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    if end.is_none() {
+                        if let Err(e) = f.feed(&chunk.bytes, &mut self.decoder, now) {
+                            end = Some(Err((
+                                e.code(),
+                                Finish::Framing(FramingCause::Http3Protocol),
+                            )));
+                        }
+                    }
+                }
+                Ok(None) => {
+                    end.get_or_insert(Ok(()));
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(_)) => {
+                    let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
+                    end = Some(Err((ErrorCode::REQUEST_CANCELLED, Finish::Error(kind))));
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        match end {
+            None => {}
+            Some(Ok(())) => {
+                if f.reader.finish().is_err() {
+                    let c = ErrorCode::FRAME_ERROR;
+                    self.end_stream(
+                        id,
+                        c,
+                        Ended::Failed(Finish::Framing(FramingCause::Http3Protocol)),
+                    );
+                    return;
+                }
+                let Flight { ex, gaps, .. } = &mut **f;
+                ex.on_end(now, gaps);
+                if let Some(f) = self.flights.remove(&id) {
+                    self.ended.push_back((f, Ended::Answered));
+                }
+            }
+            Some(Err((c, finish))) => self.end_stream(id, c, Ended::Failed(finish)),
+        }
+    }
+
+    /// One of the server's unidirectional streams: fed to [`Peer`]; what
+    /// it says acted on, a violation closes the connection with its code.
+    fn read_uni(&mut self, now: Instant, id: StreamId) {
+        let Some(s) = self.uni.get_mut(&id) else {
+            return;
+        };
+        let mut rs = self.conn.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        let mut news = News::default();
+        let mut failed: Option<H3Error> = None;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    if failed.is_none() {
+                        match self.peer.feed(s, &chunk.bytes) {
+                            Ok(n) => {
+                                news.settings |= n.settings;
+                                news.goaway = n.goaway.or(news.goaway);
+                            }
+                            Err(e) => failed = Some(e),
+                        }
+                    }
+                }
+                Ok(None) | Err(ReadError::Reset(_)) => {
+                    if let Err(e) = self.peer.end(s) {
+                        failed.get_or_insert(e);
+                    }
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        if let Some(e) = failed {
+            self.fail(
+                now,
+                "the server broke the protocol on its control or QPACK streams",
+                e,
+            );
+            return;
+        }
+        if let Some(last) = news.goaway {
+            self.on_goaway(last);
+        }
+    }
+
+    /// A GOAWAY with stream ID `last`: the requests on streams at or above
+    /// it were not processed: each is retried once on another connection
+    /// (a retried one fails as reset); the ones below finish here.
+    fn on_goaway(&mut self, last: u64) {
+        self.late.clear();
+        self.late.extend(
+            self.flights
+                .keys()
+                .filter(|id| VarInt::from(**id).into_inner() >= last),
+        );
+        for i in 0..self.late.len() {
+            let id = self.late[i];
+            let retried = self.flights.get(&id).is_some_and(|f| f.job.retried());
+            let how = if retried {
+                Ended::Failed(Finish::Error(ErrorKind::Reset))
+            } else {
+                Ended::Retry
+            };
+            self.end_stream(id, ErrorCode::REQUEST_CANCELLED, how);
+        }
+    }
+}
+
+/// Writes what is left of `f`'s bytes on stream `id`, and its FIN once all
+/// are written. `Err`: the stream cannot be written (stopped, closed).
+fn push<J>(conn: &mut Connection, id: StreamId, f: &mut Flight<J>) -> Result<(), ()> {
+    let mut s = conn.send_stream(id);
+    while f.at < f.out.len() {
+        match s.write(&f.out[f.at..]) {
+            Ok(n) => f.at += n,
+            Err(quinn_proto::WriteError::Blocked) => return Ok(()),
+            Err(_) => return Err(()),
+        }
+    }
+    s.finish().map_err(|_| ())
+}
+
+/// An HTTP/3 error code as QUIC's.
+fn code(c: ErrorCode) -> VarInt {
+    VarInt::from_u64(c.0).unwrap_or(VarInt::from_u32(0x102))
+}
+
+/// The server's initial_max_streams_bidi from its transport parameters
+/// (quinn keeps the value to itself; its encoding is public).
+fn initial_max_streams_bidi(conn: &Connection) -> Option<u64> {
+    let params = conn.crypto_session().transport_parameters().ok()??;
+    let mut wire = Vec::new();
+    params.write(&mut wire);
+    let mut rest = &wire[..];
+    while !rest.is_empty() {
+        let (id, n) = varint::decode(rest)?;
+        let (len, m) = varint::decode(&rest[n..])?;
+        let len = usize::try_from(len).ok()?;
+        let value = rest.get(n + m..n + m + len)?;
+        if id == INITIAL_MAX_STREAMS_BIDI {
+            return varint::decode(value).map(|(v, _)| v);
+        }
+        rest = &rest[n + m + len..];
+    }
+    Some(0)
+}

@@ -1,0 +1,133 @@
+//! One request in flight on one bidirectional stream ([`Flight`]): the
+//! bytes it still has to write, and its response read with core's
+//! [`FrameReader`] and QPACK [`Decoder`] into the [`StreamExchange`]
+//! HTTP/2 uses ([`Flight::feed`]), so `ok` by status, SSE's first token
+//! and gaps, and gRPC's status rule are HTTP/2's.
+
+use metronome_core::exchange::GAP_CAP;
+use metronome_core::h2::StreamExchange;
+use metronome_core::h3::frame::{encode_data_header, encode_header};
+use metronome_core::h3::qpack::Decoder;
+use metronome_core::h3::{Frame, FrameReader, H3Error, Role};
+use metronome_core::plan::Protocol;
+
+/// The largest response field section accepted (advertised as
+/// SETTINGS_MAX_FIELD_SECTION_SIZE).
+pub const SECTION: usize = 16 * 1024;
+
+/// HTTP/3 frame type HEADERS.
+const HEADERS: u64 = 0x01;
+
+/// One request in flight on one stream.
+pub(crate) struct Flight<J> {
+    pub(crate) job: J,
+    pub(crate) sent_ns: u64,
+    /// The stream's bytes (HEADERS, DATA) and how many are written.
+    pub(crate) out: Vec<u8>,
+    pub(crate) at: usize,
+    pub(crate) reader: FrameReader<SECTION>,
+    pub(crate) ex: StreamExchange,
+    pub(crate) gaps: Vec<u64>,
+}
+
+impl<J> Flight<J> {
+    /// A flight for `job` (its storage from `spare` when there is one:
+    /// no allocation once warm).
+    pub(crate) fn take(
+        spare: &mut Vec<Box<Flight<J>>>,
+        protocol: Protocol,
+        job: J,
+        intended_ns: u64,
+        sent_ns: u64,
+    ) -> Box<Flight<J>> {
+        let mut f = match spare.pop() {
+            Some(mut f) => {
+                f.job = job;
+                f
+            }
+            None => Box::new(Flight {
+                job,
+                sent_ns,
+                out: Vec::new(),
+                at: 0,
+                reader: FrameReader::new(Role::Request),
+                ex: StreamExchange::for_protocol(protocol),
+                gaps: vec![
+                    0;
+                    if matches!(protocol, Protocol::OpenAiSse) {
+                        GAP_CAP
+                    } else {
+                        0
+                    }
+                ],
+            }),
+        };
+        f.sent_ns = sent_ns;
+        f.out.clear();
+        f.at = 0;
+        f.reader = FrameReader::new(Role::Request);
+        f.ex.begin(intended_ns, sent_ns);
+        f
+    }
+
+    /// Puts the request's frames in `out`: HEADERS with the QPACK field
+    /// section `block`, then `body` in one DATA frame when it has one.
+    pub(crate) fn frame(&mut self, block: &[u8], body: &[u8]) {
+        let mut head = [0u8; 16];
+        let n = encode_header(HEADERS, block.len() as u64, &mut head).unwrap_or(0);
+        self.out.extend_from_slice(&head[..n]);
+        self.out.extend_from_slice(block);
+        if !body.is_empty() {
+            let n = encode_data_header(body.len() as u64, &mut head).unwrap_or(0);
+            self.out.extend_from_slice(&head[..n]);
+            self.out.extend_from_slice(body);
+        }
+    }
+
+    /// Feeds the response stream's bytes at `now` (run clock ns): the
+    /// head's `:status` and the body to the exchange.
+    ///
+    /// # Errors
+    /// The response broke HTTP/3 (a frame error, a QPACK refusal, a
+    /// malformed head): the stream's error.
+    pub(crate) fn feed(
+        &mut self,
+        mut input: &[u8],
+        decoder: &mut Decoder<SECTION>,
+        now: u64,
+    ) -> Result<(), H3Error> {
+        let Flight {
+            reader, ex, gaps, ..
+        } = self;
+        while !input.is_empty() {
+            let (n, frame) = reader.read(input)?;
+            match frame {
+                Some(Frame::Headers(block)) => {
+                    let mut event_stream = false;
+                    let mut grpc: Option<u32> = None;
+                    let section = decoder.decode(block, |name, value| {
+                        if name == b"content-type" {
+                            event_stream = value.starts_with(b"text/event-stream");
+                        } else if name == b"grpc-status" {
+                            grpc = core::str::from_utf8(value)
+                                .ok()
+                                .and_then(|v| v.parse().ok());
+                        }
+                    })?;
+                    match section.status {
+                        Some(status) if status >= 200 && !ex.has_head() => {
+                            ex.on_head(now, status, event_stream);
+                            ex.on_grpc_status(grpc);
+                        }
+                        Some(_) => {}
+                        None => ex.on_grpc_status(grpc),
+                    }
+                }
+                Some(Frame::Data(d)) => ex.on_data(now, d, gaps),
+                _ => {}
+            }
+            input = &input[n..];
+        }
+        Ok(())
+    }
+}
