@@ -473,12 +473,13 @@ impl Ring {
         if s.busy() {
             if !s.closing {
                 s.closing = true;
-                if let Some(fd) = &s.fd {
-                    shutdown(fd.as_raw_fd());
-                }
                 if s.udp {
-                    // A shutdown does not end a pending UDP recv: cancel.
+                    // A shutdown does not end a pending UDP recv, and
+                    // would fail a send queued but not yet submitted (a
+                    // QUIC CONNECTION_CLOSE): cancel, after what is queued.
                     let _ = self.cancel_all(slot);
+                } else if let Some(fd) = &s.fd {
+                    shutdown(fd.as_raw_fd());
                 }
             }
             false
@@ -608,11 +609,10 @@ impl Drop for Ring {
         for slot in 0..self.slots.len() {
             let s = &self.slots[slot];
             if s.busy() {
-                if let Some(fd) = &s.fd {
-                    shutdown(fd.as_raw_fd());
-                }
                 if s.udp {
                     let _ = self.cancel_all(slot);
+                } else if let Some(fd) = &s.fd {
+                    shutdown(fd.as_raw_fd());
                 }
             }
         }

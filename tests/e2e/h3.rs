@@ -481,39 +481,42 @@ fn h3_goaway_retries_on_a_fresh_connection() {
         return;
     }
     let cert = Cert::new("goaway");
-    let mut srv = H3Server::start(&cert, &["goaway", "50"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "100",
-            "--duration",
-            "2s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!(
-        (r.requests.sent, r.requests.ok),
-        (200, 200),
-        "{:?}",
-        r.errors
-    );
-    let opened = r.generator.connections_opened;
-    assert!(
-        opened >= 2,
-        "{opened} connections for 200 requests, 50 each"
-    );
-    assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
-    let closes = srv.closes();
-    assert!(
-        !closes.is_empty() && closes.iter().all(|c| c == "0x100"),
-        "every connection is closed with H3_NO_ERROR: {closes:?}"
-    );
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let mut srv = H3Server::start(&cert, &["goaway", "50"]);
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "100",
+                "--duration",
+                "2s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(
+            (r.requests.sent, r.requests.ok),
+            (200, 200),
+            "{:?}",
+            r.errors
+        );
+        let opened = r.generator.connections_opened;
+        assert!(
+            opened >= 2,
+            "{opened} connections for 200 requests, 50 each"
+        );
+        assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
+        let closes = srv.closes();
+        assert!(
+            !closes.is_empty() && closes.iter().all(|c| c == "0x100"),
+            "every connection is closed with H3_NO_ERROR: {closes:?}"
+        );
+    }
 }
 
 /// The server's SETTINGS carry MAX_FIELD_SECTION_SIZE (large enough for
@@ -524,28 +527,31 @@ fn h3_server_settings_are_read() {
         return;
     }
     let cert = Cert::new("settings");
-    let srv = H3Server::start(&cert, &["settings", "4096"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!(
-        (r.requests.sent, r.requests.ok),
-        (100, 100),
-        "{:?}",
-        r.errors
-    );
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let srv = H3Server::start(&cert, &["settings", "4096"]);
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(
+            (r.requests.sent, r.requests.ok),
+            (100, 100),
+            "{:?}",
+            r.errors
+        );
+    }
 }
 
 /// A server that sends a second SETTINGS on its control stream when the
@@ -559,51 +565,54 @@ fn h3_control_stream_violation_closes_with_its_code() {
         return;
     }
     let cert = Cert::new("violate");
-    let mut srv = H3Server::start(&cert, &["violate", "20"]);
-    let r = run_url_json_checked(
-        &srv.url(),
-        "std",
-        &[
-            "--http3",
-            "--cacert",
-            cert.cacert(),
-            "--rate",
-            "50",
-            "--duration",
-            "2s",
-            "--connections",
-            "1",
-        ],
-    );
-    assert_eq!(r.requests.sent, 100);
-    let bad = r.errors.by_kind.get("bad_framing").copied().unwrap_or(0);
-    assert_eq!(r.requests.ok + bad, 100, "{:?}", r.errors);
-    assert_eq!(
-        r.errors.bad_framing_by_cause.get("http3_protocol").copied(),
-        Some(bad)
-    );
-    let opened = r.generator.connections_opened;
-    assert!(
-        r.requests.ok <= 20 * opened,
-        "{} ok on {opened}",
-        r.requests.ok
-    );
-    assert!(opened >= 2, "{opened} connections for 100 requests");
-    let closes = srv.closes();
-    let violated = closes.iter().filter(|c| *c == "0x105").count() as u64;
-    // Each violation ends at least its 21st request as bad framing.
-    assert!(
-        violated >= 1 && violated <= bad,
-        "{bad} bad framing, the server saw these closes: {closes:?}"
-    );
-    assert!(
-        closes.iter().all(|c| c == "0x105" || c == "0x100"),
-        "{closes:?}"
-    );
-    let json = serde_json::to_string(&r).unwrap();
-    assert!(
-        json.contains("H3_FRAME_UNEXPECTED (0x105)"),
-        "no code in the warnings: {:?}",
-        r.generator.warnings
-    );
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let mut srv = H3Server::start(&cert, &["violate", "20"]);
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "50",
+                "--duration",
+                "2s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(r.requests.sent, 100);
+        let bad = r.errors.by_kind.get("bad_framing").copied().unwrap_or(0);
+        assert_eq!(r.requests.ok + bad, 100, "{:?}", r.errors);
+        assert_eq!(
+            r.errors.bad_framing_by_cause.get("http3_protocol").copied(),
+            Some(bad)
+        );
+        let opened = r.generator.connections_opened;
+        assert!(
+            r.requests.ok <= 20 * opened,
+            "{} ok on {opened}",
+            r.requests.ok
+        );
+        assert!(opened >= 2, "{opened} connections for 100 requests");
+        let closes = srv.closes();
+        let violated = closes.iter().filter(|c| *c == "0x105").count() as u64;
+        // Each violation ends at least its 21st request as bad framing.
+        assert!(
+            violated >= 1 && violated <= bad,
+            "{bad} bad framing, the server saw these closes: {closes:?}"
+        );
+        assert!(
+            closes.iter().all(|c| c == "0x105" || c == "0x100"),
+            "{closes:?}"
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains("H3_FRAME_UNEXPECTED (0x105)"),
+            "no code in the warnings: {:?}",
+            r.generator.warnings
+        );
+    }
 }

@@ -80,7 +80,8 @@ impl H3State {
 }
 
 impl Worker<'_> {
-    /// The connection `opened` before the clock, in `slot`.
+    /// The connection `opened` before the clock, in `slot` (its recv is
+    /// armed when the event loop starts).
     pub(super) fn h3_adopt(&mut self, slot: usize, (sock, client): Opened) {
         let caps = self.ring.adopt_udp(slot, sock);
         if let Some(h3) = self.h3.as_mut() {
@@ -119,6 +120,7 @@ impl Worker<'_> {
         };
         h3.caps[slot] = self.ring.adopt_udp(slot, sock);
         h3.links[slot] = Some(Box::new(client));
+        self.ring.recv_dgram(slot)?;
         let now = self.clock.now_ns();
         let deadline = now.saturating_add(self.plan.connect_timeout_ns());
         let c = &mut self.conns[slot];
@@ -233,7 +235,7 @@ impl Worker<'_> {
             // A datagram the kernel refused is a lost packet: QUIC sends
             // it again. The next ones go out.
             Completion::Send { slot, .. } => match self.conns[slot].state {
-                State::Idle | State::Handshaking => self.h3_flush(slot),
+                State::Idle | State::Handshaking => self.h3_drive(slot),
                 _ => Ok(()),
             },
             Completion::Recv { slot, res } => self.h3_recv(slot, res),
@@ -265,6 +267,7 @@ impl Worker<'_> {
                 }
             }
         }
+        self.ring.recv_dgram(slot)?;
         self.h3_drive(slot)
     }
 
@@ -335,9 +338,13 @@ impl Worker<'_> {
                     let text = lost.text.clone();
                     self.note(text);
                 }
-                // Its last datagrams (a CONNECTION_CLOSE) leave first.
-                self.h3_flush(slot)?;
                 self.unlist(slot);
+                // Its last datagrams (a CONNECTION_CLOSE) leave first: the
+                // slot closes once no send is in flight.
+                self.h3_flush(slot)?;
+                if self.tx_pending(slot) {
+                    return Ok(());
+                }
                 self.close(slot)?;
                 return self.drain_waiting();
             }
@@ -355,12 +362,10 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// Keeps the recv of `slot` armed and its next timer among the
-    /// worker's deadlines.
+    /// Keeps the next timer of `slot` among the worker's deadlines. (Its
+    /// recv is re-armed by `h3_recv` alone, once the datagrams are fed: a
+    /// recv completion reaped but not yet handled still owns the buffer.)
     fn h3_keep(&mut self, slot: usize) -> io::Result<()> {
-        if !self.ring.recv_pending(slot) {
-            self.ring.recv_dgram(slot)?;
-        }
         let clock = self.clock;
         if let Some(h3) = self.h3.as_mut() {
             let due = h3.links[slot]

@@ -377,7 +377,8 @@ impl<'p> Worker<'p> {
         for slot in 0..self.conns.len() {
             if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
                 if self.h3.is_some() {
-                    // Datagrams owed since the handshake, then the recv.
+                    // The recv, then datagrams owed since the handshake.
+                    self.ring.recv_dgram(slot)?;
                     self.h3_drive(slot)?;
                 } else if self.h2.is_some() {
                     // Frames read after the server's SETTINGS, then the recv.
