@@ -38,6 +38,12 @@ use crate::flight::{Flight, SECTION};
 /// A UDP datagram at most (what a receive buffer needs).
 pub const DATAGRAM: usize = 64 * 1024;
 
+/// The most section size (RFC 9114 section 4.2.2) one byte of an encoded
+/// field section can stand for: a one-byte indexed line of the largest
+/// static entry (name and value under 80 bytes, checked by a test) and
+/// its 32. A literal's byte stands for less (Huffman: 8 / 5 at most).
+const EXPANSION: usize = 80 + 32;
+
 /// Transport parameter initial_max_streams_bidi (RFC 9000 section 18.2).
 const INITIAL_MAX_STREAMS_BIDI: u64 = 0x08;
 
@@ -73,10 +79,6 @@ pub struct Request<'a> {
     pub block: &'a [u8],
     /// The body (one DATA frame), empty for none.
     pub body: &'a [u8],
-    /// The field section's size as RFC 9114 section 4.2.2 counts it,
-    /// checked against the server's SETTINGS_MAX_FIELD_SECTION_SIZE
-    /// (0: not checked).
-    pub section_size: u64,
 }
 
 /// Why [`H3Client::start`] did not start a request (the job comes back).
@@ -322,7 +324,7 @@ impl<J: FlightJob> H3Client<J> {
             return Err(Refused::NoStream(job));
         }
         if let Some(limit) = self.peer.max_field_section() {
-            if req.section_size > limit {
+            if self.too_large(req.block, limit) {
                 return Err(Refused::TooLarge { job, limit });
             }
         }
@@ -343,6 +345,24 @@ impl<J: FlightJob> H3Client<J> {
         let _ = push(&mut self.conn, id, &mut f);
         self.flights.insert(id, f);
         Ok(())
+    }
+
+    /// The request section `block` is larger than the server's `limit`
+    /// (RFC 9114 section 4.2.2). Decoded only when its length times the
+    /// most one byte can stand for ([`EXPANSION`]) is above the limit, so
+    /// only a small limit costs a decoding per request.
+    fn too_large(&mut self, block: &[u8], limit: u64) -> bool {
+        let bound = block.len().saturating_mul(EXPANSION);
+        if u64::try_from(bound).map_or(false, |b| b <= limit) {
+            return false;
+        }
+        match self.decoder.section_size(block) {
+            Ok(size) => u64::try_from(size).map_or(true, |s| s > limit),
+            // Above SECTION: above the limit when the limit is below it;
+            // else unknown, and sent (the limit is advisory, section 4.2.2).
+            Err(H3Error::FieldSectionTooLarge) => limit < SECTION as u64,
+            Err(_) => false,
+        }
     }
 
     /// Ends the streams due at `now_ns`: unanswered `timeout_ns` after
@@ -698,4 +718,16 @@ fn initial_max_streams_bidi(conn: &Connection) -> Option<u64> {
         rest = &rest[n + m + len..];
     }
     Some(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_core::h3::qpack::STATIC_TABLE;
+
+    #[test]
+    fn expansion_bounds_every_static_entry() {
+        let most = STATIC_TABLE.iter().map(|(n, v)| n.len() + v.len()).max();
+        assert!(most.is_some_and(|m| m + 32 <= EXPANSION), "{most:?}");
+    }
 }

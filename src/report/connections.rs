@@ -59,9 +59,10 @@ pub struct H2Streams {
     pub peak_streams: u32,
     /// The most the client would open on one (`--max-streams`, else 100).
     pub client_max_streams: u32,
-    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, the smallest any
-    /// connection was given; null when the server never set it (unlimited)
-    /// or no stream started.
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS` (over HTTP/3, its
+    /// initial QUIC MAX_STREAMS for requests, `initial_max_streams_bidi`),
+    /// the smallest any connection was given; null when the server never
+    /// set it (unlimited) or no stream started.
     pub server_max_streams: Option<u32>,
 }
 

@@ -557,9 +557,12 @@ pub fn protocol_line(r: &Report) -> Option<String> {
         line += &format!("; TLS {}; ALPN {}", list(&c.tls_versions), list(&c.alpn));
     }
     if let (Some(h), Some("h3")) = (c.h2, r.protocol.as_deref()) {
-        // QUIC's MAX_STREAMS is honoured, not reported (docs/http3.md).
+        // The server's limit over QUIC: its initial MAX_STREAMS (docs/http3.md).
+        let server = h
+            .server_max_streams
+            .map_or_else(String::new, |n| format!(", server's MAX_STREAMS {n}"));
         line += &format!(
-            "; at most {} at once on a connection (client cap {})",
+            "; at most {} at once on a connection (client cap {}{server})",
             counted(h.peak_streams.into(), "stream"),
             h.client_max_streams
         );

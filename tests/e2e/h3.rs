@@ -172,6 +172,12 @@ fn h3_every_request_ok() {
         let opened = r.generator.connections_opened;
         assert!(opened >= 2, "{opened} connections opened");
         assert_eq!(r.connections.alpn.get("h3"), Some(&opened));
+        // The server's stream limit is QUIC's: aioquic 1.7.2 allows 128.
+        let h = r.connections.h2.expect("stream counts");
+        assert_eq!(
+            (h.client_max_streams, h.server_max_streams),
+            (100, Some(128))
+        );
         // Latency is charged from the intended time: never below the service time.
         assert!(r.metrics.latency.p50 >= r.metrics.service_time.p50);
     }
@@ -612,6 +618,54 @@ fn h3_control_stream_violation_closes_with_its_code() {
         assert!(
             json.contains("H3_FRAME_UNEXPECTED (0x105)"),
             "no code in the warnings: {:?}",
+            r.generator.warnings
+        );
+    }
+}
+
+/// The server's SETTINGS_MAX_FIELD_SECTION_SIZE is 100 bytes, below the
+/// requests' sections (four pseudo-headers alone count 4 x 32 and their
+/// names and values): no request is sent once the SETTINGS are in (a
+/// request sent before them may be answered); the ones not sent are
+/// `unsent` (reason `connect`: this server cannot take them) and the
+/// warning names the limit.
+#[test]
+fn h3_server_section_limit_is_kept() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("section");
+    for engine in engines() {
+        eprintln!("HTTP/3 on the {engine} engine");
+        let srv = H3Server::start(&cert, &["settings", "100"]);
+        let r = run_url_json_checked(
+            &srv.url(),
+            engine,
+            &[
+                "--http3",
+                "--cacert",
+                cert.cacert(),
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--connections",
+                "1",
+            ],
+        );
+        assert_eq!(r.requests.scheduled, 100);
+        assert_eq!(r.requests.ok + r.requests.unsent, 100, "{:?}", r.errors);
+        assert_eq!(r.requests.sent, r.requests.ok, "{:?}", r.errors);
+        // The connection was opened before the clock: its SETTINGS came first.
+        assert!(r.requests.unsent >= 90, "{:?}", r.requests);
+        assert_eq!(
+            r.errors.unsent_by_reason.get("connect").copied(),
+            Some(r.requests.unsent)
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains("SETTINGS_MAX_FIELD_SECTION_SIZE (100 bytes)"),
+            "{:?}",
             r.generator.warnings
         );
     }

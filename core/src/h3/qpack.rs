@@ -417,6 +417,38 @@ impl<const N: usize> Decoder<N> {
     pub fn decode<F: FnMut(&[u8], &[u8])>(
         &mut self,
         block: &[u8],
+        emit: F,
+    ) -> Result<Section, H3Error> {
+        self.walk(block, true, emit)
+    }
+
+    /// The size (section 4.2.2: each field's name, value and 32) of a
+    /// field section the client encoded, a request's, to hold against the
+    /// server's SETTINGS_MAX_FIELD_SECTION_SIZE. Its fields are not checked
+    /// as a response head (a request has its own pseudo-headers).
+    ///
+    /// # Errors
+    /// [`H3Error::FieldSectionTooLarge`] above `N` (so above any limit of
+    /// `N` or less); [`H3Error::Qpack`] for a section that does not decode.
+    ///
+    /// ```
+    /// use metronome_core::h3::qpack::{encode_request, Decoder};
+    /// let mut block = [0u8; 128];
+    /// let n = encode_request(b"GET", b"https", b"a.example", b"/x", &[], false, &mut block).unwrap();
+    /// // :method GET, :scheme https, :authority a.example, :path /x.
+    /// let size = (7 + 3) + (7 + 5) + (10 + 9) + (5 + 2) + 4 * 32;
+    /// assert_eq!(Decoder::<1024>::new().section_size(&block[..n]), Ok(size));
+    /// ```
+    pub fn section_size(&mut self, block: &[u8]) -> Result<usize, H3Error> {
+        self.walk(block, false, |_, _| {}).map(|s| s.size)
+    }
+
+    /// Decodes `block`, each field to `emit`; `response`: the fields are
+    /// checked as a response head's.
+    fn walk<F: FnMut(&[u8], &[u8])>(
+        &mut self,
+        block: &[u8],
+        response: bool,
         mut emit: F,
     ) -> Result<Section, H3Error> {
         let mut pos = 0;
@@ -469,6 +501,10 @@ impl<const N: usize> Decoder<N> {
             };
             out.size = self.check_size(out.size, nl + vl)?;
             let (name, value) = self.scratch[..nl + vl].split_at(nl);
+            if !response {
+                out.fields += 1;
+                continue;
+            }
             if name.iter().any(u8::is_ascii_uppercase) {
                 return Err(H3Error::Message);
             }
@@ -858,5 +894,41 @@ mod tests {
             DecoderStream::new().feed(&[0x00]),
             Err(H3Error::Qpack(QpackError::DecoderStream))
         );
+    }
+
+    #[test]
+    fn a_request_section_size_is_counted_raw_or_huffman_up_to_n() {
+        let headers: [(&[u8], &[u8]); 2] = [(b"accept", b"*/*"), (b"x-long", &[b'a'; 100])];
+        // Each field's name, value and 32 (RFC 9114 section 4.2.2).
+        let want = (7 + 4) + (7 + 5) + (10 + 9) + (5 + 1) + (6 + 3) + (6 + 100) + 6 * 32;
+        for huffman in [false, true] {
+            let mut block = [0u8; 256];
+            let n = encode_request(
+                b"POST",
+                b"https",
+                b"a.example",
+                b"/",
+                &headers,
+                huffman,
+                &mut block,
+            )
+            .unwrap();
+            assert_eq!(Decoder::<1024>::new().section_size(&block[..n]), Ok(want));
+            assert_eq!(
+                Decoder::<{ 7 + 4 + 7 + 5 + 10 + 9 + 5 + 1 + 6 + 3 + 6 + 100 + 6 * 32 }>::new()
+                    .section_size(&block[..n]),
+                Ok(want)
+            );
+            assert_eq!(
+                Decoder::<{ 7 + 4 + 7 + 5 + 10 + 9 + 5 + 1 + 6 + 3 + 6 + 100 + 6 * 32 - 1 }>::new()
+                    .section_size(&block[..n]),
+                Err(H3Error::FieldSectionTooLarge)
+            );
+            // As a response head it is refused (:method is no response's).
+            assert_eq!(
+                Decoder::<1024>::new().decode(&block[..n], |_, _| {}),
+                Err(H3Error::Message)
+            );
+        }
     }
 }

@@ -184,8 +184,6 @@ fn start_stream(
     let req = Request {
         block: request.block,
         body: request.body,
-        // Not known yet: the plan keeps the encoded section only.
-        section_size: 0,
     };
     let free = l.free();
     let started = match l.h3.as_mut() {

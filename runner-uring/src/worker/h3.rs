@@ -157,8 +157,6 @@ impl Worker<'_> {
         let request = Request {
             block: r.block,
             body: r.body,
-            // Not known: the plan keeps the encoded section only (as std).
-            section_size: 0,
         };
         match client.start(job, request, now) {
             Ok(()) => {
