@@ -61,7 +61,10 @@ fn uring_h3_allocations_per_request_are_bounded() {
     }
     let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     let dir = std::env::temp_dir();
-    let cert = dir.join(format!("metronome-alloc-h3-{}.cert.pem", std::process::id()));
+    let cert = dir.join(format!(
+        "metronome-alloc-h3-{}.cert.pem",
+        std::process::id()
+    ));
     let key = dir.join(format!("metronome-alloc-h3-{}.key.pem", std::process::id()));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();

@@ -20,12 +20,18 @@
 //! `unsafe` is denied in the crate and allowed in two private modules only,
 //! each behind a safe API: `ring` (the ring and the memory the kernel
 //! touches) and `sys` (socket, affinity and CPU-clock calls). The protocol
-//! (the per-request exchange, the bookkeeping) is core's; this crate
-//! depends on core only, never on the std engine.
+//! (the per-request exchange, the bookkeeping) is core's, HTTP/3's is
+//! `metronome-quic`'s (the sans-IO client both engines drive); this crate
+//! never depends on the std engine.
+//!
+//! HTTP/3 ([`UringOptions::http3`]) is the exception to "no allocation
+//! per request": `quinn-proto` allocates (about 6 per request, measured by
+//! the workspace's `tests/alloc_h3_uring.rs`).
 //!
 //! Its modules: `threads` sets the engine up (pre-opened connections, each
 //! thread's share, the start gate, the merge); `worker/` is one thread's
-//! event loop, split by concept (slots, requests, completions, TLS);
+//! event loop, split by concept (slots, requests, completions, TLS,
+//! HTTP/2, HTTP/3);
 //! `clock` reads the monotonic clock.
 //!
 //! ```no_run
