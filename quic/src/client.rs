@@ -353,7 +353,7 @@ impl<J: FlightJob> H3Client<J> {
     /// only a small limit costs a decoding per request.
     fn too_large(&mut self, block: &[u8], limit: u64) -> bool {
         let bound = block.len().saturating_mul(EXPANSION);
-        if u64::try_from(bound).map_or(false, |b| b <= limit) {
+        if u64::try_from(bound).is_ok_and(|b| b <= limit) {
             return false;
         }
         match self.decoder.section_size(block) {
@@ -622,6 +622,7 @@ impl<J: FlightJob> H3Client<J> {
         };
         let mut news = News::default();
         let mut failed: Option<H3Error> = None;
+        let mut ended = false;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -639,6 +640,7 @@ impl<J: FlightJob> H3Client<J> {
                     if let Err(e) = self.peer.end(s) {
                         failed.get_or_insert(e);
                     }
+                    ended = true;
                     break;
                 }
                 Err(ReadError::Blocked) => break,
@@ -652,6 +654,10 @@ impl<J: FlightJob> H3Client<J> {
                 e,
             );
             return;
+        }
+        if ended {
+            // A discarded (reserved, unknown) stream that ended.
+            self.uni.remove(&id);
         }
         if let Some(last) = news.goaway {
             self.on_goaway(last);

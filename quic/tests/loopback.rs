@@ -268,6 +268,19 @@ impl Pair {
         self.pump();
     }
 
+    /// The server opens a unidirectional stream and writes `bytes` on it
+    /// (then its FIN when `fin`).
+    fn uni(&mut self, bytes: &[u8], fin: bool) {
+        let (_, conn) = self.server.conn.as_mut().unwrap();
+        let id = conn.streams().open(Dir::Uni).unwrap();
+        let mut s = conn.send_stream(id);
+        s.write(bytes).unwrap();
+        if fin {
+            s.finish().unwrap();
+        }
+        self.pump();
+    }
+
     /// Starts jobs `ids` (first tries, or retried ones).
     fn start(&mut self, ids: &[u64], retried: bool) {
         let mut block = [0u8; 64];
@@ -518,4 +531,62 @@ fn a_server_close_ends_the_streams_as_reset() {
             (2, Ends::Failed(Finish::Error(ErrorKind::Reset)))
         ]
     );
+}
+
+#[test]
+fn reserved_streams_are_discarded_and_a_push_stream_is_an_id_error() {
+    let mut p = Pair::new(100, 16_384);
+    // A reserved type (0x21) with bytes, ended; then QPACK streams as
+    // aioquic opens them (the encoder's capacity 0 instruction).
+    p.uni(&[0x21, 0xde, 0xad], true);
+    p.uni(&[0x02, 0x20], false);
+    p.uni(&[0x03], false);
+    assert_eq!(p.client.state(), State::Live);
+    p.start(&[1], false);
+    let id = p.server.requests[0];
+    p.answer(id, 200);
+    assert_eq!(p.ends(), vec![(1, Ends::Ok(200))]);
+    // A push stream: the client allowed none.
+    p.start(&[2], false);
+    p.uni(&[0x01, 0x00], false);
+    assert_eq!(p.client.state(), State::Closed);
+    assert!(
+        p.client
+            .lost()
+            .unwrap()
+            .text
+            .contains("H3_ID_ERROR (0x108)"),
+        "{:?}",
+        p.client.lost()
+    );
+    assert_eq!(
+        p.ends(),
+        vec![(
+            2,
+            Ends::Failed(Finish::Framing(FramingCause::Http3Protocol))
+        )]
+    );
+    p.pump();
+    match &p.server.lost {
+        Some(ConnectionError::ApplicationClosed(c)) => {
+            assert_eq!(c.error_code.into_inner(), 0x108);
+        }
+        other => panic!("the server saw {other:?}"),
+    }
+}
+
+#[test]
+fn the_control_stream_ending_is_closed_critical_stream() {
+    let mut p = Pair::new(100, 16_384);
+    let (_, conn) = p.server.conn.as_mut().unwrap();
+    let id = p.server.control.unwrap();
+    conn.send_stream(id).finish().unwrap();
+    p.pump();
+    assert_eq!(p.client.state(), State::Closed);
+    match &p.server.lost {
+        Some(ConnectionError::ApplicationClosed(c)) => {
+            assert_eq!(c.error_code.into_inner(), 0x104);
+        }
+        other => panic!("the server saw {other:?}"),
+    }
 }
