@@ -27,7 +27,7 @@ pub mod control;
 mod flight;
 
 pub use client::{End, H3Client, Lost, Refused, Request, State, DATAGRAM};
-pub use config::{describe, handshake_error, handshake_timeout, Config};
+pub use config::{describe, handshake_error, handshake_timeout, too_large, Config};
 pub use control::{News, Peer, UniStream};
 pub use flight::SECTION;
 pub use metronome_core::h2::{FlightJob, How};

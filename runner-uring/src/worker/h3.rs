@@ -174,10 +174,7 @@ impl Worker<'_> {
             }
             Err(Refused::TooLarge { job, limit }) => {
                 // Larger than the server takes, on any connection to it.
-                self.note(format!(
-                    "HTTP/3: a request's field section is larger than the server's \
-                     SETTINGS_MAX_FIELD_SECTION_SIZE ({limit} bytes): not sent"
-                ));
+                self.note(metronome_quic::too_large(limit));
                 self.in_flight -= 1;
                 self.never_sent(job, now, Unsent::Connect);
                 self.relist(slot);
@@ -278,8 +275,9 @@ impl Worker<'_> {
             self.close(slot)?;
             return self.grow();
         }
+        // Worded as the std engine's reader says it.
         let note = format!(
-            "HTTP/3: a connection's UDP socket failed: {}",
+            "HTTP/3: the UDP socket failed: {}",
             io::Error::from_raw_os_error(-res)
         );
         self.note(note);
