@@ -4,7 +4,7 @@
 //! thread's event loop is [`crate::worker`].
 
 use std::io;
-use std::net::{TcpStream, UdpSocket};
+use std::net::TcpStream;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,12 +17,12 @@ use metronome_core::engine::{
 };
 use metronome_core::exchange::Exchange;
 use metronome_core::plan::{Model, Plan, PlanError, WarmUp};
-use metronome_quic::{handshake_timeout, Config as QuicConfig, State as QuicState, DATAGRAM};
+use metronome_quic::Config as QuicConfig;
 
 use crate::clock::Clock;
 use crate::ring::connected_udp;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::{Greeted, H3Opened, Share, Stream, ThreadOut, Worker, H3};
+use crate::worker::{Greeted, H3Opened, Share, Stream, ThreadOut, Worker};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
@@ -311,59 +311,12 @@ fn h3_config(plan: &Plan<'_>, opts: &UringOptions) -> Result<Option<QuicConfig>,
 /// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
 /// timed-out handshake as a refused handshake of its kind.
 fn open_h3(cfg: &QuicConfig, timeout: Duration, setup: &mut Setup) -> io::Result<H3Opened> {
-    let timeout = timeout.max(Duration::from_millis(1));
-    let started = Instant::now();
-    let deadline = started + timeout;
-    let sock: UdpSocket = connected_udp(cfg.remote())?;
-    let mut client = Box::new(H3::connect(cfg, started)?);
-    let mut buf = vec![0u8; DATAGRAM];
-    let mut tx = Vec::with_capacity(DATAGRAM);
-    loop {
-        let now = Instant::now();
-        client.handle_timeout(now, 0);
-        while let Some((len, _)) = client.poll_transmit(now, 1, &mut tx) {
-            match sock.send(&tx[..len]) {
-                Ok(_) => {}
-                // A datagram the kernel cannot take is a lost packet.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-        }
-        match client.state() {
-            QuicState::Handshaking => {}
-            QuicState::Closed => {
-                return Err(client.handshake_error().unwrap_or_else(|| {
-                    io::Error::other("the QUIC connection closed during its handshake")
-                }))
-            }
-            QuicState::Live | QuicState::GoingAway => {
-                let shake = started.elapsed().as_nanos() as u64;
-                setup.opened(shake, Some(shake), false);
-                setup.negotiated(true, Some(b"h3"));
-                sock.set_read_timeout(None)?;
-                return Ok((sock, client));
-            }
-        }
-        if now >= deadline {
-            return Err(handshake_timeout(cfg.remote(), timeout.as_millis()));
-        }
-        let until = client.poll_timeout().map_or(deadline, |t| t.min(deadline));
-        let wait = until
-            .saturating_duration_since(now)
-            .max(Duration::from_micros(50));
-        sock.set_read_timeout(Some(wait))?;
-        match sock.recv(&mut buf) {
-            Ok(n) => client.datagram(Instant::now(), 0, &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let sock = connected_udp(cfg.remote())?;
+    let (client, shaken) = metronome_quic::handshake(&sock, cfg, timeout)?;
+    let shake = shaken.as_nanos() as u64;
+    setup.opened(shake, Some(shake), false);
+    setup.negotiated(true, Some(b"h3"));
+    Ok((sock, Box::new(client)))
 }
 
 /// For HTTP/2: the SETTINGS exchange on a pre-opened connection, before

@@ -60,7 +60,7 @@ use request::Job;
 use slot::{Conn, State};
 
 pub(crate) use h2::{Greeted, OUT_BYTES as H2_OUT_BYTES};
-pub(crate) use h3::{Opened as H3Opened, H3};
+pub(crate) use h3::Opened as H3Opened;
 pub(crate) use share::{Share, Stream, ThreadOut};
 
 mod completion;
