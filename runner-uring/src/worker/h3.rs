@@ -64,10 +64,10 @@ pub(super) struct H3State {
 }
 
 impl H3State {
-    /// Everything for `slots` connections, when the run speaks HTTP/3.
+    /// Everything for `slots` connections, when the run speaks HTTP/3
+    /// (`cfg`, checked with the plan's HTTP/3 requests by `threads`).
     pub(super) fn new(plan: &Plan<'_>, cfg: Option<&Config>, slots: usize) -> Option<H3State> {
-        let cfg = cfg?.clone();
-        plan.http2?;
+        let cfg = cfg.filter(|_| plan.http2.is_some())?.clone();
         Some(H3State {
             cfg,
             links: (0..slots).map(|_| None).collect(),
