@@ -12,6 +12,8 @@ certificate CERT and key KEY, ALPN h3. MODE:
   goaway  answer N requests per connection; when request N+1 arrives,
           send GOAWAY with its stream ID and answer none from it on (the
           client retries them on a fresh connection);
+  goaway-slow  as goaway, each answer 1 s after its request (so a
+          connection drains for up to 1 s after its GOAWAY);
   settings  answer each request as ok, the server's SETTINGS carrying
           MAX_FIELD_SECTION_SIZE N (and aioquic's reserved one);
   violate answer N requests per connection; when request N+1 arrives,
@@ -23,7 +25,8 @@ certificate CERT and key KEY, ALPN h3. MODE:
           apart, then [DONE].
 Exits when stdin closes or after SECONDS (default 120). Each connection's
 end is a line on stdout after the port: "closed 0xCODE" with the error code
-of the CONNECTION_CLOSE the server received or sent.
+of the CONNECTION_CLOSE the server received or sent; each connection's
+start is a line "open".
 """
 
 import asyncio
@@ -73,6 +76,7 @@ class Server(QuicConnectionProtocol):
         if isinstance(event, ConnectionTerminated):
             print("closed %#x" % event.error_code, flush=True)
         if isinstance(event, ProtocolNegotiated):
+            print("open", flush=True)
             if Server.mode == "settings":
                 LimitedH3.section = Server.limit
                 self._h3 = LimitedH3(self._quic)
@@ -93,25 +97,19 @@ class Server(QuicConnectionProtocol):
         control = self._h3._local_control_stream_id
         if self._goaway is not None and sid >= self._goaway:
             pass  # not processed: at or above the GOAWAY's ID
-        elif mode in ("goaway", "violate") and self._count > Server.limit:
-            if mode == "goaway":
+        elif mode in ("goaway", "goaway-slow", "violate") and self._count > Server.limit:
+            if mode != "violate":
                 self._goaway = sid
                 frame = encode_frame(FrameType.GOAWAY, encode_uint_var(sid))
             else:
                 frame = encode_frame(FrameType.SETTINGS, encode_settings({0x21: 1}))
             self._quic.send_stream_data(control, frame)
+        elif mode == "goaway-slow":
+            asyncio.get_running_loop().call_later(1.0, self.answer, sid)
         elif mode in ("ok", "settings", "goaway", "violate") or (
             mode == "close" and self._count <= Server.limit
         ):
-            self._h3.send_headers(
-                sid,
-                [
-                    (b":status", b"200"),
-                    (b"content-type", b"text/plain"),
-                    (b"content-length", str(len(BODY)).encode()),
-                ],
-            )
-            self._h3.send_data(sid, BODY, end_stream=True)
+            self.answer(sid)
         elif mode == "sse":
             self._h3.send_headers(
                 sid, [(b":status", b"200"), (b"content-type", b"text/event-stream")]
@@ -130,6 +128,18 @@ class Server(QuicConnectionProtocol):
                 error_code=ErrorCode.H3_INTERNAL_ERROR, reason_phrase="close mode"
             )
         # silent: nothing
+        self.transmit()
+
+    def answer(self, sid):
+        self._h3.send_headers(
+            sid,
+            [
+                (b":status", b"200"),
+                (b"content-type", b"text/plain"),
+                (b"content-length", str(len(BODY)).encode()),
+            ],
+        )
+        self._h3.send_data(sid, BODY, end_stream=True)
         self.transmit()
 
 

@@ -231,6 +231,18 @@ impl<J: FlightJob> H3Client<J> {
         self.peer.max_field_section()
     }
 
+    /// Inter-token gaps (SSE) dropped beyond a stream's gap storage over
+    /// this connection's life: add it to the run's count before dropping
+    /// the connection.
+    pub fn dropped_gaps(&self) -> u64 {
+        let flights = self.flights.values().chain(self.spare.iter());
+        flights
+            .chain(self.ended.iter().map(|(f, _)| f))
+            .chain(self.current.iter())
+            .map(|f| f.ex.dropped_gaps())
+            .sum()
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.flights.len()

@@ -111,14 +111,22 @@ impl H3Server {
     /// Stops the server (its stdin closed) and returns the close codes it
     /// saw, one per connection ended ("0x105").
     fn closes(&mut self) -> Vec<String> {
+        self.events()
+            .iter()
+            .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
+            .collect()
+    }
+
+    /// Stops the server (its stdin closed) and returns its lines after the
+    /// port, in order: "open" per connection started, "closed 0xCODE" per
+    /// connection ended.
+    fn events(&mut self) -> Vec<String> {
         drop(self.child.stdin.take());
         let mut text = String::new();
         if let Some(mut out) = self.out.take() {
             let _ = std::io::Read::read_to_string(&mut out, &mut text);
         }
-        text.lines()
-            .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
-            .collect()
+        text.lines().map(str::to_string).collect()
     }
 
     fn url(&self) -> String {
@@ -669,4 +677,52 @@ fn h3_server_section_limit_is_kept() {
             r.generator.warnings
         );
     }
+}
+
+/// A server that sends GOAWAY at each connection's 21st request and
+/// answers every request 1 s after it arrives, so a connection drains for
+/// up to 1 s after its GOAWAY: with one connection allowed, the next
+/// connection still opens at once, beside the draining one (the server
+/// sees a second "open" before the first connection's close), and every
+/// request is `ok`.
+#[test]
+fn h3_goaway_opens_the_next_connection_while_draining() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("goaway-slow");
+    let mut srv = H3Server::start(&cert, &["goaway-slow", "20"]);
+    let r = run_url_json_checked(
+        &srv.url(),
+        "std",
+        &[
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--rate",
+            "50",
+            "--duration",
+            "1s",
+            "--connections",
+            "1",
+            "--max-connections",
+            "1",
+            "--timeout",
+            "10s",
+        ],
+    );
+    assert_eq!((r.requests.sent, r.requests.ok), (50, 50), "{:?}", r.errors);
+    assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
+    let events = srv.events();
+    let first_close = events.iter().position(|e| e.starts_with("closed"));
+    let second_open = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| *e == "open")
+        .nth(1)
+        .map(|(i, _)| i);
+    assert!(
+        matches!((second_open, first_close), (Some(o), Some(c)) if o < c),
+        "the second connection opened after the first closed: {events:?}"
+    );
 }

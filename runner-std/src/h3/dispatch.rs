@@ -1,7 +1,8 @@
 //! A connection's dispatcher: keeps its connection open (reopening it
-//! when it dies, with a fresh [`read`] thread each time),
+//! when it dies, with a fresh [`read`] thread each time; at once when the
+//! server sends GOAWAY, the old connection draining beside the new one),
 //! takes due requests from the pacer's queue while the connection has a
-//! free stream slot, and writes each on a new bidirectional stream.
+//! free stream slot, and starts each on a new bidirectional stream.
 
 use super::*;
 
@@ -21,27 +22,38 @@ pub(crate) fn worker(
         return;
     };
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
-    let link = Mutex::new(Link {
-        h3: None,
-        sock: None,
-        tx: Vec::with_capacity(DATAGRAM),
-        written: 0,
-        dead: true,
-        leaving: false,
-        counted: 0,
-    });
+    let new_link = || {
+        Mutex::new(Link {
+            h3: None,
+            sock: None,
+            tx: Vec::with_capacity(DATAGRAM),
+            written: 0,
+            dead: true,
+            leaving: false,
+            counted: 0,
+        })
+    };
+    // The connection in use, and one a GOAWAY retired, draining.
+    let links = [new_link(), new_link()];
+    let mut cur = 0;
     let changed = Condvar::new();
     let mut stats = ThreadStats::default();
     let mut streams = Box::new(metronome_core::engine::Setup::default());
     let grown = first.is_none();
     std::thread::scope(|s| {
-        let mut reader: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        let mut readers: [Option<std::thread::ScopedJoinHandle<'_, ()>>; 2] = [None, None];
         let mut pending = first;
         let mut connected_once = false;
         let mut linked = false;
         loop {
-            if wait_for_slot(&link, &changed, shared) {
-                if let Some(r) = reader.take() {
+            if wait_for_slot(&links[cur], &changed, shared) {
+                // Going away: it drains with its reader; the next
+                // connection goes in the other link (once an older one
+                // drained there).
+                if !lock(&links[cur]).dead {
+                    cur = 1 - cur;
+                }
+                if let Some(r) = readers[cur].take() {
                     let _ = r.join();
                 }
                 let opening = match pending.take() {
@@ -86,7 +98,7 @@ pub(crate) fn worker(
                     continue;
                 };
                 {
-                    let mut l = lock(&link);
+                    let mut l = lock(&links[cur]);
                     l.h3 = Some(o.h3);
                     l.sock = Some(o.sock);
                     l.dead = false;
@@ -96,14 +108,14 @@ pub(crate) fn worker(
                     linked = true;
                     lock(&shared.queue).h2_linked += 1;
                 }
-                let (link, changed, tx) = (&link, &changed, tx.clone());
-                reader =
+                let (link, changed, tx) = (&links[cur], &changed, tx.clone());
+                readers[cur] =
                     Some(s.spawn(move || {
                         read_loop(plan, origin, shared, link, changed, tx, read_sock)
                     }));
                 continue;
             }
-            if lock(&link).free() == 0 {
+            if lock(&links[cur]).free() == 0 {
                 if shared.closing_and_empty() {
                     break;
                 }
@@ -111,7 +123,8 @@ pub(crate) fn worker(
             }
             let Some(job) = shared.take_job() else { break };
             let clock = origin.get_or_init(Clock::start);
-            if let Some(sent_ns) = start_stream(&link, plan, clock, shared, &tx, job, &mut streams)
+            if let Some(sent_ns) =
+                start_stream(&links[cur], plan, clock, shared, &tx, job, &mut streams)
             {
                 // A retried job was counted sent the first time.
                 if !job.retried {
@@ -125,22 +138,35 @@ pub(crate) fn worker(
                 }
             }
         }
-        leave(&link, &changed, shared);
-        if let Some(r) = reader.take() {
-            let _ = r.join();
+        for link in &links {
+            leave(link, &changed, shared);
+        }
+        for r in &mut readers {
+            if let Some(r) = r.take() {
+                let _ = r.join();
+            }
         }
     });
     stats.cpu_ns = thread_cpu_ns();
+    for link in links {
+        let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(h3) = l.h3 {
+            shared
+                .dropped_gaps
+                .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+        }
+    }
     lock(all_stats).push(stats);
     let _ = tx.send(Fact::H2Streams(streams));
 }
 
-/// Waits until the connection has a free stream slot, is dead (`true`:
-/// open a new one) or the queue closes.
+/// Waits until the connection has a free stream slot, is dead or going
+/// away after a GOAWAY (`true`: open a new one) or the queue closes.
 fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
     let mut l = lock(link);
     loop {
-        if l.dead {
+        let going = l.h3.as_ref().is_some_and(|h| h.state() == State::GoingAway);
+        if l.dead || (going && !l.leaving) {
             return true;
         }
         if l.free() > 0 || shared.closing_and_empty() {

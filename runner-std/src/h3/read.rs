@@ -96,7 +96,11 @@ pub(super) fn read_loop(
         }
         if closed {
             l.dead = true;
-            l.h3 = None;
+            if let Some(h3) = l.h3.take() {
+                shared
+                    .dropped_gaps
+                    .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+            }
             l.sock = None;
         }
         l.count_written(shared, now);
