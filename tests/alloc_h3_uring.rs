@@ -76,10 +76,11 @@ fn uring_h3_allocations_per_request_are_bounded() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("run python3");
+    // The reader stays open for the run: the server prints a line per
+    // connection, and a closed pipe would stop it.
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    lines.read_line(&mut line).unwrap();
     let port: u16 = line.trim().parse().expect("the server prints its port");
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -126,11 +127,16 @@ fn uring_h3_allocations_per_request_are_bounded() {
     let out = run(&p, &Control::default(), &opts);
     let _ = child.kill();
     let _ = child.wait();
+    drop(lines);
     let _ = std::fs::remove_file(&cert);
     let _ = std::fs::remove_file(&key);
     let out = out.unwrap();
     assert_eq!(out.recorder.scheduled, 400);
-    assert_eq!(out.recorder.ok, 400);
+    assert_eq!(
+        out.recorder.ok, 400,
+        "{:?} {:?}",
+        out.recorder, out.warnings
+    );
     assert_eq!(
         out.connections_opened, 2,
         "no connection may be opened during the run"

@@ -213,7 +213,7 @@ impl Worker<'_> {
         for slot in 0..self.conns.len() {
             let c = &self.conns[slot];
             match (c.state, c.retry_at_ns) {
-                (State::Idle | State::Handshaking, _) if self.h3.is_some() => {
+                (State::Idle | State::Handshaking | State::Draining, _) if self.h3.is_some() => {
                     self.h3_due(slot, now, self.hard_end_ns)?
                 }
                 (State::Handshaking, _) if now >= c.deadline_ns => {
@@ -255,7 +255,7 @@ impl Worker<'_> {
         for slot in 0..self.conns.len() {
             match self.conns[slot].state {
                 State::Idle if self.h2.is_some() => self.h2_expire(slot)?,
-                State::Idle if self.h3.is_some() => self.h3_expire(slot)?,
+                State::Idle | State::Draining if self.h3.is_some() => self.h3_expire(slot)?,
                 State::Busy => self.fault(slot, ErrorKind::Timeout)?,
                 _ => {}
             }

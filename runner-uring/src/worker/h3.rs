@@ -61,6 +61,9 @@ pub(super) struct H3State {
     scratch: Vec<u8>,
     /// HTTP/3 flights keep their own gaps: an empty gap pool for [`Ends`].
     no_gaps: Vec<u32>,
+    /// SSE gaps dropped beyond a stream's storage by the connections
+    /// closed so far.
+    dropped_gaps: u64,
 }
 
 impl H3State {
@@ -75,7 +78,14 @@ impl H3State {
             timers: vec![u64::MAX; slots],
             scratch: Vec::with_capacity(TX_BYTES),
             no_gaps: Vec::new(),
+            dropped_gaps: 0,
         })
+    }
+
+    /// SSE gaps dropped over the run (closed connections and open ones).
+    pub(super) fn dropped_gaps(&self) -> u64 {
+        let open: u64 = self.links.iter().flatten().map(|c| c.dropped_gaps()).sum();
+        self.dropped_gaps + open
     }
 }
 
@@ -230,7 +240,7 @@ impl Worker<'_> {
             // A datagram the kernel refused is a lost packet: QUIC sends
             // it again. The next ones go out.
             Completion::Send { slot, .. } => match self.conns[slot].state {
-                State::Idle | State::Handshaking => self.h3_drive(slot),
+                State::Idle | State::Handshaking | State::Draining => self.h3_drive(slot),
                 _ => Ok(()),
             },
             Completion::Recv { slot, res } => self.h3_recv(slot, res),
@@ -241,7 +251,7 @@ impl Worker<'_> {
     /// client, stamped now.
     fn h3_recv(&mut self, slot: usize, res: i32) -> io::Result<()> {
         let state = self.conns[slot].state;
-        if !matches!(state, State::Idle | State::Handshaking) {
+        if !matches!(state, State::Idle | State::Handshaking | State::Draining) {
             return Ok(());
         }
         if res == -libc::EINTR || res == -libc::EAGAIN || res == -libc::ENOMEM {
@@ -291,7 +301,9 @@ impl Worker<'_> {
     /// booked).
     pub(super) fn h3_drop(&mut self, slot: usize) {
         if let Some(h3) = self.h3.as_mut() {
-            h3.links[slot] = None;
+            if let Some(client) = h3.links[slot].take() {
+                h3.dropped_gaps += client.dropped_gaps();
+            }
             h3.timers[slot] = u64::MAX;
         }
     }
@@ -342,6 +354,19 @@ impl Worker<'_> {
                     return Ok(());
                 }
                 self.close(slot)?;
+                return self.drain_waiting();
+            }
+            (State::Idle, Quic::GoingAway) => {
+                // Retired: it drains beside the next connection, which
+                // opens now in a spare slot (as the std engine's
+                // dispatcher opens its next link).
+                self.unlist(slot);
+                self.open -= 1;
+                let c = &mut self.conns[slot];
+                c.state = State::Draining;
+                c.retire = true;
+                self.h3_flush(slot)?;
+                self.h3_keep(slot)?;
                 return self.drain_waiting();
             }
             (_, Quic::Live | Quic::GoingAway) => {}
@@ -437,7 +462,10 @@ impl Worker<'_> {
     /// its CONNECTION_CLOSE handed to the ring.
     pub(super) fn h3_leave(&mut self) -> io::Result<()> {
         for slot in 0..self.conns.len() {
-            if !matches!(self.conns[slot].state, State::Idle | State::Handshaking) {
+            if !matches!(
+                self.conns[slot].state,
+                State::Idle | State::Handshaking | State::Draining
+            ) {
                 continue;
             }
             if let Some(client) = self.h3_client(slot) {

@@ -172,9 +172,12 @@ impl<'p> Worker<'p> {
         share: Share,
         warning: Option<String>,
     ) -> io::Result<Worker<'p>> {
+        // The pool's connections at most; the ring's slots (HTTP/3: twice
+        // as many, a spare for each connection a GOAWAY retires, draining).
         let slots = share.slots.max(1);
-        let tls = opts.tls.is_some();
         let http3 = share.h3.is_some();
+        let ring_slots = if http3 { 2 * slots } else { slots };
+        let tls = opts.tls.is_some();
         let tls = tls && !http3;
         let http2 = plan.http2.is_some() && !http3;
         let tx_len = match (http3, tls, http2) {
@@ -183,8 +186,8 @@ impl<'p> Worker<'p> {
             (false, false, true) => H2_OUT_BYTES,
             (false, false, false) => 0,
         };
-        let mut ring = Ring::new(slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
-        let mut conns: Vec<Conn> = (0..slots)
+        let mut ring = Ring::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
+        let mut conns: Vec<Conn> = (0..ring_slots)
             .map(|i| Conn {
                 state: State::Free,
                 job: Job::default(),
@@ -221,7 +224,7 @@ impl<'p> Worker<'p> {
             })
             .collect();
         let pre = (share.streams.len() + share.quic.len()) as u64;
-        let mut idle = Vec::with_capacity(slots);
+        let mut idle = Vec::with_capacity(ring_slots);
         let mut greeted = Vec::with_capacity(share.streams.len());
         for (i, ((s, session), greeting)) in share.streams.into_iter().enumerate() {
             ring.adopt(i, s);
@@ -254,7 +257,7 @@ impl<'p> Worker<'p> {
             Model::Closed { workers, .. } => u64::from(workers),
             Model::Open => 0,
         };
-        let h3 = H3State::new(plan, share.h3.as_ref(), slots);
+        let h3 = H3State::new(plan, share.h3.as_ref(), ring_slots);
         let h2 = if h3.is_some() {
             None
         } else {
@@ -279,7 +282,7 @@ impl<'p> Worker<'p> {
             conns,
             h2,
             h3,
-            gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
+            gaps: vec![0u64; ring_slots * GAP_CAP].into_boxed_slice(),
             plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
             idle,
             waiting: VecDeque::with_capacity(share.max_in_flight),
@@ -352,6 +355,7 @@ impl<'p> Worker<'p> {
         self.out.spin_ns = self.stats.spin_ns;
         self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
         self.out.dropped_gaps += self.h2.as_ref().map_or(0, H2State::dropped_gaps);
+        self.out.dropped_gaps += self.h3.as_ref().map_or(0, H3State::dropped_gaps);
         self.out.pool = PoolOutcome::of(&self.pool, self.pool_closed);
         Ok(ThreadOut {
             out: self.out,

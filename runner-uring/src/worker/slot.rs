@@ -38,6 +38,11 @@ pub(super) enum State {
     Settling,
     /// Shut down; waiting for the ring's `Closed`.
     Closing,
+    /// HTTP/3: a GOAWAY retired it. Its streams below the GOAWAY's ID
+    /// finish; it is neither counted open nor given requests (the next
+    /// connection opens beside it, in a spare slot), and is closed, not
+    /// replaced, once drained.
+    Draining,
 }
 
 /// One connection slot; the slot index is also the ring's slot.
@@ -325,7 +330,11 @@ impl Worker<'_> {
     pub(super) fn closed_now(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Free;
         if std::mem::take(&mut self.conns[slot].retire) {
-            return Ok(());
+            // Not replaced; requests that wait may take the slot.
+            if self.waiting.is_empty() {
+                return Ok(());
+            }
+            return self.grow();
         }
         let wanted = match self.model {
             // A retry already planned (a failed handshake) waits its turn.
