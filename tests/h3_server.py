@@ -9,9 +9,11 @@ certificate CERT and key KEY, ALPN h3. MODE:
   reset   reset each request stream with H3_REQUEST_CANCELLED (0x10c);
   close   answer N requests per connection, then close the connection with
           H3_INTERNAL_ERROR (0x102) when request N+1 arrives (unanswered);
-  goaway  answer N requests per connection; when request N+1 arrives,
-          send GOAWAY with its stream ID and answer none from it on (the
-          client retries them on a fresh connection);
+  goaway  answer N requests per connection; when request N+1 of the
+          first connection to reach it arrives, send GOAWAY with its stream
+          ID and answer none from it on (the client retries them, once, on
+          a fresh connection; one GOAWAY per server run, so no retried
+          request is refused again);
   goaway-slow  as goaway, each answer 1 s after its request (so a
           connection drains for up to 1 s after its GOAWAY);
   settings  answer each request as ok, the server's SETTINGS carrying
@@ -64,6 +66,8 @@ class LimitedH3(H3Connection):
 class Server(QuicConnectionProtocol):
     mode = "ok"
     limit = 0
+    # goaway modes: a GOAWAY was sent (one per server run).
+    went_away = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -97,14 +101,18 @@ class Server(QuicConnectionProtocol):
         control = self._h3._local_control_stream_id
         if self._goaway is not None and sid >= self._goaway:
             pass  # not processed: at or above the GOAWAY's ID
-        elif mode in ("goaway", "goaway-slow", "violate") and self._count > Server.limit:
+        elif (mode == "violate" or not Server.went_away) and (
+            mode in ("goaway", "goaway-slow", "violate") and self._count > Server.limit
+        ):
             if mode != "violate":
+                Server.went_away = True
                 self._goaway = sid
                 frame = encode_frame(FrameType.GOAWAY, encode_uint_var(sid))
             else:
                 frame = encode_frame(FrameType.SETTINGS, encode_settings({0x21: 1}))
             self._quic.send_stream_data(control, frame)
         elif mode == "goaway-slow":
+            # Answered late: the GOAWAY's connection drains for up to 1 s.
             asyncio.get_running_loop().call_later(1.0, self.answer, sid)
         elif mode in ("ok", "settings", "goaway", "violate") or (
             mode == "close" and self._count <= Server.limit

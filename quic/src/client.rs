@@ -263,10 +263,9 @@ impl<J: FlightJob> H3Client<J> {
     /// A datagram from the server, received at `now` (`stamp_ns` on the
     /// run's clock): fed to QUIC, and whatever it makes readable read.
     pub fn datagram(&mut self, now: Instant, stamp_ns: u64, data: &[u8]) {
-        // The buffer quinn let go of is reused: no allocation per datagram
-        // unless quinn still holds the last one's stream data.
-        // (a datagram takes a slice of a 64 KiB buffer; a new buffer only
-        // when it is spent and quinn still holds a slice of it).
+        // Each datagram takes a slice of a 64 KiB buffer, reclaimed once
+        // quinn let go of every slice: a new buffer only when it is spent
+        // while quinn still holds one (stream data not yet read).
         self.rx.clear();
         if self.rx.capacity() < data.len() {
             self.rx.reserve(DATAGRAM.max(data.len()));
@@ -574,7 +573,7 @@ impl<J: FlightJob> H3Client<J> {
         let Ok(mut chunks) = rs.read(true) else {
             return;
         };
-        let mut end: Option<Result<(), (ErrorCode, Finish<'static>)>> = None;
+        let mut end: Option<Result<(), (ErrorCode, Ended)>> = None;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -582,7 +581,7 @@ impl<J: FlightJob> H3Client<J> {
                         if let Err(e) = f.feed(&chunk.bytes, &mut self.decoder, now) {
                             end = Some(Err((
                                 e.code(),
-                                Finish::Framing(FramingCause::Http3Protocol),
+                                Ended::Failed(Finish::Framing(FramingCause::Http3Protocol)),
                             )));
                         }
                     }
@@ -592,9 +591,17 @@ impl<J: FlightJob> H3Client<J> {
                     break;
                 }
                 Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(_)) => {
-                    let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
-                    end = Some(Err((ErrorCode::REQUEST_CANCELLED, Finish::Error(kind))));
+                Err(ReadError::Reset(c)) => {
+                    // H3_REQUEST_REJECTED before any answer: not processed,
+                    // retried once (HTTP/2's REFUSED_STREAM rule).
+                    let rejected = c.into_inner() == ErrorCode::REQUEST_REJECTED.0;
+                    let how = if rejected && !f.job.retried() && !f.ex.has_head() {
+                        Ended::Retry
+                    } else {
+                        let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
+                        Ended::Failed(Finish::Error(kind))
+                    };
+                    end = Some(Err((ErrorCode::REQUEST_CANCELLED, how)));
                     break;
                 }
             }
@@ -618,7 +625,7 @@ impl<J: FlightJob> H3Client<J> {
                     self.ended.push_back((f, Ended::Answered));
                 }
             }
-            Some(Err((c, finish))) => self.end_stream(id, c, Ended::Failed(finish)),
+            Some(Err((c, how))) => self.end_stream(id, c, how),
         }
     }
 
@@ -728,12 +735,12 @@ fn initial_max_streams_bidi(conn: &Connection) -> Option<u64> {
     while !rest.is_empty() {
         let (id, n) = varint::decode(rest)?;
         let (len, m) = varint::decode(&rest[n..])?;
-        let len = usize::try_from(len).ok()?;
-        let value = rest.get(n + m..n + m + len)?;
+        let end = usize::try_from(len).ok()?.checked_add(n + m)?;
+        let value = rest.get(n + m..end)?;
         if id == INITIAL_MAX_STREAMS_BIDI {
             return varint::decode(value).map(|(v, _)| v);
         }
-        rest = &rest[n + m + len..];
+        rest = rest.get(end..)?;
     }
     Some(0)
 }

@@ -17,7 +17,8 @@
 //! once on a fresh connection, or with the connection). They share the
 //! connection under a mutex. A connection closed (by the server, an idle
 //! timeout, a protocol error, or drained after a GOAWAY) ends its streams
-//! and the dispatcher opens a new one.
+//! and the dispatcher opens a new one; at a GOAWAY it opens the new one at
+//! once, the old one draining beside it with its reader.
 
 use std::collections::VecDeque;
 use std::io;
