@@ -237,9 +237,15 @@ impl Worker<'_> {
             Completion::Closed { slot } => self.closed_now(slot),
             // HTTP/3 slots never connect through the ring.
             Completion::Connect { .. } => Ok(()),
-            // A datagram the kernel refused is a lost packet: QUIC sends
-            // it again. The next ones go out.
-            Completion::Send { slot, .. } => match self.conns[slot].state {
+            Completion::Send { slot, res } => match self.conns[slot].state {
+                // An ICMP refusal reported to the send rather than the recv.
+                State::Idle | State::Handshaking | State::Draining
+                    if res == -libc::ECONNREFUSED =>
+                {
+                    self.h3_socket_failed(slot, res)
+                }
+                // Else a datagram the kernel refused is a lost packet:
+                // QUIC sends it again. The next ones go out.
                 State::Idle | State::Handshaking | State::Draining => self.h3_drive(slot),
                 _ => Ok(()),
             },
@@ -312,9 +318,9 @@ impl Worker<'_> {
         self.h3.as_mut()?.links[slot].as_deref_mut()
     }
 
-    /// After the client of `slot` was fed or fired: book its streams'
-    /// ends, follow its state (live, failed, closed), send what it owes,
-    /// keep its recv armed and note its next timer.
+    /// After the client of `slot` was fed, fired or its send completed:
+    /// book its streams' ends, follow its state (live, going away, failed,
+    /// closed), send what it owes and note its next timer.
     pub(super) fn h3_drive(&mut self, slot: usize) -> io::Result<()> {
         let now = self.clock.now_ns();
         let retries = self.h3_book(slot, now);
