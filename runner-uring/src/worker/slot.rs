@@ -330,11 +330,12 @@ impl Worker<'_> {
     pub(super) fn closed_now(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Free;
         if std::mem::take(&mut self.conns[slot].retire) {
-            // Not replaced; requests that wait may take the slot.
-            if self.waiting.is_empty() {
-                return Ok(());
+            // Not replaced. HTTP/3: a drained connection's spare slot is
+            // free again for the requests that wait.
+            if self.h3.is_some() && !self.waiting.is_empty() {
+                return self.grow();
             }
-            return self.grow();
+            return Ok(());
         }
         let wanted = match self.model {
             // A retry already planned (a failed handshake) waits its turn.
