@@ -8,6 +8,7 @@ use metronome_core::exchange::GAP_CAP;
 use metronome_core::h2::StreamExchange;
 use metronome_core::h3::frame::{encode_data_header, encode_header};
 use metronome_core::h3::qpack::Decoder;
+use metronome_core::h3::response::Response;
 use metronome_core::h3::{Frame, FrameReader, H3Error, Role};
 use metronome_core::plan::Protocol;
 
@@ -26,6 +27,8 @@ pub(crate) struct Flight<J> {
     pub(crate) out: Vec<u8>,
     pub(crate) at: usize,
     pub(crate) reader: FrameReader<SECTION>,
+    /// Where the response is in its frames' order (core's rule).
+    pub(crate) response: Response,
     pub(crate) ex: StreamExchange,
     pub(crate) gaps: Vec<u64>,
 }
@@ -51,6 +54,7 @@ impl<J> Flight<J> {
                 out: Vec::new(),
                 at: 0,
                 reader: FrameReader::new(Role::Request),
+                response: Response::default(),
                 ex: StreamExchange::for_protocol(protocol),
                 gaps: vec![
                     0;
@@ -66,6 +70,7 @@ impl<J> Flight<J> {
         f.out.clear();
         f.at = 0;
         f.reader = FrameReader::new(Role::Request);
+        f.response = Response::default();
         f.ex.begin(intended_ns, sent_ns);
         f
     }
@@ -97,7 +102,11 @@ impl<J> Flight<J> {
         now: u64,
     ) -> Result<(), H3Error> {
         let Flight {
-            reader, ex, gaps, ..
+            reader,
+            response,
+            ex,
+            gaps,
+            ..
         } = self;
         while !input.is_empty() {
             let (n, frame) = reader.read(input)?;
@@ -114,8 +123,8 @@ impl<J> Flight<J> {
                                 .and_then(|v| v.parse().ok());
                         }
                     })?;
-                    match section.status {
-                        Some(status) if status >= 200 && !ex.has_head() => {
+                    match response.headers(&section)? {
+                        Some(status) if status >= 200 => {
                             ex.on_head(now, status, event_stream);
                             ex.on_grpc_status(grpc);
                         }
@@ -123,7 +132,10 @@ impl<J> Flight<J> {
                         None => ex.on_grpc_status(grpc),
                     }
                 }
-                Some(Frame::Data(d)) => ex.on_data(now, d, gaps),
+                Some(Frame::Data(d)) => {
+                    response.data()?;
+                    ex.on_data(now, d, gaps);
+                }
                 _ => {}
             }
             input = &input[n..];

@@ -40,7 +40,7 @@ pub(crate) fn run(
     };
     let conns = pre_open(workers, true, open, &mut Vec::new())?;
     let (tx, rx) = mpsc::channel::<Fact>();
-    let published = control.progress.published();
+    let published = control.progress.published(plan);
     // One connection per worker for the whole run (as the report counts).
     control
         .progress

@@ -164,6 +164,7 @@ impl<'p> Collector<'p> {
                 progress.publish_interval(
                     &ledger,
                     &self.out.intervals,
+                    self.out.recorded(),
                     now,
                     &mut self.published_interval,
                 );

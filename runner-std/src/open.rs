@@ -80,8 +80,8 @@ pub(crate) fn run(
     let cpu_start = process_cpu_ns();
     // Live intervals: the collector's and the pacer's mailboxes, before
     // the clock.
-    let collector_published = control.progress.published();
-    let pacer_published = control.progress.published();
+    let collector_published = control.progress.published(plan);
+    let pacer_published = control.progress.published(plan);
 
     let (mut out, paced, start) = std::thread::scope(|s| {
         let collector = crate::spawn_big(s, || {

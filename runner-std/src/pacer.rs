@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::Duration;
 
-use metronome_core::engine::{Control, Published, Series};
+use metronome_core::engine::{Control, Published, Recorded, Series};
 use metronome_core::ledger::{Ledger, Tally};
 use metronome_core::measure::{NameTally, Recorder, StageTally, ThreadStats};
 use metronome_core::pace::{pace, Pace, SpinTuner, BACKLOG_STOP_CHECK};
@@ -398,9 +398,17 @@ impl CpuSample {
         shared
             .traffic
             .settle(ledger.plan(), tally.intervals, now, &mut self.settled);
-        control
-            .progress
-            .publish_interval(ledger, tally.intervals, now, &mut self.published);
+        let recorded = Recorded {
+            recorder: tally.recorder,
+            names: tally.names,
+        };
+        control.progress.publish_interval(
+            ledger,
+            tally.intervals,
+            recorded,
+            now,
+            &mut self.published,
+        );
         control.progress.connections_open.store(
             shared.open_connections.load(Ordering::Relaxed),
             Ordering::Relaxed,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::{plan, uring_available, Behaviour, Server, TlsServer};
-use metronome_core::engine::{request_queue, Control};
+use metronome_core::engine::{request_queue, Control, LiveReader};
 use metronome_core::plan::Model;
 use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
 use metronome_uring::{run, Phase, UringOptions};
@@ -99,6 +99,44 @@ fn engine_threads_allocate_nothing_while_measuring() {
         ALLOCATIONS.swap(0, Ordering::Relaxed),
         0,
         "allocations while intervals close"
+    );
+
+    // Live intervals with the whole-run histograms so far (one name's
+    // too), for a watcher that takes them as they come: 100 ms intervals
+    // close a second after their end, from 1.1 s on.
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 300.0, Duration::from_millis(1600));
+    p.interval_ns = 100_000_000;
+    p.names = &[0];
+    let control = Control::default();
+    control.progress.live.enable_so_far();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (out, (handed, most)) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut reader = LiveReader::default();
+            let mut most = 0;
+            while !done.load(Ordering::Acquire) {
+                reader.poll(&control.progress.live, |_, _, so_far| {
+                    let so_far = so_far.expect("so-far histograms on");
+                    most = most.max(so_far.names[0].latency.count());
+                });
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (reader.next(), most)
+        });
+        let out = run(&p, &control, &opts).unwrap();
+        done.store(true, Ordering::Release);
+        (out, watcher.join().unwrap())
+    });
+    assert_eq!(out.recorder.ok, 480);
+    // Up to 6 close in time; a loaded machine may stall the watcher.
+    assert!(handed >= 2 && most > 0, "{handed} live, {most} so far");
+    assert!(most <= out.names[0].latency.count());
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations while copying live intervals so far"
     );
 
     // Connection: close on every reply: a replacement connect per request.

@@ -135,7 +135,8 @@ pub struct ServeArgs {
     pub http2: bool,
 
     /// With --http2: the SETTINGS_MAX_CONCURRENT_STREAMS advertised per
-    /// connection; a stream beyond it is refused (REFUSED_STREAM).
+    /// connection; a stream beyond it is refused (REFUSED_STREAM). With
+    /// --http3: QUIC's limit of concurrent request streams per connection.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_streams: u32,
 
@@ -145,6 +146,15 @@ pub struct ServeArgs {
     /// e.g. 10:14 (UNAVAILABLE).
     #[arg(long, value_name = "K:CODE", value_parser = parse_grpc_status_every, requires = "http2")]
     pub grpc_status_every: Option<(u64, u32)>,
+
+    /// Also serve HTTP/3 over QUIC on UDP, on the same port number as TCP
+    /// (needs --tls: the same certificate, ALPN h3), with the same model
+    /// (FIFO service, stall, 429s, SSE streams; no gRPC). The served count
+    /// includes HTTP/3 requests. A cut SSE stream is reset
+    /// (H3_INTERNAL_ERROR); stopping closes every connection with
+    /// H3_NO_ERROR.
+    #[arg(long, requires = "tls")]
+    pub http3: bool,
 }
 
 /// Parses `--grpc-status-every K:CODE`: K at least 1, CODE a gRPC status

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use metronome_core::engine::SoFar;
 use metronome_core::histogram::Histogram;
 
 use super::native;
@@ -294,22 +295,64 @@ impl Run {
             );
         }
         for &(metric, h) in histograms {
-            let acc = self
-                .histograms
+            self.histograms
                 .entry(metric)
-                .or_insert_with(|| Box::new(Histogram::new()));
-            acc.merge(h);
+                .or_insert_with(|| Box::new(Histogram::new()))
+                .merge(h);
             let name = format!("metronome_{metric}_seconds");
-            if self.summaries {
-                let m = Metric::from_histogram(acc);
-                self.distribution(&mut b, &name, &[], &m, end_ms);
-            } else {
-                b.entry(&self.labels, &name, &[])
-                    .histograms
-                    .push(native::to_native(acc, end_ms));
-            }
+            self.histogram(&mut b, &name, &[], &self.histograms[metric], end_ms);
         }
         b.finish()
+    }
+
+    /// The whole-run histograms recorded so far that came with a live
+    /// interval ([`SoFar`]), at `end_ms`, added to `req`:
+    /// `metronome_service_time_seconds`, `metronome_{itl,tpot}_seconds`
+    /// once a stream recorded one, and per name of the mix (`names`, the
+    /// report's `request` names) `metronome_mix_{latency,service_time,send_lag}_seconds`
+    /// and `metronome_mix_ttft_seconds` once one was recorded: the same
+    /// series the totals carry (native histograms, or summaries).
+    pub fn so_far(&self, req: &mut WriteRequest, so_far: &SoFar, names: &[String], end_ms: i64) {
+        let mut b = Batch::default();
+        let run = [
+            ("service_time", &so_far.service_time),
+            ("itl", &so_far.itl),
+            ("tpot", &so_far.tpot),
+        ];
+        for (metric, h) in run {
+            if metric == "service_time" || h.count() > 0 {
+                let name = format!("metronome_{metric}_seconds");
+                self.histogram(&mut b, &name, &[], h, end_ms);
+            }
+        }
+        for (name, n) in names.iter().zip(&so_far.names) {
+            let extra = [("request", name.as_str())];
+            let metrics = [
+                ("latency", &n.latency),
+                ("service_time", &n.service_time),
+                ("send_lag", &n.send_lag),
+                ("ttft", &n.ttft),
+            ];
+            for (metric, h) in metrics {
+                if metric != "ttft" || h.count() > 0 {
+                    let series = format!("metronome_mix_{metric}_seconds");
+                    self.histogram(&mut b, &series, &extra, h, end_ms);
+                }
+            }
+        }
+        req.timeseries.extend(b.finish().timeseries);
+    }
+
+    /// One histogram: a native histogram, or a classic summary of it.
+    fn histogram(&self, b: &mut Batch, name: &str, extra: &[(&str, &str)], h: &Histogram, ts: i64) {
+        if self.summaries {
+            let m = Metric::from_histogram(h);
+            self.distribution(b, name, extra, &m, ts);
+        } else {
+            b.entry(&self.labels, name, extra)
+                .histograms
+                .push(native::to_native(h, ts));
+        }
     }
 
     /// The cumulative histogram of `metric` over the intervals given so
@@ -684,6 +727,67 @@ mod tests {
             } else {
                 assert_eq!(lat[0].histograms[0].count, Some(proto::Count::CountInt(5)));
                 assert_eq!(lat[0].histograms[0].timestamp, 2000);
+            }
+        }
+    }
+
+    /// The whole-run histograms so far: service time always, ITL and
+    /// TPOT once recorded, each name's latency, service time and send lag
+    /// under its `request` label, its TTFT once recorded; exact counts (a
+    /// native histogram, or a summary's `_count`); a mix of more names than
+    /// were copied pushes those it has.
+    #[test]
+    fn so_far_histograms_join_an_interval_push() {
+        use metronome_core::engine::{NameSoFar, SoFar};
+        let r = example();
+        let mut so_far = SoFar::default();
+        so_far.service_time.record_n(3_000_000, 4);
+        so_far.tpot.record_n(20_000_000, 2);
+        let mut n = NameSoFar::default();
+        n.latency.record_n(5_000_000, 3);
+        n.send_lag.record(1_000);
+        so_far.names = vec![n.clone(), NameSoFar::default()];
+        so_far.names[1].ttft.record(9_000_000);
+        let names = ["login".to_string(), "home".to_string(), "more".to_string()];
+        for summaries in [false, true] {
+            let opts = Options {
+                labels: vec![],
+                summaries,
+            };
+            let mut run = Run::new(&r, &opts);
+            let mut req = run.interval(&r.intervals[0], 1000, 1.0, &[], None, None);
+            let before = req.timeseries.len();
+            run.so_far(&mut req, &so_far, &names, 1000);
+            assert!(req.timeseries.len() > before);
+            let count = |name: &str, request: Option<&str>| -> Option<u64> {
+                let series = find(&req, name);
+                let t = series.iter().find(|t| get(t, "request") == request)?;
+                if summaries {
+                    let c = find(&req, &format!("{name}_count"));
+                    let c = c.iter().find(|t| get(t, "request") == request)?;
+                    return Some(c.samples[0].value as u64);
+                }
+                match t.histograms[0].count {
+                    Some(proto::Count::CountInt(c)) => Some(c),
+                    _ => None,
+                }
+            };
+            assert_eq!(count("metronome_service_time_seconds", None), Some(4));
+            assert_eq!(count("metronome_tpot_seconds", None), Some(2));
+            assert_eq!(count("metronome_itl_seconds", None), None);
+            let mix = |m: &str| format!("metronome_mix_{m}_seconds");
+            assert_eq!(count(&mix("latency"), Some("login")), Some(3));
+            assert_eq!(count(&mix("service_time"), Some("login")), Some(0));
+            assert_eq!(count(&mix("send_lag"), Some("login")), Some(1));
+            assert_eq!(count(&mix("ttft"), Some("login")), None);
+            assert_eq!(count(&mix("ttft"), Some("home")), Some(1));
+            assert_eq!(count(&mix("latency"), Some("home")), Some(0));
+            assert_eq!(count(&mix("latency"), Some("more")), None);
+            // Timestamped at the interval's end; the run's labels on each.
+            let st = &find(&req, "metronome_service_time_seconds")[0];
+            assert_eq!(get(st, "run_id"), Some("1796111038-4beb93e2"));
+            if !summaries {
+                assert_eq!(st.histograms[0].timestamp, 1000);
             }
         }
     }

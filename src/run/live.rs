@@ -7,15 +7,17 @@
 //! the lines are the report's `intervals`, all of them, in order.
 //!
 //! With `--prometheus-rw`, each row is also pushed as it comes, with the
-//! cumulative native histograms of the live intervals and the connections
-//! open at its end (`PromLive`, docs/prometheus.md).
+//! cumulative native histograms of the live intervals, the whole-run
+//! histograms recorded so far that came with it (service time, ITL, TPOT,
+//! the mix's per name) and the connections open at its end (`PromLive`,
+//! docs/prometheus.md).
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use metronome_core::engine::{Control, LiveReader, Series};
+use metronome_core::engine::{Control, LiveReader, Series, SoFar};
 use metronome_core::histogram::Histogram;
 use metronome_core::measure::Interval;
 use metronome_core::plan::Plan;
@@ -36,13 +38,17 @@ const POLL: Duration = Duration::from_millis(20);
 /// same as the end-of-run push makes, at the same timestamps), with the
 /// cumulative native histograms of latency, send lag and TTFT (the sum of
 /// the live intervals' own, accumulated here on the streamer's thread) and
-/// the connections open at the interval's end, pushed in groups of `every`
-/// intervals; the end pushes only the rest and the totals (whose
-/// histograms, the report's, hold every live one's values and more: the
-/// drain's, and any that came after their interval was copied live).
+/// the connections open at the interval's end, and the engine threads'
+/// whole-run histograms as they were when the threads copied the interval
+/// ([`SoFar`]), pushed in groups of `every` intervals; the end pushes only
+/// the rest and the totals (whose histograms, the report's, hold every live
+/// one's values and more: the drain's, and any that came after their
+/// interval was copied live).
 struct PromLive {
     pusher: Pusher,
     run: Run,
+    /// The mix's request names, in the plan's order (the `request` label).
+    names: Vec<String>,
     timeout: Duration,
     /// Intervals per push.
     every: usize,
@@ -97,13 +103,23 @@ impl PromLive {
     /// The samples of row `i` (made of the live interval `iv`) at its end,
     /// when that end is before the end of the measured phase (the later
     /// ones are the totals').
-    fn row(&mut self, origin_unix_ns: u64, i: usize, row: &IntervalReport, iv: &Interval) {
+    fn row(
+        &mut self,
+        origin_unix_ns: u64,
+        i: usize,
+        row: &IntervalReport,
+        iv: &Interval,
+        so_far: Option<&SoFar>,
+    ) {
         let ts = measured_ms(origin_unix_ns, self.warmup_s, row.start_s + self.width_s);
         let end = measured_ms(origin_unix_ns, self.warmup_s, self.duration_s);
         self.made += 1;
         let open = self.open_at(i);
         if ts < end {
-            let req = self.samples(row, ts, iv, open, None);
+            let mut req = self.samples(row, ts, iv, open, None);
+            if let Some(so_far) = so_far {
+                self.run.so_far(&mut req, so_far, &self.names, ts);
+            }
             self.pending.push(req);
         }
         if self.pending.len() >= self.every {
@@ -239,6 +255,7 @@ impl<'a> Live<'a> {
     pub(super) fn open(
         args: &RunArgs,
         plan: &Plan<'_>,
+        names: &[String],
         engine: Engine,
         started: std::time::SystemTime,
         shared: Option<SharedDashboard<'a>>,
@@ -277,6 +294,7 @@ impl<'a> Live<'a> {
                     Ok(pusher) => Some(PromLive {
                         pusher,
                         run: Run::with_identity(&run_id, &shard, engine.as_str(), &opts),
+                        names: names.to_vec(),
                         timeout: pa.prometheus_timeout,
                         every,
                         pending: Vec::new(),
@@ -361,7 +379,7 @@ impl<'a> Live<'a> {
             // engine published.
             let last = done.load(Ordering::Acquire);
             let live = &control.progress.live;
-            reader.poll(live, |i, iv| {
+            reader.poll(live, |i, iv, so_far| {
                 if i >= self.schedule || i != self.rows {
                     return;
                 }
@@ -379,6 +397,7 @@ impl<'a> Live<'a> {
                         i,
                         &row,
                         iv,
+                        so_far,
                     );
                 }
                 if let Some(d) = &self.dashboard {

@@ -139,11 +139,15 @@ pub(crate) fn run_on(
     let mut live = live::Live::open(
         args,
         &plan,
+        &names,
         engine::chosen(engine_arg(args)),
         started,
         shared,
     )?;
-    if live.is_on() {
+    if live.pushes_prometheus() {
+        // The push carries the whole-run histograms so far with each interval.
+        control.progress.live.enable_so_far();
+    } else if live.is_on() {
         control.progress.live.enable();
     }
     if let Some(at) = args.start_at {

@@ -36,6 +36,9 @@
 //!   the same model, one request per stream (`--max-streams` per
 //!   connection); `application/grpc` requests get a unary gRPC answer
 //!   (`--grpc-status-every`). docs/http2.md, "serve --http2", has the rest.
+//! - `--http3` (with `--tls`): HTTP/3 over QUIC on UDP, on the TCP port's
+//!   number, one thread for every QUIC connection ([`h3`]); same model,
+//!   no gRPC. docs/http3.md, "serve --http3", has the rest.
 //!
 //! Threads: one accept thread and one thread per connection; fine up to
 //! thousands of connections. [`spawn`] runs it in-process (demo, tests);
@@ -44,7 +47,8 @@
 //! The pieces: [`fifo`] is the model, pure; `admit` decides each
 //! request's answer for both protocols; `request` parses request heads
 //! and chat bodies; `reply` writes status lines, headers and bodies;
-//! `h2` sniffs the preface and serves HTTP/2 connections;
+//! `h2` sniffs the preface and serves HTTP/2 connections; `h3` serves
+//! HTTP/3 on UDP;
 //! `stream` holds the jobs a connection owes, SSE streams included;
 //! `connection` serves one connection; `wait` is the one `poll`, the only
 //! unsafe code of the server. This file binds, accepts and stops.
@@ -53,6 +57,7 @@ mod admit;
 mod connection;
 pub mod fifo;
 mod h2;
+mod h3;
 mod reply;
 mod request;
 mod stream;
@@ -136,6 +141,10 @@ pub struct ServeConfig {
     /// HTTP/2 gRPC: every K-th request (1-based, in arrival order) ends
     /// with `grpc-status: CODE` instead of 0, as `(K, CODE)`.
     pub grpc_status_every: Option<(u64, u32)>,
+    /// Also serve HTTP/3 over QUIC on UDP, on the TCP port's number
+    /// (`serve --http3`); needs `tls` (its certificate, ALPN `h3`).
+    /// `max_streams` is each connection's QUIC bidirectional stream limit.
+    pub http3: bool,
 }
 
 /// A TLS server configuration, compared by identity (two configs are
@@ -172,6 +181,7 @@ impl Default for ServeConfig {
             http2: false,
             max_streams: 100,
             grpc_status_every: None,
+            http3: false,
         }
     }
 }
@@ -197,6 +207,7 @@ impl From<ServeArgs> for ServeConfig {
             http2: args.http2,
             max_streams: args.max_streams,
             grpc_status_every: args.grpc_status_every,
+            http3: args.http3,
         }
     }
 }
@@ -326,6 +337,12 @@ fn describe(config: &ServeConfig) -> String {
             text += &format!(", grpc-status {code} every {k}");
         }
     }
+    if config.http3 {
+        text += &format!(
+            "; HTTP/3 on UDP (same port), max {} streams per connection",
+            config.max_streams
+        );
+    }
     text
 }
 
@@ -338,6 +355,8 @@ pub struct ServerHandle {
     /// thread's wait returns.
     wake: UnixStream,
     accept: Option<JoinHandle<()>>,
+    /// The HTTP/3 thread (`--http3`).
+    h3: Option<JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -370,6 +389,9 @@ impl ServerHandle {
         // still ends the connections, and the accept thread checks `stopping`.
         let _ = (&self.wake).write_all(&[1]);
         let _ = accept.join();
+        if let Some(h3) = self.h3.take() {
+            let _ = h3.join();
+        }
         let open: Vec<_> = {
             let mut conns = self.shared.connections();
             conns.closed = true;
@@ -396,8 +418,9 @@ impl Drop for ServerHandle {
 /// at once; the listener is bound before this returns.
 ///
 /// # Errors
-/// Binding the address, creating the wake-up socket pair or spawning the
-/// accept thread failed.
+/// Binding the address (with `http3`, its UDP port too), creating the
+/// wake-up socket pair or spawning a thread failed; `http3` without
+/// `tls`, or with a TLS configuration that cannot carry QUIC.
 ///
 /// # Example
 /// ```
@@ -438,17 +461,33 @@ pub fn spawn(config: ServeConfig) -> io::Result<ServerHandle> {
         conns: Mutex::new(Connections::default()),
         wake: wake_rx,
     });
+    let h3 = if shared.config.http3 {
+        Some(h3::spawn(&shared, addr)?)
+    } else {
+        None
+    };
     let accept = {
         let shared = Arc::clone(&shared);
         thread::Builder::new()
             .name("serve-accept".into())
-            .spawn(move || accept_loop(&shared, &listener))?
+            .spawn(move || accept_loop(&shared, &listener))
+    };
+    let accept = match accept {
+        Ok(accept) => accept,
+        Err(e) => {
+            let _ = (&wake_tx).write_all(&[1]);
+            if let Some(h3) = h3 {
+                let _ = h3.join();
+            }
+            return Err(e);
+        }
     };
     Ok(ServerHandle {
         addr,
         shared,
         wake: wake_tx,
         accept: Some(accept),
+        h3,
     })
 }
 
@@ -671,6 +710,7 @@ mod tests {
                 http2: true,
                 max_streams: 8,
                 grpc_status_every: Some((3, 14)),
+                http3: false,
             }
         );
     }
@@ -688,6 +728,28 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn http3_needs_tls() {
+        let args = Cli::try_parse_from(["serve", "--tls", "--http3", "--max-streams", "4"])
+            .unwrap()
+            .serve;
+        let config = ServeConfig::from(args);
+        assert!(config.http3);
+        assert_eq!(config.max_streams, 4);
+        assert!(describe(&config)
+            .ends_with("; HTTP/3 on UDP (same port), max 4 streams per connection"));
+        assert!(Cli::try_parse_from(["serve", "--http3"]).is_err());
+        // The library refuses it too, with a reason.
+        let err = spawn(ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            http3: true,
+            ..ServeConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(err.to_string(), "HTTP/3 needs --tls");
     }
 
     #[test]

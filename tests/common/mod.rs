@@ -9,6 +9,9 @@ use std::time::Duration;
 use metronome::report::Report;
 use metronome::serve::{self, ServeConfig, ServerHandle};
 
+// The Python HTTP/3 servers (aioquic) and their certificates.
+pub mod quic_peer;
+
 /// The engines every end-to-end test runs against. io_uring is skipped
 /// visibly when the kernel refuses it.
 pub fn engines() -> Vec<&'static str> {

@@ -7,138 +7,28 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
+use common::quic_peer::{aioquic, PyQuicServer, QuicCert as Cert};
 use common::{engines, metronome, run_url_json, run_url_json_checked};
 
-/// aioquic imports; else a visible skip (a failure under CI).
-fn aioquic() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import aioquic"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must install aioquic (pip install aioquic==1.7.2)"
-        );
-        eprintln!("SKIP: aioquic is not installed (pip install aioquic==1.7.2)");
+/// tests/h3_server.py in `mode` (its name, and N for `close`), running
+/// (killed on drop; it exits by itself when its stdin closes or after
+/// 120 s).
+fn h3_server(cert: &Cert, mode: &[&str]) -> PyQuicServer {
+    let mut args = mode.to_vec();
+    if mode.len() == 1 {
+        args.push("0");
     }
-    ok
+    args.push("120");
+    PyQuicServer::start("h3_server.py", cert, &args)
 }
 
-/// A self-signed certificate for 127.0.0.1 and its key, as PEM files;
-/// removed on drop.
-struct Cert {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-impl Cert {
-    fn new(tag: &str) -> Cert {
-        let ck = rcgen::generate_simple_self_signed(vec![
-            "localhost".to_string(),
-            "127.0.0.1".to_string(),
-        ])
-        .expect("a self-signed certificate");
-        let base = std::env::temp_dir().join(format!("metronome-h3-{}-{tag}", std::process::id()));
-        let cert = base.with_extension("cert.pem");
-        let key = base.with_extension("key.pem");
-        std::fs::write(&cert, ck.cert.pem()).expect("write the certificate");
-        std::fs::write(&key, ck.signing_key.serialize_pem()).expect("write the key");
-        Cert { cert, key }
-    }
-
-    fn cacert(&self) -> &str {
-        self.cert.to_str().expect("a UTF-8 temporary path")
-    }
-}
-
-impl Drop for Cert {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.cert);
-        let _ = std::fs::remove_file(&self.key);
-    }
-}
-
-/// tests/h3_server.py in `mode`, running: killed on drop (and it exits by
-/// itself when its stdin closes or after 120 s).
-struct H3Server {
-    child: Child,
-    port: u16,
-    /// The server's stdout after the port: its "closed 0xCODE" lines.
-    out: Option<BufReader<std::process::ChildStdout>>,
-}
-
-impl H3Server {
-    fn start(cert: &Cert, mode: &[&str]) -> H3Server {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/h3_server.py");
-        let mut args = vec![
-            script,
-            cert.cert.to_str().unwrap(),
-            cert.key.to_str().unwrap(),
-        ];
-        args.extend_from_slice(mode);
-        if mode.len() == 1 {
-            args.push("0");
-        }
-        args.push("120");
-        let mut child = Command::new("python3")
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("run python3");
-        let mut line = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut line)
-            .expect("the server prints its port");
-        let port = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("the server printed '{line}', not a port"));
-        H3Server {
-            child,
-            port,
-            out: Some(out),
-        }
-    }
-
-    /// Stops the server (its stdin closed) and returns the close codes it
-    /// saw, one per connection ended ("0x105").
-    fn closes(&mut self) -> Vec<String> {
-        self.events()
-            .iter()
-            .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
-            .collect()
-    }
-
-    /// Stops the server (its stdin closed) and returns its lines after the
-    /// port, in order: "open" per connection started, "closed 0xCODE" per
-    /// connection ended.
-    fn events(&mut self) -> Vec<String> {
-        drop(self.child.stdin.take());
-        let mut text = String::new();
-        if let Some(mut out) = self.out.take() {
-            let _ = std::io::Read::read_to_string(&mut out, &mut text);
-        }
-        text.lines().map(str::to_string).collect()
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for H3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Stops `srv` and returns the close codes it saw, one per connection
+/// ended ("0x105"), from its "closed 0xCODE" lines.
+fn closes(srv: &mut PyQuicServer) -> Vec<String> {
+    srv.events()
+        .iter()
+        .filter_map(|l| l.strip_prefix("closed ").map(str::to_string))
+        .collect()
 }
 
 /// 1 000 requests at 500 req/s over HTTP/3, the certificate trusted with
@@ -150,7 +40,7 @@ fn h3_every_request_ok() {
         return;
     }
     let cert = Cert::new("ok");
-    let srv = H3Server::start(&cert, &["ok"]);
+    let srv = h3_server(&cert, &["ok"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json(
@@ -198,7 +88,7 @@ fn h3_stream_reset_is_reset() {
         return;
     }
     let cert = Cert::new("reset");
-    let srv = H3Server::start(&cert, &["reset"]);
+    let srv = h3_server(&cert, &["reset"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json_checked(
@@ -232,7 +122,7 @@ fn h3_malformed_response_is_http3_protocol() {
         return;
     }
     let cert = Cert::new("malformed");
-    let srv = H3Server::start(&cert, &["malformed"]);
+    let srv = h3_server(&cert, &["malformed"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json_checked(
@@ -277,7 +167,7 @@ fn h3_silent_server_times_out() {
         return;
     }
     let cert = Cert::new("silent");
-    let srv = H3Server::start(&cert, &["silent"]);
+    let srv = h3_server(&cert, &["silent"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json_checked(
@@ -314,7 +204,7 @@ fn h3_connection_close_counts() {
         return;
     }
     let cert = Cert::new("close");
-    let srv = H3Server::start(&cert, &["close", "50"]);
+    let srv = h3_server(&cert, &["close", "50"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json_checked(
@@ -364,7 +254,7 @@ fn h3_openai_sse_ttft_itl() {
         return;
     }
     let cert = Cert::new("sse");
-    let srv = H3Server::start(&cert, &["sse"]);
+    let srv = h3_server(&cert, &["sse"]);
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
         let r = run_url_json(
@@ -415,7 +305,7 @@ fn h3_untrusted_certificate_exits_1_with_one_line() {
         return;
     }
     let cert = Cert::new("untrusted");
-    let srv = H3Server::start(&cert, &["ok"]);
+    let srv = h3_server(&cert, &["ok"]);
     let url = srv.url();
     for engine in engines() {
         let base = [
@@ -457,7 +347,7 @@ fn h3_untrusted_certificate_exits_1_with_one_line() {
 }
 
 /// `--http3` is refused, one line and exit 2, on an http:// URL, on
-/// either engine.
+/// every engine choice.
 #[test]
 fn h3_refusals() {
     for engine in ["std", "uring", "auto"] {
@@ -497,7 +387,7 @@ fn h3_goaway_retries_on_a_fresh_connection() {
     let cert = Cert::new("goaway");
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
-        let mut srv = H3Server::start(&cert, &["goaway", "50"]);
+        let mut srv = h3_server(&cert, &["goaway", "50"]);
         let r = run_url_json_checked(
             &srv.url(),
             engine,
@@ -525,7 +415,7 @@ fn h3_goaway_retries_on_a_fresh_connection() {
             "{opened} connections for 200 requests, 50 each"
         );
         assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
-        let closes = srv.closes();
+        let closes = closes(&mut srv);
         assert!(
             !closes.is_empty() && closes.iter().all(|c| c == "0x100"),
             "every connection is closed with H3_NO_ERROR: {closes:?}"
@@ -543,7 +433,7 @@ fn h3_server_settings_are_read() {
     let cert = Cert::new("settings");
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
-        let srv = H3Server::start(&cert, &["settings", "4096"]);
+        let srv = h3_server(&cert, &["settings", "4096"]);
         let r = run_url_json_checked(
             &srv.url(),
             engine,
@@ -581,7 +471,7 @@ fn h3_control_stream_violation_closes_with_its_code() {
     let cert = Cert::new("violate");
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
-        let mut srv = H3Server::start(&cert, &["violate", "20"]);
+        let mut srv = h3_server(&cert, &["violate", "20"]);
         let r = run_url_json_checked(
             &srv.url(),
             engine,
@@ -611,7 +501,7 @@ fn h3_control_stream_violation_closes_with_its_code() {
             r.requests.ok
         );
         assert!(opened >= 2, "{opened} connections for 100 requests");
-        let closes = srv.closes();
+        let closes = closes(&mut srv);
         let violated = closes.iter().filter(|c| *c == "0x105").count() as u64;
         // Each violation ends at least its 21st request as bad framing.
         assert!(
@@ -645,7 +535,7 @@ fn h3_server_section_limit_is_kept() {
     let cert = Cert::new("section");
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
-        let srv = H3Server::start(&cert, &["settings", "100"]);
+        let srv = h3_server(&cert, &["settings", "100"]);
         let r = run_url_json_checked(
             &srv.url(),
             engine,
@@ -683,7 +573,7 @@ fn h3_server_section_limit_is_kept() {
 /// answers every request 1 s after it arrives, so a connection drains for
 /// up to 1 s after its GOAWAY: with one connection allowed, the next
 /// connection still opens at once, beside the draining one (the server
-/// sees a second "open" before the first connection's close), every
+/// sees a second "open" before the first connection's close), and every
 /// request is `ok`, and the median latency stays below 1.5 s. On each
 /// engine (the io_uring engine drains a retired connection in a spare
 /// slot).
@@ -695,7 +585,7 @@ fn h3_goaway_opens_the_next_connection_while_draining() {
     let cert = Cert::new("goaway-slow");
     for engine in engines() {
         eprintln!("HTTP/3 on the {engine} engine");
-        let mut srv = H3Server::start(&cert, &["goaway-slow", "20"]);
+        let mut srv = h3_server(&cert, &["goaway-slow", "20"]);
         let r = run_url_json_checked(
             &srv.url(),
             engine,

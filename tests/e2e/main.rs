@@ -86,6 +86,8 @@ mod simulate;
 mod serve;
 // `serve --http2` against Python's h2 and core's client; mutated bytes.
 mod serve_h2;
+// `serve --http3` against aioquic and `run --http3`: the model over QUIC.
+mod serve_h3;
 
 // Prometheus remote write.
 //
@@ -95,6 +97,8 @@ mod prom_push;
 mod prom_quantile;
 // `--prometheus-rw` against a real Prometheus.
 mod prometheus;
+// `run --prometheus-rw` while the run goes: the live pushes' series.
+mod prom_live;
 
 // The docs' and deploy recipes' examples, run for real.
 //

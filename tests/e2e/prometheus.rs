@@ -27,7 +27,7 @@ use metronome::prom::native::quantile_range;
 use metronome::report::Report;
 
 /// A Prometheus started by a test; stopped and its directory removed on drop.
-struct Prometheus {
+pub(crate) struct Prometheus {
     child: Child,
     dir: PathBuf,
     port: u16,
@@ -47,7 +47,7 @@ fn prometheus_binary() -> Option<PathBuf> {
 impl Prometheus {
     /// Starts Prometheus, or returns `None` (after a SKIP line) where it is
     /// not installed; under CI a missing Prometheus fails the test.
-    fn start(test: &str) -> Option<Prometheus> {
+    pub(crate) fn start(test: &str) -> Option<Prometheus> {
         let Some(bin) = prometheus_binary() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -98,7 +98,7 @@ impl Prometheus {
         );
     }
 
-    fn write_url(&self) -> String {
+    pub(crate) fn write_url(&self) -> String {
         format!("http://127.0.0.1:{}/api/v1/write", self.port)
     }
 
@@ -128,7 +128,7 @@ impl Prometheus {
     }
 
     /// An instant query (at `at_ms` when given): the result vector.
-    fn query(&self, promql: &str, at_ms: Option<i64>) -> Vec<serde_json::Value> {
+    pub(crate) fn query(&self, promql: &str, at_ms: Option<i64>) -> Vec<serde_json::Value> {
         let mut q = format!("/api/v1/query?query={}", encode(promql));
         if let Some(t) = at_ms {
             q.push_str(&format!("&time={}.{:03}", t / 1000, t % 1000));
@@ -140,7 +140,7 @@ impl Prometheus {
     }
 
     /// The single float value of an instant query.
-    fn value(&self, promql: &str, at_ms: Option<i64>) -> f64 {
+    pub(crate) fn value(&self, promql: &str, at_ms: Option<i64>) -> f64 {
         let r = self.query(promql, at_ms);
         assert_eq!(r.len(), 1, "{promql}: expected one series, got {r:?}");
         r[0]["value"][1]
@@ -170,7 +170,7 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-fn scratch(test: &str) -> PathBuf {
+pub(crate) fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("metronome-promrun-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -190,11 +190,11 @@ fn run_ok(args: &[&str]) -> Report {
 }
 
 /// The p99 of a report's latency, seconds, from its histogram.
-fn p99_s(r: &Report) -> f64 {
+pub(crate) fn p99_s(r: &Report) -> f64 {
     r.metrics.latency.to_histogram().quantile(0.99) as f64 * 1e-9
 }
 
-fn assert_within_bound(prom: f64, ours: f64, what: &str) {
+pub(crate) fn assert_within_bound(prom: f64, ours: f64, what: &str) {
     let (lo, hi) = quantile_range(ours);
     assert!(
         lo * (1.0 - 1e-9) < prom && prom < hi * (1.0 + 1e-9),
@@ -531,246 +531,4 @@ fn live_intervals_arrive_as_cumulative_series() {
         );
         assert_within_bound(p99, p99_ns as f64 * 1e-9, "cumulative p99");
     }
-}
-
-/// `run --prometheus-rw` pushes each interval as it closes (docs/live.md):
-/// a sample is stored while the run still goes, and after it the counters
-/// equal the report, at the end and at each pushed interval's end.
-#[test]
-fn a_run_pushes_its_intervals_while_it_goes() {
-    let Some(prom) = Prometheus::start("liverun") else {
-        return;
-    };
-    let srv = server(plain(Duration::from_millis(1)));
-    let dir = scratch("liverun");
-    let out = dir.join("run.json");
-    let url = format!("http://{}/", srv.addr());
-    let w = prom.write_url();
-    let suite = format!("liverun{}", std::process::id());
-    let label = format!("suite={suite}");
-    let args = [
-        "run",
-        &url,
-        "--quiet",
-        "--engine",
-        "std",
-        "--rate",
-        "200",
-        "--duration",
-        "3s",
-        "--interval",
-        "500ms",
-        "--out",
-        out.to_str().unwrap(),
-        "--prometheus-rw",
-        &w,
-        "--prometheus-label",
-        &label,
-    ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let sel = format!("{{suite=\"{suite}\"}}");
-    let mut seen_during = false;
-    while child.try_wait().unwrap().is_none() {
-        let found = !prom
-            .query(&format!("metronome_requests_sent_total{sel}"), None)
-            .is_empty();
-        // Still running after the answer: the sample came before the end.
-        if found && child.try_wait().unwrap().is_none() {
-            seen_during = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let done = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("prometheus-rw"), "{stderr}");
-    assert!(seen_during, "no sample stored while the run went");
-    let r = common::read_report(&out);
-    let q = &r.requests;
-    for (name, want) in [
-        ("scheduled", q.scheduled),
-        ("sent", q.sent),
-        ("ok", q.ok),
-        ("errors", q.errors),
-        ("dropped", q.dropped),
-    ] {
-        let got = prom.value(&format!("metronome_requests_{name}_total{sel}"), None);
-        assert_eq!(got, want as f64, "{name}");
-    }
-    // Each interval ending before the end of the run: its cumulative count.
-    let width = r.intervals[1].start_s - r.intervals[0].start_s;
-    let end = metronome::prom::series::measured_ms(&r, r.duration_s);
-    let mut sent = 0;
-    for iv in &r.intervals {
-        sent += iv.sent;
-        let t = metronome::prom::series::measured_ms(&r, iv.start_s + width);
-        if t >= end {
-            break;
-        }
-        let got = prom.value(&format!("metronome_requests_sent_total{sel}"), Some(t));
-        assert_eq!(got, sent.min(q.sent) as f64, "at {}", iv.start_s + width);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `run --prometheus-rw --prometheus-interval 1s`: each live push carries
-/// the cumulative native histograms (latency, send lag) and the gauges (in
-/// flight, connections open, achieved rate, send-lag p99) at each
-/// interval's end, so a quantile exists in the middle of the run (before
-/// the live push carried histograms, the only one was the end's); at the
-/// end the histogram is the report's.
-#[test]
-fn live_pushes_carry_histograms_and_gauges() {
-    let Some(prom) = Prometheus::start("livehist") else {
-        return;
-    };
-    let srv = server(plain(Duration::from_millis(1)));
-    let url = format!("http://{}/", srv.addr());
-    for engine in common::engines() {
-        live_push_of(&prom, &url, engine);
-    }
-}
-
-/// One engine's run for `live_pushes_carry_histograms_and_gauges`.
-fn live_push_of(prom: &Prometheus, url: &str, engine: &str) {
-    let dir = scratch(&format!("livehist-{engine}"));
-    let out = dir.join("run.json");
-    let w = prom.write_url();
-    let suite = format!("livehist{}{engine}", std::process::id());
-    let label = format!("suite={suite}");
-    let args = [
-        "run",
-        url,
-        "--quiet",
-        "--engine",
-        engine,
-        "--rate",
-        "200",
-        "--duration",
-        "4s",
-        "--interval",
-        "500ms",
-        "--prometheus-interval",
-        "1s",
-        "--out",
-        out.to_str().unwrap(),
-        "--prometheus-rw",
-        &w,
-        "--prometheus-label",
-        &label,
-    ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let sel = format!("{{suite=\"{suite}\"}}");
-    let lat = format!("metronome_latency_seconds{sel}");
-    let mut seen_during = false;
-    while child.try_wait().unwrap().is_none() {
-        let found = !prom
-            .query(&format!("histogram_count({lat})"), None)
-            .is_empty();
-        // Still running after the answer: the histogram came before the end.
-        if found && child.try_wait().unwrap().is_none() {
-            seen_during = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let done = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("prometheus-rw"), "{stderr}");
-    let r = common::read_report(&out);
-    // In the middle of the run (2 s in), a native-histogram quantile (on
-    // the code before the live push carried histograms: none).
-    let mid = metronome::prom::series::measured_ms(&r, 2.0);
-    let q = prom.query(&format!("histogram_quantile(0.99, {lat})"), Some(mid));
-    assert_eq!(q.len(), 1, "no quantile 2 s into the run: {q:?}");
-    assert!(
-        seen_during,
-        "{engine}: no native histogram stored while the run went"
-    );
-    let width = r.intervals[1].start_s - r.intervals[0].start_s;
-    assert_eq!(width, 0.5);
-    let end = metronome::prom::series::measured_ms(&r, r.duration_s);
-    // Each interval ending before the end of the run, as the live rows
-    // were (the report's rows: the same rows, made by the same code).
-    let (mut ok, mut sent, mut checked) = (0, 0, 0);
-    let (mut max_ms, mut min_p50_ms) = (0.0f64, f64::INFINITY);
-    for iv in &r.intervals {
-        let t = metronome::prom::series::measured_ms(&r, iv.start_s + width);
-        if t >= end {
-            break;
-        }
-        ok += iv.ok;
-        sent += iv.sent;
-        max_ms = max_ms.max(iv.max);
-        if iv.ok > 0 {
-            min_p50_ms = min_p50_ms.min(iv.p50);
-        }
-        let at = iv.start_s + width;
-        let count = prom.value(&format!("histogram_count({lat})"), Some(t));
-        assert_eq!(count, ok as f64, "latency count at {at} s");
-        let lag = prom.value(
-            &format!("histogram_count(metronome_send_lag_seconds{sel})"),
-            Some(t),
-        );
-        assert_eq!(lag, sent as f64, "send-lag count at {at} s");
-        // The cumulative p99: between the smallest interval p50 and the
-        // largest value so far, within the bound (docs/prometheus.md).
-        let p99 = prom.value(&format!("histogram_quantile(0.99, {lat})"), Some(t));
-        let (lo, _) = quantile_range(min_p50_ms / 1e3);
-        let (_, hi) = quantile_range(max_ms / 1e3);
-        assert!(
-            lo * (1.0 - 1e-9) < p99 && p99 < hi * (1.0 + 1e-9),
-            "p99 {p99} s at {at} s: smallest p50 {min_p50_ms} ms, max {max_ms} ms"
-        );
-        let in_flight = prom.value(&format!("metronome_in_flight_requests{sel}"), Some(t));
-        assert_eq!(in_flight, iv.in_flight as f64, "in flight at {at} s");
-        let open = prom.value(&format!("metronome_connections_open{sel}"), Some(t));
-        // A sample of its own at the interval's end, not an earlier one's.
-        let stamp = prom.value(
-            &format!("timestamp(metronome_connections_open{sel})"),
-            Some(t),
-        );
-        assert_eq!(stamp, t as f64 / 1e3, "connections open at {at} s");
-        assert!(
-            (1.0..=r.generator.peak_connections as f64).contains(&open),
-            "{open} connections open at {at} s, peak {}",
-            r.generator.peak_connections
-        );
-        let rate = prom.value(&format!("metronome_interval_sent_per_second{sel}"), Some(t));
-        assert_eq!(rate, iv.sent as f64 / width, "rate at {at} s");
-        let lag_p99 = prom.value(
-            &format!("metronome_interval_send_lag_p99_seconds{sel}"),
-            Some(t),
-        );
-        assert_eq!(lag_p99, iv.send_lag_p99 / 1e3, "send-lag p99 at {at} s");
-        checked += 1;
-    }
-    // 4 s of 0.5 s intervals: the 7 that end before the run's end.
-    assert_eq!(checked, 7);
-    // At the end: the report's whole-run histogram (which holds the last
-    // live one's values and the last interval's), count exact, p99 in bound.
-    let h = r.metrics.latency.to_histogram();
-    assert!(
-        h.count() > ok && ok >= 300,
-        "{} ok in all, {ok} live",
-        h.count()
-    );
-    let count = prom.value(&format!("histogram_count({lat})"), Some(end));
-    assert_eq!(count, h.count() as f64);
-    assert_eq!(count, r.requests.ok as f64);
-    let p99 = prom.value(&format!("histogram_quantile(0.99, {lat})"), Some(end));
-    assert_within_bound(p99, p99_s(&r), "p99 at the end");
-    let _ = std::fs::remove_dir_all(&dir);
 }

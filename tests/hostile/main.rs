@@ -37,3 +37,5 @@ mod tls;
 mod h2;
 // The warm start against servers that break it.
 mod warm;
+// The hostile scenarios over HTTP/3 (aioquic's QUIC, hand-built HTTP/3).
+mod h3;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::live::{LiveIntervals, Published};
+use super::so_far::Recorded;
 use crate::ledger::Ledger;
 use crate::measure::IntervalSink;
 
@@ -174,23 +175,26 @@ pub struct Progress {
 impl Progress {
     /// A thread's publishing state for [`Progress::publish_interval`]:
     /// engines call it before their clock starts, once per thread that
-    /// holds a series (with live intervals on, it reserves a mailbox).
-    pub fn published(&self) -> Published {
-        self.live.register()
+    /// holds a series (with live intervals on, it reserves a mailbox, with
+    /// room for `plan`'s whole-run histograms when they are copied too).
+    pub fn published(&self, plan: &crate::plan::Plan<'_>) -> Published {
+        self.live.register(plan)
     }
 
     /// Publishes the p99s of the last complete interval at `now_ns`, once
     /// per interval (`published` remembers which one was published last),
     /// and, with live intervals on, copies the closed intervals into the
-    /// thread's mailbox ([`LiveIntervals`]).
+    /// thread's mailbox ([`LiveIntervals`]), with the whole-run histograms
+    /// `recorded` holds when they are copied too ([`super::SoFar`]).
     pub fn publish_interval(
         &self,
         ledger: &Ledger<'_>,
         intervals: &dyn IntervalSink,
+        recorded: Recorded<'_>,
         now_ns: u64,
         published: &mut Published,
     ) {
-        published.copy_closed(ledger.plan(), intervals, now_ns);
+        published.copy_closed(ledger.plan(), intervals, recorded, now_ns);
         let Some((last, p99, lag_p99)) = ledger.last_complete(intervals, now_ns) else {
             return;
         };

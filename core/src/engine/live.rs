@@ -20,6 +20,11 @@
 //! more than that late, counted by its intended time) is in the final
 //! report but not in the live copy. Only the schedule's intervals are
 //! published live, not the drain's.
+//!
+//! With [`LiveIntervals::enable_so_far`] (the Prometheus push), each copy
+//! also carries the thread's whole-run histograms that have no
+//! per-interval ones, as they are at the copy (`so_far.rs`): the watcher
+//! hands their sum over the threads on with the interval ([`SoFar`]).
 
 use std::boxed::Box;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +34,7 @@ use crate::histogram::{Histogram, SPARSE_MAX_LEN};
 use crate::measure::{Counts, Interval, IntervalSink};
 use crate::plan::Plan;
 
+use super::so_far::{so_far_slots, Recorded, SoFar, SoFarRoom};
 use super::RING_MAX;
 
 /// What a mailbox holds.
@@ -53,6 +59,9 @@ struct Mailbox {
     lens: [usize; 3],
     /// Room for three sparse histograms, reserved once.
     bytes: Box<[u8]>,
+    /// The thread's whole-run histograms as of the copy of `index` (no
+    /// slots unless [`LiveIntervals::enable_so_far`]).
+    so_far: SoFarRoom,
 }
 
 type Shared = Arc<Mutex<Mailbox>>;
@@ -62,6 +71,7 @@ type Shared = Arc<Mutex<Mailbox>>;
 #[derive(Debug, Default)]
 pub struct LiveIntervals {
     on: std::sync::atomic::AtomicBool,
+    so_far: std::sync::atomic::AtomicBool,
     boxes: Mutex<Vec<Shared>>,
 }
 
@@ -88,6 +98,20 @@ impl LiveIntervals {
         self.on.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Turns live intervals on, each copy carrying the thread's whole-run
+    /// histograms so far ([`SoFar`]): the threads of a run started after
+    /// this reserve room for them.
+    pub fn enable_so_far(&self) {
+        self.enable();
+        self.so_far
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the copies carry the whole-run histograms so far.
+    pub fn so_far_on(&self) -> bool {
+        self.so_far.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How many mailboxes (engine threads that publish) there are.
     pub fn mailboxes(&self) -> usize {
         self.boxes
@@ -97,17 +121,25 @@ impl LiveIntervals {
     }
 
     /// A thread's publishing state, with a mailbox of its own when live
-    /// intervals are on. Engines call it before their clock starts, one
-    /// per thread that holds a series (it allocates the mailbox).
-    pub fn register(&self) -> Published {
+    /// intervals are on (with room for `plan`'s whole-run histograms when
+    /// [`LiveIntervals::so_far_on`]). Engines call it before their clock
+    /// starts, one per thread that holds a series (it allocates the
+    /// mailbox).
+    pub fn register(&self, plan: &Plan<'_>) -> Published {
         let mut p = Published::default();
         if self.is_on() {
+            let slots = if self.so_far_on() {
+                so_far_slots(plan)
+            } else {
+                0
+            };
             let mailbox = Arc::new(Mutex::new(Mailbox {
                 held: Held::Empty,
                 index: 0,
                 counts: Counts::new(),
                 lens: [0; 3],
                 bytes: std::vec![0u8; 3 * SPARSE_MAX_LEN].into_boxed_slice(),
+                so_far: SoFarRoom::new(slots),
             }));
             self.boxes
                 .lock()
@@ -160,12 +192,14 @@ impl LiveIntervals {
 
 impl Published {
     /// Copies the intervals of `plan`'s schedule closed by `now_ns` into
-    /// the mailbox, as far as the watcher has taken the previous ones. Never
-    /// blocks, never allocates.
+    /// the mailbox, as far as the watcher has taken the previous ones, each
+    /// with the histograms `recorded` holds now when the mailbox has room
+    /// for them. Never blocks, never allocates.
     pub(super) fn copy_closed(
         &mut self,
         plan: &Plan<'_>,
         intervals: &dyn IntervalSink,
+        recorded: Recorded<'_>,
         now_ns: u64,
     ) {
         let Some(mailbox) = &self.mailbox else {
@@ -189,6 +223,7 @@ impl Published {
                         let room = &mut bytes[k * SPARSE_MAX_LEN..(k + 1) * SPARSE_MAX_LEN];
                         lens[k] = h.map_or(0, |h| h.encode_sparse(room));
                     }
+                    m.so_far.copy(recorded);
                     m.held = Held::Filled;
                     self.next += 1;
                 }
@@ -208,6 +243,7 @@ impl Published {
 pub struct LiveReader {
     next: usize,
     merged: Box<Interval>,
+    so_far: Box<SoFar>,
     taken: Vec<bool>,
     stalled: bool,
 }
@@ -217,6 +253,7 @@ impl Default for LiveReader {
         LiveReader {
             next: 0,
             merged: Box::new(Interval::new()),
+            so_far: Box::default(),
             taken: Vec::new(),
             stalled: false,
         }
@@ -235,9 +272,15 @@ impl LiveReader {
     }
 
     /// Calls `f` with every interval all mailboxes of `live` hold, merged
-    /// exactly over the threads, in order (interval 0 first); returns how
-    /// many. Nothing comes while a thread has not published the next one.
-    pub fn poll(&mut self, live: &LiveIntervals, mut f: impl FnMut(usize, &Interval)) -> usize {
+    /// exactly over the threads, in order (interval 0 first), and, when
+    /// [`LiveIntervals::so_far_on`], the whole-run histograms the threads
+    /// copied with it, merged exactly; returns how many. Nothing comes
+    /// while a thread has not published the next one.
+    pub fn poll(
+        &mut self,
+        live: &LiveIntervals,
+        mut f: impl FnMut(usize, &Interval, Option<&SoFar>),
+    ) -> usize {
         let boxes: Vec<Shared> = live
             .boxes
             .lock()
@@ -273,13 +316,18 @@ impl LiveReader {
                         h.merge_sparse(&m.bytes[at..at + m.lens[k]]);
                     }
                 }
+                m.so_far.merge_into(&mut self.so_far);
                 m.held = Held::Empty;
                 self.taken[k] = true;
             }
             if !self.taken.iter().all(|&t| t) {
                 return handed;
             }
-            f(self.next, &self.merged);
+            f(
+                self.next,
+                &self.merged,
+                live.so_far_on().then_some(&*self.so_far),
+            );
             handed += 1;
             self.next += 1;
             self.taken.iter_mut().for_each(|t| *t = false);
@@ -287,6 +335,7 @@ impl LiveReader {
             self.merged.latency.reset();
             self.merged.send_lag.reset();
             self.merged.ttft.reset();
+            self.so_far.reset();
         }
         handed
     }
@@ -295,9 +344,107 @@ impl LiveReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Series;
-    use crate::measure::IntervalMetric;
+    use crate::engine::{NameSoFar, Series};
+    use crate::measure::{IntervalMetric, NameTally, Recorder};
     use crate::plan::example_plan;
+
+    fn recorded<'a>(r: &'a Recorder, names: &'a [NameTally]) -> Recorded<'a> {
+        Recorded { recorder: r, names }
+    }
+
+    /// Two threads of a two-name mix, each recording whole-run histograms
+    /// as it goes: with each interval the watcher gets their sum as the
+    /// threads held it when they copied that interval, exactly, never
+    /// smaller than the last; the last equals the merged recorders.
+    #[test]
+    fn so_far_histograms_come_with_each_interval_exactly() {
+        let mut plan = example_plan();
+        plan.warmup_ns = 0;
+        plan.interval_ns = 100_000_000;
+        plan.duration_ns = 1_000_000_000;
+        plan.names = &[0, 1];
+        let n = plan.interval_count();
+        let live = LiveIntervals::default();
+        live.enable_so_far();
+        assert!(live.is_on() && live.so_far_on());
+        let mut pubs = [live.register(&plan), live.register(&plan)];
+        let series = [Series::for_plan(&plan), Series::for_plan(&plan)];
+        let mut recs = [Recorder::new(), Recorder::new()];
+        let mut names = [
+            [NameTally::new(), NameTally::new()],
+            [NameTally::new(), NameTally::new()],
+        ];
+        let mut reader = LiveReader::default();
+        let mut seen: Vec<(usize, SoFar)> = Vec::new();
+        // What the threads held when they copied each interval, summed.
+        let mut want: Vec<SoFar> = Vec::new();
+        let grace = LiveIntervals::grace_intervals(&plan);
+        for step in 0..(n + grace + 2) {
+            // Recording stops with the last copy (interval n - 1 at step
+            // n + grace).
+            for t in (0..2).filter(|_| step <= n + grace) {
+                let v = (step as u64 + 1) * 1_000 * (t as u64 + 1);
+                if step % 3 != 2 {
+                    // Some steps record nothing: their copies are skipped.
+                    recs[t].service_time.record(v);
+                    recs[t].itl.record_n(v / 7, 3);
+                    names[t][step % 2].latency.record(v + 5);
+                    names[t][1].ttft.record(v / 2);
+                }
+                if t == 1 {
+                    recs[t].tpot.record(v * 11);
+                    names[t][0].send_lag.record(v / 9);
+                }
+            }
+            let now = step as u64 * plan.interval_ns;
+            let before = pubs[0].next;
+            for ((p, s), (r, nm)) in pubs.iter_mut().zip(&series).zip(recs.iter().zip(&names)) {
+                p.copy_closed(&plan, s, recorded(r, nm), now);
+            }
+            if pubs[0].next > before {
+                let mut w = SoFar::default();
+                for (r, nm) in recs.iter().zip(&names) {
+                    w.service_time.merge(&r.service_time);
+                    w.itl.merge(&r.itl);
+                    w.tpot.merge(&r.tpot);
+                    w.names.resize_with(2, NameSoFar::default);
+                    for (a, b) in w.names.iter_mut().zip(nm) {
+                        a.latency.merge(&b.latency);
+                        a.service_time.merge(&b.service_time);
+                        a.send_lag.merge(&b.send_lag);
+                        a.ttft.merge(&b.ttft);
+                    }
+                }
+                want.push(w);
+            }
+            reader.poll(&live, |i, _, so_far| {
+                seen.push((i, so_far.unwrap().clone()))
+            });
+        }
+        assert_eq!(seen.len(), n);
+        assert_eq!(want.len(), n);
+        for (i, got) in &seen {
+            assert_eq!(got, &want[*i], "interval {i}");
+            if *i > 0 {
+                let last = &seen[i - 1].1;
+                assert!(got.service_time.count() >= last.service_time.count());
+                assert!(got.names[1].ttft.count() >= last.names[1].ttft.count());
+            }
+        }
+        let last = &seen[n - 1].1;
+        let mut all = recs[0].clone();
+        all.merge(&recs[1]);
+        assert_eq!(last.service_time, all.service_time);
+        assert_eq!(last.itl, all.itl);
+        assert_eq!(last.tpot, all.tpot);
+        assert_eq!(last.tpot.count(), (n + grace + 1) as u64);
+        assert_eq!(last.names[0].send_lag.count(), (n + grace + 1) as u64);
+        assert_eq!(last.names[1].latency, {
+            let mut h = names[0][1].latency.clone();
+            h.merge(&names[1][1].latency);
+            h
+        });
+    }
 
     /// Two threads' series, published as they close, come out merged
     /// exactly as the merged series holds them; nothing before its grace.
@@ -310,7 +457,8 @@ mod tests {
         let n = plan.interval_count();
         let live = LiveIntervals::default();
         live.enable();
-        let mut pubs = [live.register(), live.register()];
+        let mut pubs = [live.register(&plan), live.register(&plan)];
+        let rec = Recorder::new();
         let mut series = [Series::for_plan(&plan), Series::for_plan(&plan)];
         let mut reader = LiveReader::default();
         let mut seen = Vec::new();
@@ -327,9 +475,12 @@ mod tests {
             }
             let now = step as u64 * plan.interval_ns;
             for (p, s) in pubs.iter_mut().zip(&series) {
-                p.copy_closed(&plan, s, now);
+                p.copy_closed(&plan, s, recorded(&rec, &[]), now);
             }
-            reader.poll(&live, |i, iv| seen.push((i, iv.clone())));
+            reader.poll(&live, |i, iv, so_far| {
+                assert!(so_far.is_none());
+                seen.push((i, iv.clone()));
+            });
             // Closed a grace after its end: interval i at step i + 1 + grace.
             assert_eq!(seen.len(), (step + 1).saturating_sub(1 + grace).min(n));
         }
@@ -353,21 +504,23 @@ mod tests {
         plan.duration_ns = 5_000_000_000;
         let live = LiveIntervals::default();
         live.enable();
-        let mut p = live.register();
+        let mut p = live.register(&plan);
         let s = Series::for_plan(&plan);
-        p.copy_closed(&plan, &s, 4_500_000_000);
+        let r = Recorder::new();
+        let rec = recorded(&r, &[]);
+        p.copy_closed(&plan, &s, rec, 4_500_000_000);
         assert_eq!(p.next, 1);
         let mut reader = LiveReader::default();
-        assert_eq!(reader.poll(&live, |_, _| {}), 1);
-        p.copy_closed(&plan, &s, 4_500_000_000);
-        p.copy_closed(&plan, &s, 4_500_000_000);
+        assert_eq!(reader.poll(&live, |_, _, _| {}), 1);
+        p.copy_closed(&plan, &s, rec, 4_500_000_000);
+        p.copy_closed(&plan, &s, rec, 4_500_000_000);
         assert_eq!(p.next, 2);
-        assert_eq!(reader.poll(&live, |_, _| {}), 1);
+        assert_eq!(reader.poll(&live, |_, _, _| {}), 1);
         assert_eq!(reader.next(), 2);
         // Off: no mailbox, nothing copied.
         let off = LiveIntervals::default();
-        let mut q = off.register();
-        q.copy_closed(&plan, &s, 4_500_000_000);
+        let mut q = off.register(&plan);
+        q.copy_closed(&plan, &s, rec, 4_500_000_000);
         assert_eq!((q.next, off.mailboxes()), (0, 0));
     }
 }

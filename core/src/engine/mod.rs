@@ -16,14 +16,16 @@
 //! - Storage reserved before the clock ([`ExactSamples`], [`FollowUps`];
 //!   `reserved.rs`), the per-interval series at a bounded cost ([`Series`];
 //!   `series.rs`) and its closed intervals for a watcher
-//!   ([`LiveIntervals`]; `live.rs`).
+//!   ([`LiveIntervals`]; `live.rs`), with the whole-run histograms that
+//!   have no per-interval ones, as recorded so far ([`SoFar`]; `so_far.rs`).
 //! - `tls` (feature `tls`, brings rustls): the TLS both engines share:
 //!   the target's client side, the handshake, and the kind of a failed
 //!   handshake.
 //!
 //! The files import in one direction, no circle: `setup.rs`, `series.rs`
-//! and `reserved.rs` use no sibling; `live.rs` uses `series.rs`,
-//! `control.rs` uses `live.rs`, `warm.rs` uses `control.rs`, `tls` uses
+//! and `reserved.rs` use no sibling (nor does `so_far.rs`); `live.rs` uses
+//! `series.rs` and `so_far.rs`, `control.rs` uses `live.rs` and `so_far.rs`,
+//! `warm.rs` uses `control.rs`, `tls` uses
 //! `setup.rs`; this file uses `setup.rs`, `warm.rs` and the storage; only
 //! `pre_open.rs` uses this file (its [`EngineError`]).
 //!
@@ -51,6 +53,7 @@ mod requests;
 mod reserved;
 mod series;
 mod setup;
+mod so_far;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod warm;
@@ -62,6 +65,7 @@ pub use requests::{request_queue, RequestDrain, RequestFeed, REQUEST_QUEUE_CAPAC
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
 pub use setup::{HandshakeFailure, Setup};
+pub use so_far::{so_far_slots, NameSoFar, Recorded, SoFar, LIVE_NAMES_MAX, NAME_SLOTS, RUN_SLOTS};
 pub use warm::{warm_budget_ns, warm_start, warm_up, Warm, WarmConn, WarmReply, WARM_BUDGET_NS};
 
 /// Stack size of an engine thread that holds a [`Recorder`] (a few hundred
@@ -180,6 +184,15 @@ impl RunOutput {
                 .requests
                 .as_mut()
                 .map(|f| f as &mut dyn crate::record::RequestSink),
+        }
+    }
+
+    /// What this output recorded over the whole run so far, for the live
+    /// copies ([`SoFar`]).
+    pub fn recorded(&self) -> Recorded<'_> {
+        Recorded {
+            recorder: &self.recorder,
+            names: &self.names,
         }
     }
 

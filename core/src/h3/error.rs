@@ -149,9 +149,10 @@ pub enum H3Error {
     /// A field section larger than the advertised
     /// SETTINGS_MAX_FIELD_SECTION_SIZE (H3_EXCESSIVE_LOAD; a stream error).
     FieldSectionTooLarge,
-    /// A malformed response head: an uppercase field name, a pseudo-header
-    /// after a regular field, one a response may not carry, twice, or a
-    /// `:status` that is not three digits (H3_MESSAGE_ERROR; a stream error).
+    /// A malformed message head: an uppercase field name, a pseudo-header
+    /// after a regular field, one the message may not carry, twice, or a
+    /// `:status` that is not three digits; in a request, any rule of
+    /// [`head`](super::head) (H3_MESSAGE_ERROR; a stream error).
     Message,
 }
 
@@ -204,7 +205,7 @@ impl fmt::Display for H3Error {
             H3Error::FieldSectionTooLarge => {
                 f.write_str("HTTP/3 field section above the advertised maximum")
             }
-            H3Error::Message => f.write_str("HTTP/3 malformed response head"),
+            H3Error::Message => f.write_str("HTTP/3 malformed message head"),
         }
     }
 }

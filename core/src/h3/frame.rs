@@ -208,6 +208,13 @@ pub enum Role {
     /// The server's control stream (its stream type already read): SETTINGS
     /// first, then GOAWAY and frames to ignore.
     Control,
+    /// A request stream read by a server: the client's request, HEADERS,
+    /// DATA, then optional trailing HEADERS (RFC 9114 section 4.1).
+    ClientRequest,
+    /// The client's control stream read by a server (its stream type
+    /// already read): SETTINGS first, then GOAWAY, MAX_PUSH_ID,
+    /// CANCEL_PUSH and frames to ignore.
+    ClientControl,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,6 +250,15 @@ enum State {
 /// client-initiated bidirectional one or exceeds an earlier GOAWAY's
 /// (H3_ID_ERROR).
 ///
+/// A server reads the client's streams with the `Client*` roles. On a
+/// request stream ([`Role::ClientRequest`]): DATA before HEADERS, DATA or
+/// HEADERS after the trailers, PUSH_PROMISE (clients never send it), the
+/// control stream's frames and HTTP/2's types are H3_FRAME_UNEXPECTED. On
+/// the client's control stream ([`Role::ClientControl`]), as on the
+/// server's, except that GOAWAY carries a push ID (any value, never
+/// raised), MAX_PUSH_ID is allowed but may not lower the maximum, and
+/// CANCEL_PUSH must name a push ID within it (else H3_ID_ERROR).
+///
 /// # Example
 /// ```
 /// use metronome_core::h3::{Frame, FrameReader, Role};
@@ -266,7 +282,10 @@ pub struct FrameReader<const N: usize> {
     filled: usize,
     frames: u64,
     headers_seen: bool,
+    trailers_seen: bool,
     goaway: Option<u64>,
+    /// The client's last MAX_PUSH_ID ([`Role::ClientControl`]).
+    max_push_id: Option<u64>,
     skipped: u64,
     buf: [u8; N],
 }
@@ -283,7 +302,9 @@ impl<const N: usize> FrameReader<N> {
             filled: 0,
             frames: 0,
             headers_seen: false,
+            trailers_seen: false,
             goaway: None,
+            max_push_id: None,
             skipped: 0,
             buf: [0; N],
         }
@@ -401,7 +422,27 @@ impl<const N: usize> FrameReader<N> {
                 t if is_http2_only(t) => return Err(H3Error::Unexpected { ty }),
                 _ => State::Skip,
             },
-            Role::Control => match ty {
+            Role::ClientRequest => match ty {
+                // After the trailers nothing but frames to ignore.
+                kind::DATA | kind::HEADERS if self.trailers_seen => {
+                    return Err(H3Error::Unexpected { ty })
+                }
+                kind::DATA if !self.headers_seen => return Err(H3Error::Unexpected { ty }),
+                kind::DATA => State::Data,
+                kind::HEADERS => {
+                    self.trailers_seen = self.headers_seen;
+                    self.headers_seen = true;
+                    State::Buffer
+                }
+                kind::PUSH_PROMISE
+                | kind::SETTINGS
+                | kind::GOAWAY
+                | kind::MAX_PUSH_ID
+                | kind::CANCEL_PUSH => return Err(H3Error::Unexpected { ty }),
+                t if is_http2_only(t) => return Err(H3Error::Unexpected { ty }),
+                _ => State::Skip,
+            },
+            Role::Control | Role::ClientControl => match ty {
                 kind::SETTINGS if first => State::Buffer,
                 _ if first => return Err(H3Error::MissingSettings),
                 kind::GOAWAY | kind::MAX_PUSH_ID | kind::CANCEL_PUSH if len > 8 => {
@@ -435,7 +476,35 @@ impl<const N: usize> FrameReader<N> {
     fn complete(&mut self) -> Result<Frame<'_>, H3Error> {
         let ty = self.ty;
         let payload = &self.buf[..self.filled];
+        let client = self.role == Role::ClientControl;
         match ty {
+            kind::GOAWAY if client => {
+                // A client's GOAWAY carries a push ID; it may only lower it.
+                let id = single_varint(ty, payload)?;
+                if self.goaway.is_some_and(|prev| id > prev) {
+                    return Err(H3Error::Id);
+                }
+                self.goaway = Some(id);
+                Ok(Frame::GoAway(id))
+            }
+            kind::MAX_PUSH_ID if client => {
+                // It may not lower the maximum (section 7.2.7).
+                let id = single_varint(ty, payload)?;
+                if self.max_push_id.is_some_and(|prev| id < prev) {
+                    return Err(H3Error::Id);
+                }
+                self.max_push_id = Some(id);
+                Ok(Frame::MaxPushId(id))
+            }
+            kind::CANCEL_PUSH if client => {
+                // A push ID above the maximum allowed is H3_ID_ERROR
+                // (section 7.2.3); one within it names a push never made.
+                let id = single_varint(ty, payload)?;
+                if !self.max_push_id.is_some_and(|max| id <= max) {
+                    return Err(H3Error::Id);
+                }
+                Ok(Frame::CancelPush(id))
+            }
             kind::GOAWAY => {
                 let id = single_varint(ty, payload)?;
                 // Client-initiated bidirectional stream IDs are 0 mod 4;
@@ -469,10 +538,12 @@ impl<const N: usize> FrameReader<N> {
     /// type is `u64::MAX` when it ended inside the type itself).
     pub fn finish(&self) -> Result<(), H3Error> {
         match self.role {
-            Role::Control => Err(H3Error::ClosedCriticalStream),
-            Role::Request if self.at_boundary() => Ok(()),
-            Role::Request if self.state == State::Type => Err(H3Error::Frame { ty: u64::MAX }),
-            Role::Request => Err(H3Error::Frame { ty: self.ty }),
+            Role::Control | Role::ClientControl => Err(H3Error::ClosedCriticalStream),
+            Role::Request | Role::ClientRequest if self.at_boundary() => Ok(()),
+            Role::Request | Role::ClientRequest if self.state == State::Type => {
+                Err(H3Error::Frame { ty: u64::MAX })
+            }
+            Role::Request | Role::ClientRequest => Err(H3Error::Frame { ty: self.ty }),
         }
     }
 }
@@ -657,225 +728,4 @@ impl PeerStreams {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::vec::Vec;
-
-    /// What a reader made of `wire` fed in reads of `step` bytes: DATA
-    /// pieces joined per frame run, other frames as debug strings.
-    fn run<const N: usize>(
-        role: Role,
-        wire: &[u8],
-        step: usize,
-    ) -> (Vec<std::string::String>, Result<(), H3Error>) {
-        let mut r = FrameReader::<N>::new(role);
-        let mut out = Vec::new();
-        let mut data = Vec::new();
-        for chunk in wire.chunks(step.max(1)) {
-            let mut rest = chunk;
-            while !rest.is_empty() {
-                match r.read(rest) {
-                    Ok((n, f)) => {
-                        assert!(n > 0 && n <= rest.len());
-                        rest = &rest[n..];
-                        match f {
-                            Some(Frame::Data(d)) => data.extend_from_slice(d),
-                            Some(f) => {
-                                if !data.is_empty() {
-                                    out.push(std::format!(
-                                        "Data({:?})",
-                                        std::string::String::from_utf8_lossy(&data)
-                                    ));
-                                    data.clear();
-                                }
-                                out.push(std::format!("{f:?}"));
-                            }
-                            None => assert!(rest.is_empty()),
-                        }
-                    }
-                    Err(e) => return (out, Err(e)),
-                }
-            }
-        }
-        if !data.is_empty() {
-            out.push(std::format!(
-                "Data({:?})",
-                std::string::String::from_utf8_lossy(&data)
-            ));
-        }
-        (out, r.finish())
-    }
-
-    #[test]
-    fn response_split_at_every_byte() {
-        let mut wire = Vec::new();
-        // HEADERS, a reserved frame (0x21, 3 bytes), an unknown type with
-        // a 2-byte varint (0x4041), DATA split over two frames with a
-        // 2-byte length, an empty DATA, trailing HEADERS.
-        wire.extend_from_slice(&[0x01, 0x03, 0x00, 0x00, 0xd9]);
-        wire.extend_from_slice(&[0x21, 0x03, 1, 2, 3]);
-        wire.extend_from_slice(&[0x40, 0x41, 0x00]);
-        wire.extend_from_slice(&[0x00, 0x40, 0x05]);
-        wire.extend_from_slice(b"hello");
-        wire.extend_from_slice(&[0x00, 0x00]);
-        wire.extend_from_slice(&[0x00, 0x06]);
-        wire.extend_from_slice(b" world");
-        wire.extend_from_slice(&[0x01, 0x02, 0x00, 0x00]);
-        let expected = [
-            "Headers([0, 0, 217])",
-            "Data(\"hello world\")",
-            "Headers([0, 0])",
-        ];
-        for step in 1..=wire.len() {
-            let (frames, end) = run::<16>(Role::Request, &wire, step);
-            assert_eq!(frames, expected, "step {step}");
-            assert_eq!(end, Ok(()));
-        }
-        let mut r = FrameReader::<16>::new(Role::Request);
-        let mut rest = &wire[..];
-        while let Ok((n, _)) = r.read(rest) {
-            if n == 0 {
-                break;
-            }
-            rest = &rest[n..];
-        }
-        assert_eq!((r.frames(), r.skipped()), (7, 2));
-        // Cut anywhere inside a frame: the end is a frame error.
-        for cut in 1..wire.len() {
-            let (_, end) = run::<16>(Role::Request, &wire[..cut], cut);
-            let boundary = [5, 10, 13, 21, 23, 31, 35].contains(&cut);
-            assert_eq!(end.is_ok(), boundary, "cut {cut}");
-        }
-        assert_eq!(
-            run::<16>(Role::Request, &[0x40], 1).1,
-            Err(H3Error::Frame { ty: u64::MAX })
-        );
-        assert_eq!(
-            run::<16>(Role::Request, &[0x01, 0x02, 0x00], 1).1,
-            Err(H3Error::Frame { ty: 1 })
-        );
-    }
-
-    #[test]
-    fn request_stream_refusals() {
-        let cases: [(&[u8], H3Error); 8] = [
-            (&[0x00, 0x01, b'x'], H3Error::Unexpected { ty: 0 }),
-            (&[0x05, 0x02, 0x00, 0x00], H3Error::Id),
-            (&[0x01, 0x00, 0x04, 0x00], H3Error::Unexpected { ty: 4 }),
-            (
-                &[0x01, 0x00, 0x07, 0x01, 0x00],
-                H3Error::Unexpected { ty: 7 },
-            ),
-            (
-                &[0x01, 0x00, 0x0d, 0x01, 0x00],
-                H3Error::Unexpected { ty: 0x0d },
-            ),
-            (
-                &[0x01, 0x00, 0x03, 0x01, 0x00],
-                H3Error::Unexpected { ty: 3 },
-            ),
-            (&[0x01, 0x00, 0x09, 0x00], H3Error::Unexpected { ty: 9 }),
-            // HEADERS longer than the buffer, refused before its payload.
-            (&[0x01, 0x11], H3Error::TooLarge { ty: 1, len: 17 }),
-        ];
-        for (wire, err) in cases {
-            assert_eq!(run::<16>(Role::Request, wire, 1).1, Err(err), "{wire:?}");
-            assert!(err.code().name().unwrap().starts_with("H3_"));
-        }
-        assert_eq!(H3Error::TooLarge { ty: 1, len: 17 }.code().0, 0x107);
-        // Exactly N bytes is fine; a huge unknown frame is skipped unseen.
-        let mut wire = std::vec![0x01, 0x10];
-        wire.extend_from_slice(&[0x00, 0x00]);
-        wire.extend_from_slice(&[0xd9; 14]);
-        wire.extend_from_slice(&[0x21, 0x80, 0x01, 0x00, 0x00]);
-        wire.extend_from_slice(&[7u8; 65536]);
-        let (frames, end) = run::<16>(Role::Request, &wire, 1000);
-        assert_eq!(frames.len(), 1);
-        assert_eq!(end, Ok(()));
-    }
-
-    #[test]
-    fn control_stream() {
-        let mut settings = [0u8; 32];
-        let n = encode_settings(4096, &mut settings).unwrap();
-        let mut wire = settings[..n].to_vec();
-        wire.extend_from_slice(&[0x21, 0x00]); // reserved, empty
-        wire.extend_from_slice(&[0x07, 0x01, 0x08]); // GOAWAY 8
-        wire.extend_from_slice(&[0x07, 0x01, 0x04]); // GOAWAY 4
-        for step in 1..=wire.len() {
-            let (frames, end) = run::<64>(Role::Control, &wire, step);
-            assert_eq!(
-                frames,
-                [
-                    "Settings(Settings([1, 0, 7, 0, 6, 80, 0]))",
-                    "GoAway(8)",
-                    "GoAway(4)"
-                ]
-            );
-            assert_eq!(end, Err(H3Error::ClosedCriticalStream));
-        }
-        let s = Settings::parse(&settings[2..n]).unwrap();
-        assert_eq!(s.iter().collect::<Vec<_>>(), [(1, 0), (7, 0), (6, 4096)]);
-        let cases: [(&[u8], H3Error); 10] = [
-            (&[0x07, 0x01, 0x00], H3Error::MissingSettings),
-            (&[0x21, 0x00], H3Error::MissingSettings),
-            (&[0x04, 0x00, 0x04, 0x00], H3Error::Unexpected { ty: 4 }),
-            (&[0x04, 0x00, 0x00, 0x00], H3Error::Unexpected { ty: 0 }),
-            (&[0x04, 0x00, 0x01, 0x00], H3Error::Unexpected { ty: 1 }),
-            (
-                &[0x04, 0x00, 0x0d, 0x01, 0x00],
-                H3Error::Unexpected { ty: 0x0d },
-            ),
-            (&[0x04, 0x00, 0x03, 0x01, 0x00], H3Error::Id),
-            (&[0x04, 0x00, 0x07, 0x01, 0x02], H3Error::Id),
-            (
-                &[0x04, 0x00, 0x07, 0x01, 0x04, 0x07, 0x01, 0x08],
-                H3Error::Id,
-            ),
-            (
-                &[0x04, 0x00, 0x07, 0x02, 0x04, 0x00],
-                H3Error::Frame { ty: 7 },
-            ),
-        ];
-        for (wire, err) in cases {
-            assert_eq!(run::<16>(Role::Control, wire, 1).1, Err(err), "{wire:?}");
-        }
-        assert_eq!(
-            run::<16>(Role::Control, &[0x04, 0x02, 0x02, 0x00], 4).1,
-            Err(H3Error::Settings)
-        );
-        assert_eq!(
-            run::<16>(Role::Control, &[0x04, 0x01, 0x06], 4).1,
-            Err(H3Error::Frame { ty: 4 })
-        );
-        assert_eq!(
-            run::<16>(Role::Control, &[0x04, 0x00, 0x07, 0x09], 4).1,
-            Err(H3Error::Frame { ty: 7 })
-        );
-    }
-
-    #[test]
-    fn writers() {
-        let mut out = [0u8; 32];
-        let n = encode_control_stream_start(100, &mut out).unwrap();
-        assert_eq!(
-            &out[..n],
-            [0x00, 0x04, 0x07, 0x01, 0x00, 0x07, 0x00, 0x06, 0x40, 0x64]
-        );
-        let n = encode_headers(&[0x00, 0x00, 0xd1], &mut out).unwrap();
-        assert_eq!(&out[..n], [0x01, 0x03, 0x00, 0x00, 0xd1]);
-        assert_eq!(encode_headers(&[0; 31], &mut out), None);
-        assert_eq!(encode_data_header(1 << 30, &mut out), Some(9));
-        assert_eq!(&out[..9], [0x00, 0xc0, 0, 0, 0, 0x40, 0, 0, 0]);
-        assert_eq!(encode_settings(0, &mut out[..8]), Some(8));
-        assert_eq!(encode_settings(0, &mut out[..7]), None);
-        assert_eq!(
-            StreamType::from_u64(0x1f * 3 + 0x21),
-            StreamType::Reserved(0x1f * 3 + 0x21)
-        );
-        assert_eq!(StreamType::from_u64(0x54), StreamType::Unknown(0x54));
-        for v in [0, 1, 2, 3, 0x21, 0x54] {
-            assert_eq!(StreamType::from_u64(v).to_u64(), v);
-        }
-    }
-}
+mod tests;

@@ -1,4 +1,4 @@
-//! HTTP/3 for the client side, sans-IO: the part above QUIC (RFC 9114,
+//! HTTP/3 for the client side (and the server's reading of requests), sans-IO: the part above QUIC (RFC 9114,
 //! RFC 9204). QUIC itself (streams, flow control, TLS) is not here.
 //!
 //! - [`varint`]: QUIC variable-length integers (RFC 9000 section 16),
@@ -12,6 +12,10 @@
 //! - [`qpack`]: field compression with the static table only (the client
 //!   advertises a dynamic table capacity of 0): the request encoder, the
 //!   response decoder, and the reader of the server's encoder stream.
+//! - [`head`]: the server's decoding of a request's field section and
+//!   trailers, with RFC 9114's rules for requests (section 4.3.1).
+//! - [`response`]: the order of a response stream's frames (heads with
+//!   `:status`, DATA, trailers without).
 //! - [`error`]: [`ErrorCode`] (the `H3_*` and `QPACK_*` codes) and
 //!   [`H3Error`].
 //!
@@ -21,8 +25,10 @@
 
 pub mod error;
 pub mod frame;
+pub mod head;
 pub mod qpack;
 pub mod request;
+pub mod response;
 pub mod varint;
 
 pub use error::{ErrorCode, H3Error};

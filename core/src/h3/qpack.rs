@@ -451,6 +451,40 @@ impl<const N: usize> Decoder<N> {
         response: bool,
         mut emit: F,
     ) -> Result<Section, H3Error> {
+        let mut status = None;
+        let mut regular = false;
+        let (fields, size) = self.lines(block, |name, value| {
+            if !response {
+                return Ok(());
+            }
+            if name.first() == Some(&b':') {
+                if regular || name != b":status" || status.is_some() {
+                    return Err(H3Error::Message);
+                }
+                status = Some(parse_status(value).ok_or(H3Error::Message)?);
+            } else {
+                regular = true;
+            }
+            emit(name, value);
+            Ok(())
+        })?;
+        Ok(Section {
+            fields,
+            size,
+            status,
+        })
+    }
+
+    /// Decodes the field lines of `block` (after its prefix, which must
+    /// name no dynamic table), refusing uppercase names
+    /// ([`H3Error::Message`]) and a section above `N`, and hands each
+    /// field to `check`, which may refuse it. Returns the number of fields
+    /// and the section's size.
+    pub(super) fn lines<F: FnMut(&[u8], &[u8]) -> Result<(), H3Error>>(
+        &mut self,
+        block: &[u8],
+        mut check: F,
+    ) -> Result<(usize, usize), H3Error> {
         let mut pos = 0;
         // Encoded Required Insert Count, then the sign bit and Delta Base.
         if integer(block, &mut pos, 8)? != 0 {
@@ -462,8 +496,7 @@ impl<const N: usize> Decoder<N> {
             // Base = 0 - Delta Base - 1 < 0.
             return Err(QpackError::Base.into());
         }
-        let mut out = Section::default();
-        let mut regular = false;
+        let (mut fields, mut size) = (0, 0);
         while pos < block.len() {
             let b = block[pos];
             let (nl, vl) = if b & 0x80 != 0 {
@@ -472,7 +505,7 @@ impl<const N: usize> Decoder<N> {
                     return Err(QpackError::DynamicReference.into());
                 }
                 let (name, value) = static_entry(integer(block, &mut pos, 6)?)?;
-                self.check_size(out.size, name.len() + value.len())?;
+                self.check_size(size, name.len() + value.len())?;
                 let (s_name, s_value) = self.scratch.split_at_mut(name.len());
                 s_name.copy_from_slice(name);
                 s_value[..value.len()].copy_from_slice(value);
@@ -484,14 +517,14 @@ impl<const N: usize> Decoder<N> {
                 }
                 let (name, _) = static_entry(integer(block, &mut pos, 4)?)?;
                 let nl = name.len();
-                self.check_size(out.size, nl)?;
+                self.check_size(size, nl)?;
                 self.scratch[..nl].copy_from_slice(name);
                 let vl = string(block, &mut pos, 7, &mut self.scratch[nl..])?;
                 (nl, vl)
             } else if b & 0xe0 == 0x20 {
                 // Literal with literal name: 001 N H len(3).
                 let nl = string(block, &mut pos, 3, &mut self.scratch)?;
-                self.check_size(out.size, nl)?;
+                self.check_size(size, nl)?;
                 let vl = string(block, &mut pos, 7, &mut self.scratch[nl..])?;
                 (nl, vl)
             } else {
@@ -499,27 +532,15 @@ impl<const N: usize> Decoder<N> {
                 // post-base name reference. Both name dynamic entries.
                 return Err(QpackError::DynamicReference.into());
             };
-            out.size = self.check_size(out.size, nl + vl)?;
+            size = self.check_size(size, nl + vl)?;
             let (name, value) = self.scratch[..nl + vl].split_at(nl);
-            if !response {
-                out.fields += 1;
-                continue;
-            }
             if name.iter().any(u8::is_ascii_uppercase) {
                 return Err(H3Error::Message);
             }
-            if name.first() == Some(&b':') {
-                if regular || name != b":status" || out.status.is_some() {
-                    return Err(H3Error::Message);
-                }
-                out.status = Some(parse_status(value).ok_or(H3Error::Message)?);
-            } else {
-                regular = true;
-            }
-            emit(name, value);
-            out.fields += 1;
+            check(name, value)?;
+            fields += 1;
         }
-        Ok(out)
+        Ok((fields, size))
     }
 
     /// The section's size once a field of `len` bytes (name and value) is

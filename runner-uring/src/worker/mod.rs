@@ -302,7 +302,7 @@ impl<'p> Worker<'p> {
             out,
             stats: ThreadStats::default(),
             pending: Pending::default(),
-            published_interval: control.progress.published(),
+            published_interval: control.progress.published(plan),
             tuner: plan.spin.tuner(),
             timer_due_ns: None,
             woke_ns: None,
@@ -629,6 +629,7 @@ impl<'p> Worker<'p> {
         p.publish_interval(
             &self.ledger,
             &self.out.intervals,
+            self.out.recorded(),
             now,
             &mut self.published_interval,
         );

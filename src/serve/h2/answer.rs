@@ -28,9 +28,10 @@ pub(super) enum Finish {
     Reset(ErrorCode),
 }
 
-/// An answer not yet fully written.
+/// An answer not yet fully written (HTTP/3 makes the same ones, never
+/// [`Job::Grpc`]).
 #[derive(Debug)]
-pub(super) enum Job {
+pub(in crate::serve) enum Job {
     /// One response written whole at `due`.
     Reply {
         due: Instant,
@@ -46,12 +47,67 @@ pub(super) enum Job {
 }
 
 impl Job {
-    fn due(&self, shared: &Shared) -> Instant {
+    /// When the job's next bytes are due.
+    pub(in crate::serve) fn due(&self, shared: &Shared) -> Instant {
         match self {
             Job::Reply { due, .. } | Job::Grpc { due, .. } => *due,
             Job::Stream(stream) => stream.due(&shared.config),
         }
     }
+
+    /// The job of the model's answer to a request with `method`, for a
+    /// protocol that frames the head and ends the body itself (an SSE
+    /// stream's events go out bare).
+    pub(in crate::serve) fn admitted(answer: Admitted, method: Method) -> Job {
+        match answer {
+            Admitted::Reply {
+                due,
+                status,
+                body,
+                counted,
+            } => Job::Reply {
+                due,
+                status,
+                body,
+                head_only: method == Method::Head,
+                counted,
+            },
+            Admitted::Stream {
+                arrival,
+                start,
+                tokens,
+                prompt_tokens,
+                kind,
+            } => Job::Stream(Stream {
+                arrival,
+                start,
+                tokens,
+                prompt_tokens,
+                kind,
+                connection: ConnectionHeader::None,
+                framing: Framing::Bare,
+                step: 0,
+            }),
+        }
+    }
+}
+
+/// The head fields of an SSE stream.
+pub(in crate::serve) const STREAM_FIELDS: [(&[u8], &[u8]); 2] = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+];
+
+/// The head fields of a reply with a body of `length` bytes (its decimal
+/// text) of `content_type`.
+pub(in crate::serve) fn reply_fields<'a>(
+    content_type: &'a str,
+    length: &'a str,
+) -> [(&'a [u8], &'a [u8]); 2] {
+    [
+        (b"content-type", content_type.as_bytes()),
+        (b"content-length", length.as_bytes()),
+    ]
 }
 
 impl H2Connection<'_> {
@@ -84,36 +140,7 @@ impl H2Connection<'_> {
             let (due, answer) = admit_grpc(shared, arrival);
             Job::Grpc { due, answer }
         } else {
-            match admit(shared, arrival, method, route, &s.body) {
-                Admitted::Reply {
-                    due,
-                    status,
-                    body,
-                    counted,
-                } => Job::Reply {
-                    due,
-                    status,
-                    body,
-                    head_only: method == Method::Head,
-                    counted,
-                },
-                Admitted::Stream {
-                    arrival,
-                    start,
-                    tokens,
-                    prompt_tokens,
-                    kind,
-                } => Job::Stream(Stream {
-                    arrival,
-                    start,
-                    tokens,
-                    prompt_tokens,
-                    kind,
-                    connection: ConnectionHeader::None,
-                    framing: Framing::Bare,
-                    step: 0,
-                }),
-            }
+            Job::admitted(admit(shared, arrival, method, route, &s.body), method)
         };
         self.stored -= s.body.len();
         s.body = Vec::new();
@@ -161,10 +188,7 @@ impl H2Connection<'_> {
             } => {
                 let (content_type, bytes) = shared.body(body);
                 let length = bytes.len().to_string();
-                let fields: [(&[u8], &[u8]); 2] = [
-                    (b"content-type", content_type.as_bytes()),
-                    (b"content-length", length.as_bytes()),
-                ];
+                let fields = reply_fields(content_type, &length);
                 let end = head_only || bytes.is_empty();
                 self.headers(stream, status.code(), &fields, end, counted);
                 if !end {
@@ -207,11 +231,7 @@ impl H2Connection<'_> {
             }
             Job::Stream(mut sse) => {
                 if sse.step == 0 {
-                    let fields: [(&[u8], &[u8]); 2] = [
-                        (b"content-type", b"text/event-stream"),
-                        (b"cache-control", b"no-cache"),
-                    ];
-                    self.headers(stream, 200, &fields, false, false);
+                    self.headers(stream, 200, &STREAM_FIELDS, false, false);
                 }
                 let mut bytes = Vec::new();
                 let step = sse.step(&mut bytes, &mut self.event);

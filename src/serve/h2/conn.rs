@@ -16,9 +16,9 @@ use super::{H2Connection, DEFAULT_WINDOW, RECV_CONNECTION_WINDOW, RECV_STREAM_WI
 /// the connection (`ENHANCE_YOUR_CALM`).
 const MAX_HEADER_BLOCK: usize = 64 * 1024;
 /// A chat body kept for `max_tokens` and the prompt size; longer is `413`.
-const MAX_STORED_BODY: usize = 1 << 20;
+pub(in crate::serve) const MAX_STORED_BODY: usize = 1 << 20;
 /// Chat bodies kept at once on one connection; beyond, `413`.
-const MAX_STORED_BODIES: usize = 16 << 20;
+pub(in crate::serve) const MAX_STORED_BODIES: usize = 16 << 20;
 
 /// An error that ends the connection: the GOAWAY's code and debug text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -94,8 +94,10 @@ pub(super) fn sniff(
     }
 }
 
-use answer::{Finish, Job};
+use answer::Finish;
+pub(super) use answer::{reply_fields, Job, STREAM_FIELDS};
 use conn::ConnError;
+pub(super) use conn::{MAX_STORED_BODIES, MAX_STORED_BODY};
 use head::Head;
 
 /// One stream: its request as it arrives, then its answer as it leaves.
