@@ -64,7 +64,7 @@ fn h3_every_request_ok() {
         assert_eq!(r.protocol.as_deref(), Some("h3"));
         assert_eq!(r.requests.scheduled, 1000);
         assert_eq!(r.requests.sent, 1000);
-        assert_eq!(r.requests.ok, 1000, "{:?}", r.errors);
+        assert_eq!(r.requests.ok, 1000, "{engine}: {:?}", r.errors);
         assert_eq!(r.requests.errors, 0);
         assert_eq!(r.metrics.latency.count, 1000);
         let opened = r.generator.connections_opened;
@@ -109,7 +109,12 @@ fn h3_stream_reset_is_reset() {
         assert_eq!(r.requests.sent, 200);
         assert_eq!(r.requests.ok, 0);
         assert_eq!(r.requests.errors, 200);
-        assert_eq!(r.errors.by_kind.get("reset"), Some(&200), "{:?}", r.errors);
+        assert_eq!(
+            r.errors.by_kind.get("reset"),
+            Some(&200),
+            "{engine}: {:?}",
+            r.errors
+        );
     }
 }
 
@@ -140,17 +145,22 @@ fn h3_malformed_response_is_http3_protocol() {
                 "1",
             ],
         );
-        assert_eq!((r.requests.sent, r.requests.ok), (100, 0), "{:?}", r.errors);
+        assert_eq!(
+            (r.requests.sent, r.requests.ok),
+            (100, 0),
+            "{engine}: {:?}",
+            r.errors
+        );
         assert_eq!(
             r.errors.by_kind.get("bad_framing"),
             Some(&100),
-            "{:?}",
+            "{engine}: {:?}",
             r.errors
         );
         assert_eq!(
             r.errors.bad_framing_by_cause.get("http3_protocol"),
             Some(&100),
-            "{:?}",
+            "{engine}: {:?}",
             r.errors
         );
         assert_eq!(
@@ -190,7 +200,12 @@ fn h3_silent_server_times_out() {
         assert_eq!(r.requests.sent, 50);
         assert_eq!(r.requests.ok, 0);
         assert_eq!(r.requests.timeouts, 50);
-        assert_eq!(r.errors.by_kind.get("timeout"), Some(&50), "{:?}", r.errors);
+        assert_eq!(
+            r.errors.by_kind.get("timeout"),
+            Some(&50),
+            "{engine}: {:?}",
+            r.errors
+        );
     }
 }
 
@@ -224,7 +239,7 @@ fn h3_connection_close_counts() {
         );
         assert_eq!(r.requests.sent, 200);
         let reset = r.errors.by_kind.get("reset").copied().unwrap_or(0);
-        assert_eq!(r.requests.ok + reset, 200, "{:?}", r.errors);
+        assert_eq!(r.requests.ok + reset, 200, "{engine}: {:?}", r.errors);
         let opened = r.generator.connections_opened;
         // At most 50 answers per connection, so at least 4 connections.
         assert!(
@@ -235,7 +250,7 @@ fn h3_connection_close_counts() {
         assert!(opened >= 4, "{opened} connections");
         // Each close (every connection but the last ones) cut at least its
         // 51st request.
-        assert!(reset >= 1, "{:?}", r.errors);
+        assert!(reset >= 1, "{engine}: {:?}", r.errors);
         let json = serde_json::to_string(&r).unwrap();
         assert!(
             json.contains("closed the connection with code 0x102"),
@@ -279,7 +294,7 @@ fn h3_openai_sse_ttft_itl() {
             0,
         );
         let tol = 40.0;
-        assert_eq!(r.requests.ok, 20, "{:?}", r.errors);
+        assert_eq!(r.requests.ok, 20, "{engine}: {:?}", r.errors);
         let m = &r.metrics;
         assert_eq!(m.ttft.count, 20);
         assert!(
@@ -406,7 +421,7 @@ fn h3_goaway_retries_on_a_fresh_connection() {
         assert_eq!(
             (r.requests.sent, r.requests.ok),
             (200, 200),
-            "{:?}",
+            "{engine}: {:?}",
             r.errors
         );
         let opened = r.generator.connections_opened;
@@ -452,7 +467,7 @@ fn h3_server_settings_are_read() {
         assert_eq!(
             (r.requests.sent, r.requests.ok),
             (100, 100),
-            "{:?}",
+            "{engine}: {:?}",
             r.errors
         );
     }
@@ -489,7 +504,7 @@ fn h3_control_stream_violation_closes_with_its_code() {
         );
         assert_eq!(r.requests.sent, 100);
         let bad = r.errors.by_kind.get("bad_framing").copied().unwrap_or(0);
-        assert_eq!(r.requests.ok + bad, 100, "{:?}", r.errors);
+        assert_eq!(r.requests.ok + bad, 100, "{engine}: {:?}", r.errors);
         assert_eq!(
             r.errors.bad_framing_by_cause.get("http3_protocol").copied(),
             Some(bad)
@@ -552,8 +567,13 @@ fn h3_server_section_limit_is_kept() {
             ],
         );
         assert_eq!(r.requests.scheduled, 100);
-        assert_eq!(r.requests.ok + r.requests.unsent, 100, "{:?}", r.errors);
-        assert_eq!(r.requests.sent, r.requests.ok, "{:?}", r.errors);
+        assert_eq!(
+            r.requests.ok + r.requests.unsent,
+            100,
+            "{engine}: {:?}",
+            r.errors
+        );
+        assert_eq!(r.requests.sent, r.requests.ok, "{engine}: {:?}", r.errors);
         // The connection was opened before the clock: its SETTINGS came first.
         assert!(r.requests.unsent >= 90, "{:?}", r.requests);
         assert_eq!(
@@ -605,7 +625,12 @@ fn h3_goaway_opens_the_next_connection_while_draining() {
                 "10s",
             ],
         );
-        assert_eq!((r.requests.sent, r.requests.ok), (50, 50), "{:?}", r.errors);
+        assert_eq!(
+            (r.requests.sent, r.requests.ok),
+            (50, 50),
+            "{engine}: {:?}",
+            r.errors
+        );
         assert!(r.requests.retried >= 1, "{} retried", r.requests.retried);
         // The requests after the GOAWAY do not wait for the drain (up to
         // 1 s more): the median stays near the server's 1 s.
