@@ -3,7 +3,8 @@
 //! engine's threads, the io_uring engine's rings). No socket, no thread,
 //! no clock read, no lock here: the engine passes the time in, feeds the
 //! datagrams it receives, sends the ones it is given and fires the timers
-//! it is asked for.
+//! it is asked for. The one exception, kept apart, is [`blocking`]: the
+//! handshake driven over a socket the engine owns, before the clock.
 //!
 //! - [`config`]: [`Config`], how every connection of a run is opened (the
 //!   run's rustls configuration with ALPN `h3`), and the wording of a
@@ -14,6 +15,8 @@
 //! - [`control`]: the server's control and QPACK streams ([`Peer`]),
 //!   without QUIC (unit-tested on bytes alone).
 //! - `flight`: one request in flight.
+//! - [`blocking`]: [`handshake`], a new connection's handshake over a
+//!   connected UDP socket, blocking (both engines, before the clock).
 //!
 //! Allocation: once a connection is warm (its flights recycled) starting,
 //! reading and ending a request allocates nothing here; `quinn-proto`
@@ -21,13 +24,15 @@
 //! request's bytes in its send buffer) and per packet it keeps for
 //! retransmission. `docs/http3.md` has the whole picture.
 
+pub mod blocking;
 pub mod client;
 pub mod config;
 pub mod control;
 mod flight;
 
+pub use blocking::handshake;
 pub use client::{End, H3Client, Lost, Refused, Request, State, DATAGRAM};
-pub use config::{describe, handshake_error, handshake_timeout, Config};
+pub use config::{describe, handshake_error, handshake_timeout, too_large, Config};
 pub use control::{News, Peer, UniStream};
 pub use flight::SECTION;
 pub use metronome_core::h2::{FlightJob, How};

@@ -19,3 +19,10 @@ impl Clock {
         self.start.elapsed().as_nanos() as u64
     }
 }
+
+impl Clock {
+    /// The clock's reading at `t` (0 before the zero).
+    pub(crate) fn ns_at(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+}

@@ -20,12 +20,18 @@
 //! `unsafe` is denied in the crate and allowed in two private modules only,
 //! each behind a safe API: `ring` (the ring and the memory the kernel
 //! touches) and `sys` (socket, affinity and CPU-clock calls). The protocol
-//! (the per-request exchange, the bookkeeping) is core's; this crate
-//! depends on core only, never on the std engine.
+//! (the per-request exchange, the bookkeeping) is core's, HTTP/3's is
+//! `metronome-quic`'s (the sans-IO client both engines drive); this crate
+//! never depends on the std engine.
+//!
+//! HTTP/3 ([`UringOptions::http3`]) is the exception to "no allocation
+//! per request": `quinn-proto` allocates (about 6 per request, measured by
+//! the workspace's `tests/alloc_h3_uring.rs`).
 //!
 //! Its modules: `threads` sets the engine up (pre-opened connections, each
 //! thread's share, the start gate, the merge); `worker/` is one thread's
-//! event loop, split by concept (slots, requests, completions, TLS);
+//! event loop, split by concept (slots, requests, completions, TLS,
+//! HTTP/2, HTTP/3);
 //! `clock` reads the monotonic clock.
 //!
 //! ```no_run
@@ -90,6 +96,10 @@ pub struct UringOptions {
     pub phase_hook: Option<fn(Phase)>,
     /// Speak TLS to the target (an `https://` URL).
     pub tls: Option<Tls>,
+    /// Speak HTTP/3 over QUIC (`--http3`): needs [`UringOptions::tls`],
+    /// the plan's `http2` requests (their QPACK field sections) and the
+    /// open model, as the std engine's `run_h3`.
+    pub http3: bool,
 }
 
 pub use metronome_core::engine::tls::Tls;

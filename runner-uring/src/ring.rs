@@ -24,6 +24,9 @@
 //!    reported as [`Completion::Closed`], so a descriptor number is never
 //!    reused under a pending operation.
 //!
+//! UDP slots (HTTP/3) follow the same invariants; their message headers
+//! are one more slab of the ring (`udp`).
+//!
 //! Reserved `user_data` tags are named constants ([`TAG_TIMER`]).
 
 use std::io;
@@ -35,6 +38,11 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types, IoUring};
 
 use crate::sys::{shutdown, sockaddr};
+
+use udp::Msgs;
+pub(crate) use udp::{connected_udp, UdpCaps, GSO_MAX_SEGMENTS};
+
+mod udp;
 
 /// `user_data` of the pacing timer (a `Timeout` sqe); never a slot.
 pub(crate) const TAG_TIMER: u64 = u64::MAX;
@@ -77,6 +85,8 @@ struct SlotState {
     send: bool,
     connect: bool,
     closing: bool,
+    /// A UDP socket (`ring::udp`): closing it cancels its operations.
+    udp: bool,
 }
 
 impl SlotState {
@@ -97,6 +107,8 @@ pub(crate) struct Ring {
     txs: NonNull<u8>,
     tx_len: usize,
     requests: Box<[Box<[u8]>]>,
+    /// The message headers of UDP slots' recvs and sends (invariant 1).
+    msgs: Box<[Msgs]>,
     addr: Box<libc::sockaddr_storage>,
     addr_len: libc::socklen_t,
     family: libc::c_int,
@@ -153,6 +165,7 @@ impl Ring {
             txs,
             tx_len,
             requests: requests.iter().map(|r| Box::<[u8]>::from(*r)).collect(),
+            msgs: Msgs::slab(slots),
             addr: Box::new(storage),
             addr_len,
             family: if addr.is_ipv4() {
@@ -266,6 +279,7 @@ impl Ring {
         assert!(s.fd.is_none() && !s.busy(), "slot {slot} is in use");
         s.fd = Some(OwnedFd::from(stream));
         s.closing = false;
+        s.udp = false;
     }
 
     /// Opens a non-connected TCP socket (`TCP_NODELAY`) in `slot` and starts
@@ -305,6 +319,7 @@ impl Ring {
         s.fd = Some(fd);
         s.connect = true;
         s.closing = false;
+        s.udp = false;
         // SAFETY: the sockaddr lives in `self.addr` (invariant 1) and the
         // socket in the slot, closed only when nothing is in flight (invariant 3).
         unsafe { self.push(&entry) }
@@ -391,6 +406,25 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
+    /// Cancels the slot's recv and send in flight (`AsyncCancel` by
+    /// `user_data`); their completions follow, `-ECANCELED` when cut.
+    fn cancel_all(&mut self, slot: usize) -> io::Result<()> {
+        for (op, pending) in [
+            (OP_RECV, self.slots[slot].recv),
+            (OP_SEND, self.slots[slot].send),
+        ] {
+            if pending {
+                let entry = opcode::AsyncCancel::new(tag(op, slot))
+                    .build()
+                    .user_data(tag(OP_CANCEL, slot));
+                // SAFETY: the entry points to no memory: it names the
+                // operation by its `user_data`.
+                unsafe { self.push(&entry) }?;
+            }
+        }
+        Ok(())
+    }
+
     /// Arms the pacing timer to fire in `after_ns`, unless it is already
     /// armed. Returns whether it was armed now.
     pub(crate) fn timer(&mut self, after_ns: u64) -> io::Result<bool> {
@@ -439,7 +473,12 @@ impl Ring {
         if s.busy() {
             if !s.closing {
                 s.closing = true;
-                if let Some(fd) = &s.fd {
+                if s.udp {
+                    // A shutdown does not end a pending UDP recv, and
+                    // would fail a send queued but not yet submitted (a
+                    // QUIC CONNECTION_CLOSE): cancel, after what is queued.
+                    let _ = self.cancel_all(slot);
+                } else if let Some(fd) = &s.fd {
                     shutdown(fd.as_raw_fd());
                 }
             }
@@ -567,9 +606,12 @@ impl Drop for Ring {
         // Cut every pending socket operation short, then wait for all of
         // them (the timer fires within its own short delay) before the
         // memory they use is freed.
-        for s in self.slots.iter() {
+        for slot in 0..self.slots.len() {
+            let s = &self.slots[slot];
             if s.busy() {
-                if let Some(fd) = &s.fd {
+                if s.udp {
+                    let _ = self.cancel_all(slot);
+                } else if let Some(fd) = &s.fd {
                     shutdown(fd.as_raw_fd());
                 }
             }
@@ -596,6 +638,7 @@ impl Drop for Ring {
         if self.in_flight > 0 {
             // The kernel may still touch the memory: leak it rather than free it.
             std::mem::forget(std::mem::take(&mut self.requests));
+            std::mem::forget(std::mem::take(&mut self.msgs));
             std::mem::forget(std::mem::replace(
                 &mut self.timespec,
                 Box::new(types::Timespec::new()),

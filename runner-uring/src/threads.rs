@@ -16,11 +16,13 @@ use metronome_core::engine::{
     WarmConn, WarmReply,
 };
 use metronome_core::exchange::Exchange;
-use metronome_core::plan::{Model, Plan, WarmUp};
+use metronome_core::plan::{Model, Plan, PlanError, WarmUp};
+use metronome_quic::Config as QuicConfig;
 
 use crate::clock::Clock;
+use crate::ring::connected_udp;
 use crate::sys::{allowed_cpus, pin_to_cpu};
-use crate::worker::{Greeted, Share, Stream, ThreadOut, Worker};
+use crate::worker::{Greeted, H3Opened, Share, Stream, ThreadOut, Worker};
 use crate::UringOptions;
 
 /// Engine thread stack (the recorder is large and built on the thread).
@@ -60,6 +62,7 @@ pub(crate) fn run(
         None => cpus.len().max(1),
     };
     let connect_timeout = Duration::from_nanos(plan.connect_timeout_ns());
+    let h3 = h3_config(plan, opts)?;
 
     // Pre-open the connections before the clock starts.
     // Core's rule: a refused handshake or the first failure fails the
@@ -67,17 +70,25 @@ pub(crate) fn run(
     let wanted = workers.unwrap_or(plan.connections);
     let mut warnings = Vec::new();
     let mut setup = Setup::default();
-    let mut streams = pre_open(
-        wanted,
-        workers.is_some(),
-        || {
-            open_one(plan, opts, connect_timeout, &mut setup)
-                .and_then(|s| greet_if_h2(plan, s, connect_timeout))
-        },
-        &mut warnings,
-    )?;
+    let mut quic = Vec::new();
+    let mut streams = match &h3 {
+        Some(cfg) => {
+            let open = || open_h3(cfg, connect_timeout, &mut setup);
+            quic = pre_open(wanted, false, open, &mut warnings)?;
+            Vec::new()
+        }
+        None => pre_open(
+            wanted,
+            workers.is_some(),
+            || {
+                open_one(plan, opts, connect_timeout, &mut setup)
+                    .and_then(|s| greet_if_h2(plan, s, connect_timeout))
+            },
+            &mut warnings,
+        )?,
+    };
     let mut warm = Warm::default();
-    let opened_first = streams.len() as u64;
+    let opened_first = (streams.len() + quic.len()) as u64;
     // HTTP/2 connections are usable once greeted (no warm-up request).
     let http2 = plan.http2.is_some();
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
@@ -89,8 +100,8 @@ pub(crate) fn run(
             .map(|p| (p.0, None))
             .collect();
     }
-    let kept = streams.len() as u64;
-    threads = threads.min(streams.len()).max(1);
+    let kept = (streams.len() + quic.len()) as u64;
+    threads = threads.min(kept as usize).max(1);
     if workers.is_none() {
         threads = threads.min(plan.max_in_flight as usize);
     }
@@ -103,6 +114,8 @@ pub(crate) fn run(
             shard: plan.shard.split(t as u32, threads as u32),
             threads,
             streams: Vec::new(),
+            h3: h3.clone(),
+            quic: Vec::new(),
             slots: 0,
             max_in_flight: split(u64::from(plan.max_in_flight), threads, t).max(1) as usize,
             worker_base: 0,
@@ -113,11 +126,14 @@ pub(crate) fn run(
     for (i, s) in streams.into_iter().enumerate() {
         shares[i % threads].streams.push(s);
     }
+    for (i, q) in quic.into_iter().enumerate() {
+        shares[i % threads].quic.push(q);
+    }
     let mut base = 0u64;
     let warm_service_ns = warm.median_service_ns().zip(warm.min_service_ns());
     for (t, share) in shares.iter_mut().enumerate() {
         share.warm_service_ns = warm_service_ns;
-        let pre = share.streams.len();
+        let pre = share.streams.len() + share.quic.len();
         share.slots = match workers {
             Some(_) => pre,
             None => (split(u64::from(plan.max_connections), threads, t) as usize).max(pre),
@@ -182,6 +198,9 @@ pub(crate) fn run(
     out.stopped = stopped_at.is_some();
     out.measured_ns = plan.measured_ns(stopped_at);
     out.warnings.extend(warnings);
+    // A note each thread made once (an HTTP/3 connection's end) is said once.
+    let mut seen = std::collections::HashSet::new();
+    out.warnings.retain(|w| seen.insert(w.clone()));
     out.setup.merge(&setup);
     // Every connect made: the first ones (kept or not) and the warm-up's
     // (the threads counted those they were handed, `kept`).
@@ -263,6 +282,41 @@ fn open_one(
     let (tls13, alpn) = metronome_core::engine::tls::agreed(&conn);
     setup.negotiated(tls13, alpn);
     Ok((s, Some(Box::new(conn))))
+}
+
+/// HTTP/3 (`UringOptions::http3`): how its connections are opened, from
+/// the https target's TLS; `None` for TCP.
+///
+/// # Errors
+/// [`EngineError::Plan`] for a plan without its HTTP/3 requests, not in
+/// the open model, or without TLS (as the std engine's `run_h3`); a TLS
+/// configuration that cannot carry QUIC, as a refused handshake.
+fn h3_config(plan: &Plan<'_>, opts: &UringOptions) -> Result<Option<QuicConfig>, EngineError> {
+    if !opts.http3 {
+        return Ok(None);
+    }
+    let (Some(h2), Some(tls), Model::Open) = (plan.http2, opts.tls.as_ref(), plan.model) else {
+        return Err(EngineError::Plan(PlanError::Http2));
+    };
+    QuicConfig::new(tls, plan.addr, plan.protocol, h2.max_streams)
+        .map(Some)
+        .map_err(EngineError::connect)
+}
+
+/// Opens one HTTP/3 connection before the clock starts: a connected UDP
+/// socket and the QUIC handshake, blocking, within `timeout`; records its
+/// set-up time. The ring takes the socket over once the clock starts.
+///
+/// # Errors
+/// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
+/// timed-out handshake as a refused handshake of its kind.
+fn open_h3(cfg: &QuicConfig, timeout: Duration, setup: &mut Setup) -> io::Result<H3Opened> {
+    let sock = connected_udp(cfg.remote())?;
+    let (client, shaken) = metronome_quic::handshake(&sock, cfg, timeout)?;
+    let shake = shaken.as_nanos() as u64;
+    setup.opened(shake, Some(shake), false);
+    setup.negotiated(true, Some(b"h3"));
+    Ok((sock, Box::new(client)))
 }
 
 /// For HTTP/2: the SETTINGS exchange on a pre-opened connection, before

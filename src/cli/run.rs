@@ -280,7 +280,7 @@ pub struct RunArgs {
     pub http2: bool,
     /// Speak HTTP/3 to an https:// URL: QUIC (UDP) with TLS 1.3 offering ALPN h3, the same
     /// certificate handling as HTTPS (--cacert, --insecure). Each connection carries several
-    /// requests at once (up to --max-streams). The std engine only (docs/http3.md).
+    /// requests at once (up to --max-streams). Both engines; auto picks std (docs/http3.md).
     #[arg(help_heading = HTTP2, hide_short_help = true, long,
           conflicts_with_all = ["http2", "http2_prior_knowledge", "grpc"])]
     pub http3: bool,

@@ -52,15 +52,23 @@ pub fn run(
     http3: bool,
 ) -> anyhow::Result<(Engine, RunOutput)> {
     if http3 {
-        // HTTP/3 runs on the std engine only; `auto` picks it.
-        if choice == EngineArg::Uring {
-            return Err(UsageError("--http3 runs on the std engine for now".into()).into());
-        }
-        let Some(tls) = tls.map(ClientTls::engine) else {
+        let Some(client_tls) = tls else {
             return Err(
                 UsageError("--http3 is HTTP/3 over QUIC, for an https:// URL only".into()).into(),
             );
         };
+        // `--engine uring` runs HTTP/3 through the ring; `auto` keeps the
+        // std engine for it (docs/http3.md, "Engines").
+        if choice == EngineArg::Uring {
+            if let Err(why) = uring_probe() {
+                anyhow::bail!(
+                    "--engine uring: io_uring is not available here ({why}); use --engine std"
+                );
+            }
+            return run_uring(plan, control, threads, cpus, tls, true)
+                .map(|out| (Engine::Uring, out));
+        }
+        let tls = client_tls.engine();
         return Ok((Engine::Std, metronome_std::run_h3(plan, control, &tls)?));
     }
     let use_uring = match choice {
@@ -89,7 +97,7 @@ pub fn run(
             metronome_std::run_with(plan, control, tls.as_ref())?,
         ));
     }
-    run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out))
+    run_uring(plan, control, threads, cpus, tls, false).map(|out| (Engine::Uring, out))
 }
 
 #[cfg(target_os = "linux")]
@@ -109,6 +117,7 @@ fn run_uring(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
+    http3: bool,
 ) -> anyhow::Result<RunOutput> {
     let cpus = cpus
         .map(metronome_uring::parse_cpus)
@@ -119,6 +128,7 @@ fn run_uring(
         cpus,
         phase_hook: None,
         tls: tls.map(ClientTls::engine),
+        http3,
     };
     opts.validate().map_err(|e| {
         UsageError(match e {
@@ -147,6 +157,7 @@ fn run_uring(
     _threads: Option<u32>,
     _cpus: Option<&str>,
     _tls: Option<&ClientTls>,
+    _http3: bool,
 ) -> anyhow::Result<RunOutput> {
     anyhow::bail!("io_uring exists on Linux only")
 }

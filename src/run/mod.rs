@@ -99,9 +99,6 @@ pub(crate) fn run_on(
         None => args,
     };
     check_outputs(args)?;
-    if args.http3 && args.engine == crate::cli::EngineArg::Uring {
-        return Err(crate::UsageError("--http3 runs on the std engine for now".into()).into());
-    }
     let mut p = plan::prepare(args)?;
     if args.http2 {
         // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
@@ -349,7 +346,8 @@ pub(crate) fn run_on(
 /// The engine asked for, `auto` resolved to std for `--http3` (the one
 /// engine that speaks it).
 fn engine_arg(args: &RunArgs) -> crate::cli::EngineArg {
-    if args.http3 {
+    if args.http3 && args.engine == crate::cli::EngineArg::Auto {
+        // `auto` runs HTTP/3 on the std engine (see `engine::run`).
         crate::cli::EngineArg::Std
     } else {
         args.engine

@@ -1,4 +1,4 @@
-//! The hostile scenarios over HTTP/3 (`--http3`, std engine): a server that
+//! The hostile scenarios over HTTP/3 (`--http3`, on each engine): a server that
 //! goes silent behind a short idle timeout, breaks a response head in each
 //! way a client must refuse (a section above the advertised size, a
 //! dynamic-table reference, a bad Huffman string, an uppercase name, no or
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::case::{Run, N, SHORT, SLOW, SPACED};
 use crate::common::quic_peer::{aioquic, PyQuicServer, QuicCert};
-use crate::common::run_url_json_checked;
+use crate::common::{engines, run_url_json_checked};
 use crate::script::Seen;
 
 /// What the server said of one connection at its exit.
@@ -56,16 +56,25 @@ impl H3Run {
     }
 }
 
-/// Runs `metronome run --http3` with `args` (and `--warm-up off`: the
-/// server numbers every request) against a fresh tests/h3_hostile.py in
-/// `mode`, then stops the server and reads its connections.
-fn run(mode: &str, args: &[&str]) -> H3Run {
+/// [`run_on`] on each engine, one after the other.
+fn runs(mode: &str, args: &[&str]) -> Vec<H3Run> {
+    engines()
+        .into_iter()
+        .map(|engine| run_on(engine, mode, args))
+        .collect()
+}
+
+/// Runs `metronome run --http3` on `engine` with `args` (and `--warm-up
+/// off`: the server numbers every request) against a fresh
+/// tests/h3_hostile.py in `mode`, then stops the server and reads its
+/// connections.
+fn run_on(engine: &'static str, mode: &str, args: &[&str]) -> H3Run {
     let cert = QuicCert::new(&format!("hostile-{mode}"));
     let mut server = PyQuicServer::start("h3_hostile.py", &cert, &[mode, "60"]);
     let mut all = vec!["--http3", "--cacert", cert.cacert(), "--warm-up", "off"];
     all.extend_from_slice(args);
     let t = Instant::now();
-    let report = run_url_json_checked(&server.url(), "std", &all);
+    let report = run_url_json_checked(&server.url(), engine, &all);
     let elapsed = t.elapsed();
     // Every run ends, whatever the server does: a generous bound for a
     // loaded machine (the scenarios' own bounds are tighter).
@@ -83,7 +92,7 @@ fn run(mode: &str, args: &[&str]) -> H3Run {
     };
     H3Run {
         run: Run {
-            engine: "std",
+            engine,
             report,
             seen,
             elapsed,
@@ -128,10 +137,11 @@ fn h3_hand_built_answers_are_ok() {
     if !aioquic() {
         return;
     }
-    let r = run("ok", SHORT);
-    r.run.expect("h3 ok", N, N, &[]);
-    r.run.expect_connections("h3 ok", 1);
-    assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 ok"));
+    for r in runs("ok", SHORT) {
+        r.run.expect("h3 ok", N, N, &[]);
+        r.run.expect_connections("h3 ok", 1);
+        assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 ok"));
+    }
 }
 
 /// A server that goes silent after the handshake (no answer, no ACK)
@@ -151,27 +161,28 @@ fn h3_idle_timeout_ends_requests_as_timeouts() {
         .take_while(|a| *a != "--timeout")
         .chain(args)
         .collect();
-    let r = run("idle", &spaced);
-    let ctx = r.run.ctx("h3 idle");
-    r.run.expect("h3 idle", N, 0, &[("timeout", N)]);
-    assert_eq!(r.run.requests().timeouts, N, "{ctx}");
-    // Ten requests over 900 ms, connections dying 300 ms (or three probe
-    // timeouts, if longer on a loaded machine) after their last packet
-    // from the server: more than one connection.
-    assert!(r.run.generator().connections_opened >= 2, "{ctx}");
-    assert!(r.conns.len() >= 2, "{ctx}");
-    assert!(
-        r.run
-            .generator()
-            .warnings
-            .iter()
-            .any(|w| w.contains("idle timeout")),
-        "no idle-timeout warning: {:?}",
-        r.run.generator().warnings
-    );
-    // Ended by the idle timeout, not by --timeout 5s (the run would last
-    // 1 s + 5 s).
-    bounded(&r, "h3 idle", Duration::from_millis(4500));
+    for r in runs("idle", &spaced) {
+        let ctx = r.run.ctx("h3 idle");
+        r.run.expect("h3 idle", N, 0, &[("timeout", N)]);
+        assert_eq!(r.run.requests().timeouts, N, "{ctx}");
+        // Ten requests over 900 ms, connections dying 300 ms (or three probe
+        // timeouts, if longer on a loaded machine) after their last packet
+        // from the server: more than one connection.
+        assert!(r.run.generator().connections_opened >= 2, "{ctx}");
+        assert!(r.conns.len() >= 2, "{ctx}");
+        assert!(
+            r.run
+                .generator()
+                .warnings
+                .iter()
+                .any(|w| w.contains("idle timeout")),
+            "no idle-timeout warning: {:?}",
+            r.run.generator().warnings
+        );
+        // Ended by the idle timeout, not by --timeout 5s (the run would last
+        // 1 s + 5 s).
+        bounded(&r, "h3 idle", Duration::from_millis(4500));
+    }
 }
 
 /// Broken response heads, and frames out of a response's order (DATA or
@@ -197,13 +208,14 @@ fn h3_broken_heads_are_http3_protocol_and_the_rest_ok() {
         "headers_after_trailers",
         "data_after_1xx",
     ] {
-        let r = run(mode, SHORT);
-        r.run.expect(mode, N, N / 2, &[("bad_framing", N / 2)]);
-        r.run.expect_causes(mode, &[("http3_protocol", N / 2)]);
-        if mode != "dynamic_ref" {
-            r.run.expect_connections(mode, 1);
+        for r in runs(mode, SHORT) {
+            r.run.expect(mode, N, N / 2, &[("bad_framing", N / 2)]);
+            r.run.expect_causes(mode, &[("http3_protocol", N / 2)]);
+            if mode != "dynamic_ref" {
+                r.run.expect_connections(mode, 1);
+            }
+            bounded(&r, mode, Duration::from_secs(5));
         }
-        bounded(&r, mode, Duration::from_secs(5));
     }
 }
 
@@ -229,22 +241,23 @@ fn h3_control_stream_violations_close_with_their_code() {
         ("push_stream", 0x108),        // H3_ID_ERROR (no MAX_PUSH_ID sent)
         ("qpack_capacity", 0x201),     // QPACK_ENCODER_STREAM_ERROR
     ] {
-        let r = run(mode, SLOW);
-        let ctx = r.run.ctx(mode);
-        r.run.expect(mode, 5, 5, &[]);
-        // Each request on a connection of its own (a dead connection is
-        // replaced at once, so some may carry none).
-        assert_eq!(r.run.seen.used, 5, "connections used; {ctx}");
-        // The connection of the last request may end with the run
-        // (H3_NO_ERROR) before its violation arrives.
-        let closes = r.closes();
-        let coded = closes.iter().filter(|&&c| c == Some(code)).count();
-        let graceful = closes.iter().filter(|&&c| c == Some(NO_ERROR)).count();
-        assert!(
-            coded >= 4 && coded + graceful == 5,
-            "close codes {closes:x?}; {ctx}"
-        );
-        bounded(&r, mode, Duration::from_secs(6));
+        for r in runs(mode, SLOW) {
+            let ctx = r.run.ctx(mode);
+            r.run.expect(mode, 5, 5, &[]);
+            // Each request on a connection of its own (a dead connection is
+            // replaced at once, so some may carry none).
+            assert_eq!(r.run.seen.used, 5, "connections used; {ctx}");
+            // The connection of the last request may end with the run
+            // (H3_NO_ERROR) before its violation arrives.
+            let closes = r.closes();
+            let coded = closes.iter().filter(|&&c| c == Some(code)).count();
+            let graceful = closes.iter().filter(|&&c| c == Some(NO_ERROR)).count();
+            assert!(
+                coded >= 4 && coded + graceful == 5,
+                "close codes {closes:x?}; {ctx}"
+            );
+            bounded(&r, mode, Duration::from_secs(6));
+        }
     }
 }
 
@@ -269,19 +282,20 @@ fn h3_one_stream_at_a_time_waits_without_spinning() {
         "--timeout",
         "3s",
     ];
-    let r = run("one_stream", PACED);
-    let ctx = r.run.ctx("h3 one stream");
-    r.run.expect("h3 one stream", N, N, &[]);
-    r.run.expect_connections("h3 one stream", 1);
-    // 150 ms each, one after another: the last, due at 450 ms, cannot be
-    // sent before 1 350 ms.
-    let lag = &r.run.report.metrics.send_lag;
-    assert!(lag.max >= 500.0, "send lag {lag:?}; {ctx}");
-    // Waiting on a condition, not a loop: the engine's CPU over the ~1.8 s
-    // run stays far below a core (a dispatcher spinning on the refused
-    // stream took 1.6 s of it).
-    let cpu = r.run.generator().cpu_s;
-    assert!(cpu < 0.6, "engine CPU {cpu} s; {ctx}");
+    for r in runs("one_stream", PACED) {
+        let ctx = r.run.ctx("h3 one stream");
+        r.run.expect("h3 one stream", N, N, &[]);
+        r.run.expect_connections("h3 one stream", 1);
+        // 150 ms each, one after another: the last, due at 450 ms, cannot be
+        // sent before 1 350 ms.
+        let lag = &r.run.report.metrics.send_lag;
+        assert!(lag.max >= 500.0, "send lag {lag:?}; {ctx}");
+        // Waiting on a condition, not a loop: the engine's CPU over the ~1.8 s
+        // run stays far below a core (a dispatcher spinning on the refused
+        // stream took 1.6 s of it).
+        let cpu = r.run.generator().cpu_s;
+        assert!(cpu < 0.6, "engine CPU {cpu} s; {ctx}");
+    }
 }
 
 /// A server that validates every client's address with a Retry packet
@@ -291,9 +305,10 @@ fn h3_retry_is_followed() {
     if !aioquic() {
         return;
     }
-    let r = run("retry", SHORT);
-    r.run.expect("h3 retry", N, N, &[]);
-    r.run.expect_connections("h3 retry", 1);
+    for r in runs("retry", SHORT) {
+        r.run.expect("h3 retry", N, N, &[]);
+        r.run.expect_connections("h3 retry", 1);
+    }
 }
 
 /// An informational (103) head, the final head, DATA and trailers: a
@@ -303,9 +318,10 @@ fn h3_informational_head_and_trailers_are_ok() {
     if !aioquic() {
         return;
     }
-    let r = run("informational", SHORT);
-    r.run.expect("h3 103 and trailers", N, N, &[]);
-    r.run.expect_connections("h3 103 and trailers", 1);
+    for r in runs("informational", SHORT) {
+        r.run.expect("h3 103 and trailers", N, N, &[]);
+        r.run.expect_connections("h3 103 and trailers", 1);
+    }
 }
 
 /// Reserved and unknown frame types in every response and on the control
@@ -316,10 +332,11 @@ fn h3_reserved_and_unknown_types_are_ignored() {
     if !aioquic() {
         return;
     }
-    let r = run("unknown", SHORT);
-    r.run.expect("h3 unknown", N, N, &[]);
-    r.run.expect_connections("h3 unknown", 1);
-    assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 unknown"));
+    for r in runs("unknown", SHORT) {
+        r.run.expect("h3 unknown", N, N, &[]);
+        r.run.expect_connections("h3 unknown", 1);
+        assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 unknown"));
+    }
 }
 
 /// A body that never ends (a DATA frame every 10 ms): each request ends
@@ -329,10 +346,11 @@ fn h3_endless_body_times_out() {
     if !aioquic() {
         return;
     }
-    let r = run("endless", SHORT);
-    r.run.expect("h3 endless", N, 0, &[("timeout", N)]);
-    r.run.expect_connections("h3 endless", 1);
-    bounded(&r, "h3 endless", Duration::from_secs(5));
+    for r in runs("endless", SHORT) {
+        r.run.expect("h3 endless", N, 0, &[("timeout", N)]);
+        r.run.expect_connections("h3 endless", 1);
+        bounded(&r, "h3 endless", Duration::from_secs(5));
+    }
 }
 
 /// Every answer trickled a byte per datagram, 10 ms apart (11 bytes:
@@ -343,18 +361,19 @@ fn h3_trickled_answers_are_ok_and_slow() {
     if !aioquic() {
         return;
     }
-    let r = run("trickle", SLOW);
-    let ctx = r.run.ctx("h3 trickle");
-    r.run.expect("h3 trickle", 5, 5, &[]);
-    r.run.expect_connections("h3 trickle", 1);
-    let m = &r.run.report.metrics;
-    assert_eq!(m.latency.count, 5, "{ctx}");
-    assert!(m.latency.min >= 100.0, "latency {:?}; {ctx}", m.latency);
-    assert!(
-        m.service_time.min >= 100.0,
-        "service time {:?}; {ctx}",
-        m.service_time
-    );
+    for r in runs("trickle", SLOW) {
+        let ctx = r.run.ctx("h3 trickle");
+        r.run.expect("h3 trickle", 5, 5, &[]);
+        r.run.expect_connections("h3 trickle", 1);
+        let m = &r.run.report.metrics;
+        assert_eq!(m.latency.count, 5, "{ctx}");
+        assert!(m.latency.min >= 100.0, "latency {:?}; {ctx}", m.latency);
+        assert!(
+            m.service_time.min >= 100.0,
+            "service time {:?}; {ctx}",
+            m.service_time
+        );
+    }
 }
 
 /// The head, then RESET_STREAM (H3_REQUEST_CANCELLED) 20 ms later: every
@@ -364,9 +383,10 @@ fn h3_reset_after_head_is_reset() {
     if !aioquic() {
         return;
     }
-    let r = run("reset_headers", SHORT);
-    r.run.expect("h3 reset after head", N, 0, &[("reset", N)]);
-    r.run.expect_connections("h3 reset after head", 1);
+    for r in runs("reset_headers", SHORT) {
+        r.run.expect("h3 reset after head", N, 0, &[("reset", N)]);
+        r.run.expect_connections("h3 reset after head", 1);
+    }
 }
 
 /// 3000 unidirectional streams opened by the server on one connection:
@@ -377,25 +397,26 @@ fn h3_stream_flood_is_bounded_and_harmless() {
     if !aioquic() {
         return;
     }
-    let r = run("uni_flood", SHORT);
-    r.run.expect("h3 uni flood", N, N, &[]);
-    r.run.expect_connections("h3 uni flood", 1);
-    let c = r.conns[0];
-    assert_eq!(c.uni, 3001, "the control stream and the flood: {c:?}");
-    // quinn lets 100 in at a time and raises the limit by one per stream
-    // read to its end (the control stream stays open): more than 100 means
-    // the flood was read on, at most 100 + 3000 that it stayed bounded.
-    assert!(
-        c.granted > 100 && c.granted <= 100 + 3000,
-        "MAX_STREAMS: {c:?}"
-    );
-    assert_eq!(
-        r.closes(),
-        [Some(NO_ERROR)],
-        "{}",
-        r.run.ctx("h3 uni flood")
-    );
-    bounded(&r, "h3 uni flood", Duration::from_secs(5));
+    for r in runs("uni_flood", SHORT) {
+        r.run.expect("h3 uni flood", N, N, &[]);
+        r.run.expect_connections("h3 uni flood", 1);
+        let c = r.conns[0];
+        assert_eq!(c.uni, 3001, "the control stream and the flood: {c:?}");
+        // quinn lets 100 in at a time and raises the limit by one per stream
+        // read to its end (the control stream stays open): more than 100 means
+        // the flood was read on, at most 100 + 3000 that it stayed bounded.
+        assert!(
+            c.granted > 100 && c.granted <= 100 + 3000,
+            "MAX_STREAMS: {c:?}"
+        );
+        assert_eq!(
+            r.closes(),
+            [Some(NO_ERROR)],
+            "{}",
+            r.run.ctx("h3 uni flood")
+        );
+        bounded(&r, "h3 uni flood", Duration::from_secs(5));
+    }
 }
 
 /// Garbage datagrams (random bytes, a short-header lookalike, a long
@@ -406,8 +427,9 @@ fn h3_garbage_datagrams_are_ignored() {
     if !aioquic() {
         return;
     }
-    let r = run("garbage", SHORT);
-    r.run.expect("h3 garbage", N, N, &[]);
-    r.run.expect_connections("h3 garbage", 1);
-    assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 garbage"));
+    for r in runs("garbage", SHORT) {
+        r.run.expect("h3 garbage", N, N, &[]);
+        r.run.expect_connections("h3 garbage", 1);
+        assert_eq!(r.closes(), [Some(NO_ERROR)], "{}", r.run.ctx("h3 garbage"));
+    }
 }

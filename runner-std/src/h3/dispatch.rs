@@ -226,10 +226,7 @@ fn start_stream(
         }
         Err(Refused::TooLarge { job, limit }) => {
             drop(l);
-            let _ = tx.send(Fact::Note(format!(
-                "HTTP/3: a request's field section is larger than the server's \
-                 SETTINGS_MAX_FIELD_SECTION_SIZE ({limit} bytes): not sent"
-            )));
+            let _ = tx.send(Fact::Note(metronome_quic::too_large(limit)));
             let _ = tx.send(Fact::NotSent {
                 intended_ns: job.intended_ns,
                 request: job.request,

@@ -25,6 +25,9 @@ impl Worker<'_> {
         if self.h2.is_some() {
             return self.h2_completion(c);
         }
+        if self.h3.is_some() {
+            return self.h3_completion(c);
+        }
         // TLS: ciphertext becomes plaintext (or nothing) before the
         // handlers below, which see what plain HTTP would have given.
         let c = match c {
@@ -131,7 +134,7 @@ impl Worker<'_> {
 
     /// A timer that ended the wait tells how late the ring's timers wake:
     /// the adaptive spin slice follows it.
-    fn timer_fired(&mut self) {
+    pub(super) fn timer_fired(&mut self) {
         let due = self.timer_due_ns.take();
         if let (Some(woke), Some(due)) = (self.woke_ns, due) {
             if woke >= due {
@@ -210,6 +213,9 @@ impl Worker<'_> {
         for slot in 0..self.conns.len() {
             let c = &self.conns[slot];
             match (c.state, c.retry_at_ns) {
+                (State::Idle | State::Handshaking | State::Draining, _) if self.h3.is_some() => {
+                    self.h3_due(slot, now, self.hard_end_ns)?
+                }
                 (State::Handshaking, _) if now >= c.deadline_ns => {
                     self.handshake_failed(slot, HandshakeFailure::Timeout)?
                 }
@@ -249,6 +255,7 @@ impl Worker<'_> {
         for slot in 0..self.conns.len() {
             match self.conns[slot].state {
                 State::Idle if self.h2.is_some() => self.h2_expire(slot)?,
+                State::Idle | State::Draining if self.h3.is_some() => self.h3_expire(slot)?,
                 State::Busy => self.fault(slot, ErrorKind::Timeout)?,
                 _ => {}
             }

@@ -18,10 +18,11 @@
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, How, Step};
+use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, Step};
 use metronome_core::measure::Unsent;
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
 
+use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
 
 /// Stream slots per connection (the most any plan may ask).
@@ -56,8 +57,6 @@ pub(super) struct Link {
     /// Frames written, not yet handed to the ring (or rustls): `out[..out_len]`.
     out: Box<[u8]>,
     out_len: usize,
-    /// On the worker's idle list.
-    listed: bool,
     /// A body was cut short by the buffer (not a window): push on the next send.
     body_pending: bool,
 }
@@ -69,7 +68,6 @@ impl Link {
             flights: Box::new(Flights::new(protocol)),
             out: vec![0u8; OUT_BYTES].into_boxed_slice(),
             out_len: 0,
-            listed: false,
             body_pending: false,
         }
     }
@@ -156,12 +154,12 @@ impl Worker<'_> {
         if let Some(h2) = self.h2.as_mut() {
             h2.links[slot].conn = greeted.conn;
             h2.links[slot].flights.reset();
-            h2.links[slot].listed = true;
         }
+        self.conns[slot].listed = true;
     }
 
     /// Whether `slot` can open one more stream now.
-    fn h2_free(&self, slot: usize) -> bool {
+    pub(super) fn h2_free(&self, slot: usize) -> bool {
         let Some(h2) = self.h2.as_ref() else {
             return false;
         };
@@ -172,79 +170,16 @@ impl Worker<'_> {
             && OUT_BYTES - l.out_len >= h2.room
     }
 
-    /// Puts `slot` on the idle list when it has a free stream slot, takes
-    /// it off when it has none.
-    fn h2_relist(&mut self, slot: usize) {
-        let free = self.h2_free(slot);
-        let Some(h2) = self.h2.as_mut() else { return };
-        let l = &mut h2.links[slot];
-        if free && !l.listed {
-            l.listed = true;
-            self.idle.push(slot);
-        } else if !free && l.listed {
-            l.listed = false;
-            self.idle.retain(|&s| s != slot);
-        }
-    }
-
-    /// `slot` is open (or has a free stream again): it takes waiting
-    /// requests while it has free stream slots, then goes on the idle list.
-    pub(super) fn h2_ready(&mut self, slot: usize) -> io::Result<()> {
-        self.conns[slot].state = State::Idle;
-        while !self.waiting.is_empty() && self.h2_free(slot) {
-            let Some(job) = self.waiting.pop_front() else {
-                break;
-            };
-            let before = self.waiting.len();
-            self.h2_unlist(slot);
-            self.h2_start(slot, job)?;
-            if self.waiting.len() > before {
-                // Put back: the connection could not take it after all.
-                break;
-            }
-        }
-        self.h2_relist(slot);
-        Ok(())
-    }
-
-    fn h2_unlist(&mut self, slot: usize) {
-        if let Some(h2) = self.h2.as_mut() {
-            if h2.links[slot].listed {
-                h2.links[slot].listed = false;
-                self.idle.retain(|&s| s != slot);
-            }
-        }
-    }
-
-    /// Waiting requests go to any connection with a free stream slot; the
-    /// pool grows by core's rule when none has one.
-    fn h2_drain_waiting(&mut self) -> io::Result<()> {
-        while !self.waiting.is_empty() {
-            let Some(&slot) = self.idle.last() else {
-                return self.grow();
-            };
-            let before = self.waiting.len();
-            self.h2_ready(slot)?;
-            if self.waiting.len() == before {
-                // Listed but unable to take it: off the list, try the next.
-                self.h2_unlist(slot);
-            }
-        }
-        Ok(())
-    }
-
     /// Sends `job` on a new stream of `slot` (taken off the idle list by
     /// the caller, listed again here while it has a free stream slot).
     pub(super) fn h2_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
-        if let Some(h2) = self.h2.as_mut() {
-            h2.links[slot].listed = false;
-        }
+        self.conns[slot].listed = false;
         if now >= self.hard_end_ns {
             // The run's hard end came first: never sent.
             self.in_flight -= 1;
             self.never_sent(job, now, Unsent::Timeout);
-            self.h2_relist(slot);
+            self.relist(slot);
             return Ok(());
         }
         let Some(plan_h2) = self.plan.http2 else {
@@ -270,7 +205,7 @@ impl Worker<'_> {
         let Some((fi, (stream, written))) = started else {
             // The connection cannot take it after all: back to the front.
             self.waiting.push_front(job);
-            self.h2_relist(slot);
+            self.relist(slot);
             return Ok(());
         };
         l.out_len += written;
@@ -290,7 +225,7 @@ impl Worker<'_> {
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);
         self.count_sent(&job, now);
         self.h2_flush(slot)?;
-        self.h2_relist(slot);
+        self.relist(slot);
         Ok(())
     }
 
@@ -364,7 +299,7 @@ impl Worker<'_> {
         }
         self.h2_flush(slot)?;
         if self.conns[slot].state == State::Idle {
-            self.h2_ready(slot)?;
+            self.streams_ready(slot)?;
         }
         Ok(())
     }
@@ -506,8 +441,8 @@ impl Worker<'_> {
         self.h2_flush(slot)?;
         if drained {
             // Every stream it kept is done: replaced by a fresh connection.
-            self.h2_unlist(slot);
-            return self.close(slot).and_then(|()| self.h2_drain_waiting());
+            self.unlist(slot);
+            return self.close(slot).and_then(|()| self.drain_waiting());
         }
         if !self.ring.recv_pending(slot) {
             self.arm_recv(slot, end)?;
@@ -519,9 +454,9 @@ impl Worker<'_> {
             }
             return Ok(());
         }
-        self.h2_ready(slot)?;
+        self.streams_ready(slot)?;
         if retries > 0 || goaway {
-            self.h2_drain_waiting()?;
+            self.drain_waiting()?;
         }
         Ok(())
     }
@@ -538,9 +473,9 @@ impl Worker<'_> {
             l.flights
                 .connection_end(&l.conn, &mut |end| ends.book(end, now));
         }
-        self.h2_unlist(slot);
+        self.unlist(slot);
         self.close(slot)?;
-        self.h2_drain_waiting()
+        self.drain_waiting()
     }
 
     /// Streams of `slot` due at `now` (their deadline, or the run's end at
@@ -566,7 +501,7 @@ impl Worker<'_> {
         if expired {
             self.h2_flush(slot)?;
             if self.conns[slot].state == State::Idle {
-                self.h2_ready(slot)?;
+                self.streams_ready(slot)?;
             }
         }
         Ok(())
@@ -581,81 +516,5 @@ impl Worker<'_> {
     pub(super) fn h2_expire(&mut self, slot: usize) -> io::Result<()> {
         let now = self.clock.now_ns();
         self.h2_due(slot, now, now)
-    }
-}
-
-/// [`Ends`] borrowed from the worker `$w` (apart from its `h2`), with the
-/// gap pool's free list `$free` and the pass's retry count `$retries`.
-macro_rules! ends {
-    ($w:ident, $free:expr, $retries:expr) => {
-        Ends {
-            ledger: &$w.ledger,
-            out: &mut $w.out,
-            pool: &mut $w.pool,
-            pending: &mut $w.pending,
-            in_flight: &mut $w.in_flight,
-            waiting: &mut $w.waiting,
-            gap_free: $free,
-            retries: $retries,
-        }
-    };
-}
-use ends;
-
-/// The books a stream's end touches, borrowed apart from the connection.
-struct Ends<'a, 'p> {
-    ledger: &'a metronome_core::ledger::Ledger<'p>,
-    out: &'a mut metronome_core::engine::RunOutput,
-    pool: &'a mut metronome_core::pool::Pool,
-    pending: &'a mut super::Pending,
-    in_flight: &'a mut usize,
-    waiting: &'a mut std::collections::VecDeque<Job>,
-    gap_free: &'a mut Vec<u32>,
-    /// Retries queued by this pass (kept in order at the queue's front).
-    retries: &'a mut usize,
-}
-
-impl Ends<'_, '_> {
-    /// A stream ended at `now` as core's `Flights` says: a ledger fact, or
-    /// (a refused stream) back to the front of the queue, counted retried.
-    fn book(&mut self, end: End<'_, Job>, now: u64) {
-        let finish = match end.how {
-            How::Retry => {
-                self.ledger
-                    .retried(&mut self.out.tally(), end.job.intended_ns);
-                let at = (*self.retries).min(self.waiting.len());
-                self.waiting.insert(
-                    at,
-                    Job {
-                        retried: true,
-                        ..end.job
-                    },
-                );
-                *self.retries += 1;
-                None
-            }
-            How::Answered(finish) => {
-                // An answer: a failure says nothing of the service time.
-                self.pool.observe(now, now.saturating_sub(end.sent_ns));
-                Some(finish)
-            }
-            How::Failed(finish) => Some(finish),
-        };
-        if let Some(finish) = finish {
-            let ok = self.ledger.answered(
-                &mut self.out.tally(),
-                end.job.intended_ns,
-                end.job.request,
-                end.sent_ns,
-                now,
-                finish,
-                end.head,
-            );
-            self.pending.count(ok);
-            *self.in_flight -= 1;
-        }
-        if let Some(gap) = end.gap {
-            self.gap_free.push(gap);
-        }
     }
 }

@@ -24,7 +24,10 @@
 //! - `request`: admission of a due request, its send, its response and end;
 //! - `completion`: the ring's completions and the deadlines;
 //! - `tls`: rustls driven over the ring's buffers;
+//! - `streams`: admission by free stream slot and the books of a
+//!   stream's end, shared by `h2` and `h3`;
 //! - `h2`: HTTP/2, many streams per connection slot;
+//! - `h3`: HTTP/3, a QUIC connection per slot over a UDP socket;
 //! - `share`: what the set-up hands each thread ([`Share`]) and gets back
 //!   ([`ThreadOut`]).
 
@@ -52,17 +55,21 @@ use crate::sys::thread_cpu_ns;
 use crate::{Phase, UringOptions};
 
 use h2::H2State;
+use h3::H3State;
 use request::Job;
 use slot::{Conn, State};
 
 pub(crate) use h2::{Greeted, OUT_BYTES as H2_OUT_BYTES};
+pub(crate) use h3::Opened as H3Opened;
 pub(crate) use share::{Share, Stream, ThreadOut};
 
 mod completion;
 mod h2;
+mod h3;
 mod request;
 mod share;
 mod slot;
+mod streams;
 mod tls;
 
 /// Deadline scan period and longest sleep.
@@ -106,6 +113,8 @@ pub(crate) struct Worker<'p> {
     conns: Vec<Conn>,
     /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
     h2: Option<H2State>,
+    /// HTTP/3 (`UringOptions::http3`): each slot's QUIC connection.
+    h3: Option<H3State>,
     gaps: Box<[u64]>,
     /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
     /// the ring's read buffer then holds ciphertext. Empty for plain HTTP.
@@ -163,16 +172,22 @@ impl<'p> Worker<'p> {
         share: Share,
         warning: Option<String>,
     ) -> io::Result<Worker<'p>> {
+        // The pool's connections at most; the ring's slots (HTTP/3: twice
+        // as many, a spare for each connection a GOAWAY retires, draining).
         let slots = share.slots.max(1);
+        let http3 = share.h3.is_some();
+        let ring_slots = if http3 { 2 * slots } else { slots };
         let tls = opts.tls.is_some();
-        let http2 = plan.http2.is_some();
-        let tx_len = match (tls, http2) {
-            (true, _) => TX_BYTES,
-            (false, true) => H2_OUT_BYTES,
-            (false, false) => 0,
+        let tls = tls && !http3;
+        let http2 = plan.http2.is_some() && !http3;
+        let tx_len = match (http3, tls, http2) {
+            (true, _, _) => h3::TX_BYTES,
+            (false, true, _) => TX_BYTES,
+            (false, false, true) => H2_OUT_BYTES,
+            (false, false, false) => 0,
         };
-        let mut ring = Ring::new(slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
-        let mut conns: Vec<Conn> = (0..slots)
+        let mut ring = Ring::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
+        let mut conns: Vec<Conn> = (0..ring_slots)
             .map(|i| Conn {
                 state: State::Free,
                 job: Job::default(),
@@ -205,10 +220,11 @@ impl<'p> Worker<'p> {
                 shake_at_ns: 0,
                 idle_since_ns: 0,
                 retire: false,
+                listed: false,
             })
             .collect();
-        let pre = share.streams.len() as u64;
-        let mut idle = Vec::with_capacity(slots);
+        let pre = (share.streams.len() + share.quic.len()) as u64;
+        let mut idle = Vec::with_capacity(ring_slots);
         let mut greeted = Vec::with_capacity(share.streams.len());
         for (i, ((s, session), greeting)) in share.streams.into_iter().enumerate() {
             ring.adopt(i, s);
@@ -241,7 +257,21 @@ impl<'p> Worker<'p> {
             Model::Closed { workers, .. } => u64::from(workers),
             Model::Open => 0,
         };
-        let h2 = H2State::new(plan, slots, share.max_in_flight);
+        let h3 = H3State::new(plan, share.h3.as_ref(), ring_slots);
+        let h2 = if h3.is_some() {
+            None
+        } else {
+            H2State::new(plan, slots, share.max_in_flight)
+        };
+        let quic = share.quic;
+        for (i, c) in conns.iter_mut().take(quic.len()).enumerate() {
+            c.state = State::Idle;
+            c.unused = true;
+            idle.push(i);
+        }
+        if !quic.is_empty() {
+            idle.reverse();
+        }
         let mut worker = Worker {
             plan,
             control,
@@ -251,7 +281,8 @@ impl<'p> Worker<'p> {
             ring,
             conns,
             h2,
-            gaps: vec![0u64; slots * GAP_CAP].into_boxed_slice(),
+            h3,
+            gaps: vec![0u64; ring_slots * GAP_CAP].into_boxed_slice(),
             plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
             idle,
             waiting: VecDeque::with_capacity(share.max_in_flight),
@@ -286,6 +317,9 @@ impl<'p> Worker<'p> {
                 worker.h2_adopt(i, g);
             }
         }
+        for (i, opened) in quic.into_iter().enumerate() {
+            worker.h3_adopt(i, opened);
+        }
         Ok(worker)
     }
 
@@ -308,6 +342,11 @@ impl<'p> Worker<'p> {
         let result = self.event_loop();
         self.sample_cpu(self.clock.now_ns());
         self.hook(Phase::Done);
+        if self.h3.is_some() {
+            // Every connection closed (H3_NO_ERROR), as the std engine
+            // does; a failure here loses nothing measured.
+            let _ = self.h3_leave();
+        }
         self.publish(self.clock.now_ns(), true);
         let stopped_at = result?;
         self.stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
@@ -316,6 +355,7 @@ impl<'p> Worker<'p> {
         self.out.spin_ns = self.stats.spin_ns;
         self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
         self.out.dropped_gaps += self.h2.as_ref().map_or(0, H2State::dropped_gaps);
+        self.out.dropped_gaps += self.h3.as_ref().map_or(0, H3State::dropped_gaps);
         self.out.pool = PoolOutcome::of(&self.pool, self.pool_closed);
         Ok(ThreadOut {
             out: self.out,
@@ -340,7 +380,11 @@ impl<'p> Worker<'p> {
         // idle connection is (see `ready`).
         for slot in 0..self.conns.len() {
             if self.conns[slot].state == State::Idle && !self.ring.recv_pending(slot) {
-                if self.h2.is_some() {
+                if self.h3.is_some() {
+                    // The recv, then datagrams owed since the handshake.
+                    self.ring.recv_dgram(slot)?;
+                    self.h3_drive(slot)?;
+                } else if self.h2.is_some() {
                     // Frames read after the server's SETTINGS, then the recv.
                     self.h2_process(slot)?;
                 } else {

@@ -14,7 +14,7 @@ use super::{State, Worker};
 
 /// A request's place in the schedule and its clock.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Job {
+pub(crate) struct Job {
     /// Index into the plan's request list.
     pub(super) request: usize,
     pub(super) intended_ns: u64,
@@ -42,7 +42,7 @@ impl Worker<'_> {
     /// `max_in_flight` ([`Pool::admit`](metronome_core::pool::Pool::admit)).
     pub(super) fn dispatch(&mut self, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
-        if self.h2.is_none() {
+        if self.h2.is_none() && self.h3.is_none() {
             self.shrink_idle(now)?;
         }
         let admit = self.pool.admit(now, self.pool_state());
@@ -75,8 +75,8 @@ impl Worker<'_> {
 
     /// Sends `job` on the idle connection `slot`.
     pub(super) fn start(&mut self, slot: usize, job: Job) -> io::Result<()> {
-        if self.h2.is_some() {
-            return self.h2_start(slot, job);
+        if self.h2.is_some() || self.h3.is_some() {
+            return self.stream_start(slot, job);
         }
         let now = self.clock.now_ns();
         if now >= self.hard_end_ns {

@@ -7,7 +7,7 @@ use metronome_core::engine::RunOutput;
 use metronome_core::schedule::Shard;
 use rustls::ClientConnection;
 
-use super::Greeted;
+use super::{Greeted, H3Opened};
 
 /// A pre-opened connection: its socket, and its TLS session on https.
 pub(crate) type Stream = (TcpStream, Option<Box<ClientConnection>>);
@@ -21,6 +21,10 @@ pub(crate) struct Share {
     /// Pre-opened connections, with their TLS session on https and, for
     /// HTTP/2, their state after the SETTINGS exchange.
     pub(crate) streams: Vec<(Stream, Option<Greeted>)>,
+    /// HTTP/3: how connections are opened, and those opened before the
+    /// clock (their handshake done).
+    pub(crate) h3: Option<metronome_quic::Config>,
+    pub(crate) quic: Vec<H3Opened>,
     pub(crate) slots: usize,
     pub(crate) max_in_flight: usize,
     /// Closed model: the first global worker index of this thread.

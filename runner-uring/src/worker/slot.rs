@@ -38,6 +38,11 @@ pub(super) enum State {
     Settling,
     /// Shut down; waiting for the ring's `Closed`.
     Closing,
+    /// HTTP/3: a GOAWAY retired it. Its streams below the GOAWAY's ID
+    /// finish; it is neither counted open nor given requests (the next
+    /// connection opens beside it, in a spare slot), and is closed, not
+    /// replaced, once drained.
+    Draining,
 }
 
 /// One connection slot; the slot index is also the ring's slot.
@@ -87,6 +92,8 @@ pub(super) struct Conn {
     pub(super) idle_since_ns: u64,
     /// Closed by the pool rules: not replaced once closed.
     pub(super) retire: bool,
+    /// HTTP/2 and HTTP/3: on the worker's idle list (a free stream slot).
+    pub(super) listed: bool,
 }
 
 impl Worker<'_> {
@@ -110,6 +117,9 @@ impl Worker<'_> {
     }
 
     pub(super) fn connect(&mut self, slot: usize) -> io::Result<()> {
+        if self.h3.is_some() {
+            return self.h3_connect(slot);
+        }
         self.conns[slot].on_demand = false;
         match self.ring.connect(slot) {
             Ok(()) => {
@@ -211,8 +221,8 @@ impl Worker<'_> {
     /// `slot` is open and free: the next waiting request, the next closed-loop
     /// send, or the idle list.
     pub(super) fn ready(&mut self, slot: usize) -> io::Result<()> {
-        if self.h2.is_some() {
-            return self.h2_ready(slot);
+        if self.h2.is_some() || self.h3.is_some() {
+            return self.streams_ready(slot);
         }
         self.conns[slot].state = State::Idle;
         // Watch the idle connection, a fresh one too: a close, a half-close,
@@ -272,6 +282,11 @@ impl Worker<'_> {
         c.sending = false;
         c.exchange.reset_connection();
         c.tls = None;
+        if std::mem::take(&mut c.listed) {
+            self.idle.retain(|&s| s != slot);
+        }
+        self.h3_drop(slot);
+        let c = &mut self.conns[slot];
         c.tx_off = 0;
         c.tx_end = 0;
         // The ring reports no completion of a closing slot.
@@ -315,6 +330,11 @@ impl Worker<'_> {
     pub(super) fn closed_now(&mut self, slot: usize) -> io::Result<()> {
         self.conns[slot].state = State::Free;
         if std::mem::take(&mut self.conns[slot].retire) {
+            // Not replaced. HTTP/3: a drained connection's spare slot is
+            // free again for the requests that wait.
+            if self.h3.is_some() && !self.waiting.is_empty() {
+                return self.grow();
+            }
             return Ok(());
         }
         let wanted = match self.model {

@@ -1,0 +1,85 @@
+//! The one blocking driver of an [`H3Client`]: its handshake over a UDP
+//! socket the engine owns, already connected to the server ([`handshake`]),
+//! used before the clock by both engines and by the std engine's
+//! dispatcher when it reopens a connection. Everything else in this crate
+//! is sans-IO; this only moves datagrams and waits.
+
+use std::io;
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use crate::client::{H3Client, State, DATAGRAM};
+use crate::config::{handshake_timeout, Config};
+use crate::FlightJob;
+
+/// Runs the QUIC handshake (TLS 1.3, ALPN `h3`) of a new connection over
+/// `sock` (connected to `cfg`'s server) within `timeout` (at least 1 ms);
+/// returns the live client and how long its handshake took. The socket's
+/// read timeout is cleared on success.
+///
+/// # Errors
+/// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
+/// timed-out handshake as a [`TlsFailure`](metronome_core::engine::tls::TlsFailure)
+/// of its kind (the same lines on every engine).
+pub fn handshake<J: FlightJob>(
+    sock: &UdpSocket,
+    cfg: &Config,
+    timeout: Duration,
+) -> io::Result<(H3Client<J>, Duration)> {
+    let timeout = timeout.max(Duration::from_millis(1));
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let mut h3 = H3Client::connect(cfg, started)?;
+    let mut tx = Vec::with_capacity(DATAGRAM);
+    let mut buf = vec![0u8; DATAGRAM];
+    loop {
+        let now = Instant::now();
+        h3.handle_timeout(now, 0);
+        while let Some((len, segment)) = h3.poll_transmit(now, 1, &mut tx) {
+            for d in tx[..len].chunks(segment.max(1)) {
+                match sock.send(d) {
+                    Ok(_) => {}
+                    // A datagram the kernel cannot take is a lost packet:
+                    // QUIC sends it again.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        match h3.state() {
+            State::Handshaking => {}
+            State::Closed => {
+                return Err(h3
+                    .handshake_error()
+                    .unwrap_or_else(|| io::Error::other("the QUIC connection closed")));
+            }
+            State::Live | State::GoingAway => {
+                sock.set_read_timeout(None)?;
+                return Ok((h3, started.elapsed()));
+            }
+        }
+        if now >= deadline {
+            return Err(handshake_timeout(cfg.remote(), timeout.as_millis()));
+        }
+        let until = h3.poll_timeout().unwrap_or(deadline).min(deadline);
+        let wait = until
+            .saturating_duration_since(now)
+            .max(Duration::from_micros(50));
+        sock.set_read_timeout(Some(wait))?;
+        match sock.recv(&mut buf) {
+            Ok(n) => h3.datagram(Instant::now(), 0, &buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
