@@ -120,7 +120,7 @@ oha_h3() { # server rate
     # oha's own CPU: utime+stime of the process, from /proc at its end.
     # By duration (-z): with -n, oha 1.16's HTTP/3 client answers every
     # request and then never exits.
-    taskset -c "$GEN_CPU" "$OHA" --no-tui --http-version 3 --insecure -q "$2" -z "${DURATION}s" \
+    timeout $((DURATION + 20)) taskset -c "$GEN_CPU" "$OHA" --no-tui --http-version 3 --insecure -q "$2" -z "${DURATION}s" \
         --latency-correction -c "$CONNECTIONS" --output-format json "https://127.0.0.1:$PORT/" \
         >"$WORK/oha.json" 2>"$WORK/oha.err" &
     local pid=$! cpu=0
