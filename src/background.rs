@@ -1,12 +1,13 @@
 //! Threads that watch a run (the dashboard, the live-interval streamer, the
 //! remote-write pusher) give way to the pacing threads: each lowers its own
-//! scheduling priority to the lowest nice value when it starts.
+//! scheduling priority when it starts, to nice 19 and Linux's `SCHED_IDLE`
+//! policy.
 //!
 //! They are never the pacer, yet they share its cores: under `taskset` or
 //! on a small machine, a browser opening the dashboard made its thread work
-//! for ~15 ms on the pacer's core at once (`benches/live_overhead.sh`). At
-//! nice 19 a waking pacer preempts them; they still run whenever the core
-//! is otherwise free, so they are slowed, never starved.
+//! for ~15 ms on the pacer's core at once (`benches/live_overhead.sh`).
+//! Under `SCHED_IDLE` a waking pacer preempts them at once; they still run
+//! whenever the core is otherwise free, so they are slowed, never starved.
 
 /// The CPUs the pacing threads are pinned to (`--cpus`), which the watching
 /// threads keep off when another CPU is allowed ([`keep_off`]).
@@ -24,8 +25,8 @@ pub fn keep_off(cpus: &[usize]) {
     v.extend_from_slice(cpus);
 }
 
-/// Lowers the calling thread's priority to nice 19 (Linux: the nice value
-/// is per thread) and, when the pacing threads are pinned ([`keep_off`]),
+/// Lowers the calling thread's priority to nice 19 and `SCHED_IDLE`
+/// (Linux: both are per thread) and, when the pacing threads are pinned ([`keep_off`]),
 /// moves it off their CPUs if another is allowed. Elsewhere, or when
 /// refused, nothing changes: the thread runs as before.
 pub fn give_way() {
@@ -35,6 +36,12 @@ pub fn give_way() {
         // ours; `who` 0 with PRIO_PROCESS names the calling thread on Linux
         // (threads do not share a nice value there).
         let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        // SCHED_IDLE on top (the calling thread only, as pid 0 names it): a
+        // waking pacer preempts it at once, where a nice-19 thread may
+        // still finish its slice first.
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a live sched_param; pid 0 is the calling thread.
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
         let avoid = PACING_CPUS
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -85,12 +92,15 @@ mod tests {
         let before = nice();
         let lowered = std::thread::spawn(move || {
             super::give_way();
-            nice()
+            // SAFETY: sched_getscheduler reads the calling thread's policy.
+            (nice(), unsafe { libc::sched_getscheduler(0) })
         })
         .join()
         .unwrap();
-        assert_eq!(lowered, 19);
+        assert_eq!(lowered, (19, libc::SCHED_IDLE));
         assert_eq!(nice(), before);
+        // SAFETY: sched_getscheduler reads the calling thread's policy.
+        assert_ne!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
     }
 
     /// With the pacing CPUs named, a thread that gives way runs on the
