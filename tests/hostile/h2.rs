@@ -385,7 +385,8 @@ fn h2_one_stream_per_connection() {
 /// A server whose SETTINGS say MAX_HEADER_LIST_SIZE 100 (below any
 /// request: four pseudo-headers alone count 4 x 32): no request is sent,
 /// each is unsent as `too_large`, the warning names the limit, and the
-/// run exits 1 saying so (not "refused or unreachable"). At 400 a plain
+/// run exits 1 saying so (not "refused or unreachable"); each
+/// --out-requests line is `unsent`, `too_large`. At 400 a plain
 /// GET (about 280) goes and is answered; with a 200-byte header it is
 /// above and is not sent.
 #[test]
@@ -402,9 +403,13 @@ fn h2_max_header_list_size_is_kept() {
     let (tiny, small) = (serve(100), serve(400));
     let pad = format!("x-pad: {}", "p".repeat(200));
     let padded = with(&h2c(SHORT), &["-H", &pad]);
+    let lines_path =
+        std::env::temp_dir().join(format!("metronome-hostile-h2-list-{}.jsonl", std::process::id()));
+    let lines_arg = lines_path.to_str().unwrap().to_string();
+    let tiny_args = with(&h2c(SHORT), &["--out-requests", &lines_arg]);
     for engine in engines() {
         for (case, server, args, limit) in [
-            ("h2 list limit 100", &tiny, h2c(SHORT), 100),
+            ("h2 list limit 100", &tiny, tiny_args.clone(), 100),
             ("h2 list limit 400, padded", &small, padded.clone(), 400),
         ] {
             let r = run(engine, server, "/", &args);
@@ -429,10 +434,23 @@ fn h2_max_header_list_size_is_kept() {
                 r.generator().warnings
             );
         }
+        // Each --out-requests line says why: unsent, too_large.
+        let text = std::fs::read_to_string(&lines_path).unwrap();
+        let kinds: Vec<(String, String)> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["result"].to_string(), v["kind"].to_string())
+            })
+            .collect();
+        let want = ("\"unsent\"".to_string(), "\"too_large\"".to_string());
+        assert_eq!(kinds, vec![want; N as usize], "{engine}: {text}");
         let r = run(engine, &small, "/", &h2c(SHORT));
         r.expect("h2 list limit 400, plain", N, N, &[]);
         assert_eq!(r.requests().unsent, 0, "{}", r.ctx("h2 list limit 400, plain"));
     }
+    let _ = std::fs::remove_file(&lines_path);
 }
 
 /// A server that opens its windows wide and then never reads: every POST
