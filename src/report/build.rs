@@ -894,7 +894,9 @@ mod tests {
         r.requests.unsent = 7;
         r.errors.unsent_by_reason.insert("too_large".into(), 3);
         assert!(
-            no_success_line(&r).unwrap().contains("4 found no connection"),
+            no_success_line(&r)
+                .unwrap()
+                .contains("4 found no connection"),
             "more refused than too large"
         );
         r.errors.unsent_by_reason.insert("connect".into(), 0);

@@ -117,11 +117,13 @@ pub(crate) fn run_on(
             .zip(&h.body_at)
             .zip(&h.list_size)
             .zip(&p.requests)
-            .map(|(((block, &at), &list_size), r)| metronome_core::plan::H2Request {
-                block,
-                body: &r[at..],
-                list_size,
-            })
+            .map(
+                |(((block, &at), &list_size), r)| metronome_core::plan::H2Request {
+                    block,
+                    body: &r[at..],
+                    list_size,
+                },
+            )
             .collect()
     });
     let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());

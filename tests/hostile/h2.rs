@@ -155,15 +155,15 @@ impl<'a> H2<'a> {
 /// A script that runs `f` on each connection once the HTTP/2 handshake is
 /// done (`max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS when given).
 fn h2(max_streams: Option<u32>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
-    let params: Vec<(u16, u32)> = max_streams.map(|n| (MAX_CONCURRENT_STREAMS, n)).into_iter().collect();
+    let params: Vec<(u16, u32)> = max_streams
+        .map(|n| (MAX_CONCURRENT_STREAMS, n))
+        .into_iter()
+        .collect();
     h2_settings(params, f)
 }
 
 /// [`h2`] with the server's SETTINGS `params`.
-fn h2_settings(
-    params: Vec<(u16, u32)>,
-    f: impl Fn(&mut H2) + Send + Sync + 'static,
-) -> Script {
+fn h2_settings(params: Vec<(u16, u32)>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
     script(move |p| {
         if let Some(mut c) = H2::accept(p, &params) {
             f(&mut c);
@@ -403,8 +403,10 @@ fn h2_max_header_list_size_is_kept() {
     let (tiny, small) = (serve(100), serve(400));
     let pad = format!("x-pad: {}", "p".repeat(200));
     let padded = with(&h2c(SHORT), &["-H", &pad]);
-    let lines_path =
-        std::env::temp_dir().join(format!("metronome-hostile-h2-list-{}.jsonl", std::process::id()));
+    let lines_path = std::env::temp_dir().join(format!(
+        "metronome-hostile-h2-list-{}.jsonl",
+        std::process::id()
+    ));
     let lines_arg = lines_path.to_str().unwrap().to_string();
     let tiny_args = with(&h2c(SHORT), &["--out-requests", &lines_arg]);
     for engine in engines() {
@@ -448,7 +450,12 @@ fn h2_max_header_list_size_is_kept() {
         assert_eq!(kinds, vec![want; N as usize], "{engine}: {text}");
         let r = run(engine, &small, "/", &h2c(SHORT));
         r.expect("h2 list limit 400, plain", N, N, &[]);
-        assert_eq!(r.requests().unsent, 0, "{}", r.ctx("h2 list limit 400, plain"));
+        assert_eq!(
+            r.requests().unsent,
+            0,
+            "{}",
+            r.ctx("h2 list limit 400, plain")
+        );
     }
     let _ = std::fs::remove_file(&lines_path);
 }

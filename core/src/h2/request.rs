@@ -81,11 +81,7 @@ impl core::fmt::Display for RequestError {
 /// // (7+4) + (7+4) + (10+3) + (5+5) + (14+1), plus 32 per field.
 /// assert_eq!(e.list_size, 60 + 5 * 32);
 /// ```
-pub fn from_http1(
-    message: &[u8],
-    scheme: &[u8],
-    out: &mut [u8],
-) -> Result<Encoded, RequestError> {
+pub fn from_http1(message: &[u8], scheme: &[u8], out: &mut [u8]) -> Result<Encoded, RequestError> {
     from_http1_with(message, scheme, out, encode_request)
 }
 
@@ -145,9 +141,11 @@ pub fn from_http1_with(
     let n = encode(method, scheme, authority, path, &fields[..count], true, out)
         .ok_or(RequestError::TooLarge)?;
     // The fields sent: both encoders drop the connection-specific ones.
-    let sent = fields[..count]
-        .iter()
-        .filter(|(name, _)| !CONNECTION_SPECIFIC.iter().any(|c| c.eq_ignore_ascii_case(name)));
+    let sent = fields[..count].iter().filter(|(name, _)| {
+        !CONNECTION_SPECIFIC
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(name))
+    });
     let list_size = [
         (&b":method"[..], method),
         (b":scheme", scheme),

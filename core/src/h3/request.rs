@@ -25,10 +25,6 @@ use crate::h2::request::{from_http1_with, Encoded, RequestError};
 /// // (7+3) + (7+5) + (10+14) + (5+1) + (6+3), plus 32 per field.
 /// assert_eq!(e.list_size, 61 + 5 * 32);
 /// ```
-pub fn from_http1(
-    message: &[u8],
-    scheme: &[u8],
-    out: &mut [u8],
-) -> Result<Encoded, RequestError> {
+pub fn from_http1(message: &[u8], scheme: &[u8], out: &mut [u8]) -> Result<Encoded, RequestError> {
     from_http1_with(message, scheme, out, encode_request)
 }

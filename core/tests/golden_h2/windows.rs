@@ -94,8 +94,16 @@ fn max_header_list_size_is_kept() {
     // :method GET 10+32, :scheme http 11+32, :authority a 11+32, :path / 6+32.
     assert_eq!(s.list_size, 38 + 4 * 32);
     assert_eq!(l.list_size, s.list_size + 5 + 40 + 32);
-    let long = H2Request { block: &b0[..l.len], body: b"", list_size: l.list_size };
-    let short = H2Request { block: &b1[..s.len], body: b"", list_size: s.list_size };
+    let long = H2Request {
+        block: &b0[..l.len],
+        body: b"",
+        list_size: l.list_size,
+    };
+    let short = H2Request {
+        block: &b1[..s.len],
+        body: b"",
+        list_size: s.list_size,
+    };
     // Before the server says: unlimited.
     assert_eq!(conn.server_max_header_list(), None);
     let limit = u32::try_from(s.list_size + 1).unwrap();
@@ -109,7 +117,10 @@ fn max_header_list_size_is_kept() {
         },
     );
     // The SETTINGS frame as the server sends it.
-    assert_eq!(w, [&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0][..], &[167]].concat());
+    assert_eq!(
+        w,
+        [&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0][..], &[167]].concat()
+    );
     drive(&mut conn, &w, &[]);
     assert_eq!(conn.server_max_header_list(), Some(limit));
     assert_eq!(

@@ -175,7 +175,8 @@ impl H3Conn {
                     let mut result = Ok(());
                     while let Some(id) = self.conn.streams().accept(dir) {
                         if dir == Dir::Bi {
-                            self.unaccepted = self.unaccepted.max(VarInt::from(id).into_inner() + 4);
+                            self.unaccepted =
+                                self.unaccepted.max(VarInt::from(id).into_inner() + 4);
                             self.requests.insert(id, Request::new());
                         } else {
                             self.uni.insert(id, Uni::Type(varint::Reader::new()));
