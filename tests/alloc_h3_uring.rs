@@ -105,12 +105,12 @@ fn uring_h3_allocations_per_request_are_bounded() {
     };
     let msg = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     let mut block = vec![0u8; 512];
-    let (n, body_at) =
-        metronome_core::h3::request::from_http1(msg.as_bytes(), b"https", &mut block).unwrap();
-    block.truncate(n);
+    let e = metronome_core::h3::request::from_http1(msg.as_bytes(), b"https", &mut block).unwrap();
+    block.truncate(e.len);
     let h3 = [H2Request {
         block: &block,
-        body: &msg.as_bytes()[body_at..],
+        body: &msg.as_bytes()[e.body_at..],
+        list_size: e.list_size,
     }];
     let requests = [msg.as_bytes()];
     let mut p = example_plan();

@@ -29,8 +29,11 @@ Prints one JSON object: the ALPN protocol, the server's SETTINGS (by
 identifier), per request (in order): stream id, status, headers, body
 (latin-1), each DATA piece's arrival (seconds after the request was sent),
 a reset code, "sent_at" and "end_at" (seconds after the connection
-opened); and "close": the code and reason the connection was closed with
-by the server, if it was. Stops after 20 seconds at most.
+opened); "close": the code and reason the connection was closed with
+by the server, if it was; and "goaway": the server's GOAWAY (read off its
+control stream, which aioquic does not report), its stream ID, when it
+came and whether before the close, or null. Stops after 20 seconds at
+most.
 """
 
 import asyncio
@@ -47,10 +50,25 @@ from aioquic.quic.events import (
     ConnectionTerminated,
     ProtocolNegotiated,
     StopSendingReceived,
+    StreamDataReceived,
     StreamReset,
 )
 
 DEADLINE_S = 20
+
+
+def varint(buf, at):
+    """The QUIC varint at `at` in `buf`: (the offset after it, its value),
+    or (None, None) when it is not all there."""
+    if at is None or at >= len(buf):
+        return None, None
+    n = 1 << (buf[at] >> 6)
+    if at + n > len(buf):
+        return None, None
+    value = buf[at] & 0x3F
+    for b in buf[at + 1 : at + n]:
+        value = (value << 8) | b
+    return at + n, value
 
 
 class Client(QuicConnectionProtocol):
@@ -62,11 +80,38 @@ class Client(QuicConnectionProtocol):
         self.alpn = None
         self.closed_by = None
         self.changed = asyncio.Event()
+        # The server's unidirectional streams' bytes so far, and its GOAWAY.
+        self.server_uni = {}
+        self.goaway = None
 
     def now(self):
         return time.monotonic() - self.origin
 
+    def control_frames(self, stream_id, data):
+        """Reads the server's control stream (type 0x00) frame by frame
+        and keeps its GOAWAY: its stream ID, when, and whether the
+        connection was still open."""
+        buf = self.server_uni.get(stream_id, b"") + data
+        self.server_uni[stream_id] = buf
+        at, kind = varint(buf, 0)
+        if kind != 0:
+            return
+        while at is not None:
+            at, ty = varint(buf, at)
+            at, length = varint(buf, at)
+            if at is None or at + length > len(buf):
+                return
+            if ty == 0x07:
+                self.goaway = {
+                    "id": varint(buf, at)[1],
+                    "at": self.now(),
+                    "before_close": self.closed_by is None,
+                }
+            at += length
+
     def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 3:
+            self.control_frames(event.stream_id, event.data)
         if isinstance(event, ProtocolNegotiated):
             self.alpn = event.alpn_protocol
         elif isinstance(event, ConnectionTerminated):
@@ -183,6 +228,7 @@ async def run(port, cafile, spec):
             "settings": {str(int(k)): v for k, v in settings.items()},
             "responses": [client.streams[sid] for sid in order],
             "close": client.closed_by,
+            "goaway": client.goaway,
         }
 
 

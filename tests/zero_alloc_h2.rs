@@ -62,12 +62,13 @@ fn uring_h2_threads_allocate_nothing_while_measuring() {
     );
     for (msg, max_streams) in [(&get, 2), (&post, 0)] {
         let mut block = vec![0u8; 512];
-        let (n, body_at) =
+        let e =
             metronome_core::h2::request::from_http1(msg.as_bytes(), b"http", &mut block).unwrap();
-        block.truncate(n);
+        block.truncate(e.len);
         let h2 = [H2Request {
             block: &block,
-            body: &msg.as_bytes()[body_at..],
+            body: &msg.as_bytes()[e.body_at..],
+            list_size: e.list_size,
         }];
         let requests = [msg.as_bytes()];
         let mut p = example_plan();

@@ -177,7 +177,7 @@ pub const H2_MAX_STREAMS: u32 = 100;
 ///
 /// ```
 /// use metronome_core::plan::{example_plan, H2Request, Http2, PlanError};
-/// let reqs = [H2Request { block: b"\x82", body: b"" }];
+/// let reqs = [H2Request { block: b"\x82", body: b"", list_size: 42 }];
 /// let plan = metronome_core::plan::Plan {
 ///     http2: Some(Http2 { requests: &reqs, max_streams: 0 }),
 ///     ..example_plan()
@@ -206,6 +206,11 @@ pub struct H2Request<'a> {
     pub block: &'a [u8],
     /// The body, sent in DATA frames (empty: the HEADERS end the stream).
     pub body: &'a [u8],
+    /// The size of its field list as the server's limit counts it (name +
+    /// value + 32 per field; [`Encoded::list_size`](crate::h2::request::Encoded::list_size)):
+    /// a request above the server's `SETTINGS_MAX_HEADER_LIST_SIZE` is not
+    /// sent ([`Connection::start_planned`](crate::h2::Connection::start_planned)).
+    pub list_size: usize,
 }
 
 /// What an engine does with each pre-opened connection before the clock

@@ -153,7 +153,7 @@ fn unsent_requests_are_neither_ok_nor_errors() {
     assert!(ledger.unsent(t, 600 * MS, 0, 601 * MS, Unsent::Connect));
     let r = &b.recorder;
     assert_eq!((r.scheduled, r.sent, r.timeouts), (2, 0, 0));
-    assert_eq!(r.unsent, [1, 1]);
+    assert_eq!(r.unsent, [1, 1, 0]);
     assert_eq!((r.unsent_total(), r.errors_total()), (2, 0));
     assert_eq!(b.column(|iv| iv.unsent), [1, 0, 0, 1]);
     assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 0]);

@@ -133,8 +133,8 @@ pub fn handshake_timeout(remote: SocketAddr, timeout_ms: u128) -> io::Error {
 /// The warning for a request whose field section is larger than the
 /// server's SETTINGS_MAX_FIELD_SECTION_SIZE `limit`
 /// ([`Refused::TooLarge`](crate::Refused::TooLarge)): every engine counts
-/// it `unsent` (reason `connect`: no connection to this server can take
-/// it) with this line.
+/// it `unsent` (reason `too_large`: no connection to this server can
+/// take it) with this line.
 pub fn too_large(limit: u64) -> String {
     format!(
         "HTTP/3: a request's field section is larger than the server's \

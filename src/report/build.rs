@@ -669,9 +669,15 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
     }
     if r.requests.unsent > 0 {
         let by = &r.errors.unsent_by_reason;
+        let too_large = by.get("too_large").copied().unwrap_or(0);
+        let larger = if too_large > 0 {
+            format!(", {} {TOO_LARGE}", count(too_large))
+        } else {
+            String::new()
+        };
         w.push(format!(
             "{} requests were never sent: {} found no connection (refused or unreachable), {} \
-             waited for a free connection until the end",
+             waited for a free connection until the end{larger}",
             count(r.requests.unsent),
             count(by.get("connect").copied().unwrap_or(0)),
             count(by.get("timeout").copied().unwrap_or(0)),
@@ -740,6 +746,13 @@ pub fn late_warning(r: &Report) -> Option<String> {
     })
 }
 
+/// What the requests never sent as `too_large` were, after their count:
+/// the limit they broke, by its name in each protocol (its value is in
+/// the run's warning from the engine).
+const TOO_LARGE: &str = "were larger than the server's limit on a request's header fields \
+                         (HTTP/3 SETTINGS_MAX_FIELD_SECTION_SIZE, HTTP/2 \
+                         SETTINGS_MAX_HEADER_LIST_SIZE: shorten the headers)";
+
 /// When no request succeeded: one line naming the dominant error kind (or
 /// why nothing was sent) with an example status or message, for the exit
 /// code 1. `None` when a request succeeded or none was due.
@@ -758,8 +771,11 @@ pub fn no_success_line(r: &Report) -> Option<String> {
         // Nothing sent completed with an error: nothing was sent.
         let by = &r.errors.unsent_by_reason;
         let connect = by.get("connect").copied().unwrap_or(0);
+        let too_large = by.get("too_large").copied().unwrap_or(0);
         let why = if q.dropped > q.unsent {
             format!("{} were dropped above --max-in-flight", q.dropped)
+        } else if too_large >= connect && too_large > 0 {
+            format!("{too_large} {TOO_LARGE}")
         } else if connect > 0 {
             format!("{connect} found no connection (refused or unreachable: check the URL)")
         } else {
@@ -874,6 +890,36 @@ mod tests {
             no_success_line(&r).unwrap(),
             "no request succeeded: none was sent; 4 found no connection (refused or \
              unreachable: check the URL)"
+        );
+        r.requests.unsent = 7;
+        r.errors.unsent_by_reason.insert("too_large".into(), 3);
+        assert!(
+            no_success_line(&r)
+                .unwrap()
+                .contains("4 found no connection"),
+            "more refused than too large"
+        );
+        r.errors.unsent_by_reason.insert("connect".into(), 0);
+        r.requests.unsent = 3;
+        let line = no_success_line(&r).unwrap();
+        assert_eq!(
+            line,
+            format!("no request succeeded: none was sent; 3 {TOO_LARGE}"),
+            "too large, not refused"
+        );
+        assert!(!line.contains("refused or unreachable"), "{line}");
+        assert!(line.contains("SETTINGS_MAX_HEADER_LIST_SIZE"), "{line}");
+        let plan = metronome_core::plan::example_plan();
+        let never: Vec<_> = warnings(&r, &plan)
+            .into_iter()
+            .filter(|w| w.contains("never sent"))
+            .collect();
+        assert_eq!(
+            never,
+            [format!(
+                "3 requests were never sent: 0 found no connection (refused or unreachable), 0 \
+                 waited for a free connection until the end, 3 {TOO_LARGE}"
+            )]
         );
         r.requests.unsent = 0;
         assert_eq!(no_success_line(&r), None, "nothing was due");

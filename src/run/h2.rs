@@ -1,14 +1,17 @@
 //! The requests encoded for HTTP/2 (`--http2-prior-knowledge`, `--http2`):
-//! each one's HPACK header block and where its body starts.
+//! each one's HPACK header block, where its body starts and its field
+//! list's size (the server's header size limit applies to it).
 
 use crate::cli::RunArgs;
 use crate::UsageError;
 
-/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block, and
-/// where its body starts in the HTTP/1.1 encoding, made before the clock.
+/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block,
+/// where its body starts in the HTTP/1.1 encoding and its field list's
+/// size, made before the clock.
 pub(super) struct H2Plan {
     pub(super) blocks: Vec<Vec<u8>>,
     pub(super) body_at: Vec<usize>,
+    pub(super) list_size: Vec<usize>,
 }
 
 /// Encodes every request for HTTP/2 (`--http2-prior-knowledge`: h2c,
@@ -58,19 +61,25 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
     }
     let mut blocks = Vec::with_capacity(requests.len());
     let mut body_at = Vec::with_capacity(requests.len());
+    let mut list_size = Vec::with_capacity(requests.len());
     for (i, r) in requests.iter().enumerate() {
         let mut out = vec![0u8; r.len() * 2 + 256];
         let scheme: &[u8] = if https { b"https" } else { b"http" };
-        let (n, at) = if args.http3 {
+        let e = if args.http3 {
             metronome_core::h3::request::from_http1(r, scheme, &mut out)
                 .map_err(|e| UsageError(format!("request {} cannot go over HTTP/3: {e}", i + 1)))?
         } else {
             metronome_core::h2::request::from_http1(r, scheme, &mut out)
                 .map_err(|e| UsageError(format!("request {} cannot go over HTTP/2: {e}", i + 1)))?
         };
-        out.truncate(n);
+        out.truncate(e.len);
         blocks.push(out);
-        body_at.push(at);
+        body_at.push(e.body_at);
+        list_size.push(e.list_size);
     }
-    Ok(Some(H2Plan { blocks, body_at }))
+    Ok(Some(H2Plan {
+        blocks,
+        body_at,
+        list_size,
+    }))
 }

@@ -112,11 +112,15 @@ pub(crate) fn run_on(
         h.blocks
             .iter()
             .zip(&h.body_at)
+            .zip(&h.list_size)
             .zip(&p.requests)
-            .map(|((block, &at), r)| metronome_core::plan::H2Request {
-                block,
-                body: &r[at..],
-            })
+            .map(
+                |(((block, &at), &list_size), r)| metronome_core::plan::H2Request {
+                    block,
+                    body: &r[at..],
+                    list_size,
+                },
+            )
             .collect()
     });
     let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());

@@ -187,6 +187,18 @@ pub fn assert_exit_matches(r: &Report, code: Option<i32>, stderr: &str) {
         let top = r.errors.by_kind.values().copied().max().unwrap_or(0);
         if top == 0 {
             assert!(lines[0].contains("none was sent"), "{}", lines[0]);
+            let by = &r.errors.unsent_by_reason;
+            let reason = |k: &str| by.get(k).copied().unwrap_or(0);
+            if reason("too_large") > reason("connect") && q.dropped <= q.unsent {
+                // Too large for the server's limit, not refused: named so.
+                assert!(
+                    lines[0].contains("larger than the server's limit")
+                        && lines[0].contains("SETTINGS_MAX_HEADER_LIST_SIZE")
+                        && !lines[0].contains("refused or unreachable"),
+                    "{}",
+                    lines[0]
+                );
+            }
         } else {
             let named = r
                 .errors

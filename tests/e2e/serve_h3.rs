@@ -181,7 +181,8 @@ fn aioquic_concurrent_requests_in_fifo_order() {
 /// chunk at once, then `max_tokens` (2) content chunks, the first after
 /// the TTFT (30 ms) and the next one ITL (10 ms) later, the usage and
 /// `[DONE]`; /nowhere is 404 and /health 200, neither counted; stopping
-/// the server closes the connection with H3_NO_ERROR (0x100).
+/// the server sends a GOAWAY naming the first stream not accepted, then
+/// closes the connection with H3_NO_ERROR (0x100).
 #[test]
 fn aioquic_sse_stream_404_and_close_on_stop() {
     if !aioquic() {
@@ -256,6 +257,15 @@ fn aioquic_sse_stream_404_and_close_on_stop() {
     assert_eq!(got[2]["status"], 200);
     assert_eq!(got[2]["body"], "");
     assert_eq!(result["close"]["code"], 0x100, "{}", result["close"]);
+    // Before the close, a GOAWAY (RFC 9114 section 5.2): streams 0, 4 and
+    // 8 were accepted, so 12 is the first not processed.
+    let goaway = &result["goaway"];
+    assert_eq!(goaway["id"], 12, "{result}");
+    assert_eq!(goaway["before_close"], true, "{result}");
+    assert!(
+        goaway["at"].as_f64().unwrap() <= result["close"]["at"].as_f64().unwrap(),
+        "{result}"
+    );
 }
 
 /// `metronome run --http3` against `serve --http3`: 1 000 requests at

@@ -1,7 +1,8 @@
 //! The hostile scenarios that apply to HTTP/2 (h2c with prior knowledge):
 //! a server that resets streams, refuses them, says GOAWAY while streams are
 //! in flight, never answers, closes mid-answer, stalls, answers 429, limits
-//! its streams to one, or breaks the framing; and a table of the stream
+//! its streams to one or its header lists (MAX_HEADER_LIST_SIZE), or breaks
+//! the framing; and a table of the stream
 //! ends run on every engine, which must agree field by field.
 //!
 //! The server side is written here from RFC 9113 by hand (frame headers and
@@ -23,6 +24,9 @@ const SETTINGS: u8 = 4;
 const PING: u8 = 6;
 const GOAWAY: u8 = 7;
 const WINDOW_UPDATE: u8 = 8;
+/// Settings (RFC 9113 section 6.5.2).
+const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+const MAX_HEADER_LIST_SIZE: u16 = 0x6;
 /// Flags.
 const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
@@ -71,9 +75,9 @@ struct H2<'a> {
 
 impl<'a> H2<'a> {
     /// Reads the client's preface and sends the server's SETTINGS
-    /// (`max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS when given); `None`
-    /// when the client went away first.
-    fn accept(peer: &'a mut Peer, max_streams: Option<u32>) -> Option<H2<'a>> {
+    /// (`params`: identifier and value of each); `None` when the client
+    /// went away first.
+    fn accept(peer: &'a mut Peer, params: &[(u16, u32)]) -> Option<H2<'a>> {
         while peer.buf.len() < PREFACE.len() {
             if !peer.fill() {
                 return None;
@@ -82,9 +86,9 @@ impl<'a> H2<'a> {
         assert_eq!(&peer.buf[..PREFACE.len()], PREFACE, "the client preface");
         peer.buf.drain(..PREFACE.len());
         let mut settings = Vec::new();
-        if let Some(n) = max_streams {
-            settings.extend_from_slice(&3u16.to_be_bytes());
-            settings.extend_from_slice(&n.to_be_bytes());
+        for (id, value) in params {
+            settings.extend_from_slice(&id.to_be_bytes());
+            settings.extend_from_slice(&value.to_be_bytes());
         }
         if !peer.send(&frame(SETTINGS, 0, 0, &settings)) {
             return None;
@@ -149,10 +153,19 @@ impl<'a> H2<'a> {
 }
 
 /// A script that runs `f` on each connection once the HTTP/2 handshake is
-/// done.
+/// done (`max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS when given).
 fn h2(max_streams: Option<u32>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
+    let params: Vec<(u16, u32)> = max_streams
+        .map(|n| (MAX_CONCURRENT_STREAMS, n))
+        .into_iter()
+        .collect();
+    h2_settings(params, f)
+}
+
+/// [`h2`] with the server's SETTINGS `params`.
+fn h2_settings(params: Vec<(u16, u32)>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
     script(move |p| {
-        if let Some(mut c) = H2::accept(p, max_streams) {
+        if let Some(mut c) = H2::accept(p, &params) {
             f(&mut c);
         }
     })
@@ -367,6 +380,84 @@ fn h2_one_stream_per_connection() {
         r.expect("h2 one stream, growing", N, N, &[]);
         assert!(r.seen.used >= 3, "the pool grew for streams: {ctx}");
     }
+}
+
+/// A server whose SETTINGS say MAX_HEADER_LIST_SIZE 100 (below any
+/// request: four pseudo-headers alone count 4 x 32): no request is sent,
+/// each is unsent as `too_large`, the warning names the limit, and the
+/// run exits 1 saying so (not "refused or unreachable"); each
+/// --out-requests line is `unsent`, `too_large`. At 400 a plain
+/// GET (about 280) goes and is answered; with a 200-byte header it is
+/// above and is not sent.
+#[test]
+fn h2_max_header_list_size_is_kept() {
+    let serve = |limit: u32| {
+        h2_settings(vec![(MAX_HEADER_LIST_SIZE, limit)], |c| {
+            while let Some(s) = c.request() {
+                if !c.send(&answer(s, STATUS_200)) {
+                    break;
+                }
+            }
+        })
+    };
+    let (tiny, small) = (serve(100), serve(400));
+    let pad = format!("x-pad: {}", "p".repeat(200));
+    let padded = with(&h2c(SHORT), &["-H", &pad]);
+    let lines_path = std::env::temp_dir().join(format!(
+        "metronome-hostile-h2-list-{}.jsonl",
+        std::process::id()
+    ));
+    let lines_arg = lines_path.to_str().unwrap().to_string();
+    let tiny_args = with(&h2c(SHORT), &["--out-requests", &lines_arg]);
+    for engine in engines() {
+        for (case, server, args, limit) in [
+            ("h2 list limit 100", &tiny, tiny_args.clone(), 100),
+            ("h2 list limit 400, padded", &small, padded.clone(), 400),
+        ] {
+            let r = run(engine, server, "/", &args);
+            let ctx = r.ctx(case);
+            let q = r.requests();
+            assert_eq!((q.scheduled, q.sent, q.unsent), (N, 0, N), "{ctx}");
+            assert_eq!(
+                nonzero(&r.report.errors.unsent_by_reason),
+                BTreeMap::from([("too_large", N)]),
+                "{ctx}"
+            );
+            assert_eq!(r.seen.requests, 0, "nothing reached the server: {ctx}");
+            let warning = format!("SETTINGS_MAX_HEADER_LIST_SIZE ({limit} bytes): not sent");
+            assert_eq!(
+                r.generator()
+                    .warnings
+                    .iter()
+                    .filter(|w| w.contains(&warning))
+                    .count(),
+                1,
+                "one warning names the limit: {:?} {ctx}",
+                r.generator().warnings
+            );
+        }
+        // Each --out-requests line says why: unsent, too_large.
+        let text = std::fs::read_to_string(&lines_path).unwrap();
+        let kinds: Vec<(String, String)> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["result"].to_string(), v["kind"].to_string())
+            })
+            .collect();
+        let want = ("\"unsent\"".to_string(), "\"too_large\"".to_string());
+        assert_eq!(kinds, vec![want; N as usize], "{engine}: {text}");
+        let r = run(engine, &small, "/", &h2c(SHORT));
+        r.expect("h2 list limit 400, plain", N, N, &[]);
+        assert_eq!(
+            r.requests().unsent,
+            0,
+            "{}",
+            r.ctx("h2 list limit 400, plain")
+        );
+    }
+    let _ = std::fs::remove_file(&lines_path);
 }
 
 /// A server that opens its windows wide and then never reads: every POST

@@ -222,7 +222,12 @@ impl RunOutput {
         self.waited_for_connection += other.waited_for_connection;
         self.dropped_gaps += other.dropped_gaps;
         self.stopped |= other.stopped;
-        self.warnings.extend(other.warnings.iter().cloned());
+        // Each thread may say the same (a server's limit): once.
+        for w in &other.warnings {
+            if !self.warnings.contains(w) {
+                self.warnings.push(w.clone());
+            }
+        }
         self.setup.merge(&other.setup);
         self.warm.merge(&other.warm);
         self.pool.merge(&other.pool);

@@ -10,7 +10,10 @@
 //!   and, after a connection error, a GOAWAY. Call it after every read.
 //! - [`Connection::start_request`] opens a stream with a pre-encoded
 //!   header block ([`encode_request`](super::hpack::encode_request), once
-//!   per request shape, before the clock starts); [`Connection::send_data`]
+//!   per request shape, before the clock starts); engines call
+//!   [`Connection::start_planned`] with a plan's request, which first keeps
+//!   the server's `SETTINGS_MAX_HEADER_LIST_SIZE` ([`SendError::TooLarge`]);
+//!   [`Connection::send_data`]
 //!   sends a body as far as the server's windows allow and says when they
 //!   blocked it ([`Blocked`]).
 //! - [`Connection::handle_read`] takes the unconsumed front of the read
@@ -311,6 +314,8 @@ pub struct Connection<const S: usize, const T: usize = 4096, const B: usize = 40
     peer_max_streams: u32,
     peer_window: i64,
     peer_max_frame: u32,
+    /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE` (`u32::MAX`: not said).
+    peer_max_list: u32,
     send_window: i64,
     conn_blocked: bool,
     recv_window: i64,
@@ -345,6 +350,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             peer_max_streams: u32::MAX,
             peer_window: i64::from(DEFAULT_WINDOW),
             peer_max_frame: DEFAULT_MAX_FRAME_SIZE,
+            peer_max_list: u32::MAX,
             send_window: i64::from(DEFAULT_WINDOW),
             conn_blocked: false,
             recv_window: i64::from(DEFAULT_WINDOW),
@@ -389,6 +395,16 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             None
         } else {
             Some(self.peer_max_streams)
+        }
+    }
+
+    /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`, as it said it
+    /// (`None`: not said, unlimited).
+    pub const fn server_max_header_list(&self) -> Option<u32> {
+        if self.peer_max_list == u32::MAX {
+            None
+        } else {
+            Some(self.peer_max_list)
         }
     }
 
@@ -637,6 +653,46 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             data: now_ns.to_be_bytes(),
         })
         .encode(out)
+    }
+
+    /// Opens the next stream for one of a plan's requests, as
+    /// [`start_request`](Self::start_request) does with its header block
+    /// (`end_stream` when it has no body), unless its field list is larger
+    /// than the server's `SETTINGS_MAX_HEADER_LIST_SIZE`: that limit is
+    /// advisory (RFC 9113 section 6.5.2), but a server that states it
+    /// answers a larger request with an error, and no connection to it
+    /// would take it; the engines count it unsent
+    /// ([`Unsent::TooLarge`](crate::measure::Unsent::TooLarge)).
+    ///
+    /// # Errors
+    /// [`SendError::TooLarge`] with the server's limit, or what
+    /// [`start_request`](Self::start_request) returns; nothing was written.
+    ///
+    /// ```
+    /// use metronome_core::h2::{Connection, SendError};
+    /// use metronome_core::plan::H2Request;
+    /// let mut conn = Connection::<4>::new(Default::default());
+    /// let mut out = [0u8; 256];
+    /// conn.poll_transmit(&mut out);
+    /// // The server's SETTINGS: MAX_HEADER_LIST_SIZE (0x6) = 100.
+    /// conn.handle_read(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 100]).unwrap();
+    /// assert_eq!(conn.server_max_header_list(), Some(100));
+    /// let big = H2Request { block: b"\x82", body: b"", list_size: 101 };
+    /// assert_eq!(conn.start_planned(&big, &mut out), Err(SendError::TooLarge { limit: 100 }));
+    /// let fits = H2Request { list_size: 100, ..big };
+    /// assert_eq!(conn.start_planned(&fits, &mut out), Ok((1, 10)));
+    /// ```
+    pub fn start_planned(
+        &mut self,
+        request: &crate::plan::H2Request<'_>,
+        out: &mut [u8],
+    ) -> Result<(u32, usize), SendError> {
+        if request.list_size > self.peer_max_list as usize {
+            return Err(SendError::TooLarge {
+                limit: self.peer_max_list,
+            });
+        }
+        self.start_request(request.block, request.body.is_empty(), out)
     }
 
     /// Opens the next stream with the header block `block` (HEADERS, and
@@ -1065,9 +1121,11 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 }
                 self.peer_max_frame = value;
             }
+            // Advisory (RFC 9113 section 6.5.2): kept for start_planned.
+            setting::MAX_HEADER_LIST_SIZE => self.peer_max_list = value,
             // HEADER_TABLE_SIZE: the encoder never indexes, so the server's
-            // table size does not matter; MAX_HEADER_LIST_SIZE is advisory;
-            // unknown settings are ignored (RFC 9113 section 6.5.2).
+            // table size does not matter; unknown settings are ignored
+            // (RFC 9113 section 6.5.2).
             _ => {}
         }
         Ok(())

@@ -122,7 +122,18 @@ pub enum SendError {
     BufferFull,
     /// No such open stream, or its request side is already complete.
     UnknownStream,
+    /// The request's field list is larger than the server's
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE`, `limit` bytes: no connection to
+    /// this server takes it ([`Connection::start_planned`](super::Connection::start_planned)).
+    TooLarge {
+        /// The server's limit.
+        limit: u32,
+    },
 }
+
+/// [`SendError::TooLarge`]'s text, before the limit.
+const TOO_LARGE: &str =
+    "the request's header list is larger than the server's SETTINGS_MAX_HEADER_LIST_SIZE";
 
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,6 +145,9 @@ impl fmt::Display for SendError {
             SendError::IdsExhausted => "HTTP/2 stream ids exhausted",
             SendError::BufferFull => "output buffer full",
             SendError::UnknownStream => "no such open HTTP/2 stream",
+            SendError::TooLarge { limit } => {
+                return write!(f, "{} ({limit} bytes)", TOO_LARGE);
+            }
         })
     }
 }

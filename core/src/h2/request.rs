@@ -2,9 +2,31 @@
 //! complete HTTP/1.1 messages (every request source of the CLI builds
 //! them), and [`from_http1`] turns one, once and before the clock, into the
 //! HPACK header block [`Connection::start_request`](super::Connection::start_request)
-//! sends and the body its DATA frames carry.
+//! sends, the body its DATA frames carry and the size of its field list
+//! the server's limit applies to ([`Encoded::list_size`]).
 
-use super::hpack::encode_request;
+use super::hpack::{encode_request, CONNECTION_SPECIFIC};
+
+/// What [`from_http1`] made of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The length of the header block (field section) written.
+    pub len: usize,
+    /// Where the body starts in the HTTP/1.1 message.
+    pub body_at: usize,
+    /// The size of the field list sent, as HTTP/2's
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` (RFC 9113 section 6.5.2) and
+    /// HTTP/3's `SETTINGS_MAX_FIELD_SECTION_SIZE` (RFC 9114 section 4.2.2)
+    /// count it: each field's name and value lengths, uncompressed, plus
+    /// 32; pseudo-headers included.
+    pub list_size: usize,
+}
+
+/// The size of a field list as the server's limit counts it: name + value
+/// + 32 per field ([`Encoded::list_size`]).
+fn field_size(name: &[u8], value: &[u8]) -> usize {
+    name.len() + value.len() + 32
+}
 
 /// Why an HTTP/1.1 request cannot be sent over HTTP/2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +59,8 @@ impl core::fmt::Display for RequestError {
 /// (`http` for h2c, `https` for h2): its header block (`:method`,
 /// `:scheme`, `:authority` from `Host`, `:path`, then the other headers,
 /// the ones HTTP/2 forbids dropped; Huffman-coded) into `out`. Returns the
-/// block's length and where the body starts in `message`.
+/// block's length, where the body starts in `message` and the field
+/// list's size ([`Encoded`]).
 ///
 /// # Errors
 /// A [`RequestError`].
@@ -47,20 +70,18 @@ impl core::fmt::Display for RequestError {
 /// use metronome_core::h2::request::from_http1;
 /// let msg = b"POST /v1/x HTTP/1.1\r\nHost: a:1\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nhi";
 /// let mut out = [0u8; 256];
-/// let (n, body) = from_http1(msg, b"http", &mut out).unwrap();
-/// assert_eq!(&msg[body..], b"hi");
+/// let e = from_http1(msg, b"http", &mut out).unwrap();
+/// assert_eq!(&msg[e.body_at..], b"hi");
 /// let mut fields = Vec::new();
-/// Decoder::<4096>::new().decode(&out[..n], |k, v| fields.push((k.to_vec(), v.to_vec()))).unwrap();
+/// Decoder::<4096>::new().decode(&out[..e.len], |k, v| fields.push((k.to_vec(), v.to_vec()))).unwrap();
 /// assert_eq!(fields[0], (b":method".to_vec(), b"POST".to_vec()));
 /// assert_eq!(fields[2], (b":authority".to_vec(), b"a:1".to_vec()));
 /// assert_eq!(fields[3], (b":path".to_vec(), b"/v1/x".to_vec()));
 /// assert_eq!(fields.len(), 5); // content-length kept, connection dropped
+/// // (7+4) + (7+4) + (10+3) + (5+5) + (14+1), plus 32 per field.
+/// assert_eq!(e.list_size, 60 + 5 * 32);
 /// ```
-pub fn from_http1(
-    message: &[u8],
-    scheme: &[u8],
-    out: &mut [u8],
-) -> Result<(usize, usize), RequestError> {
+pub fn from_http1(message: &[u8], scheme: &[u8], out: &mut [u8]) -> Result<Encoded, RequestError> {
     from_http1_with(message, scheme, out, encode_request)
 }
 
@@ -79,7 +100,7 @@ pub fn from_http1_with(
     scheme: &[u8],
     out: &mut [u8],
     encode: EncodeRequest,
-) -> Result<(usize, usize), RequestError> {
+) -> Result<Encoded, RequestError> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(message) {
@@ -119,5 +140,25 @@ pub fn from_http1_with(
     }
     let n = encode(method, scheme, authority, path, &fields[..count], true, out)
         .ok_or(RequestError::TooLarge)?;
-    Ok((n, head))
+    // The fields sent: both encoders drop the connection-specific ones.
+    let sent = fields[..count].iter().filter(|(name, _)| {
+        !CONNECTION_SPECIFIC
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(name))
+    });
+    let list_size = [
+        (&b":method"[..], method),
+        (b":scheme", scheme),
+        (b":authority", authority),
+        (b":path", path),
+    ]
+    .iter()
+    .chain(sent)
+    .map(|(name, value)| field_size(name, value))
+    .sum();
+    Ok(Encoded {
+        len: n,
+        body_at: head,
+        list_size,
+    })
 }

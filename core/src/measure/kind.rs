@@ -120,19 +120,32 @@ pub enum Unsent {
     Connect,
     /// It waited for a free connection until the run's hard end.
     Timeout,
+    /// Its field section is larger than the server allows (HTTP/3
+    /// `SETTINGS_MAX_FIELD_SECTION_SIZE`, HTTP/2
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE`; name + value + 32 bytes per field):
+    /// no connection to that server would take it.
+    TooLarge,
 }
 
 impl Unsent {
     /// Number of reasons.
-    pub const COUNT: usize = 2;
+    pub const COUNT: usize = 3;
     /// Every reason, in index order.
-    pub const ALL: [Unsent; Unsent::COUNT] = [Unsent::Connect, Unsent::Timeout];
+    pub const ALL: [Unsent; Unsent::COUNT] = [Unsent::Connect, Unsent::Timeout, Unsent::TooLarge];
 
-    /// The reason's key in reports: `connect`, `timeout`.
+    /// The reason's key in reports: `connect`, `timeout`, `too_large`.
+    ///
+    /// ```
+    /// use metronome_core::measure::Unsent;
+    /// let names: Vec<_> = Unsent::ALL.iter().map(|u| u.name()).collect();
+    /// assert_eq!(names, ["connect", "timeout", "too_large"]);
+    /// assert_eq!(Unsent::TooLarge.index(), 2);
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Unsent::Connect => "connect",
             Unsent::Timeout => "timeout",
+            Unsent::TooLarge => "too_large",
         }
     }
 

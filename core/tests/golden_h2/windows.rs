@@ -1,4 +1,5 @@
-//! Limits the server sets: MAX_CONCURRENT_STREAMS honoured, the server's
+//! Limits the server sets: MAX_CONCURRENT_STREAMS honoured,
+//! MAX_HEADER_LIST_SIZE kept (a larger request is not sent), the server's
 //! windows blocking sends (and reported), the receive windows returned
 //! before they stall.
 
@@ -71,6 +72,87 @@ fn max_concurrent_streams_is_honoured() {
         conn.start_request(b"\x82", true, &mut [0u8; 4]),
         Err(SendError::StreamLimit)
     );
+}
+
+/// The server's MAX_HEADER_LIST_SIZE: a plan's request whose field list
+/// (name + value + 32 per field) is larger is refused with the limit and
+/// nothing is written; one at the limit goes, as HEADERS byte for byte.
+#[test]
+fn max_header_list_size_is_kept() {
+    use metronome_core::h2::request::from_http1;
+    use metronome_core::plan::H2Request;
+    let mut conn = Connection::<8>::new(Config::DEFAULT);
+    let mut out = [0u8; 512];
+    flush(&mut conn, &mut out, &mut Vec::new());
+    let pad = "p".repeat(40);
+    let long = format!("GET / HTTP/1.1\r\nHost: a\r\nx-pad: {pad}\r\n\r\n");
+    let short = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let mut blocks = [[0u8; 128]; 2];
+    let [b0, b1] = &mut blocks;
+    let l = from_http1(long.as_bytes(), b"http", b0).unwrap();
+    let s = from_http1(short.as_bytes(), b"http", b1).unwrap();
+    // :method GET 10+32, :scheme http 11+32, :authority a 11+32, :path / 6+32.
+    assert_eq!(s.list_size, 38 + 4 * 32);
+    assert_eq!(l.list_size, s.list_size + 5 + 40 + 32);
+    let long = H2Request {
+        block: &b0[..l.len],
+        body: b"",
+        list_size: l.list_size,
+    };
+    let short = H2Request {
+        block: &b1[..s.len],
+        body: b"",
+        list_size: s.list_size,
+    };
+    // Before the server says: unlimited.
+    assert_eq!(conn.server_max_header_list(), None);
+    let limit = u32::try_from(s.list_size + 1).unwrap();
+    let mut w = Vec::new();
+    put(
+        &mut w,
+        Frame::Settings {
+            ack: false,
+            params: SettingsParams::new(&settings(&[(setting::MAX_HEADER_LIST_SIZE, limit)]))
+                .unwrap(),
+        },
+    );
+    // The SETTINGS frame as the server sends it.
+    assert_eq!(
+        w,
+        [&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0][..], &[167]].concat()
+    );
+    drive(&mut conn, &w, &[]);
+    assert_eq!(conn.server_max_header_list(), Some(limit));
+    assert_eq!(
+        conn.start_planned(&long, &mut out),
+        Err(SendError::TooLarge { limit })
+    );
+    assert_eq!(conn.open_streams(), 0);
+    assert_eq!(
+        SendError::TooLarge { limit }.to_string(),
+        "the request's header list is larger than the server's SETTINGS_MAX_HEADER_LIST_SIZE \
+         (167 bytes)"
+    );
+    let (id, n) = conn.start_planned(&short, &mut out).unwrap();
+    let mut headers = vec![0, 0, s.len as u8, 1, 5, 0, 0, 0, 1];
+    headers.extend_from_slice(short.block);
+    assert_eq!((id, &out[..n]), (1, &headers[..]));
+    // A lower limit later: the short one is refused too.
+    let mut w = Vec::new();
+    put(
+        &mut w,
+        Frame::Settings {
+            ack: false,
+            params: SettingsParams::new(&settings(&[(setting::MAX_HEADER_LIST_SIZE, 100)]))
+                .unwrap(),
+        },
+    );
+    drive(&mut conn, &w, &[]);
+    assert_eq!(
+        conn.start_planned(&short, &mut out),
+        Err(SendError::TooLarge { limit: 100 })
+    );
+    assert_eq!(conn.open_streams(), 1);
 }
 
 #[test]

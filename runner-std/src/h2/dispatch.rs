@@ -215,11 +215,24 @@ fn start_stream(
     let started = match (slot, l.free() > 0) {
         (Some(slot), true) => {
             let Link { h2, out, .. } = &mut *l;
-            h2.start_request(request.block, request.body.is_empty(), out)
-                .map(|r| (slot, r))
+            h2.start_planned(&request, out).map(|r| (slot, r))
         }
         _ => Err(SendError::StreamLimit),
     };
+    if let Err(e @ SendError::TooLarge { .. }) = started {
+        // No connection to this server takes it: never sent.
+        drop(l);
+        let _ = tx.send(Fact::Note(format!("HTTP/2: {e}: not sent")));
+        let _ = tx.send(Fact::NotSent {
+            intended_ns: job.intended_ns,
+            request: job.request,
+            at_ns: now,
+            reason: Unsent::TooLarge,
+            retried: job.retried,
+        });
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return None;
+    }
     let Ok((slot, (stream, written))) = started else {
         // The connection cannot take it after all: back to the front.
         drop(l);

@@ -231,7 +231,7 @@ fn start_stream(
                 intended_ns: job.intended_ns,
                 request: job.request,
                 at_ns: sent_ns,
-                reason: Unsent::Connect,
+                reason: Unsent::TooLarge,
                 retried: job.retried,
             });
             shared.in_flight.fetch_sub(1, Ordering::Relaxed);

@@ -18,7 +18,7 @@
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, Step};
+use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, SendError, Step};
 use metronome_core::measure::Unsent;
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
 
@@ -95,6 +95,9 @@ pub(super) struct H2State {
     cap: usize,
     /// Output room a new stream needs: the largest request's HEADERS.
     room: usize,
+    /// A request was larger than a server's `SETTINGS_MAX_HEADER_LIST_SIZE`:
+    /// core's error, for the run's warning (written after the clock).
+    too_large: Option<SendError>,
 }
 
 impl H2State {
@@ -123,12 +126,18 @@ impl H2State {
                 n => (n as usize).min(SLOTS),
             },
             room: room.min(OUT_BYTES),
+            too_large: None,
         })
     }
 
     /// Inter-token gaps dropped over the run.
     pub(super) fn dropped_gaps(&self) -> u64 {
         self.links.iter().map(|l| l.flights.dropped_gaps()).sum()
+    }
+
+    /// The run's warning when a request was too large for the server.
+    pub(super) fn warning(&self) -> Option<String> {
+        self.too_large.map(|e| format!("HTTP/2: {e}: not sent"))
     }
 }
 
@@ -193,16 +202,19 @@ impl Worker<'_> {
         let started = match l.flights.free_slot() {
             Some(fi) => l
                 .conn
-                .start_request(
-                    request.block,
-                    request.body.is_empty(),
-                    &mut l.out[l.out_len..],
-                )
-                .map(|r| (fi, r))
-                .ok(),
-            None => None,
+                .start_planned(&request, &mut l.out[l.out_len..])
+                .map(|r| (fi, r)),
+            None => Err(SendError::StreamLimit),
         };
-        let Some((fi, (stream, written))) = started else {
+        if let Err(e @ SendError::TooLarge { .. }) = started {
+            // No connection to this server takes it: never sent.
+            h2.too_large = Some(e);
+            self.in_flight -= 1;
+            self.never_sent(job, now, Unsent::TooLarge);
+            self.relist(slot);
+            return Ok(());
+        }
+        let Ok((fi, (stream, written))) = started else {
             // The connection cannot take it after all: back to the front.
             self.waiting.push_front(job);
             self.relist(slot);

@@ -186,7 +186,7 @@ impl Worker<'_> {
                 // Larger than the server takes, on any connection to it.
                 self.note(metronome_quic::too_large(limit));
                 self.in_flight -= 1;
-                self.never_sent(job, now, Unsent::Connect);
+                self.never_sent(job, now, Unsent::TooLarge);
                 self.relist(slot);
                 return Ok(());
             }

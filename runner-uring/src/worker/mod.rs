@@ -356,6 +356,11 @@ impl<'p> Worker<'p> {
         self.out.dropped_gaps = self.conns.iter().map(|c| c.exchange.dropped_gaps()).sum();
         self.out.dropped_gaps += self.h2.as_ref().map_or(0, H2State::dropped_gaps);
         self.out.dropped_gaps += self.h3.as_ref().map_or(0, H3State::dropped_gaps);
+        if let Some(w) = self.h2.as_ref().and_then(H2State::warning) {
+            if !self.out.warnings.contains(&w) {
+                self.out.warnings.push(w);
+            }
+        }
         self.out.pool = PoolOutcome::of(&self.pool, self.pool_closed);
         Ok(ThreadOut {
             out: self.out,

@@ -9,7 +9,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 
-use metronome_core::h3::frame::{encode_control_stream_start, setting};
+use metronome_core::h3::frame::{encode_control_stream_start, encode_goaway, setting};
 use metronome_core::h3::qpack::{Decoder, DecoderStream, EncoderStream};
 use metronome_core::h3::varint;
 use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, PeerStreams, Role, StreamType};
@@ -54,9 +54,10 @@ impl From<H3Error> for ConnError {
 /// One connection's HTTP/3 state.
 pub(super) struct H3Conn {
     pub(super) conn: Connection,
-    /// Our control stream's opening (type, SETTINGS), until all written.
-    control: Option<(StreamId, Vec<u8>)>,
-    control_opened: bool,
+    /// Our control stream, once QUIC let it open.
+    control: Option<StreamId>,
+    /// What is still to write on it: its opening (type, SETTINGS), a GOAWAY.
+    control_owed: Vec<u8>,
     peer: PeerStreams,
     uni: HashMap<StreamId, Uni>,
     pub(super) requests: HashMap<StreamId, Request>,
@@ -66,6 +67,9 @@ pub(super) struct H3Conn {
     pub(super) peer_max_section: Option<u64>,
     /// Chat bodies kept, in bytes, over all streams.
     pub(super) stored: usize,
+    /// The first request stream ID not accepted yet: the last accepted
+    /// one + 4 (0 before any), what a GOAWAY says.
+    unaccepted: u64,
     closed: bool,
 }
 
@@ -75,15 +79,34 @@ impl H3Conn {
         Self {
             conn,
             control: None,
-            control_opened: false,
+            control_owed: Vec::new(),
             peer: PeerStreams::new(),
             uni: HashMap::new(),
             requests: HashMap::new(),
             decoder: Box::default(),
             peer_max_section: None,
             stored: 0,
+            unaccepted: 0,
             closed: false,
         }
+    }
+
+    /// The server is stopping: a GOAWAY on our control stream (RFC 9114
+    /// section 5.2) with the first request stream ID it did not accept
+    /// (the last accepted + 4; 0 before any), so the client knows which
+    /// requests were processed. Written after the control stream's
+    /// opening; the caller sends it before the CONNECTION_CLOSE
+    /// ([`close_quietly`](Self::close_quietly)). Nothing when the control
+    /// stream could not open or the connection is closed.
+    pub(super) fn go_away(&mut self) {
+        self.open_control();
+        if self.closed || self.control.is_none() {
+            return;
+        }
+        let mut frame = [0u8; 16];
+        let n = encode_goaway(self.unaccepted, &mut frame).unwrap_or(0);
+        self.control_owed.extend_from_slice(&frame[..n]);
+        self.open_control();
     }
 
     /// Closes the connection with H3_NO_ERROR (the server is stopping).
@@ -152,6 +175,8 @@ impl H3Conn {
                     let mut result = Ok(());
                     while let Some(id) = self.conn.streams().accept(dir) {
                         if dir == Dir::Bi {
+                            self.unaccepted =
+                                self.unaccepted.max(VarInt::from(id).into_inner() + 4);
                             self.requests.insert(id, Request::new());
                         } else {
                             self.uni.insert(id, Uni::Type(varint::Reader::new()));
@@ -186,21 +211,22 @@ impl H3Conn {
         if self.closed {
             return;
         }
-        if !self.control_opened {
-            let Some(id) = self.conn.streams().open(Dir::Uni) else {
-                return;
-            };
-            self.control_opened = true;
-            let mut start = [0u8; 32];
-            let n = encode_control_stream_start(SECTION as u64, &mut start).unwrap_or(0);
-            self.control = Some((id, start[..n].to_vec()));
-        }
-        if let Some((id, bytes)) = &mut self.control {
-            if let Ok(n) = self.conn.send_stream(*id).write(bytes) {
-                bytes.drain(..n);
+        let id = match self.control {
+            Some(id) => id,
+            None => {
+                let Some(id) = self.conn.streams().open(Dir::Uni) else {
+                    return;
+                };
+                self.control = Some(id);
+                let mut start = [0u8; 32];
+                let n = encode_control_stream_start(SECTION as u64, &mut start).unwrap_or(0);
+                self.control_owed.extend_from_slice(&start[..n]);
+                id
             }
-            if bytes.is_empty() {
-                self.control = None;
+        };
+        if !self.control_owed.is_empty() {
+            if let Ok(n) = self.conn.send_stream(id).write(&self.control_owed) {
+                self.control_owed.drain(..n);
             }
         }
     }

@@ -34,7 +34,8 @@
 //! SSE stream (`--cut-every`): reset H3_INTERNAL_ERROR. A frame or
 //! stream that breaks a connection rule closes the connection with its
 //! code (H3_FRAME_UNEXPECTED, H3_MISSING_SETTINGS, ...). On stop every
-//! connection is closed with H3_NO_ERROR.
+//! connection gets a GOAWAY on the control stream (the first request
+//! stream ID not accepted), then a CONNECTION_CLOSE with H3_NO_ERROR.
 
 mod conn;
 mod request;
@@ -216,11 +217,13 @@ impl Server<'_> {
         }
     }
 
-    /// The server stops: every connection closed with H3_NO_ERROR, the
-    /// CONNECTION_CLOSE sent.
+    /// The server stops: on every connection a GOAWAY, sent first, then
+    /// the CONNECTION_CLOSE with H3_NO_ERROR (RFC 9114 section 5.2).
     fn close_all(&mut self) {
         let now = Instant::now();
         for (&handle, c) in &mut self.conns {
+            c.go_away();
+            flush(&self.sock, &mut self.endpoint, &mut self.tx, handle, c, now);
             c.close_quietly(now);
             flush(&self.sock, &mut self.endpoint, &mut self.tx, handle, c, now);
         }
