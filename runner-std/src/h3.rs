@@ -115,6 +115,22 @@ impl Link {
     }
 }
 
+/// A connection dropped: what it counted that outlives it (SSE gaps
+/// dropped, its 0-RTT, a 0-RTT accepted counted as a resumption) goes to
+/// the run.
+fn retire(h3: &H3Client<Job>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
+    shared
+        .dropped_gaps
+        .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+    let zero_rtt = h3.zero_rtt();
+    if zero_rtt.attempted > 0 {
+        let mut setup = Box::<metronome_core::engine::Setup>::default();
+        setup.zero_rtt = zero_rtt;
+        setup.resumed = zero_rtt.accepted;
+        let _ = tx.send(Fact::H2Streams(setup));
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

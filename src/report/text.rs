@@ -540,7 +540,8 @@ fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
 }
 
 /// The protocol of a report in one line: the protocol, over TLS its
-/// versions and ALPN, over HTTP/2 the streams per connection; `None` for a
+/// versions and ALPN, over HTTP/2 the streams per connection, over HTTP/3
+/// with `--http3-0rtt` its 0-RTT counts; `None` for a
 /// report of an older version, which does not say. E.g. `h2; TLS TLSv1.3
 /// x2; ALPN h2 x2; at most 7 streams at once on a connection (client cap
 /// 100, server's SETTINGS_MAX_CONCURRENT_STREAMS 100)`.
@@ -575,6 +576,16 @@ pub fn protocol_line(r: &Report) -> Option<String> {
              SETTINGS_MAX_CONCURRENT_STREAMS {server})",
             counted(h.peak_streams.into(), "stream"),
             h.client_max_streams
+        );
+    }
+    if let Some(z) = c.h3_0rtt.filter(|z| z.enabled) {
+        line += &format!(
+            "; 0-RTT on {} ({} accepted, {} rejected), {} in 0-RTT ({} sent again)",
+            counted(z.attempted, "connection"),
+            count(z.accepted),
+            count(z.rejected),
+            counted(z.requests, "request"),
+            count(z.resent)
         );
     }
     Some(line)

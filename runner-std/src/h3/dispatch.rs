@@ -151,9 +151,7 @@ pub(crate) fn worker(
     for link in links {
         let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(h3) = l.h3 {
-            shared
-                .dropped_gaps
-                .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+            retire(&h3, shared, &tx);
         }
     }
     lock(all_stats).push(stats);

@@ -20,7 +20,11 @@ impl Opening {
 
 /// Opens an HTTP/3 connection to the plan's target: the QUIC handshake
 /// (TLS 1.3, ALPN `h3`) within `timeout`, then the client's control stream
-/// with its SETTINGS.
+/// with its SETTINGS. A connection that holds 0-RTT keys
+/// (`--http3-0rtt` and a ticket from an earlier connection) is handed
+/// over at once, its first flight sent: its requests go in 0-RTT while
+/// the reader completes the handshake (no handshake time is recorded for
+/// it, it completes under load).
 ///
 /// # Errors
 /// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
@@ -59,6 +63,18 @@ pub(crate) fn open(plan: &Plan<'_>, timeout: Duration, tls: &Tls) -> io::Result<
             }
         }
         match h3.state() {
+            State::Handshaking if h3.free() > 0 => {
+                return Ok(Opening {
+                    h3,
+                    sock,
+                    opened: Opened {
+                        connect_ns: started.elapsed().as_nanos() as u64,
+                        handshake_ns: None,
+                        resumed: false,
+                        agreed: Some((true, Some(b"h3"))),
+                    },
+                });
+            }
             State::Handshaking => {}
             State::Closed => {
                 return Err(h3

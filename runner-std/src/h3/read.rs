@@ -97,9 +97,7 @@ pub(super) fn read_loop(
         if closed {
             l.dead = true;
             if let Some(h3) = l.h3.take() {
-                shared
-                    .dropped_gaps
-                    .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+                retire(&h3, shared, &tx);
             }
             l.sock = None;
         }
