@@ -21,9 +21,9 @@ certificate CERT and key KEY, ALPN h3. MODE:
   violate answer N requests per connection; when request N+1 arrives,
           send a second SETTINGS on the control stream (H3_FRAME_UNEXPECTED:
           the client closes the connection with that code);
-  recycle answer N requests per connection, then send GOAWAY with the
-          next request stream's ID (every connection: the client opens
-          a new one; a request it sent meanwhile is retried there);
+  recycle answer every request; after N on a connection, send GOAWAY
+          with an ID 100 streams above the N-th (every connection: the
+          client opens a new one, the old one drains, nothing refused);
   silent  never answer (the client's timeouts);
   sse     an OpenAI-style chat completion stream: the head at once, then 5
           content chunks, the first 60 ms after the request, the next 20 ms
@@ -132,8 +132,10 @@ class Server(QuicConnectionProtocol):
         elif mode == "recycle":
             self.answer(sid)
             if self._count == Server.limit:
-                self._goaway = sid + 4
-                frame = encode_frame(FrameType.GOAWAY, encode_uint_var(sid + 4))
+                # Room for the 100 streams a client may have open: every
+                # request already sent is answered, none refused.
+                self._goaway = sid + 4 * 100
+                frame = encode_frame(FrameType.GOAWAY, encode_uint_var(self._goaway))
                 self._quic.send_stream_data(control, frame)
         elif mode in ("ok", "settings", "goaway", "violate") or (
             mode == "close" and self._count <= Server.limit
