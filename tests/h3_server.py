@@ -31,8 +31,8 @@ certificate CERT and key KEY, ALPN h3. MODE:
 TICKETS: `none` (the default: no session ticket issued), `keep` (tickets
 issued and kept: a later connection resumes and its 0-RTT is accepted),
 `forget` (tickets issued, never found again: a full handshake, 0-RTT
-rejected, as a server that restarted). A connection whose 0-RTT was
-accepted prints "early" after its "open".
+rejected, as a server that restarted). A connection that resumed a
+session prints "resumed", one whose 0-RTT was accepted "early".
 Exits when stdin closes or after SECONDS (default 120). Each connection's
 end is a line on stdout after the port: "closed 0xCODE" with the error code
 of the CONNECTION_CLOSE the server received or sent; each connection's
@@ -92,6 +92,8 @@ class Server(QuicConnectionProtocol):
         if isinstance(event, ConnectionTerminated):
             print("closed %#x" % event.error_code, flush=True)
         if isinstance(event, HandshakeCompleted):
+            if event.session_resumed:
+                print("resumed", flush=True)
             if event.early_data_accepted:
                 print("early", flush=True)
         if isinstance(event, ProtocolNegotiated):
