@@ -605,6 +605,44 @@ mod tests {
         assert_eq!(plan_difference(&a, &b, 2, 2).map(|d| d.0), Some("seed"));
     }
 
+    /// HTTP/3 0-RTT counts add up across shards (`enabled` when any
+    /// shard had the flag); shards without them give none.
+    #[test]
+    fn zero_rtt_counts_are_summed() {
+        use crate::report::ZeroRttReport;
+        let mut a = example();
+        let mut b = a.clone();
+        assert_eq!(merge_reports(&[&a, &b]).unwrap().connections.h3_0rtt, None);
+        a.connections.h3_0rtt = Some(ZeroRttReport {
+            enabled: true,
+            attempted: 5,
+            accepted: 4,
+            rejected: 1,
+            requests: 9,
+            resent: 2,
+        });
+        b.connections.h3_0rtt = Some(ZeroRttReport {
+            enabled: false,
+            attempted: 3,
+            accepted: 3,
+            rejected: 0,
+            requests: 1,
+            resent: 0,
+        });
+        let m = merge_reports(&[&a, &b]).unwrap();
+        assert_eq!(
+            m.connections.h3_0rtt,
+            Some(ZeroRttReport {
+                enabled: true,
+                attempted: 8,
+                accepted: 7,
+                rejected: 1,
+                requests: 10,
+                resent: 2,
+            })
+        );
+    }
+
     #[test]
     fn a_merge_of_one_report_keeps_its_derived_numbers() {
         let r = example();
