@@ -519,7 +519,10 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         client_max_streams: h2s.iter().map(|h| h.client_max_streams).max().unwrap_or(0),
         server_max_streams: h2s.iter().filter_map(|h| h.server_max_streams).min(),
     });
-    let zero: Vec<_> = reports.iter().filter_map(|r| r.connections.h3_0rtt).collect();
+    let zero: Vec<_> = reports
+        .iter()
+        .filter_map(|r| r.connections.h3_0rtt)
+        .collect();
     c.h3_0rtt = (!zero.is_empty()).then(|| crate::report::ZeroRttReport::merge(&zero));
     let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
     if let Some(w) = &mut m.workload {

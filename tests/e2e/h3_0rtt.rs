@@ -60,7 +60,9 @@ fn run_recycled(srv: &PyQuicServer, cert: &Cert, extra: &[&str]) -> Report {
 
 /// The report's 0-RTT counts (present on every h3 run).
 fn zero_rtt(r: &Report) -> ZeroRttReport {
-    r.connections.h3_0rtt.expect("connections.h3_0rtt on an h3 run")
+    r.connections
+        .h3_0rtt
+        .expect("connections.h3_0rtt on an h3 run")
 }
 
 /// Tickets kept: every connection after the first resumes and its 0-RTT
@@ -175,4 +177,14 @@ fn h3_0rtt_accepted_by_serve() {
     assert_eq!(z.accepted, z.attempted, "{z:?}");
     assert_eq!(z.rejected + z.resent, 0, "{z:?}");
     assert_eq!(srv.stop(), 60);
+}
+
+/// `--http3-0rtt` alone is a usage error naming `--http3` (exit 2, the
+/// target never contacted).
+#[test]
+fn h3_0rtt_needs_http3() {
+    let out = crate::common::metronome(&["run", "https://127.0.0.1:9/", "--http3-0rtt"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--http3-0rtt needs --http3"), "{stderr}");
 }

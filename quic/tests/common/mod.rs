@@ -123,10 +123,7 @@ fn server_config(
 /// it holds a ticket) and two servers of one certificate, each with its
 /// own session cache, 0-RTT accepted when `early`: the second knows none
 /// of the first's tickets (a server restarted).
-pub fn configs_with(
-    max_bidi: u32,
-    early: bool,
-) -> (Config, Arc<ServerConfig>, Arc<ServerConfig>) {
+pub fn configs_with(max_bidi: u32, early: bool) -> (Config, Arc<ServerConfig>, Arc<ServerConfig>) {
     let (cert, key) = certificate();
     let first = server_config(&cert, &key, max_bidi, early);
     let second = server_config(&cert, &key, max_bidi, early);
