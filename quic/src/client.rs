@@ -568,7 +568,11 @@ impl<J: FlightJob> H3Client<J> {
     /// as the connection did.
     fn on_lost(&mut self, reason: ConnectionError) {
         if !self.connected {
-            if !self.flights.is_empty() && self.lost.is_none() && !self.closed {
+            if self.closed {
+                // Closed by the engine in its handshake: no refusal.
+                return;
+            }
+            if !self.flights.is_empty() && self.lost.is_none() {
                 let kind = if matches!(reason, ConnectionError::TimedOut) {
                     ErrorKind::Timeout
                 } else {

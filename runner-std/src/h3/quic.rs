@@ -9,6 +9,9 @@ pub(crate) struct Opening {
     pub(super) h3: H3Client<Job>,
     pub(super) sock: UdpSocket,
     pub(super) opened: Opened,
+    /// Handed over in its handshake (0-RTT): when the handshake started,
+    /// its time recorded once it completes.
+    pub(super) shaking: Option<Instant>,
 }
 
 impl Opening {
@@ -24,7 +27,7 @@ impl Opening {
 /// (`--http3-0rtt` and a ticket from an earlier connection) is handed
 /// over at once, its first flight sent: its requests go in 0-RTT while
 /// the reader completes the handshake (no handshake time is recorded for
-/// it, it completes under load).
+/// it here: the reader records it once the handshake completes).
 ///
 /// # Errors
 /// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
@@ -73,6 +76,7 @@ pub(crate) fn open(plan: &Plan<'_>, timeout: Duration, tls: &Tls) -> io::Result<
                         resumed: false,
                         agreed: Some((true, Some(b"h3"))),
                     },
+                    shaking: Some(started),
                 });
             }
             State::Handshaking => {}
@@ -92,6 +96,7 @@ pub(crate) fn open(plan: &Plan<'_>, timeout: Duration, tls: &Tls) -> io::Result<
                         resumed: false,
                         agreed: Some((true, Some(b"h3"))),
                     },
+                    shaking: None,
                 });
             }
         }
