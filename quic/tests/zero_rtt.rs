@@ -4,7 +4,8 @@
 //! server without the ticket, as one restarted), quinn forgets their
 //! streams and numbers streams from 0 again, and the client writes each
 //! one again: every request reaches the server once and is answered once.
-//! Without early data in the client's configuration, nothing is early.
+//! A handshake lost after early requests ends them (none lost). Without
+//! early data in the client's configuration, nothing is early.
 
 mod common;
 
@@ -102,4 +103,50 @@ fn without_early_data_nothing_starts_before_the_handshake() {
     p.pump();
     assert_eq!(p.client.state(), State::Live);
     assert_eq!(p.client.zero_rtt(), ZeroRtt::default());
+}
+
+/// A handshake that never completes (the server silent) after requests
+/// left in 0-RTT: the connection closes at its idle timeout, the requests
+/// end as timeouts (none lost), and it is neither accepted nor rejected.
+#[test]
+fn early_requests_of_a_lost_handshake_end_as_timeouts() {
+    let (cfg, sc, _) = configs_with(10, true);
+    first(&cfg, &sc);
+    let mut p = Pair::unopened(&cfg, sc, 16_384);
+    let mut block = [0u8; 64];
+    let n = encode_request(b"GET", b"https", b"localhost", b"/", &[], false, &mut block).unwrap();
+    for id in 1..=2 {
+        let req = Request {
+            block: &block[..n],
+            body: &[],
+        };
+        p.client.start(Job { id, retried: false }, req, 0).unwrap();
+    }
+    // Nothing reaches the server; time passes until QUIC gives up.
+    let mut now = p.now;
+    let mut lost = Vec::new();
+    for _ in 0..1000 {
+        while p.client.poll_transmit(now, 1, &mut lost).is_some() {}
+        if p.client.state() == State::Closed {
+            break;
+        }
+        now = p.client.poll_timeout().unwrap_or(now).max(now);
+        p.client.handle_timeout(now, 0);
+    }
+    assert_eq!(p.client.state(), State::Closed);
+    let lost = p.client.lost().expect("the loss is said");
+    assert_eq!(lost.kind, ErrorKind::Timeout);
+    assert!(p.client.handshake_error().is_some());
+    let t = Ends::Failed(Finish::Error(ErrorKind::Timeout));
+    assert_eq!(p.ends(), vec![(1, t), (2, t)]);
+    assert_eq!(
+        p.client.zero_rtt(),
+        ZeroRtt {
+            attempted: 1,
+            accepted: 0,
+            rejected: 0,
+            requests: 2,
+            resent: 0,
+        }
+    );
 }

@@ -91,6 +91,9 @@ fn h3_0rtt_accepted_by_aioquic() {
     assert!(z.requests > 0, "{z:?}");
     assert_eq!(z.resent, 0);
     assert_eq!(r.connections.tls_resumed, z.accepted);
+    // Every handshake timed, those completed under 0-RTT load included.
+    let shaken = r.connections.tls_handshake.as_ref().map(|m| m.count);
+    assert_eq!(shaken, Some(opened));
 }
 
 /// Tickets forgotten (as a server restarted with a new key): every
