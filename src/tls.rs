@@ -97,6 +97,15 @@ impl ClientTls {
         self.config = Arc::new(config);
     }
 
+    /// `--http3-0rtt`: a connection that holds a session ticket allowing
+    /// early data sends its first requests in 0-RTT (rustls' default is
+    /// off: resumption without early data).
+    pub fn enable_early_data(&mut self) {
+        let mut config = (*self.config).clone();
+        config.enable_early_data = true;
+        self.config = Arc::new(config);
+    }
+
     /// The client side for `host`: the system trust store plus `--cacert`,
     /// or no verification with `--insecure`; the client certificate of
     /// `--cert/--key`; key logging when `SSLKEYLOGFILE` is set.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal HTTP/3 server for tests/e2e/h3.rs, on aioquic (1.7.2).
 
-usage: h3_server.py CERT KEY MODE [N] [SECONDS]
+usage: h3_server.py CERT KEY MODE [N] [SECONDS] [TICKETS]
 
 Listens on UDP 127.0.0.1 (a free port, printed on stdout) with the PEM
 certificate CERT and key KEY, ALPN h3. MODE:
@@ -21,10 +21,20 @@ certificate CERT and key KEY, ALPN h3. MODE:
   violate answer N requests per connection; when request N+1 arrives,
           send a second SETTINGS on the control stream (H3_FRAME_UNEXPECTED:
           the client closes the connection with that code);
+  recycle answer every request; after N on a connection, send GOAWAY
+          with an ID 100 streams above the N-th (every connection: the
+          client opens a new one, the old one drains, nothing refused);
   silent  never answer (the client's timeouts);
   sse     an OpenAI-style chat completion stream: the head at once, then 5
           content chunks, the first 60 ms after the request, the next 20 ms
           apart, then [DONE].
+TICKETS: `none` (the default: no session ticket issued), `keep` (tickets
+issued and kept: a later connection resumes and its 0-RTT is accepted),
+`forget` (tickets issued, never found again: a full handshake, 0-RTT
+rejected, as a server that restarted); looking a ticket up takes 20 ms,
+so the requests due during a resumed handshake go in 0-RTT. A connection
+that resumed a session prints "resumed", one whose 0-RTT was accepted
+"early".
 Exits when stdin closes or after SECONDS (default 120). Each connection's
 end is a line on stdout after the port: "closed 0xCODE" with the error code
 of the CONNECTION_CLOSE the server received or sent; each connection's
@@ -33,6 +43,7 @@ start is a line "open".
 
 import asyncio
 import sys
+import time
 
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.buffer import encode_uint_var
@@ -47,7 +58,11 @@ from aioquic.h3.connection import (
 )
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated
+from aioquic.quic.events import (
+    ConnectionTerminated,
+    HandshakeCompleted,
+    ProtocolNegotiated,
+)
 
 BODY = b"hello over h3\n"
 
@@ -79,6 +94,11 @@ class Server(QuicConnectionProtocol):
     def quic_event_received(self, event):
         if isinstance(event, ConnectionTerminated):
             print("closed %#x" % event.error_code, flush=True)
+        if isinstance(event, HandshakeCompleted):
+            if event.session_resumed:
+                print("resumed", flush=True)
+            if event.early_data_accepted:
+                print("early", flush=True)
         if isinstance(event, ProtocolNegotiated):
             print("open", flush=True)
             if Server.mode == "settings":
@@ -114,6 +134,14 @@ class Server(QuicConnectionProtocol):
         elif mode == "goaway-slow":
             # Answered late: the GOAWAY's connection drains for up to 1 s.
             asyncio.get_running_loop().call_later(1.0, self.answer, sid)
+        elif mode == "recycle":
+            self.answer(sid)
+            if self._count == Server.limit:
+                # Room for the 100 streams a client may have open: every
+                # request already sent is answered, none refused.
+                self._goaway = sid + 4 * 100
+                frame = encode_frame(FrameType.GOAWAY, encode_uint_var(self._goaway))
+                self._quic.send_stream_data(control, frame)
         elif mode in ("ok", "settings", "goaway", "violate") or (
             mode == "close" and self._count <= Server.limit
         ):
@@ -165,11 +193,35 @@ async def main():
     cert, key, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     limit = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 120.0
+    tickets = sys.argv[6] if len(sys.argv) > 6 else "none"
     Server.mode = mode
     Server.limit = limit
     config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
     config.load_cert_chain(cert, key)
-    server = await serve("127.0.0.1", 0, configuration=config, create_protocol=Server)
+    store = {}
+    handler = fetcher = None
+
+    def looked_up(label):
+        # 20 ms to find a ticket (the whole server waits): a resumed
+        # handshake lasts long enough for the client's requests due
+        # meanwhile to go in 0-RTT.
+        time.sleep(0.020)
+        return store.pop(label, None)
+
+    if tickets == "keep":
+        handler = lambda t: store.__setitem__(t.ticket, t)
+        fetcher = looked_up
+    elif tickets == "forget":
+        handler = lambda t: None
+        fetcher = lambda label: looked_up(None)
+    server = await serve(
+        "127.0.0.1",
+        0,
+        configuration=config,
+        create_protocol=Server,
+        session_ticket_handler=handler,
+        session_ticket_fetcher=fetcher,
+    )
     port = server._transport.get_extra_info("sockname")[1]
     print(port, flush=True)
     loop = asyncio.get_running_loop()

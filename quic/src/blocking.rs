@@ -14,8 +14,13 @@ use crate::FlightJob;
 
 /// Runs the QUIC handshake (TLS 1.3, ALPN `h3`) of a new connection over
 /// `sock` (connected to `cfg`'s server) within `timeout` (at least 1 ms);
-/// returns the live client and how long its handshake took. The socket's
-/// read timeout is cleared on success.
+/// returns the live client and how long its handshake took. With `early`,
+/// a connection that holds 0-RTT keys (`--http3-0rtt` and a ticket from an
+/// earlier connection: [`H3Client::free`] above 0 while handshaking) is
+/// returned at once, its first flight sent, with no handshake time: its
+/// requests go in 0-RTT while its driver completes the handshake. Without
+/// `early` the time is always there. The socket's read timeout is cleared
+/// on success.
 ///
 /// # Errors
 /// A refused port (ICMP unreachable) as `ConnectionRefused`; a failed or
@@ -25,7 +30,8 @@ pub fn handshake<J: FlightJob>(
     sock: &UdpSocket,
     cfg: &Config,
     timeout: Duration,
-) -> io::Result<(H3Client<J>, Duration)> {
+    early: bool,
+) -> io::Result<(H3Client<J>, Option<Duration>)> {
     let timeout = timeout.max(Duration::from_millis(1));
     let started = Instant::now();
     let deadline = started + timeout;
@@ -51,6 +57,10 @@ pub fn handshake<J: FlightJob>(
             }
         }
         match h3.state() {
+            State::Handshaking if early && h3.free() > 0 => {
+                sock.set_read_timeout(None)?;
+                return Ok((h3, None));
+            }
             State::Handshaking => {}
             State::Closed => {
                 return Err(h3
@@ -59,7 +69,7 @@ pub fn handshake<J: FlightJob>(
             }
             State::Live | State::GoingAway => {
                 sock.set_read_timeout(None)?;
-                return Ok((h3, started.elapsed()));
+                return Ok((h3, Some(started.elapsed())));
             }
         }
         if now >= deadline {

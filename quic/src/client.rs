@@ -8,7 +8,9 @@
 //! engine: the request frames, the responses, the server's control and
 //! QPACK streams ([`Peer`]), GOAWAY (stop opening, retry the refused
 //! requests once elsewhere, close when drained), connection errors closed
-//! with their code, the server's stream limit.
+//! with their code, the server's stream limit, 0-RTT (requests started
+//! before the handshake completes when a session ticket allows it; sent
+//! again in 1-RTT when the server rejects them, [`H3Client::zero_rtt`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -22,6 +24,7 @@ use quinn_proto::{
     Event, ReadError, StreamEvent, StreamId, VarInt,
 };
 
+use metronome_core::engine::ZeroRtt;
 use metronome_core::exchange::Finish;
 use metronome_core::h2::{FlightJob, How};
 use metronome_core::h3::frame::encode_control_stream_start;
@@ -152,6 +155,11 @@ pub struct H3Client<J> {
     rx: BytesMut,
     /// A datagram the endpoint answers with (a stateless reset), to send.
     reply: Vec<u8>,
+    /// The connection holds 0-RTT keys (a session ticket allowing early
+    /// data): requests may start before the handshake completes.
+    early: bool,
+    /// What this connection did with 0-RTT.
+    zero_rtt: ZeroRtt,
 }
 
 impl<J: FlightJob> H3Client<J> {
@@ -161,6 +169,11 @@ impl<J: FlightJob> H3Client<J> {
     /// [`State::Handshaking`] (or [`handshake_error`](Self::handshake_error)
     /// says why not). Once connected, the client's control stream opens
     /// with its SETTINGS (QPACK capacity 0, MAX_FIELD_SECTION_SIZE 16 384).
+    ///
+    /// With 0-RTT keys (the configuration's rustls `enable_early_data` and
+    /// a session ticket from the server that allows early data),
+    /// [`free`](Self::free) allows requests at once, in 0-RTT, within the
+    /// stream limit the ticket remembers; see [`zero_rtt`](Self::zero_rtt).
     ///
     /// # Errors
     /// quinn refuses the connection (a server name it cannot use).
@@ -192,7 +205,30 @@ impl<J: FlightJob> H3Client<J> {
             late: Vec::with_capacity(cfg.cap),
             rx: BytesMut::with_capacity(DATAGRAM),
             reply: Vec::new(),
-        })
+            early: false,
+            zero_rtt: ZeroRtt::default(),
+        }
+        .with_early())
+    }
+
+    /// Notes whether the connection may start in 0-RTT, and then the
+    /// server's stream limit as its ticket remembers it.
+    fn with_early(mut self) -> Self {
+        self.early = self.conn.has_0rtt();
+        if self.early {
+            self.zero_rtt.attempted = 1;
+            self.server_streams = initial_max_streams_bidi(&self.conn);
+        }
+        self
+    }
+
+    /// What this connection did with 0-RTT: attempted (it held a ticket
+    /// allowing early data), accepted or rejected once the handshake
+    /// completed (neither before), the requests it sent in 0-RTT and,
+    /// rejected, those it sent again in 1-RTT. Add it to the run's counts
+    /// when the connection is dropped.
+    pub fn zero_rtt(&self) -> ZeroRtt {
+        self.zero_rtt
     }
 
     /// Where the connection is.
@@ -251,7 +287,12 @@ impl<J: FlightJob> H3Client<J> {
     /// Requests that may be started now: none unless live; else the
     /// stream cap, within the server's limit, less those in flight.
     pub fn free(&self) -> usize {
-        if self.blocked || self.state() != State::Live {
+        let open = match self.state() {
+            State::Live => true,
+            State::Handshaking => self.early,
+            State::GoingAway | State::Closed => false,
+        };
+        if self.blocked || !open {
             return 0;
         }
         let limit = self.server_streams.map_or(self.cap, |s| {
@@ -355,6 +396,9 @@ impl<J: FlightJob> H3Client<J> {
         // connection's end.
         let _ = push(&mut self.conn, id, &mut f);
         self.flights.insert(id, f);
+        if !self.connected {
+            self.zero_rtt.requests += 1;
+        }
         Ok(())
     }
 
@@ -468,7 +512,16 @@ impl<J: FlightJob> H3Client<J> {
     /// the server's stream limit is read from its transport parameters.
     fn on_connected(&mut self, now: Instant) {
         self.connected = true;
+        self.blocked = false;
         self.server_streams = initial_max_streams_bidi(&self.conn);
+        if self.early {
+            if self.conn.accepted_0rtt() {
+                self.zero_rtt.accepted = 1;
+            } else {
+                self.zero_rtt.rejected = 1;
+                self.resend_rejected();
+            }
+        }
         let Some(id) = self.conn.streams().open(Dir::Uni) else {
             self.fail(
                 now,
@@ -482,10 +535,55 @@ impl<J: FlightJob> H3Client<J> {
         let _ = self.conn.send_stream(id).write(&control[..n]);
     }
 
-    /// QUIC lost the connection: in the handshake, its refusal; after, its
-    /// streams end as the connection did.
+    /// The server rejected 0-RTT: quinn forgot every stream opened in it
+    /// (their IDs are used again from 0), so each request still in flight
+    /// is written again, whole, on a new stream (its send time kept: the
+    /// rejection is part of its latency); one the server's limit leaves
+    /// no stream for is retried once elsewhere.
+    fn resend_rejected(&mut self) {
+        let early: Vec<_> = self.flights.drain().map(|(_, f)| f).collect();
+        for mut f in early {
+            f.at = 0;
+            match self.conn.streams().open(Dir::Bi) {
+                Some(id) => {
+                    let _ = push(&mut self.conn, id, &mut f);
+                    self.flights.insert(id, f);
+                    self.zero_rtt.resent += 1;
+                }
+                None => {
+                    self.blocked = true;
+                    let how = if f.job.retried() {
+                        Ended::Failed(Finish::Error(ErrorKind::Reset))
+                    } else {
+                        Ended::Retry
+                    };
+                    self.ended.push_back((f, how));
+                }
+            }
+        }
+    }
+
+    /// QUIC lost the connection: in the handshake, its refusal (and the
+    /// requests started in 0-RTT end as it did); after, its streams end
+    /// as the connection did.
     fn on_lost(&mut self, reason: ConnectionError) {
         if !self.connected {
+            if self.closed {
+                // Closed by the engine in its handshake: no refusal.
+                return;
+            }
+            if !self.flights.is_empty() && self.lost.is_none() {
+                let kind = if matches!(reason, ConnectionError::TimedOut) {
+                    ErrorKind::Timeout
+                } else {
+                    ErrorKind::Reset
+                };
+                self.lost = Some(Lost {
+                    text: format!("HTTP/3: {}", handshake_error(&reason)),
+                    kind,
+                });
+                self.end_all(Finish::Error(kind));
+            }
             self.refused = Some(reason);
             return;
         }

@@ -37,6 +37,12 @@ impl Config {
     /// plan asks). The server may open no bidirectional stream (HTTP/3
     /// gives it none).
     ///
+    /// Session resumption is `tls`'s: its rustls resumption store (shared
+    /// by every clone of the configuration, so by all of the run's
+    /// connections) keeps the server's tickets, and a later connection
+    /// resumes with one. 0-RTT is tried only when `tls` has
+    /// `enable_early_data` (`run --http3-0rtt`); rustls' default is off.
+    ///
     /// # Errors
     /// The TLS configuration cannot carry QUIC (no TLS 1.3 suite): a
     /// [`TlsFailure`] of kind protocol.

@@ -55,7 +55,8 @@ pub(crate) enum Fact {
     HandshakeFailed(HandshakeFailure),
     /// An HTTP/2 worker's streams, once at its end: the most open at once
     /// on its connection and the server's stream limits (set-up figures
-    /// with nothing else counted).
+    /// with nothing else counted); an HTTP/3 connection's 0-RTT counts
+    /// when it is dropped.
     H2Streams(Box<metronome_core::engine::Setup>),
     /// A line for the report's warnings (kept once: an HTTP/3 connection
     /// closed by the server with its code).

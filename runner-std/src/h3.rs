@@ -63,6 +63,9 @@ struct Link {
     /// This connection's free stream slots as counted in the queue's
     /// `idle` ([`Link::sync_idle`]).
     counted: usize,
+    /// Its handshake, under way when it was handed over in 0-RTT, started
+    /// at this instant ([`Opening::shaking`]).
+    shaking: Option<Instant>,
 }
 
 impl Link {
@@ -112,6 +115,30 @@ impl Link {
 
     fn count_written(&mut self, shared: &Shared, now: u64) {
         shared.traffic.sent(now, std::mem::take(&mut self.written));
+    }
+}
+
+/// A connection dropped: what it counted that outlives it (SSE gaps
+/// dropped, its 0-RTT, a 0-RTT accepted counted as a resumption) goes to
+/// the run.
+fn retire(h3: &H3Client<Job>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
+    shared
+        .dropped_gaps
+        .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+    // A handshake that failed after its 0-RTT hand-over (the others
+    // failed in `open`, and were counted there).
+    if let Some(kind) = h3
+        .handshake_error()
+        .and_then(|e| crate::handshake_failure(&e))
+    {
+        let _ = tx.send(Fact::HandshakeFailed(kind));
+    }
+    let zero_rtt = h3.zero_rtt();
+    if zero_rtt.attempted > 0 {
+        let mut setup = Box::<metronome_core::engine::Setup>::default();
+        setup.zero_rtt = zero_rtt;
+        setup.resumed = zero_rtt.accepted;
+        let _ = tx.send(Fact::H2Streams(setup));
     }
 }
 

@@ -284,6 +284,14 @@ pub struct RunArgs {
     #[arg(help_heading = HTTP2, hide_short_help = true, long,
           conflicts_with_all = ["http2", "http2_prior_knowledge", "grpc"])]
     pub http3: bool,
+    /// With --http3: send requests in 0-RTT (TLS early data) on connections opened with a
+    /// session ticket from an earlier one of the run (the first connection never can); a
+    /// server that rejects it gets them again in 1-RTT. Counted in the report
+    /// (connections.h3_0rtt). 0-RTT requests can be replayed by an attacker (RFC 8470):
+    /// use it for idempotent requests only; metronome sends what you ask. Off by default
+    /// (connections still resume their TLS session, without early data).
+    #[arg(help_heading = HTTP2, hide_short_help = true, long = "http3-0rtt")]
+    pub http3_0rtt: bool,
     /// With HTTP/2: the most requests in flight on one connection [default: the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS, at most 100].
     #[arg(help_heading = HTTP2, hide_short_help = true, long, value_name = "N")]

@@ -47,6 +47,8 @@ pub struct RunMeta {
     pub protocol: String,
     /// The command line, secrets masked ([`Report::argv`]).
     pub argv: Option<Vec<String>>,
+    /// `--http3-0rtt` was given.
+    pub zero_rtt: bool,
 }
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
@@ -282,6 +284,8 @@ impl Report {
             },
             server_max_streams: out.setup.h2_server_max_streams.map(|(lo, _)| lo),
         });
+        report.connections.h3_0rtt = (meta.protocol == "h3")
+            .then(|| crate::report::ZeroRttReport::new(meta.zero_rtt, &out.setup.zero_rtt));
         report.connections.warm_up = WarmUpReport::from_warm(&out.warm, plan.warm_up)
             .filter(|_| plan.model == PlanModel::Open);
         if report.model == Model::Open {

@@ -1,7 +1,8 @@
 //! How a run's connections were set up ([`ConnectionsReport`]): connect and
 //! TLS handshake times, handshake failures, the TLS versions and ALPN
-//! agreed, HTTP/2 streams per connection ([`H2Streams`]) and the warm start
-//! before the clock ([`WarmUpReport`]).
+//! agreed, HTTP/2 streams per connection ([`H2Streams`]), HTTP/3's 0-RTT
+//! ([`ZeroRttReport`]) and the warm start before the clock
+//! ([`WarmUpReport`]).
 
 use std::collections::BTreeMap;
 
@@ -28,7 +29,8 @@ pub struct ConnectionsReport {
     pub connect: Option<Metric>,
     /// TLS handshake time (established to handshake done), ms; https only.
     pub tls_handshake: Option<Metric>,
-    /// TLS handshakes that resumed an earlier session.
+    /// TLS handshakes that resumed an earlier session (over HTTP/3: the
+    /// connections whose 0-RTT was accepted; docs/http3.md).
     pub tls_resumed: u64,
     /// TLS handshakes that failed, by kind (every kind listed on https):
     /// certificate, protocol, timeout.
@@ -49,6 +51,57 @@ pub struct ConnectionsReport {
     /// HTTP/2 runs: the streams carried per connection (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Streams>,
+    /// HTTP/3 runs: what the connections did with 0-RTT (`--http3-0rtt`;
+    /// zeros without it). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3_0rtt: Option<ZeroRttReport>,
+}
+
+/// HTTP/3 0-RTT over a run's QUIC connections (exact counts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZeroRttReport {
+    /// `--http3-0rtt` was given.
+    pub enabled: bool,
+    /// Connections opened with a session ticket allowing early data: they
+    /// tried 0-RTT.
+    pub attempted: u64,
+    /// Of them, the server accepted the early data.
+    pub accepted: u64,
+    /// Of them, the server rejected it.
+    pub rejected: u64,
+    /// Requests sent in 0-RTT, on accepted and rejected connections.
+    pub requests: u64,
+    /// Of them, sent again in 1-RTT after a rejection.
+    pub resent: u64,
+}
+
+impl ZeroRttReport {
+    /// The engine's counts; `enabled`: `--http3-0rtt`.
+    pub fn new(enabled: bool, z: &metronome_core::engine::ZeroRtt) -> ZeroRttReport {
+        ZeroRttReport {
+            enabled,
+            attempted: z.attempted,
+            accepted: z.accepted,
+            rejected: z.rejected,
+            requests: z.requests,
+            resent: z.resent,
+        }
+    }
+
+    /// The sum of `parts` (`enabled` when any was).
+    pub fn merge(parts: &[ZeroRttReport]) -> ZeroRttReport {
+        let mut m = ZeroRttReport::default();
+        for p in parts {
+            m.enabled |= p.enabled;
+            m.attempted += p.attempted;
+            m.accepted += p.accepted;
+            m.rejected += p.rejected;
+            m.requests += p.requests;
+            m.resent += p.resent;
+        }
+        m
+    }
 }
 
 /// How many streams HTTP/2 connections carried at once.
@@ -132,6 +185,7 @@ impl ConnectionsReport {
             tls_versions,
             alpn,
             h2: None,
+            h3_0rtt: None,
             tls,
             insecure,
             keylog: false,

@@ -519,6 +519,11 @@ pub fn merge_reports(reports: &[&Report]) -> anyhow::Result<Report> {
         client_max_streams: h2s.iter().map(|h| h.client_max_streams).max().unwrap_or(0),
         server_max_streams: h2s.iter().filter_map(|h| h.server_max_streams).min(),
     });
+    let zero: Vec<_> = reports
+        .iter()
+        .filter_map(|r| r.connections.h3_0rtt)
+        .collect();
+    c.h3_0rtt = (!zero.is_empty()).then(|| crate::report::ZeroRttReport::merge(&zero));
     let workloads: Vec<_> = reports.iter().filter_map(|r| r.workload.as_ref()).collect();
     if let Some(w) = &mut m.workload {
         let input: Vec<_> = workloads.iter().map(|w| &w.input_tokens).collect();
@@ -601,6 +606,44 @@ mod tests {
         b.protocol = a.protocol.clone();
         b.seed = a.seed + 1;
         assert_eq!(plan_difference(&a, &b, 2, 2).map(|d| d.0), Some("seed"));
+    }
+
+    /// HTTP/3 0-RTT counts add up across shards (`enabled` when any
+    /// shard had the flag); shards without them give none.
+    #[test]
+    fn zero_rtt_counts_are_summed() {
+        use crate::report::ZeroRttReport;
+        let mut a = example();
+        let mut b = a.clone();
+        assert_eq!(merge_reports(&[&a, &b]).unwrap().connections.h3_0rtt, None);
+        a.connections.h3_0rtt = Some(ZeroRttReport {
+            enabled: true,
+            attempted: 5,
+            accepted: 4,
+            rejected: 1,
+            requests: 9,
+            resent: 2,
+        });
+        b.connections.h3_0rtt = Some(ZeroRttReport {
+            enabled: false,
+            attempted: 3,
+            accepted: 3,
+            rejected: 0,
+            requests: 1,
+            resent: 0,
+        });
+        let m = merge_reports(&[&a, &b]).unwrap();
+        assert_eq!(
+            m.connections.h3_0rtt,
+            Some(ZeroRttReport {
+                enabled: true,
+                attempted: 8,
+                accepted: 7,
+                rejected: 1,
+                requests: 10,
+                resent: 2,
+            })
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use connections::{ConnectionsReport, H2Streams, WarmUpReport};
+pub use connections::{ConnectionsReport, H2Streams, WarmUpReport, ZeroRttReport};
 pub use counts::{grpc_code_name, Errors, Requests, SloReport, Transfer, Window};
 pub use generator::{Behind, Generator, KneeReport, OutRequests, PoolReport};
 pub use metric::{ms, ExactPercentiles, Method, Metric, Metrics};

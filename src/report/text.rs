@@ -540,7 +540,8 @@ fn grpc_codes(r: &Report) -> Vec<(String, u64)> {
 }
 
 /// The protocol of a report in one line: the protocol, over TLS its
-/// versions and ALPN, over HTTP/2 the streams per connection; `None` for a
+/// versions and ALPN, over HTTP/2 the streams per connection, over HTTP/3
+/// with `--http3-0rtt` its 0-RTT counts; `None` for a
 /// report of an older version, which does not say. E.g. `h2; TLS TLSv1.3
 /// x2; ALPN h2 x2; at most 7 streams at once on a connection (client cap
 /// 100, server's SETTINGS_MAX_CONCURRENT_STREAMS 100)`.
@@ -577,12 +578,54 @@ pub fn protocol_line(r: &Report) -> Option<String> {
             h.client_max_streams
         );
     }
+    if let Some(z) = c.h3_0rtt.filter(|z| z.enabled) {
+        line += &format!(
+            "; 0-RTT on {} ({} accepted, {} rejected), {} in 0-RTT ({} sent again)",
+            counted(z.attempted, "connection"),
+            count(z.accepted),
+            count(z.rejected),
+            counted(z.requests, "request"),
+            count(z.resent)
+        );
+    }
     Some(line)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::measured;
+    use super::{measured, protocol_line};
+    use crate::report::{Report, ZeroRttReport};
+
+    /// With `--http3-0rtt` the protocol line ends with the 0-RTT counts;
+    /// without it (zeros, `enabled` false) it says nothing of 0-RTT.
+    #[test]
+    fn protocol_line_counts_0rtt_when_on() {
+        // The example report of docs/report.md, made an h3 run's.
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        let mut r: Report = serde_json::from_str(&doc[start..end]).unwrap();
+        r.protocol = Some("h3".into());
+        r.connections.tls_versions.clear();
+        r.connections.h2 = None;
+        r.connections.h3_0rtt = Some(ZeroRttReport::default());
+        assert_eq!(protocol_line(&r).as_deref(), Some("h3"));
+        r.connections.h3_0rtt = Some(ZeroRttReport {
+            enabled: true,
+            attempted: 15,
+            accepted: 14,
+            rejected: 1,
+            requests: 40,
+            resent: 3,
+        });
+        assert_eq!(
+            protocol_line(&r).as_deref(),
+            Some(
+                "h3; 0-RTT on 15 connections (14 accepted, 1 rejected), 40 requests in 0-RTT \
+                 (3 sent again)"
+            )
+        );
+    }
 
     /// A threshold's measured value carries the unit of its quantity.
     #[test]

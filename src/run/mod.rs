@@ -99,7 +99,22 @@ pub(crate) fn run_on(
         None => args,
     };
     check_outputs(args)?;
+    if args.http3_0rtt && !args.http3 {
+        return Err(crate::UsageError("--http3-0rtt needs --http3".into()).into());
+    }
+    if args.http3_0rtt && args.engine == crate::cli::EngineArg::Uring {
+        return Err(crate::UsageError(
+            "--http3-0rtt runs on the std engine for now (--engine std, or auto)".into(),
+        )
+        .into());
+    }
     let mut p = plan::prepare(args)?;
+    if args.http3_0rtt {
+        // QUIC connections after the first send their requests in 0-RTT.
+        if let Some(t) = p.tls.as_mut() {
+            t.enable_early_data();
+        }
+    }
     if args.http2 {
         // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
         if let Some(t) = p.tls.as_mut() {
@@ -228,6 +243,7 @@ pub(crate) fn run_on(
         request_names: names,
         protocol: protocol.to_string(),
         argv: Some(report::argv::this_argv()),
+        zero_rtt: args.http3_0rtt,
     };
     let pacers = engine.pacers(output.threads.len());
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);

@@ -50,6 +50,8 @@ mod h2;
 mod grpc;
 // HTTP/3 (--http3, std engine) against aioquic: ok, reset, close, silent, SSE.
 mod h3;
+// `--http3-0rtt` against aioquic (accepted, rejected, off) and serve --http3.
+mod h3_0rtt;
 
 // OpenAI-style streams.
 //

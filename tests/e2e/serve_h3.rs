@@ -34,13 +34,13 @@ const SLACK_S: f64 = 0.002;
 
 /// A server with `--tls --http3` (a fresh self-signed certificate) and
 /// the file holding that certificate (PEM), removed on drop.
-struct H3Serve {
+pub(crate) struct H3Serve {
     srv: Option<ServerHandle>,
     ca: PathBuf,
 }
 
 impl H3Serve {
-    fn start(tag: &str, config: ServeConfig) -> H3Serve {
+    pub(crate) fn start(tag: &str, config: ServeConfig) -> H3Serve {
         let tls = metronome::tls::ServerTls::self_signed().expect("a certificate");
         let ca = std::env::temp_dir().join(format!(
             "metronome-serve-h3-{}-{tag}.pem",
@@ -69,12 +69,12 @@ impl H3Serve {
         self.ca.to_str().expect("a UTF-8 temporary path")
     }
 
-    fn stop(&mut self) -> u64 {
+    pub(crate) fn stop(&mut self) -> u64 {
         self.srv.take().unwrap().stop()
     }
 
     /// `metronome run URL --http3 --cacert CA ARGS` (std engine), exit 0.
-    fn run(&self, path: &str, args: &[&str]) -> Report {
+    pub(crate) fn run(&self, path: &str, args: &[&str]) -> Report {
         let mut all = vec!["--http3", "--cacert", self.ca()];
         all.extend_from_slice(args);
         run_url_json(&self.url(path), "std", &all, 0)

@@ -64,7 +64,7 @@ pub use pre_open::pre_open;
 pub use requests::{request_queue, RequestDrain, RequestFeed, REQUEST_QUEUE_CAPACITY};
 pub use reserved::{ExactSamples, FollowUps};
 pub use series::{Series, CHUNK_BYTES, RING_MAX};
-pub use setup::{HandshakeFailure, Setup};
+pub use setup::{HandshakeFailure, Setup, ZeroRtt};
 pub use so_far::{so_far_slots, NameSoFar, Recorded, SoFar, LIVE_NAMES_MAX, NAME_SLOTS, RUN_SLOTS};
 pub use warm::{warm_budget_ns, warm_start, warm_up, Warm, WarmConn, WarmReply, WARM_BUDGET_NS};
 

@@ -1,7 +1,7 @@
 //! Connection set-up as an engine measured it ([`Setup`]): connect and TLS
 //! handshake times, resumptions, what each handshake agreed, HTTP/2
-//! streams per connection, and the kinds of a failed handshake
-//! ([`HandshakeFailure`]).
+//! streams per connection, HTTP/3's 0-RTT ([`ZeroRtt`]), and the kinds of
+//! a failed handshake ([`HandshakeFailure`]).
 
 use std::boxed::Box;
 
@@ -67,6 +67,38 @@ pub struct Setup {
     /// the server advertised on a connection (`None` until one did; a
     /// server that never sets it allows unlimited streams).
     pub h2_server_max_streams: Option<(u32, u32)>,
+    /// HTTP/3: what the connections did with 0-RTT (`--http3-0rtt`).
+    pub zero_rtt: ZeroRtt,
+}
+
+/// HTTP/3 0-RTT over a run's QUIC connections (or one connection's: each
+/// count then 0 or 1, `requests` and `resent` its requests), exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZeroRtt {
+    /// Connections opened with a session ticket that allowed early data:
+    /// they tried 0-RTT.
+    pub attempted: u64,
+    /// Of them, the server accepted the early data.
+    pub accepted: u64,
+    /// Of them, the server refused it (a full handshake, or a resumption
+    /// without early data); their early requests were sent again.
+    pub rejected: u64,
+    /// Requests sent in 0-RTT (before the handshake completed), on
+    /// accepted and rejected connections.
+    pub requests: u64,
+    /// Of them, sent again in 1-RTT after a rejection.
+    pub resent: u64,
+}
+
+impl ZeroRtt {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &ZeroRtt) {
+        self.attempted += other.attempted;
+        self.accepted += other.accepted;
+        self.rejected += other.rejected;
+        self.requests += other.requests;
+        self.resent += other.resent;
+    }
 }
 
 impl Default for Setup {
@@ -80,6 +112,7 @@ impl Default for Setup {
             alpn: [0; 4],
             h2_peak_streams: 0,
             h2_server_max_streams: None,
+            zero_rtt: ZeroRtt::default(),
         }
     }
 }
@@ -171,5 +204,6 @@ impl Setup {
             self.h2_streams(0, Some(hi));
         }
         self.h2_peak_streams = self.h2_peak_streams.max(other.h2_peak_streams);
+        self.zero_rtt.add(&other.zero_rtt);
     }
 }

@@ -78,28 +78,64 @@ pub struct Pair {
 }
 
 pub fn configs(max_bidi: u32) -> (Config, Arc<ServerConfig>) {
+    let (cfg, sc, _) = configs_with(max_bidi, false);
+    (cfg, sc)
+}
+
+/// A self-signed certificate for `localhost`: its DER and its key.
+fn certificate() -> (
+    rustls::pki_types::CertificateDer<'static>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let cert = ck.cert.der().clone();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+    (cert, key)
+}
+
+/// A server for `cert` allowing `max_bidi` request streams, with a
+/// session cache of its own; 0-RTT accepted when `early`.
+fn server_config(
+    cert: &rustls::pki_types::CertificateDer<'static>,
+    key: &rustls::pki_types::PrivateKeyDer<'static>,
+    max_bidi: u32,
+    early: bool,
+) -> Arc<ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut server = rustls::ServerConfig::builder_with_provider(provider.clone())
+    let mut server = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
         .with_no_client_auth()
-        .with_single_cert(vec![cert.clone()], key)
+        .with_single_cert(vec![cert.clone()], key.clone_key())
         .unwrap();
     server.alpn_protocols = vec![b"h3".to_vec()];
+    if early {
+        server.max_early_data_size = u32::MAX;
+    }
     let mut sc = ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server).unwrap()));
     let mut transport = TransportConfig::default();
     transport.max_concurrent_bidi_streams(VarInt::from_u32(max_bidi));
     sc.transport_config(Arc::new(transport));
+    Arc::new(sc)
+}
+
+/// The client's configuration (early data on when `early`: 0-RTT once
+/// it holds a ticket) and two servers of one certificate, each with its
+/// own session cache, 0-RTT accepted when `early`: the second knows none
+/// of the first's tickets (a server restarted).
+pub fn configs_with(max_bidi: u32, early: bool) -> (Config, Arc<ServerConfig>, Arc<ServerConfig>) {
+    let (cert, key) = certificate();
+    let first = server_config(&cert, &key, max_bidi, early);
+    let second = server_config(&cert, &key, max_bidi, early);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert).unwrap();
-    let client = rustls::ClientConfig::builder_with_provider(provider)
+    let mut client = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+    client.enable_early_data = early;
     let tls = Tls::new(
         Arc::new(client),
         rustls::pki_types::ServerName::try_from("localhost").unwrap(),
@@ -107,7 +143,7 @@ pub fn configs(max_bidi: u32) -> (Config, Arc<ServerConfig>) {
     );
     let addr: SocketAddr = "127.0.0.1:4433".parse().unwrap();
     let cfg = Config::new(&tls, addr, Protocol::Http, 0).unwrap();
-    (cfg, Arc::new(sc))
+    (cfg, first, second)
 }
 
 impl Pair {
@@ -115,10 +151,21 @@ impl Pair {
     /// and field sections of `section` bytes.
     pub fn new(max_bidi: u32, section: u64) -> Pair {
         let (cfg, sc) = configs(max_bidi);
+        let mut p = Pair::unopened(&cfg, sc, section);
+        p.pump();
+        assert_eq!(p.client.state(), State::Live);
+        assert!(p.server.control.is_some());
+        p
+    }
+
+    /// A client of `cfg` whose first flight is ready to go to a server of
+    /// `sc` (nothing moved yet: requests started now go in 0-RTT when
+    /// the client holds a ticket).
+    pub fn unopened(cfg: &Config, sc: Arc<ServerConfig>, section: u64) -> Pair {
         let now = Instant::now();
-        let mut p = Pair {
+        Pair {
             counting: false,
-            client: H3Client::connect(&cfg, now).unwrap(),
+            client: H3Client::connect(cfg, now).unwrap(),
             server: Server {
                 endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), Some(sc), true, None),
                 section,
@@ -131,11 +178,7 @@ impl Pair {
             stamp: 1_000,
             client_addr: "127.0.0.1:50000".parse().unwrap(),
             server_addr: cfg.remote(),
-        };
-        p.pump();
-        assert_eq!(p.client.state(), State::Live);
-        assert!(p.server.control.is_some());
-        p
+        }
     }
 
     /// Moves datagrams both ways and acts on the server's events until

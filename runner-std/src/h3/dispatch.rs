@@ -31,6 +31,7 @@ pub(crate) fn worker(
             dead: true,
             leaving: false,
             counted: 0,
+            shaking: None,
         })
     };
     // The connection in use, and one a GOAWAY retired, draining.
@@ -101,6 +102,7 @@ pub(crate) fn worker(
                     let mut l = lock(&links[cur]);
                     l.h3 = Some(o.h3);
                     l.sock = Some(o.sock);
+                    l.shaking = o.shaking;
                     l.dead = false;
                     l.sync_idle(shared);
                 }
@@ -151,9 +153,7 @@ pub(crate) fn worker(
     for link in links {
         let l = link.into_inner().unwrap_or_else(|e| e.into_inner());
         if let Some(h3) = l.h3 {
-            shared
-                .dropped_gaps
-                .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+            retire(&h3, shared, &tx);
         }
     }
     lock(all_stats).push(stats);

@@ -88,6 +88,17 @@ pub(super) fn read_loop(
         while let Some(end) = h3.poll_end() {
             book(end, shared, &tx, now, &mut after);
         }
+        // A 0-RTT connection's handshake completed: its time.
+        let shaken = matches!(h3.state(), State::Live | State::GoingAway);
+        if let Some(started) = l.shaking.filter(|_| shaken) {
+            l.shaking = None;
+            let mut setup = Box::<metronome_core::engine::Setup>::default();
+            setup
+                .tls_handshake
+                .record(instant.saturating_duration_since(started).as_nanos() as u64);
+            let _ = tx.send(Fact::H2Streams(setup));
+        }
+        let Some(h3) = l.h3.as_mut() else { return };
         let closed = h3.state() == State::Closed;
         let leaving = leaving && !closed && h3.in_flight() == 0;
         if leaving {
@@ -97,9 +108,7 @@ pub(super) fn read_loop(
         if closed {
             l.dead = true;
             if let Some(h3) = l.h3.take() {
-                shared
-                    .dropped_gaps
-                    .fetch_add(h3.dropped_gaps(), Ordering::Relaxed);
+                retire(&h3, shared, &tx);
             }
             l.sock = None;
         }

@@ -71,13 +71,16 @@ const BATCH: usize = 64;
 const UNI_STREAMS: u32 = 16;
 
 /// The QUIC server configuration: `tls` with ALPN `h3`, `max_streams`
-/// bidirectional streams per connection.
+/// bidirectional streams per connection, 0-RTT accepted (rustls'
+/// `max_early_data_size` at QUIC's only non-zero value; its session cache
+/// gives the tickets, each good for one resumption).
 ///
 /// # Errors
 /// The TLS configuration cannot carry QUIC (no TLS 1.3 suite).
 fn server_config(tls: &rustls::ServerConfig, max_streams: u32) -> io::Result<ServerConfig> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.max_early_data_size = u32::MAX;
     let quic = QuicServerConfig::try_from(tls).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
