@@ -8,7 +8,7 @@
 //!   non-finite value as `-`.
 //! - [`count`]: an integer, thousands separated.
 //! - [`pct`]: a fraction as a percentage, `num(100 x)` then `%`.
-//! - [`bytes`]: a byte count in `B`, `KiB`, `MiB`, `GiB` or `TiB`.
+//! - [`bytes()`]: a byte count in `B`, `KiB`, `MiB`, `GiB` or `TiB`.
 //! - [`unit()`]: a number and its unit (`411.6 ms`).
 //! - [`tick`]: an axis tick, [`num`] without trailing zeros.
 //!

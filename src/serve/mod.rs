@@ -37,7 +37,7 @@
 //!   connection); `application/grpc` requests get a unary gRPC answer
 //!   (`--grpc-status-every`). docs/http2.md, "serve --http2", has the rest.
 //! - `--http3` (with `--tls`): HTTP/3 over QUIC on UDP, on the TCP port's
-//!   number, one thread for every QUIC connection ([`h3`]); same model,
+//!   number, one thread for every QUIC connection (`h3`); same model,
 //!   no gRPC. docs/http3.md, "serve --http3", has the rest.
 //!
 //! Threads: one accept thread and one thread per connection; fine up to

@@ -164,8 +164,8 @@ pub struct NameSoFar {
 }
 
 /// The whole-run histograms every engine thread had recorded when it
-/// copied one live interval, merged over the threads (see the
-/// [module docs](self)).
+/// copied one live interval, merged over the threads (docs/prometheus.md
+/// says what a pushed sample of them means).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SoFar {
     /// Service time of the successes.
