@@ -22,19 +22,16 @@ pub(crate) use dispatch::worker;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use metronome_core::engine::{greet_h2, Greeted};
 use metronome_core::exchange::GAP_CAP;
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, How};
+use metronome_core::h2::{Config, Connection, FlightJob, Flights};
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS};
 use metronome_core::tls::expect_h2;
 
-use crate::collector::Fact;
-use crate::conn::{Opened, Outcome};
-use crate::queue::{Job, Shared};
+use crate::conn::Opened;
+use crate::queue::{lock, Job, Shared};
 use crate::tls::Tls;
 
 /// Stream slots per connection (the most any plan may ask).
@@ -295,52 +292,4 @@ fn tls_read(
         }
         processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A stream ended at `now` as core's [`Flights`] says: a refused one goes
-/// back to the front of the queue (`after.retry`) for one more try on a
-/// fresh connection; any other becomes a ledger fact, and an answer's
-/// service time a sample for the pool.
-fn book(end: End<'_, Job>, shared: &Shared, tx: &mpsc::Sender<Fact>, now: u64, after: &mut After) {
-    let finish = match end.how {
-        How::Retry => {
-            let _ = tx.send(Fact::Retried {
-                intended_ns: end.job.intended_ns,
-            });
-            after.retry.push_back(Job {
-                retried: true,
-                ..end.job
-            });
-            return;
-        }
-        How::Answered(finish) => {
-            // A failure is no answer: it says nothing of the service time.
-            after.sample = Some((now, now.saturating_sub(end.sent_ns)));
-            finish
-        }
-        How::Failed(finish) => finish,
-    };
-    let _ = tx.send(Fact::Done {
-        intended_ns: end.job.intended_ns,
-        request: end.job.request,
-        sent_ns: end.sent_ns,
-        done_ns: now,
-        outcome: Outcome::from_finish(finish),
-        head: end.head,
-    });
-    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-}
-
-/// What the reader hands the queue once the connection's lock is released.
-#[derive(Default)]
-struct After {
-    /// The last (done, service) times, for the pool's estimate.
-    sample: Option<(u64, u64)>,
-    /// Requests refused (REFUSED_STREAM, a GOAWAY), to send again on a
-    /// fresh connection.
-    retry: std::collections::VecDeque<Job>,
 }

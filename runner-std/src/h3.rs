@@ -20,21 +20,20 @@
 //! and the dispatcher opens a new one; at a GOAWAY it opens the new one at
 //! once, the old one draining beside it with its reader.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
-use metronome_quic::{Config, End, H3Client, How, Refused, Request, State, DATAGRAM};
+use metronome_quic::{Config, H3Client, Refused, Request, State, DATAGRAM};
 
 use crate::clock::{thread_cpu_ns, Clock};
 use crate::collector::Fact;
-use crate::conn::{Opened, Outcome};
-use crate::queue::{Job, Shared};
+use crate::conn::Opened;
+use crate::queue::{lock, Job, Shared};
 use crate::tls::Tls;
 
 /// The longest the reader blocks before it looks at deadlines and timers.
@@ -140,8 +139,4 @@ fn retire(h3: &H3Client<Job>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
         setup.resumed = zero_rtt.accepted;
         let _ = tx.send(Fact::H2Streams(setup));
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

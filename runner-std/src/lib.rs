@@ -30,6 +30,7 @@ mod clock;
 mod closed;
 mod collector;
 mod conn;
+mod ended;
 mod h1;
 mod h2;
 mod h3;

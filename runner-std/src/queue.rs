@@ -151,9 +151,15 @@ pub(crate) struct Shared {
     pub(crate) traffic: crate::traffic::Traffic,
 }
 
+/// Locks `m`, poisoned or not (a panicked thread's state is still the
+/// run's: the counts must go on).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Shared {
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.queue)
     }
 
     /// A connection opened during the run: counted opened and open, and

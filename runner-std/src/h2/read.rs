@@ -5,7 +5,6 @@
 //!
 //! [`Flights`]: metronome_core::h2::Flights
 
-use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
@@ -17,9 +16,10 @@ use metronome_core::h2::{End, Step};
 use metronome_core::measure::ErrorKind;
 use metronome_core::plan::{Plan, READ_BUF_BYTES};
 
-use super::{book, lock, tls_read, After, Job, Link, Shared, SLOTS};
+use super::{lock, tls_read, Job, Link, Shared, SLOTS};
 use crate::clock::Clock;
 use crate::collector::Fact;
+use crate::ended::Ended;
 
 /// The longest a blocking read waits before the reader looks at the
 /// deadlines again.
@@ -51,10 +51,7 @@ pub(super) fn read_loop(
     let (mut start, mut end) = (0, rest.len());
     buf[..end].copy_from_slice(&rest);
     let _ = sock.set_read_timeout(Some(SLICE));
-    let mut after = After {
-        sample: None,
-        retry: VecDeque::with_capacity(SLOTS),
-    };
+    let mut after = Ended::new(SLOTS);
     let mut first = end > 0;
     loop {
         let read = if first {
@@ -107,7 +104,7 @@ pub(super) fn read_loop(
         let hard = shared.hard_end_ns.load(Ordering::Relaxed);
         {
             let Link { flights, h2, .. } = &mut *l;
-            let sink = &mut |e: End<'_, Job>| book(e, shared, &tx, now, &mut after);
+            let sink = &mut |e: End<'_, Job>| after.book(e, shared, &tx, now);
             flights.expire(now, hard, h2, sink);
         }
         if !fault && l.flush().is_err() {
@@ -122,7 +119,7 @@ pub(super) fn read_loop(
             // The connection is gone: its streams end with it, as core's
             // `Flights::connection_end` says.
             let Link { flights, h2, .. } = &mut *l;
-            let sink = &mut |e: End<'_, Job>| book(e, shared, &tx, now, &mut after);
+            let sink = &mut |e: End<'_, Job>| after.book(e, shared, &tx, now);
             flights.connection_end(h2, sink);
             l.dead = true;
             if let Some(s) = l.sock.take() {
@@ -133,29 +130,10 @@ pub(super) fn read_loop(
         let dead = l.dead;
         drop(l);
         changed.notify_all();
-        hand_over(shared, &mut after);
+        after.hand_over(shared);
         if dead || leaving {
             return;
         }
-    }
-}
-
-/// Pool samples and retries, given to the queue without the link's lock.
-fn hand_over(shared: &Shared, after: &mut After) {
-    if after.sample.is_none() && after.retry.is_empty() {
-        return;
-    }
-    let mut q = lock(&shared.queue);
-    if let Some((done, service)) = after.sample.take() {
-        q.pool.observe(done, service);
-    }
-    let n = after.retry.len();
-    while let Some(job) = after.retry.pop_back() {
-        q.jobs.push_front(job);
-    }
-    drop(q);
-    for _ in 0..n {
-        shared.ready.notify_one();
     }
 }
 
@@ -170,7 +148,7 @@ fn feed(
     input: &[u8],
     now: u64,
     start: &mut usize,
-    after: &mut After,
+    after: &mut Ended,
 ) -> Result<(), ()> {
     let mut pos = 0;
     loop {
@@ -187,7 +165,7 @@ fn feed(
         let Link {
             flights, h2, gaps, ..
         } = &mut *l;
-        let sink = &mut |e: End<'_, Job>| book(e, shared, tx, now, after);
+        let sink = &mut |e: End<'_, Job>| after.book(e, shared, tx, now);
         if flights.on_event(now, event, frame, h2, gaps, sink) == Step::Unblocked {
             let _ = l.push_bodies(plan);
         }

@@ -4,15 +4,7 @@
 //! retry); marks the connection dead when it closes.
 
 use super::*;
-
-/// What the reader hands the queue once the link's lock is released.
-#[derive(Default)]
-struct After {
-    /// The last (done, service) times, for the pool's estimate.
-    sample: Option<(u64, u64)>,
-    /// Jobs a GOAWAY refused, to send once more on a fresh connection.
-    retry: VecDeque<Job>,
-}
+use crate::ended::Ended;
 
 /// A connection's reader: receives, stamps and feeds datagrams until the
 /// connection dies or the dispatcher leaves with no stream in flight.
@@ -27,7 +19,7 @@ pub(super) fn read_loop(
 ) {
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
-    let mut after = After::default();
+    let mut after = Ended::new(metronome_core::plan::H2_MAX_STREAMS as usize);
     loop {
         let wait = match lock(link).h3.as_mut() {
             Some(h3) => {
@@ -86,7 +78,15 @@ pub(super) fn read_loop(
             let _ = tx.send(Fact::Note(lost.text.clone()));
         }
         while let Some(end) = h3.poll_end() {
-            book(end, shared, &tx, now, &mut after);
+            // HTTP/2's end with no gap slot: the booking is the same.
+            let end = metronome_core::h2::End {
+                job: end.job,
+                sent_ns: end.sent_ns,
+                gap: None,
+                how: end.how,
+                head: end.head,
+            };
+            after.book(end, shared, &tx, now);
         }
         // A 0-RTT connection's handshake completed: its time.
         let shaken = matches!(h3.state(), State::Live | State::GoingAway);
@@ -117,53 +117,9 @@ pub(super) fn read_loop(
         let dead = l.dead;
         drop(l);
         changed.notify_all();
-        if !after.retry.is_empty() {
-            let mut q = lock(&shared.queue);
-            while let Some(job) = after.retry.pop_back() {
-                q.jobs.push_front(job);
-            }
-            drop(q);
-            shared.ready.notify_all();
-        }
-        if let Some((done, service)) = after.sample.take() {
-            lock(&shared.queue).pool.observe(done, service);
-        }
+        after.hand_over(shared);
         if dead || leaving {
             return;
         }
     }
-}
-
-/// A stream ended at `now` as the connection says: one a GOAWAY refused
-/// goes back to the front of the queue (`after.retry`) for one more try
-/// on a fresh connection; any other becomes a ledger fact, and an
-/// answer's service time a sample for the pool.
-fn book(end: End<'_, Job>, shared: &Shared, tx: &mpsc::Sender<Fact>, now: u64, after: &mut After) {
-    let finish = match end.how {
-        How::Retry => {
-            let _ = tx.send(Fact::Retried {
-                intended_ns: end.job.intended_ns,
-            });
-            after.retry.push_back(Job {
-                retried: true,
-                ..end.job
-            });
-            return;
-        }
-        How::Answered(finish) => {
-            // A failure is no answer: it says nothing of the service time.
-            after.sample = Some((now, now.saturating_sub(end.sent_ns)));
-            finish
-        }
-        How::Failed(finish) => finish,
-    };
-    let _ = tx.send(Fact::Done {
-        intended_ns: end.job.intended_ns,
-        request: end.job.request,
-        sent_ns: end.sent_ns,
-        done_ns: now,
-        outcome: Outcome::from_finish(finish),
-        head: end.head,
-    });
-    shared.in_flight.fetch_sub(1, Ordering::Relaxed);
 }
