@@ -75,9 +75,14 @@ impl H3Serve {
 
     /// `metronome run URL --http3 --cacert CA ARGS` (std engine), exit 0.
     pub(crate) fn run(&self, path: &str, args: &[&str]) -> Report {
+        self.run_on("std", path, args)
+    }
+
+    /// [`H3Serve::run`] on `engine`.
+    pub(crate) fn run_on(&self, engine: &str, path: &str, args: &[&str]) -> Report {
         let mut all = vec!["--http3", "--cacert", self.ca()];
         all.extend_from_slice(args);
-        run_url_json(&self.url(path), "std", &all, 0)
+        run_url_json(&self.url(path), engine, &all, 0)
     }
 }
 
@@ -268,8 +273,9 @@ fn aioquic_sse_stream_404_and_close_on_stop() {
     );
 }
 
-/// `metronome run --http3` against `serve --http3`: 1 000 requests at
-/// 500 req/s all answered 200 over h3; the served count is 1 000.
+/// `metronome run --http3` against `serve --http3`, on each engine: 1 000
+/// requests at 500 req/s all answered 200 over h3; the served count is
+/// 1 000 per engine.
 #[test]
 fn run_h3_every_request_ok() {
     let mut srv = H3Serve::start(
@@ -279,28 +285,33 @@ fn run_h3_every_request_ok() {
             ..ServeConfig::default()
         },
     );
-    let r = srv.run(
-        "/",
-        &[
-            "--rate",
-            "500",
-            "--duration",
-            "2s",
-            "--connections",
-            "2",
-            "--timeout",
-            "5s",
-        ],
-    );
-    assert_eq!(r.protocol.as_deref(), Some("h3"));
-    assert_eq!(r.requests.sent, 1000);
-    assert_eq!(r.requests.ok, 1000, "{:?}", r.errors);
-    assert_eq!(r.requests.errors, 0);
-    assert_eq!(
-        r.connections.alpn.get("h3"),
-        Some(&r.generator.connections_opened)
-    );
-    assert_eq!(srv.stop(), 1000);
+    let engines = crate::common::engines();
+    for engine in &engines {
+        let r = srv.run_on(
+            engine,
+            "/",
+            &[
+                "--rate",
+                "500",
+                "--duration",
+                "2s",
+                "--connections",
+                "2",
+                "--timeout",
+                "5s",
+            ],
+        );
+        assert_eq!(r.protocol.as_deref(), Some("h3"), "{engine}");
+        assert_eq!(r.requests.sent, 1000, "{engine}");
+        assert_eq!(r.requests.ok, 1000, "{engine}: {:?}", r.errors);
+        assert_eq!(r.requests.errors, 0, "{engine}");
+        assert_eq!(
+            r.connections.alpn.get("h3"),
+            Some(&r.generator.connections_opened),
+            "{engine}"
+        );
+    }
+    assert_eq!(srv.stop(), 1000 * engines.len() as u64);
 }
 
 /// The FIFO model over HTTP/3: service 2 ms at 100 req/s (20% busy):
