@@ -115,6 +115,10 @@ pub struct Plan<'a> {
     pub shard: Shard,
     /// Measured duration, after the warmup.
     pub duration_ns: u64,
+    /// `-n N`: only the first N arrivals of the whole schedule (over every
+    /// shard, the warmup's included), and those before the end
+    /// ([`Schedule::first`]); `None`: every arrival before the end.
+    pub count: Option<u64>,
     /// Warmup before the measured duration: sent, not recorded.
     pub warmup_ns: u64,
     /// Connections opened before the clock starts.
@@ -349,15 +353,23 @@ impl<'a> Plan<'a> {
     /// let p = example_plan(); // 100 req/s constant over 1.5 s
     /// assert_eq!(p.schedule(Shard::WHOLE).unwrap().count(), 150);
     /// assert_eq!(p.schedule(Shard { index: 1, count: 2 }).unwrap().count(), 75);
+    /// // -n 101: the first 101 of them, 51 and 50 in the two halves.
+    /// let n = Plan { count: Some(101), ..p };
+    /// assert_eq!(n.schedule(Shard::WHOLE).unwrap().count(), 101);
+    /// assert_eq!(n.schedule(Shard { index: 0, count: 2 }).unwrap().count(), 51);
     /// ```
     pub fn schedule(&self, shard: Shard) -> Result<Schedule<'a>, PlanError> {
         let end = self.end_ns();
-        Ok(match self.profile {
+        let all = match self.profile {
             Profile::Steady => Schedule::new(self.arrival, self.rate, self.seed, end, shard)?,
             Profile::Stages(stages) => {
                 Schedule::staged(self.arrival, stages, self.seed, end, shard)?
             }
             Profile::Trace(trace) => Schedule::trace(trace, end, shard)?,
+        };
+        Ok(match self.count {
+            Some(n) => all.first(n),
+            None => all,
         })
     }
 
@@ -807,6 +819,7 @@ pub fn example_plan() -> Plan<'static> {
         seed: 42,
         shard: Shard::WHOLE,
         duration_ns: 1_000_000_000,
+        count: None,
         warmup_ns: 500_000_000,
         connections: 4,
         max_connections: 64,

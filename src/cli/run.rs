@@ -125,11 +125,20 @@ pub struct RunArgs {
     /// 65536; a larger one (or more than 256 headers) is counted as `too_large`.
     #[arg(help_heading = TARGET, hide_short_help = true, long, default_value_t = 32 * 1024)]
     pub max_header_bytes: usize,
-    /// Offered rate, requests per second [default: 100]
+    /// Offered rate, requests per second [default: 100] (also --rps, --qps)
     ///
     /// Across all threads. With --stages: the rate the first stage starts from [default: 0].
-    #[arg(help_heading = SCHEDULE, short, long)]
+    #[arg(help_heading = SCHEDULE, short, long, visible_aliases = ["rps", "qps"])]
     pub rate: Option<f64>,
+    /// Send the first N requests of the schedule, then stop (as oha, hey, ab -n)
+    ///
+    /// The schedule's first N intended send times after the --warmup, at --rate and
+    /// --arrival: exact for any thread and --shard split. Without --duration the run lasts
+    /// until the N-th (N / rate for --arrival constant); with --duration, --stages or
+    /// --trace too, whichever ends first. The report says it was a count (`count`).
+    #[arg(help_heading = SCHEDULE, short = 'n', long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["closed", "profile"])]
+    pub count: Option<u64>,
     /// Measured duration, like 30s or 2m [default: 10s]
     ///
     /// After the --warmup. With --trace: cuts the replay (default: up to the last offset).

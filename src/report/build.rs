@@ -49,6 +49,8 @@ pub struct RunMeta {
     pub argv: Option<Vec<String>>,
     /// `--http3-0rtt` was given.
     pub zero_rtt: bool,
+    /// `-n N`, as given.
+    pub count: Option<u64>,
 }
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
@@ -143,6 +145,7 @@ impl Report {
             seed: plan.seed,
             shard: format!("{}/{}", plan.shard.index, plan.shard.count),
             max_concurrency: plan.max_concurrency,
+            count: meta.count,
             profile: meta.profile.clone(),
             closed_workers: match plan.model {
                 PlanModel::Closed { workers, .. } => workers,

@@ -67,6 +67,21 @@ pub fn render_text(r: &Report) -> String {
             unit(r.window.in_schedule_throughput_rps, "ok/s")
         );
     }
+    if let Some(n) = r.count {
+        let sched = r.requests.scheduled;
+        let tail = if r.shard != "0/1" {
+            format!(", {} of them in this report", count(sched))
+        } else if sched < n {
+            format!(", cut by the duration after {}", count(sched))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "  a count (-n): the schedule's first {}{tail}",
+            counted(n, "request")
+        );
+    }
     let q = &r.requests;
     let _ =
         writeln!(

@@ -244,6 +244,7 @@ pub(crate) fn run_on(
         protocol: protocol.to_string(),
         argv: Some(report::argv::this_argv()),
         zero_rtt: args.http3_0rtt,
+        count: args.count,
     };
     let pacers = engine.pacers(output.threads.len());
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);

@@ -130,7 +130,8 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         None => Shard::WHOLE,
         Some(s) => parse_shard(s)?,
     };
-    let load = super::profile::load(args)?;
+    let mut load = super::profile::load(args)?;
+    super::profile::counted(args, arrival, &mut load);
     super::limits::check(args, &load)?;
     for h in &args.headers {
         check_header(h)?;
@@ -455,6 +456,7 @@ pub(super) fn build<'a>(
         seed: args.seed,
         shard: p.shard,
         duration_ns: p.load.duration_ns,
+        count: p.load.count,
         warmup_ns: ns(args.warmup),
         connections: connections(args, p.load.rate, p.shard),
         max_connections: max_connections(args),

@@ -29,6 +29,8 @@ mod signals;
 mod start;
 // `--stages`, `--ramp`, `--trace`: exact counts per stage, a trace in full.
 mod workloads;
+// `-n N`: the schedule's first N requests, exact for any split.
+mod count;
 // The per-interval stream series and the bytes on the wire (curl's count).
 mod intervals;
 // `--out-intervals`: each row written as it closes, equal to the report's.
