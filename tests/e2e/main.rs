@@ -73,6 +73,8 @@ mod peer_datasets;
 // Ctrl-C during `run`, `report`, `merge`, `--hgrm`, `--out`, `demo`,
 // `sweep`, `--repeat`, help and usage errors.
 mod commands;
+// `--rps`/`--qps`, shell completions and man pages from the CLI definition.
+mod habits;
 // `merge`: the shards of one run merge to the single run exactly.
 mod merge;
 // Lossless reports: histograms another implementation decodes exactly.
