@@ -30,8 +30,9 @@ pub use commands::{DemoArgs, MergeArgs, ReportArgs, SimulateArgs, SweepArgs};
 pub use run::{PrometheusArgs, RunArgs, DEFAULT_DURATION, DEFAULT_RATE};
 pub use serve::{parse_grpc_status_every, parse_listen, ServeArgs};
 pub use values::{
-    ArrivalArg, CompatArg, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg, MixArg,
-    ProfileArg, RampArg, ShapeArg, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL, THROUGHPUT_WORKERS,
+    parse_connect_to, parse_resolve, ArrivalArg, CompatArg, ConnectTo, EndpointArg, EngineArg,
+    FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, Resolve, ShapeArg, SpinArg,
+    WarmUpArg, SPIN_AUTO_INITIAL, THROUGHPUT_WORKERS,
 };
 
 /// metronome: an open-loop load generator with honest latency.

@@ -12,8 +12,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::values::{
-    parse_fraction, parse_profile, parse_spin, ArrivalArg, CompatArg, EndpointArg, EngineArg,
-    FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, SpinArg, WarmUpArg,
+    parse_connect_to, parse_fraction, parse_profile, parse_resolve, parse_spin, ArrivalArg,
+    CompatArg, ConnectTo, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg, MixArg, ProfileArg,
+    RampArg, Resolve, SpinArg, WarmUpArg,
 };
 use crate::units::parse_duration;
 
@@ -255,6 +256,18 @@ pub struct RunArgs {
     /// OPTIONS and `check` otherwise (never a POST unless asked).
     #[arg(help_heading = CONNECTIONS, hide_short_help = true, long, value_enum, default_value_t = WarmUpArg::Auto)]
     pub warm_up: WarmUpArg,
+    /// Requests for HOST:PORT connect to ADDR:PORT instead (curl's and oha's --connect-to);
+    /// the URL's host stays in Host, TLS SNI and the certificate check (repeatable: the first
+    /// that matches the URL applies; an empty field is any host or port, or keeps the URL's;
+    /// IPv6 in []).
+    #[arg(help_heading = CONNECTIONS, hide_short_help = true, long = "connect-to",
+          value_name = "HOST:PORT:ADDR:PORT", value_parser = parse_connect_to)]
+    pub connect_to: Vec<ConnectTo>,
+    /// HOST at PORT resolves to ADDR, without DNS (curl's and oha's --resolve); the URL's
+    /// host stays in Host, TLS SNI and the certificate check (repeatable; HOST `*`: any).
+    #[arg(help_heading = CONNECTIONS, hide_short_help = true, long = "resolve",
+          value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
+    pub resolve: Vec<Resolve>,
     /// Also retry non-idempotent requests (POST, PATCH) once when their reused connection
     /// turns out closed by the server before any response byte. Idempotent ones (GET, HEAD,
     /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).

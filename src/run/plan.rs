@@ -113,7 +113,13 @@ fn check_meaning(args: &RunArgs, slo: &Slo, thresholds: &[Threshold]) -> Result<
 /// # Errors
 /// A [`UsageError`] naming the flag to change.
 pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
-    let target = Target::parse(&args.url)?;
+    let mut target = Target::parse(&args.url)?;
+    for unused in target.route(&args.connect_to, &args.resolve)? {
+        eprintln!(
+            "metronome: notice: {unused} matches neither the URL's host and port nor the \
+             address it connects to; not used"
+        );
+    }
     // The numbers a plan is made of are checked by core's
     // `Plan::validate` (see `usage`), once the plan is built.
     let arrival = match args.arrival {

@@ -11,6 +11,8 @@ use metronome::serve::{self, ServeConfig, ServerHandle};
 
 // The Python HTTP/3 servers (aioquic) and their certificates.
 pub mod quic_peer;
+// nginx with the server blocks a test gives, and certificates for names.
+pub mod nginx;
 
 /// The engines every end-to-end test runs against. io_uring is skipped
 /// visibly when the kernel refuses it.

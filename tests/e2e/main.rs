@@ -48,6 +48,8 @@ mod tls;
 mod tls_peer;
 // HTTP/2 (h2c and h2) against the embedded server and nginx.
 mod h2;
+// `--connect-to` and `--resolve`: an nginx vhost by name at 127.0.0.1.
+mod connect_to;
 // Unary gRPC against the embedded server and grpcio's health service.
 mod grpc;
 // HTTP/3 (--http3, std engine) against aioquic: ok, reset, close, silent, SSE.
