@@ -115,6 +115,10 @@ pub struct Plan<'a> {
     pub shard: Shard,
     /// Measured duration, after the warmup.
     pub duration_ns: u64,
+    /// Checks on the answer ([`crate::check`]): none when empty; one: for
+    /// every request; else `checks[i]` for request `i` (as `requests`).
+    /// Built before the run and kept for the process (`'static`).
+    pub checks: &'static [crate::check::Check],
     /// `-n N`: only the first N arrivals of the whole schedule (over every
     /// shard, the warmup's included), and those before the end
     /// ([`Schedule::first`]); `None`: every arrival before the end.
@@ -306,6 +310,27 @@ impl Plan<'_> {
     pub fn interval_index(&self, t_ns: u64) -> Option<usize> {
         let since = t_ns.checked_sub(self.warmup_ns)?;
         Some((since / self.interval_ns.max(1)) as usize)
+    }
+
+    /// The checks of request `request` (its index in `requests`), or
+    /// `None` ([`Plan::checks`]).
+    ///
+    /// ```
+    /// use metronome_core::check::Check;
+    /// let p = metronome_core::plan::example_plan();
+    /// assert!(p.check_of(0).is_none());
+    /// static ONE: [Check; 1] = [Check { status: Some((200, 200)), ..Check::NONE }];
+    /// let p = metronome_core::plan::Plan { checks: &ONE, ..p };
+    /// assert!(p.check_of(3).is_some());
+    /// ```
+    #[inline]
+    pub fn check_of(&self, request: usize) -> Option<&'static crate::check::Check> {
+        let c = match self.checks {
+            [] => return None,
+            [one] => one,
+            many => many.get(request)?,
+        };
+        c.any().then_some(c)
     }
 
     /// Number of report intervals covering the measured duration.
@@ -820,6 +845,7 @@ pub fn example_plan() -> Plan<'static> {
         shard: Shard::WHOLE,
         duration_ns: 1_000_000_000,
         count: None,
+        checks: &[],
         warmup_ns: 500_000_000,
         connections: 4,
         max_connections: 64,

@@ -143,6 +143,7 @@ pub(crate) fn run(
                                 waited_since: None,
                             });
                         }
+                        conn.set_check(plan.check_of(index));
                         let ended = conn.exchange(
                             clock,
                             request,

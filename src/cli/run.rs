@@ -56,6 +56,8 @@ const HTTP2: &str = "HTTP/2 and gRPC";
 const LLM: &str = "LLM (OpenAI)";
 /// Heading: pass/fail checks and SLOs.
 const THRESHOLDS: &str = "Thresholds";
+/// Heading: checks on each response.
+const CHECKS: &str = "Checks on the answer";
 /// Heading: what is written where.
 const OUTPUTS: &str = "Outputs";
 /// Heading: the engine and its threads.
@@ -75,7 +77,8 @@ macro_rules! run_examples {
 /// The end of `run -h`: where the other flags are, then the examples.
 const RUN_AFTER_SHORT_HELP: &str = concat!(
     "`metronome run --help` shows every flag, grouped: target and request, rate and schedule,
-workloads, connections, TLS, HTTP/2 and gRPC, LLM (OpenAI), thresholds, outputs, engine.
+workloads, connections, TLS, HTTP/2 and gRPC, LLM (OpenAI), checks on the answer, thresholds,
+outputs, engine.
 
 ",
     run_examples!()
@@ -419,6 +422,22 @@ pub struct RunArgs {
     /// metric).
     #[arg(help_heading = LLM, hide_short_help = true, long, value_enum, value_name = "PEER[,PEER...]", value_delimiter = ',')]
     pub metrics_compat: Vec<CompatArg>,
+    /// The status every response must have: 200, 2xx or 200-204 (one that does not is an
+    /// error of kind `check`). A status it accepts is a success even outside 2xx.
+    #[arg(help_heading = CHECKS, long, value_name = "STATUS")]
+    pub check_status: Option<String>,
+    /// A header every response must carry, "Name: value" (the value exact, without the
+    /// surrounding blanks), or "Name" for any value.
+    #[arg(help_heading = CHECKS, long, value_name = "NAME[: VALUE]")]
+    pub check_header: Option<String>,
+    /// A text every response body must contain (found across reads, chunks, frames and
+    /// events, never copying the body; docs/requests.md).
+    #[arg(help_heading = CHECKS, long, value_name = "TEXT")]
+    pub check_body: Option<String>,
+    /// A regular expression (Rust's regex syntax) every response body must match somewhere,
+    /// as a DFA of at most 4 MiB walked across reads (docs/requests.md).
+    #[arg(help_heading = CHECKS, long, value_name = "REGEX")]
+    pub check_regex: Option<String>,
     /// A pass/fail check, e.g. 'latency.p99<50ms' (repeatable; exit 3 when breached)
     ///
     /// More: 'error_rate<0.01', 'send_lag.p99<1ms', 'achieved_ratio>0.99', 'dropped==0'. A metric the run

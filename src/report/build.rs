@@ -179,6 +179,7 @@ impl Report {
             errors: Errors::from_recorder(
                 rec,
                 plan.protocol == metronome_core::plan::Protocol::Grpc,
+                plan.checks.iter().any(|c| c.any()),
             ),
             // Ratios of the counts: set by `derive` below.
             error_rate: 0.0,

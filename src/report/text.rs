@@ -143,6 +143,20 @@ pub fn render_text(r: &Report) -> String {
             )
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+        // Which check the answers failed.
+        if let Some(by) = r
+            .errors
+            .by_check
+            .as_ref()
+            .filter(|b| b.values().any(|&n| n > 0))
+        {
+            let which: Vec<String> = by
+                .iter()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| format!("{k} {}", count(n)))
+                .collect();
+            let _ = writeln!(s, "  failed checks: {}", which.join(", "));
+        }
         // The parser's cause, each once: the fix is often in the URL.
         for cause in FramingCause::ALL {
             let n = r

@@ -11,6 +11,7 @@
 //!
 //! The report itself is built and rendered in [`crate::report`].
 
+pub mod check;
 pub mod conversation;
 pub(crate) mod dashboard;
 pub mod discover;

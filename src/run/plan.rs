@@ -34,6 +34,8 @@ pub(super) struct Prepared {
     pub(super) thresholds: Vec<Threshold>,
     /// Conversations: which request follows which, and the think time.
     pub(super) turns: Option<TurnsPlan>,
+    /// Checks on the answer (core's `Plan::checks`), kept for the process.
+    pub(super) checks: &'static [metronome_core::check::Check],
 }
 
 /// Conversations, laid out before the clock: the plan's first `sessions`
@@ -206,6 +208,13 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
     };
     let mut mix = None;
     let mut turns = None;
+    let run_checks = super::check::CheckSpec {
+        status: args.check_status.clone(),
+        header: args.check_header.clone(),
+        body: args.check_body.clone(),
+        regex: args.check_regex.clone(),
+    };
+    let mut checks = super::check::build(&run_checks, &[])?;
     let (requests, addr, workload) = if args.openai {
         let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
         if let Some(table) = w.table {
@@ -241,6 +250,11 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         })
     {
         let named = super::mix::load(path, format, &target)?;
+        let own: Vec<(String, Option<super::check::CheckSpec>)> = named
+            .iter()
+            .map(|r| (format!("{} '{}'", format.flag(), r.name), r.check.clone()))
+            .collect();
+        checks = super::check::build(&run_checks, &own)?;
         let e = super::mix::encode_all(&named, &target, &args.headers);
         let weighted = match args.mix {
             Some(MixArg::Weighted) => true,
@@ -298,6 +312,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         slo,
         thresholds,
         turns,
+        checks,
     })
 }
 
@@ -463,6 +478,7 @@ pub(super) fn build<'a>(
         shard: p.shard,
         duration_ns: p.load.duration_ns,
         count: p.load.count,
+        checks: p.checks,
         warmup_ns: ns(args.warmup),
         connections: connections(args, p.load.rate, p.shard),
         max_connections: max_connections(args),
