@@ -79,6 +79,28 @@ pub enum Profile<'a> {
 
 /// What an engine needs to run: borrowed data only.
 ///
+/// The checks of request `request` among a plan's `checks`
+/// ([`Plan::check_of`]): none, one for all, or one each.
+#[inline]
+pub fn check_in(
+    checks: &'static [crate::check::Check],
+    request: usize,
+) -> Option<&'static crate::check::Check> {
+    let c = checks.get(check_slot(checks, request)?)?;
+    c.any().then_some(c)
+}
+
+/// Where request `request`'s checks are in a plan's `checks`: none when
+/// empty, 0 when one serves all, else `request`.
+#[inline]
+pub fn check_slot(checks: &[crate::check::Check], request: usize) -> Option<usize> {
+    match checks.len() {
+        0 => None,
+        1 => Some(0),
+        _ => Some(request),
+    }
+}
+
 /// The schedule spans `warmup_ns + duration_ns`; requests intended before
 /// `warmup_ns` are sent but not recorded, and the arrival exactly at
 /// `warmup_ns + duration_ns` is not sent.
@@ -325,12 +347,7 @@ impl Plan<'_> {
     /// ```
     #[inline]
     pub fn check_of(&self, request: usize) -> Option<&'static crate::check::Check> {
-        let c = match self.checks {
-            [] => return None,
-            [one] => one,
-            many => many.get(request)?,
-        };
-        c.any().then_some(c)
+        check_in(self.checks, request)
     }
 
     /// Number of report intervals covering the measured duration.

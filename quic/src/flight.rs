@@ -115,6 +115,7 @@ impl<J> Flight<J> {
                     let mut event_stream = false;
                     let mut grpc: Option<u32> = None;
                     let section = decoder.decode(block, |name, value| {
+                        ex.on_field(name, value);
                         if name == b"content-type" {
                             event_stream = value.starts_with(b"text/event-stream");
                         } else if name == b"grpc-status" {

@@ -299,7 +299,7 @@ fn h3_config(plan: &Plan<'_>, opts: &UringOptions) -> Result<Option<QuicConfig>,
         return Err(EngineError::Plan(PlanError::Http2));
     };
     QuicConfig::new(tls, plan.addr, plan.protocol, h2.max_streams)
-        .map(Some)
+        .map(|c| Some(c.with_checks(plan.checks)))
         .map_err(EngineError::connect)
 }
 

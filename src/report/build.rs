@@ -823,6 +823,15 @@ pub fn no_success_line(r: &Report) -> Option<String> {
                 let name = super::grpc_code_name(code).map_or(String::new(), |n| format!(" {n}"));
                 format!("grpc-status {code}{name} on {c}")
             }),
+        "check" => r
+            .errors
+            .by_check
+            .iter()
+            .flatten()
+            .max_by_key(|(_, &c)| c)
+            .map_or_else(String::new, |(which, c)| {
+                format!("the {which} check (--check-{which}) on {c}")
+            }),
         "timeout" => "no complete response within --timeout".to_string(),
         "reset" => "the connection was reset or closed before the response completed".to_string(),
         "too_large" => "the response head was over --max-header-bytes".to_string(),

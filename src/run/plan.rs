@@ -300,6 +300,15 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         let requests = vec![encode(&target, method, &args.headers, body.as_deref())];
         (requests, target.resolve()?, None)
     };
+    let http2 = args.http2 || args.http2_prior_knowledge || args.grpc.is_some();
+    if http2 && checks.iter().skip(64).any(|c| c.header.is_some()) {
+        return Err(UsageError(
+            "over HTTP/2, header checks apply to the first 64 requests of a mix only: give the \
+             others none, or check the header run-wide with --check-header"
+                .into(),
+        )
+        .into());
+    }
     Ok(Prepared {
         tls,
         addr,

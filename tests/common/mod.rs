@@ -260,6 +260,12 @@ pub fn assert_accounting(r: &Report) {
         e.by_grpc_status.as_ref().map_or(0, sum),
         "grpc_status = sum(by_grpc_status); {ctx}"
     );
+    // Runs without checks have no by_check (and no check errors).
+    assert_eq!(
+        e.by_kind.get("check").copied().unwrap_or(0),
+        e.by_check.as_ref().map_or(0, sum),
+        "check = sum(by_check); {ctx}"
+    );
     assert_eq!(
         q.timeouts, e.by_kind["timeout"],
         "timeouts = by_kind.timeout; {ctx}"

@@ -50,6 +50,8 @@ mod tls_peer;
 mod h2;
 // `--connect-to` and `--resolve`: an nginx vhost by name at 127.0.0.1.
 mod connect_to;
+// Checks on the answer: nginx chunks and SSE, serve over h1, h2 and h3.
+mod checks;
 // Unary gRPC against the embedded server and grpcio's health service.
 mod grpc;
 // HTTP/3 (--http3, std engine) against aioquic: ok, reset, close, silent, SSE.
