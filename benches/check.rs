@@ -70,10 +70,14 @@ fn bench(c: &mut Criterion) {
         b.iter(|| run(re, black_box(&[&body[..]])))
     });
 
-    let mut wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    let mut wire =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
     wire.extend_from_slice(&body);
     let request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-    for (name, check) in [("response/1KiB_with_substring", Some(sub)), ("response/1KiB_unchecked", None)] {
+    for (name, check) in [
+        ("response/1KiB_with_substring", Some(sub)),
+        ("response/1KiB_unchecked", None),
+    ] {
         let mut ex = Exchange::new(false);
         ex.set_check(check);
         g.bench_function(name, |b| {

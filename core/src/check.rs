@@ -366,8 +366,14 @@ impl CheckState {
         if sub.finder.find(bytes).is_some() {
             return true;
         }
-        // What the bytes end with: at most m - 1 bytes, all in this slice.
-        self.body_prefix = sub.run(0, &bytes[bytes.len() - keep..]) as u32;
+        // What the bytes end with: at most m - 1 bytes, all in this slice:
+        // the longest suffix of the last m - 1 bytes that starts the
+        // needle, found from the leftmost place its first byte occurs.
+        let tail = &bytes[bytes.len() - keep..];
+        self.body_prefix = memchr::memchr_iter(sub.needle[0], tail)
+            .map(|p| &tail[p..])
+            .find(|rest| sub.needle.starts_with(rest))
+            .map_or(0, |rest| rest.len() as u32);
         false
     }
 
@@ -524,7 +530,7 @@ mod tests {
         assert_eq!(st.verdict(&h), None);
         let two = Check {
             status: Some((200, 299)),
-            ..h
+            ..h.clone()
         };
         assert_eq!(
             judge(&two, Some(503), None, false),

@@ -183,10 +183,11 @@ fn the_mix_and_the_traces_run_as_documented() {
 fn the_checks_run_as_documented() {
     let srv = server(plain(Duration::ZERO));
     let dir = copy_for(srv.addr(), "checks");
+    let file = dir.join("checks.jsonl");
     for engine in common::engines() {
         let args = [
             "--requests",
-            path(&dir.join("checks.jsonl")),
+            path(&file),
             "--mix",
             "round-robin",
             "-n",

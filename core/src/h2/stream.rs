@@ -408,6 +408,7 @@ mod tests {
                 Finish::GrpcStatus(c) => Finish::GrpcStatus(c),
                 Finish::Framing(c) => Finish::Framing(c),
                 Finish::Error(k) => Finish::Error(k),
+                Finish::Check(c) => Finish::Check(c),
                 Finish::Stream { .. } => panic!("a gRPC call is no event stream"),
             }
         };
