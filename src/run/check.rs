@@ -168,7 +168,7 @@ fn regex(pattern: &str, at: &str) -> Result<&'static dyn BodyMatcher, UsageError
                      (?-u))",
                     MAX_REGEX_DFA_BYTES >> 20
                 )
-            } else if why.contains("word boundary") {
+            } else if why.contains("word boundar") {
                 ": a Unicode \\b cannot be checked as the body streams; write (?-u:\\b)".into()
             } else {
                 format!(": {}", why.lines().last().unwrap_or(&why).trim())
