@@ -334,7 +334,7 @@ fn queue_due(
         let admit = q.pool.admit(now, state);
         let grow = match admit {
             Admit::Drop { open } => open,
-            Admit::Send | Admit::Wait { .. } => {
+            Admit::Send { .. } | Admit::Wait { .. } => {
                 q.jobs.push_back(Job {
                     request,
                     intended_ns: t,
@@ -343,8 +343,8 @@ fn queue_due(
                     not_before_ns: if early { t } else { 0 },
                 });
                 match admit {
-                    Admit::Wait { open, .. } => open,
-                    _ => 0,
+                    Admit::Wait { open, .. } | Admit::Send { open } => open,
+                    Admit::Drop { .. } => 0,
                 }
             }
         };
