@@ -786,6 +786,9 @@ impl<'p> Ledger<'p> {
             if ok {
                 iv.ok += 1;
                 iv.output_tokens = iv.output_tokens.saturating_add(tokens);
+                iv.service_ns = iv
+                    .service_ns
+                    .saturating_add(done_ns.saturating_sub(sent_ns));
             } else {
                 iv.errors += 1;
             }

@@ -504,6 +504,7 @@ impl RowMaker {
             p99: ms(iv.latency.quantile(0.99)),
             max: ms(iv.latency.max()),
             send_lag_p99: ms(iv.send_lag.quantile(0.99)),
+            service_mean_ms: (iv.ok > 0).then(|| iv.service_ns as f64 / iv.ok as f64 / 1e6),
         }
     }
 }

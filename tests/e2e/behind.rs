@@ -97,16 +97,18 @@ fn a_user_pool_grows_for_a_stream_server_on_time() {
             srv.addr(),
             "/",
             engine,
-            &[
-                "--openai", "--rate", "10", "--duration", "3s", "-c", "4",
-            ],
+            &["--openai", "--rate", "10", "--duration", "3s", "-c", "4"],
             0,
         );
         srv.stop();
         common::assert_accounting(&r);
         assert_eq!((r.requests.sent, r.requests.ok), (30, 30), "{engine}");
         // More connections than the 4 were needed (8.2 in flight).
-        assert!(r.generator.connections_opened > 4, "{engine}: {:?}", r.generator);
+        assert!(
+            r.generator.connections_opened > 4,
+            "{engine}: {:?}",
+            r.generator
+        );
         // A connect on loopback, on a loaded 2-core host: far below the
         // 100 ms a request waited for the next admission before.
         assert!(
@@ -114,6 +116,10 @@ fn a_user_pool_grows_for_a_stream_server_on_time() {
             "{engine}: send lag {:?}",
             r.metrics.send_lag
         );
-        assert!(r.generator.behind.is_empty(), "{engine}: {:?}", r.generator.behind);
+        assert!(
+            r.generator.behind.is_empty(),
+            "{engine}: {:?}",
+            r.generator.behind
+        );
     }
 }

@@ -47,6 +47,10 @@ pub struct Counts {
     /// Output tokens of the streams that succeeded in the interval (by
     /// completion time, as `ok`).
     pub output_tokens: u64,
+    /// The service times (completion - actual send, ns) of the interval's
+    /// successes added up (by completion time, as `ok`): with `ok`, their
+    /// mean, the evidence for a server that answered slower.
+    pub service_ns: u64,
     /// Bytes read from the connections in the interval, by the time each
     /// read completed: response heads and bodies as on the wire (over TLS,
     /// after decryption; HTTP/2: frames, headers HPACK-encoded).
@@ -73,6 +77,7 @@ impl Counts {
             cpu_ns: 0,
             spin_ns: 0,
             output_tokens: 0,
+            service_ns: 0,
             bytes_received: 0,
             bytes_sent: 0,
         }
@@ -93,6 +98,7 @@ impl Counts {
         self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
         self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.service_ns = self.service_ns.saturating_add(other.service_ns);
         self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
         self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
     }
