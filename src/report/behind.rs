@@ -5,6 +5,7 @@
 
 use metronome_core::plan::Plan;
 
+use super::enough::enough;
 use super::num::{count, num, pct, unit};
 use super::{Behind, IntervalReport};
 
@@ -259,22 +260,22 @@ fn detail(
             }
         ),
         "cpu_saturated" => format!(
-            "the pacing threads worked {} of the time (busy-wait excluded; send-lag p99 \
-             {}, {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
+            "the pacing threads worked {} of the time (busy-wait excluded; send-lag {}, \
+             {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
              this rate (add --threads, or shards on more machines)",
             pct(t.work_cpu),
-            unit(t.send_lag_p99, "ms"),
+            lag_stat(t),
             count(t.late),
             count(t.scheduled.max(t.sent))
         ),
         _ => format!(
             "the pacing threads worked only {} of the time yet sent {} of {} requests over \
-             1 ms late (send-lag p99 {}): the host took their CPU (other processes, a \
+             1 ms late (send-lag {}): the host took their CPU (other processes, a \
              VM's steal, interrupts; pin with --cpus to an idle core)",
             pct(t.work_cpu),
             count(t.late),
             count(t.scheduled.max(t.sent)),
-            unit(t.send_lag_p99, "ms")
+            lag_stat(t)
         ),
     }
 }
@@ -289,14 +290,23 @@ fn latency_p50(t: &IntervalReport) -> String {
     }
 }
 
-/// The stretch's send lag in words: its intervals' p99 (the largest), or
-/// "none sent".
+/// The stretch's send lag in words: its intervals' p99 (the largest);
+/// where the stretch's sends are too few for a p99 by the one rule
+/// ([`enough`]), so are each interval's, whose p99 is then its max: "max";
+/// "none sent" without a send.
 fn send_lag(t: &IntervalReport) -> String {
-    if t.sent > 0 {
-        format!("send-lag p99 up to {}", unit(t.send_lag_p99, "ms"))
-    } else {
+    if t.sent == 0 {
         "none sent".to_string()
+    } else {
+        format!("send-lag {}", lag_stat(t).replacen(' ', " up to ", 1))
     }
+}
+
+/// The stretch's largest send-lag statistic: `p99 X ms`, or `max X ms`
+/// where its sends are too few for a p99 ([`send_lag`]).
+fn lag_stat(t: &IntervalReport) -> String {
+    let stat = if enough(t.sent, 0.99) { "p99" } else { "max" };
+    format!("{stat} {}", unit(t.send_lag_p99, "ms"))
 }
 
 #[cfg(test)]
@@ -594,6 +604,16 @@ mod tests {
                 b[0].cause.as_str()
             ),
             (0.0, 10.0, 10, "descheduled")
+        );
+        // 10 sends are too few for a p99: each interval's is its max.
+        assert!(
+            b[0].detail.ends_with(
+                "sent 10 of 10 requests over 1 ms late (send-lag max 138.0 ms): the host took \
+                 their CPU (other processes, a VM's steal, interrupts; pin with --cpus to an \
+                 idle core)"
+            ),
+            "{}",
+            b[0].detail
         );
         let two: Vec<_> = (0..10)
             .map(|i| one(i, u64::from(i == 3 || i == 4)))

@@ -247,6 +247,7 @@ impl Report {
                     Compat::from_recorder(peer, rec, Some(&out.exact), PhaseStart::of(plan))
                 })
                 .collect(),
+            samples_needed: Default::default(),
             workload: None,
             interrupted: false,
             partial: false,
@@ -562,7 +563,29 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             unit(r.duration_s, "s")
         ));
     }
-    let lag_p99 = r.metrics.send_lag.p99;
+    let lag = &r.metrics.send_lag;
+    let lag_p99 = lag.p99;
+    // The send lag by the one rule: its p99 where the sends are enough for
+    // one, else its max.
+    let (lag_over_1ms, lag_words) = if super::enough::enough(lag.count, 0.99) {
+        (
+            lag.p99 > 1.0,
+            format!(
+                "send lag p99 is {} (max {})",
+                unit(lag.p99, "ms"),
+                unit(lag.max, "ms")
+            ),
+        )
+    } else {
+        (
+            lag.max > 1.0,
+            format!(
+                "send lag max is {} ({} sends, too few for a p99)",
+                unit(lag.max, "ms"),
+                count(lag.count)
+            ),
+        )
+    };
     // Waits with the pool at its limit, in the stretches they made late.
     let at_limit: u64 = r
         .generator
@@ -607,18 +630,17 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         ));
     } else if r.model == Model::Open
         && queued.is_none()
-        && lag_p99 > 1.0
+        && lag_over_1ms
         && r.generator
             .behind
             .iter()
             .any(|b| b.cause != "concurrency_limit")
     {
-        // Only when it was material: some interval is behind (above).
+        // Only when it was material: some stretch is behind (above).
         w.push(format!(
-            "the generator fell behind its schedule: send lag p99 is {} (max {}); \
-             latency is still measured from the intended time",
-            unit(lag_p99, "ms"),
-            unit(r.metrics.send_lag.max, "ms")
+            "the generator fell behind its schedule: {}; latency is still measured from the \
+             intended time",
+            lag_words
         ));
     }
     // At most three stretches in the warnings; the JSON has them all.

@@ -502,6 +502,7 @@ mod tests {
             value: 1.0,
             passed: true,
             samples: Some(10),
+            not_evaluated: None,
         });
         let c = equivalent_command(&r);
         assert!(c.contains("--rate 1000 "), "{c}");

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::enough::enough;
 use super::num::{count, num, tick, unit};
-use super::text::samples_for_percentile;
 use super::{Metric, Report};
 
 /// The schema name of a sweep's JSON.
@@ -106,7 +106,10 @@ pub fn fell_behind(r: &Report) -> Option<String> {
     r.thresholds
         .iter()
         .find(|t| !t.passed)
-        .map(|t| format!("threshold {} breached", t.expr))
+        .map(|t| match &t.not_evaluated {
+            Some(why) => format!("threshold {} not evaluated ({why})", t.expr),
+            None => format!("threshold {} breached", t.expr),
+        })
 }
 
 /// The knee the connection pool found in a run, in words: with requests
@@ -360,9 +363,9 @@ pub fn render(s: &Sweep) -> String {
 }
 
 /// A table cell of a metric's statistic (ms): `-` where its samples are
-/// too few for percentile `q` ([`samples_for_percentile`]), else [`num`].
+/// too few for percentile `q` ([`enough`]: the one rule), else [`num`].
 fn cell(m: &Metric, q: f64, v: f64) -> String {
-    if m.count < samples_for_percentile(q) {
+    if !enough(m.count, q) {
         "-".to_string()
     } else {
         num(v)
