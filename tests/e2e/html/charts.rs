@@ -127,7 +127,17 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
     }
     let n = r.intervals.len();
     let ts = |names: &[&str]| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
-    out.push(("ts-latency".into(), ts(&["p50", "p99", "max"])));
+    // Latency and send-lag quantiles only where the interval's values are
+    // enough for them (the one rule).
+    let enough = |q: f64, of: fn(&IntervalReport) -> u64| enough_rows(r, q, of).len();
+    out.push((
+        "ts-latency".into(),
+        vec![
+            ("p50".into(), enough(0.5, |v| v.ok)),
+            ("p99".into(), enough(0.99, |v| v.ok)),
+            ("max".into(), enough(0.0, |v| v.ok)),
+        ],
+    ));
     if r.stages.is_empty() && r.arrival.trace.is_none() {
         out.push(("ts-rate".into(), ts(&["sent/s", "ok/s"])));
     } else {
@@ -137,7 +147,10 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
         "ts-errors".into(),
         ts(&["errors", "dropped", "unsent", "waited"]),
     ));
-    out.push(("ts-lag".into(), ts(&["send lag p99"])));
+    out.push((
+        "ts-lag".into(),
+        vec![("send lag p99".into(), enough(0.99, |v| v.sent))],
+    ));
     out.push(("ts-cpu".into(), ts(&["work_cpu"])));
     out.extend(flow_charts(r));
     // A chart with nothing to draw is a sentence instead.
@@ -169,6 +182,27 @@ fn flow_charts(r: &Report) -> Vec<(String, Series)> {
         }
     }
     out
+}
+
+/// The rows series `si` of the time-series chart `id` draws where not every
+/// row: the latency quantiles' and the send lag's, by the one rule.
+fn series_rows(r: &Report, id: &str, si: usize) -> Option<Vec<usize>> {
+    match (id, si) {
+        ("ts-latency", 0) => Some(enough_rows(r, 0.5, |v| v.ok)),
+        ("ts-latency", 1) => Some(enough_rows(r, 0.99, |v| v.ok)),
+        ("ts-latency", _) => Some(enough_rows(r, 0.0, |v| v.ok)),
+        ("ts-lag", 0) => Some(enough_rows(r, 0.99, |v| v.sent)),
+        ("ts-lag", _) => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// The rows whose values (`of`: `ok` for latency, `sent` for send lag) are
+/// enough for the quantile `q`: the points of its series.
+fn enough_rows(r: &Report, q: f64, of: fn(&IntervalReport) -> u64) -> Vec<usize> {
+    (0..r.intervals.len())
+        .filter(|&i| metronome::report::enough::enough(of(&r.intervals[i]), q))
+        .collect()
 }
 
 /// The rows with a TTFT, the points of the TTFT chart.
@@ -308,11 +342,19 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eq(label, curve_value(m, i));
         }
         "ts-latency" => {
-            let v = &r.intervals[i];
+            let q = [0.5, 0.99, 0.0][si];
+            let v = &r.intervals[enough_rows(r, q, |v| v.ok)[i]];
             eq("interval ", v.start_s);
-            eq("p50 ", v.p50);
-            eq("p99 ", v.p99);
-            eq("max ", v.max);
+            let shown = |label: &str, q: f64, want: f64| {
+                assert_eq!(
+                    after(text, label),
+                    fq(v.ok, q, want),
+                    "{chart} point {i}: '{label}' in '{text}'"
+                );
+            };
+            shown("p50 ", 0.5, v.p50);
+            shown("p99 ", 0.99, v.p99);
+            shown("max ", 0.0, v.max);
             eqn("ok ", v.ok);
         }
         "ts-rate" => {
@@ -350,7 +392,10 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eqn("unsent ", v.unsent);
             eqn("waited ", v.waited);
         }
-        "ts-lag" => eq("send lag p99 ", r.intervals[i].send_lag_p99),
+        "ts-lag" => eq(
+            "send lag p99 ",
+            r.intervals[enough_rows(r, 0.99, |v| v.sent)[i]].send_lag_p99,
+        ),
         "ts-ttft" => {
             let v = &r.intervals[ttft_rows(r)[i]];
             eq("interval ", v.start_s);
@@ -471,29 +516,45 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
             "zoomed to {d0}..{d1} of {end}"
         );
     }
-    let xs: Vec<f64> = iv.iter().map(|i| i.start_s + width / 2.0).collect();
-    let visible = (0..xs.len())
-        .filter(|&i| {
-            let x = xs[i];
-            let inside = x >= d0 && x <= d1;
-            let before = i + 1 < xs.len() && xs[i + 1] >= d0 && x < d0;
-            let after = i > 0 && xs[i - 1] <= d1 && x > d1;
-            inside || before || after
-        })
-        .count();
-    let mut ts = vec!["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
+    // The points a series draws zoomed: those of its rows inside the
+    // domain, and one neighbour each side.
+    let visible = |rows: &[usize]| {
+        let xs: Vec<f64> = rows.iter().map(|&i| iv[i].start_s + width / 2.0).collect();
+        (0..xs.len())
+            .filter(|&i| {
+                let x = xs[i];
+                let inside = x >= d0 && x <= d1;
+                let before = i + 1 < xs.len() && xs[i + 1] >= d0 && x < d0;
+                let after = i > 0 && xs[i - 1] <= d1 && x > d1;
+                inside || before || after
+            })
+            .count()
+    };
+    // A chart whose series have no row with enough values is a sentence.
+    let mut ts: Vec<&str> = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"]
+        .into_iter()
+        .filter(|id| (0..3).any(|si| series_rows(r, id, si).is_none_or(|rows| !rows.is_empty())))
+        .collect();
     let flow = flow_charts(r);
     ts.extend(flow.iter().map(|(id, _)| id.as_str()));
     // The TTFT chart draws the rows that have one: all of them here.
     if flow.iter().any(|(id, _)| id == "ts-ttft") {
         assert_eq!(ttft_rows(r).len(), iv.len(), "a row without TTFT");
     }
-    for (key, want) in [("charts", visible), ("reset", iv.len())] {
+    let all: Vec<usize> = (0..iv.len()).collect();
+    for key in ["charts", "reset"] {
         let charts = z[key].as_array().unwrap();
         let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ts);
         for c in charts {
-            for n in c["points"].as_array().unwrap() {
+            let id = c["id"].as_str().unwrap();
+            for (si, n) in c["points"].as_array().unwrap().iter().enumerate() {
+                let rows = series_rows(r, id, si).unwrap_or_else(|| all.clone());
+                let want = if key == "reset" {
+                    rows.len()
+                } else {
+                    visible(&rows)
+                };
                 assert_eq!(n.as_u64().unwrap() as usize, want, "{key}: {c}");
             }
         }
@@ -508,6 +569,7 @@ pub(super) fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, us
     let chart = k["chart"].as_str().unwrap();
     let (_, _, from, _) = hs.iter().find(|h| h.0 == chart).unwrap();
     let i = k["index"].as_u64().unwrap() as usize;
-    assert_eq!(i, (from + 1).min(r.intervals.len() - 1), "{k}");
+    let n = series_rows(r, chart, 0).map_or(r.intervals.len(), |rows| rows.len());
+    assert_eq!(i, (from + 1).min(n - 1), "{k}");
     check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
 }
