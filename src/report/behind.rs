@@ -26,9 +26,8 @@ const MATERIAL: f64 = 0.01;
 const MIN_DELAYED: u64 = 3;
 
 /// A server answered slower only when its mean service time in an
-/// interval is at least this many times its mean in the intervals before
-/// that kept the schedule (the baseline): the evidence `server_slower`
-/// needs.
+/// interval is at least this many times the lowest mean of the intervals
+/// before it (the baseline): the evidence `server_slower` needs.
 const SLOWER: f64 = 1.5;
 
 /// The stretches of the run in which the open loop could not keep its
@@ -58,13 +57,13 @@ pub fn behind(
     // Runs of consecutive intervals with one cause: (cause, first, last,
     // the baseline before the first).
     let mut runs: Vec<(&'static str, usize, usize, Option<Baseline>)> = Vec::new();
-    // The intervals so far that kept the schedule, and their successes'
-    // service times: (intervals, successes, sum of the means x successes).
-    let mut kept = Baseline::default();
+    // The service time of the intervals so far (a service time runs from
+    // the actual send, so a late or waiting send does not inflate it).
+    let mut before = Baseline::default();
     for (i, iv) in intervals.iter().enumerate() {
-        let base = (kept.ok > 0).then_some(kept);
+        let base = (before.intervals > 0).then_some(before);
+        before.add(iv);
         let Some(cause) = cause(iv, cap.is_some(), base) else {
-            kept.add(iv);
             continue;
         };
         match runs.last_mut() {
@@ -93,31 +92,33 @@ pub fn behind(
         .collect()
 }
 
-/// The service time of the intervals that kept the schedule: the
-/// baseline a `server_slower` stretch is measured against.
+/// The service time of the intervals before one: the baseline a
+/// `server_slower` stretch is measured against, the lowest of their mean
+/// service times.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Baseline {
     /// Intervals with a success.
     intervals: u64,
-    /// Their successes.
-    ok: u64,
-    /// Their mean service times weighted by their successes, ms.
-    weighted_ms: f64,
+    /// The lowest of their mean service times, ms.
+    lowest_ms: f64,
 }
 
 impl Baseline {
-    /// Counts an interval that kept the schedule.
+    /// Counts an interval.
     fn add(&mut self, iv: &IntervalReport) {
         if let (Some(mean), true) = (iv.service_mean_ms, iv.ok > 0) {
+            self.lowest_ms = if self.intervals == 0 {
+                mean
+            } else {
+                self.lowest_ms.min(mean)
+            };
             self.intervals += 1;
-            self.ok += iv.ok;
-            self.weighted_ms += mean * iv.ok as f64;
         }
     }
 
-    /// The mean service time of their successes, ms.
+    /// The baseline service time, ms.
     fn mean_ms(&self) -> f64 {
-        self.weighted_ms / self.ok.max(1) as f64
+        self.lowest_ms
     }
 
     /// Whether `iv`'s mean service time is at least [`SLOWER`] times it.
@@ -139,8 +140,8 @@ fn total(stretch: &[IntervalReport]) -> IntervalReport {
 
 /// Why an interval is behind its schedule, or `None` when it kept it (see
 /// [`behind`] for the materiality rule). `base`: the service time of the
-/// intervals before it that kept the schedule, the evidence against which
-/// a server is said to have answered slower.
+/// intervals before it (the lowest mean), the evidence against which a
+/// server is said to have answered slower.
 pub(crate) fn cause(
     iv: &IntervalReport,
     capped: bool,
@@ -200,14 +201,10 @@ fn detail(
 ) -> String {
     let service = |b: &Baseline| {
         format!(
-            "service time mean {} against {} in the {} before that kept the schedule",
+            "service time mean {} against {}, the lowest mean of the {} before it",
             unit(t.service_mean_ms.unwrap_or(0.0), "ms"),
             unit(b.mean_ms(), "ms"),
-            if b.intervals == 1 {
-                "interval".to_string()
-            } else {
-                format!("{} intervals", count(b.intervals))
-            }
+            super::num::counted(b.intervals, "interval")
         )
     };
     match cause {
@@ -254,9 +251,7 @@ fn detail(
             match (&base, t.service_mean_ms) {
                 (Some(b), Some(_)) => format!("{}: not slower", service(b)),
                 (Some(_), None) => "no request succeeded to measure a service time".to_string(),
-                (None, _) => "no interval before it kept the schedule to compare its \
-                              service time with"
-                    .to_string(),
+                (None, _) => "no interval before it to compare its service time with".to_string(),
             }
         ),
         "cpu_saturated" => format!(
@@ -403,7 +398,7 @@ mod tests {
             "47 requests found every connection busy and waited for one, the pool below its \
              limit (latency p50 up to 1.000 ms, send-lag p99 up to 1.500 \
              ms): the server answered slower than before (service time mean 3.000 ms against \
-             1.000 ms in the 2 intervals before that kept the schedule: 3.000 times)"
+             1.000 ms, the lowest mean of the 2 intervals before it: 3.000 times)"
         );
         // The last interval of a run ends one interval width after its start.
         let tail = behind(
@@ -452,7 +447,7 @@ mod tests {
             b[0].detail,
             "40 requests found every connection busy and waited for one, the pool below its \
              limit (no request succeeded, send-lag p99 up to 1.500 ms); no interval before \
-             it kept the schedule to compare its service time with"
+             it to compare its service time with"
         );
         let unsent = IntervalReport {
             sent: 0,
@@ -465,8 +460,8 @@ mod tests {
         assert_eq!(
             b[0].detail,
             "40 requests found every connection busy and waited for one, the pool below its \
-             limit (no request succeeded, none sent); no interval before it kept the schedule \
-             to compare its service time with"
+             limit (no request succeeded, none sent); no interval before it to compare its \
+             service time with"
         );
         let dropped = IntervalReport {
             ok: 0,
@@ -511,7 +506,7 @@ mod tests {
     }
 
     /// Waits below the pool's limit name the server only when its service
-    /// time rose against the intervals before that kept the schedule (an
+    /// time rose against the lowest mean of the intervals before it (an
     /// 820 ms stream every time, while a pool grows, is not "slower"):
     /// flat, the stretch says what was measured (`waited`), with both
     /// means; with no interval before it, that there is nothing to compare.
@@ -532,8 +527,8 @@ mod tests {
             flat[0].detail,
             "6 requests found every connection busy and waited for one, the pool below its \
              limit (latency p50 up to 1.000 ms, send-lag p99 up to 1.500 ms); service time \
-             mean 821.0 ms against 820.0 ms in the interval before that kept the schedule: \
-             not slower"
+             mean 821.0 ms against 820.0 ms, the lowest mean of the 1 interval before it: not \
+             slower"
         );
         // Just below 1.5 times: still no evidence; at it: slower.
         assert_eq!(
@@ -549,7 +544,7 @@ mod tests {
         assert_eq!(first[0].cause, "waited");
         assert!(first[0]
             .detail
-            .ends_with("no interval before it kept the schedule to compare its service time with"));
+            .ends_with("no interval before it to compare its service time with"));
         // The stall of a server that kept its schedule before: 1 ms, then 40 ms.
         let ms1 = IntervalReport {
             service_mean_ms: Some(1.0),
@@ -572,7 +567,7 @@ mod tests {
         assert!(
             b[0].detail.ends_with(
                 "the server answered slower than before (service time mean 40.00 ms against 1.000 \
-             ms in the 2 intervals before that kept the schedule: 40.00 times)"
+             ms, the lowest mean of the 2 intervals before it: 40.00 times)"
             ),
             "{}",
             b[0].detail

@@ -74,7 +74,8 @@ pub fn auto_rates(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// [`saturated`]), achieved below 99% of offered, dropped requests, a stretch where
 /// requests waited for a connection (`pool_exhausted`: the target is
 /// slower than the connections allow) or the generator's CPU was saturated
-/// (`cpu_saturated`), or a breached threshold. A `descheduled` stretch (the
+/// (`cpu_saturated`), or a breached threshold (not one that was not
+/// evaluated: too few samples show no breach). A `descheduled` stretch (the
 /// host took the generator's CPU) is not the target's doing and does not
 /// make a knee; [`render`] names it apart.
 pub fn fell_behind(r: &Report) -> Option<String> {
@@ -103,13 +104,11 @@ pub fn fell_behind(r: &Report) -> Option<String> {
             b.detail
         ));
     }
+    // A threshold not evaluated (too few samples) showed no breach.
     r.thresholds
         .iter()
-        .find(|t| !t.passed)
-        .map(|t| match &t.not_evaluated {
-            Some(why) => format!("threshold {} not evaluated ({why})", t.expr),
-            None => format!("threshold {} breached", t.expr),
-        })
+        .find(|t| !t.passed && t.not_evaluated.is_none())
+        .map(|t| format!("threshold {} breached", t.expr))
 }
 
 /// The knee the connection pool found in a run, in words: with requests
