@@ -211,8 +211,9 @@ pub enum Admit {
     },
     /// Send it now on an idle connection (the most recently used one),
     /// and start `open` connects now: a spare when it takes the last idle
-    /// connection before the run's first answer, once nothing has answered
-    /// for a stall's length (the next request then finds it open).
+    /// connection with the pool below [`Pool::wanted`], or before the run's
+    /// first answer once nothing has answered for a stall's length (the
+    /// next request then finds it open).
     Send {
         /// Connects to start now (0 or 1).
         open: u32,
@@ -574,11 +575,13 @@ impl Pool {
             };
         }
         if !waits {
-            // The last idle connection, before any answer, nothing answered
-            // for a stall's length: a spare for the next request.
+            // The last idle connection, with the pool below what it aims at
+            // (the base's need) or, before any answer, nothing answered for
+            // a stall's length: a spare for the next request, so that it
+            // does not wait for a connect.
+            let below = s.open + s.connecting < self.wanted();
             let spare = s.idle == 1
-                && unanswered
-                && self.last_answer_ns.is_none()
+                && (below || (unanswered && self.last_answer_ns.is_none()))
                 && s.connecting == 0
                 && !self.is_full(s);
             return Admit::Send {

@@ -80,9 +80,11 @@ fn a_stall_on_few_connections_is_reported_as_pool_exhausted_in_its_second() {
 /// (`serve --sse --tokens 20 --ttft 200ms --itl 30ms`), at 10 req/s on a
 /// user's `-c 4`: the 5th request finds the 4 connections busy before any
 /// has answered, and the pool gives it (and each after it) a connection at
-/// once, as the default pool's pre-opened ones would have: the send lag
-/// stays a connect's, far below the 100 ms gap between requests (it was
-/// 101 ms on std, 201 ms on io_uring), and no stretch is behind.
+/// once, as the default pool's pre-opened ones would have: no request
+/// waits for a connection (the send lag was 101 ms on std, 201 ms on
+/// io_uring, all of it waits), and no stretch is behind for connections (a
+/// loaded host may still deschedule the pacer: that stretch is the
+/// host's, and named so).
 #[test]
 fn a_user_pool_grows_for_a_stream_server_on_time() {
     for engine in engines() {
@@ -109,15 +111,25 @@ fn a_user_pool_grows_for_a_stream_server_on_time() {
             "{engine}: {:?}",
             r.generator
         );
-        // A connect on loopback, on a loaded 2-core host: far below the
-        // 100 ms a request waited for the next admission before.
-        assert!(
-            r.metrics.send_lag.max < 50.0,
-            "{engine}: send lag {:?}",
-            r.metrics.send_lag
+        // No request waited for a connection: each found the spare the
+        // one before it opened (before, the 5th to 9th waited up to the next
+        // admission, 100 ms). What send lag is left is the host's (a loaded
+        // 2-core host deschedules a pacer for tens of ms): none of it is a
+        // wait (`late_waiting`).
+        let waited: u64 = r.intervals.iter().map(|i| i.waited).sum();
+        let late_waiting: u64 = r.intervals.iter().map(|i| i.late_waiting).sum();
+        assert_eq!(
+            (waited, late_waiting),
+            (0, 0),
+            "{engine}: {:?}",
+            r.intervals
         );
+        let waits = ["waited", "server_slower", "pool_exhausted"];
         assert!(
-            r.generator.behind.is_empty(),
+            !r.generator
+                .behind
+                .iter()
+                .any(|b| waits.contains(&b.cause.as_str())),
             "{engine}: {:?}",
             r.generator.behind
         );
