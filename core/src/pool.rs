@@ -16,8 +16,10 @@
 //!    `base` is the [`BASE_RANK`]-th smallest service time seen (or the
 //!    warm-up requests' median, if smaller), the service time of a request that
 //!    found no queue (TCP Vegas' BaseRTT). A server that takes 20 ms per
-//!    request in parallel gets `rate x 20 ms x 1.5` at once; a saturated
-//!    server's queueing never raises a minimum.
+//!    request in parallel gets `rate x 20 ms x 1.5` at once (a request that
+//!    takes the last idle connection below it opens a spare, so the next
+//!    does not wait for a connect); a saturated server's queueing never
+//!    raises a minimum.
 //! 2. **By probes whose gain is measured.** While a quarter or more of the
 //!    due requests of a window ([`WINDOW_NS`], at least [`WINDOW_COMPLETIONS`]
 //!    completions) waited for a connection and what completed is below
