@@ -533,7 +533,7 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
     // A chart whose series have no row with enough values is a sentence.
     let mut ts: Vec<&str> = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"]
         .into_iter()
-        .filter(|id| (0..3).any(|si| series_rows(r, id, si).is_none_or(|rows| !rows.is_empty())))
+        .filter(|id| (0..3).any(|si| series_rows(r, id, si).map_or(true, |rows| !rows.is_empty())))
         .collect();
     let flow = flow_charts(r);
     ts.extend(flow.iter().map(|(id, _)| id.as_str()));
