@@ -9,7 +9,7 @@
 //! only move the queue from the client, where latency is measured from the
 //! intended time anyway, into the server, and make both ends slower. So the
 //! pool grows in two ways only, each tested on a virtual clock
-//! (`tests/sim_pool.rs`):
+//! (`tests/sim/pool.rs`):
 //!
 //! 1. **Toward the concurrency the no-queue service time needs** (Little's
 //!    law): [`Pool::base_wanted`] = `ceil(rate x base x 1.5) + 2`, where
