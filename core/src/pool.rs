@@ -208,20 +208,23 @@ pub enum AfterGoaway {
 /// streams on this connection", not "slow down": nginx sends one every
 /// `keepalive_requests` (1 000 by default) and a server sends one when it
 /// restarts gracefully. So it is no reason for due requests to wait, and
-/// under drain-then-replace they wait for the slowest stream the old
-/// connection kept (up to `--timeout`, or a whole event stream), then for
-/// the new connection's connect and handshake, all charged to them from
-/// their intended time. Retired, the old connection drains while the next
-/// one connects. The cost is a socket more than the pool counts for the
-/// drain's length (one per pool place at most, so at most twice
-/// `--max-connections`), and the server sees both at once.
+/// under drain-then-replace a request that finds the pool's other
+/// connections busy waits for the slowest stream the old connection kept
+/// (up to `--timeout`, or a whole event stream), then for the new
+/// connection's connect and handshake, all charged to it from its intended
+/// time (with one connection, every request due meanwhile does). Retired,
+/// the old connection drains while the next one connects. The cost is a
+/// socket more than the pool counts for the drain's length (one per pool
+/// place at most, so at most twice `--max-connections`), and the server
+/// sees both at once.
 ///
 /// **Drain, then replace** where there is no spare: then the only way to
 /// stay within the pool's count is to keep the connection's place until it
 /// drains. The HTTP/3 paths keep a spare (the io_uring worker has twice the
 /// pool's ring slots; the std engine's dispatcher two links); the HTTP/2
 /// paths do not (one ring slot, one link per pool place), so they drain
-/// then replace. (`e2e::h3::h3_goaway_opens_the_next_connection_while_draining`
+/// then replace; an engine that keeps a spare for HTTP/2 too passes `true`
+/// and retires. (`e2e::h3::h3_goaway_opens_the_next_connection_while_draining`
 /// pins the first on both engines: the server sees the next connection
 /// open before the old one closes; `hostile::h2`'s GOAWAY scenarios run
 /// the second.)
