@@ -414,11 +414,19 @@ pub fn render_text(r: &Report) -> String {
             counted(w.distinct_requests, "distinct request")
         );
         for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
+            // Each statistic by the one rule ([`enough`]).
+            let q = |q: f64, v: u64| {
+                if enough(d.count, q) {
+                    count(v)
+                } else {
+                    "-".to_string()
+                }
+            };
             let _ = writeln!(
                 s,
                 "  {name} tokens per request: mean {}  p50 {}  p90 {}  p99 {}  max {}  ({} requests, {} tokens)",
-                num(d.mean), count(d.p50), count(d.p90), count(d.p99), count(d.max), count(d.count),
-                count(d.total)
+                pct_ms(d.count, 0.0, d.mean), q(0.5, d.p50), q(0.9, d.p90), q(0.99, d.p99), q(0.0, d.max),
+                count(d.count), count(d.total)
             );
         }
     }

@@ -801,7 +801,8 @@
       out.push(table('Token counts (tokens per request)', ['', 'requests', 'total', 'min', 'mean', 'p50', 'p90', 'p99', 'max'],
         [['input', w.input_tokens], ['output', w.output_tokens]].map(function (p) {
           var d = p[1];
-          return [p[0], cnt(d.count), cnt(d.total), cnt(d.min), num(d.mean), cnt(d.p50), cnt(d.p90), cnt(d.p99), cnt(d.max)];
+          var c = function (stat) { return shown(d.count, stat) ? cnt(d[stat]) : '-'; };
+          return [p[0], cnt(d.count), cnt(d.total), c('min'), qs(d.count, 'mean', d.mean), c('p50'), c('p90'), c('p99'), c('max')];
         }), 'token-counts'));
     }
     // compat: a list of views; reports of older versions hold one view or null.

@@ -319,16 +319,24 @@ pub(super) fn check_sections(r: &Report, check: &Value) {
         let want: Vec<Vec<String>> = [("input", &w.input_tokens), ("output", &w.output_tokens)]
             .iter()
             .map(|(n, d)| {
+                // Each statistic by the one rule, `-` without enough requests.
+                let c = |q: f64, v: u64| {
+                    if metronome::report::enough::enough(d.count, q) {
+                        fcount(v)
+                    } else {
+                        "-".to_string()
+                    }
+                };
                 vec![
                     n.to_string(),
                     fcount(d.count),
                     fcount(d.total),
-                    fcount(d.min),
-                    fnum(d.mean),
-                    fcount(d.p50),
-                    fcount(d.p90),
-                    fcount(d.p99),
-                    fcount(d.max),
+                    c(0.0, d.min),
+                    fq(d.count, 0.0, d.mean),
+                    c(0.5, d.p50),
+                    c(0.9, d.p90),
+                    c(0.99, d.p99),
+                    c(0.0, d.max),
                 ]
             })
             .collect();
