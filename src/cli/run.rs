@@ -410,7 +410,7 @@ pub struct RunArgs {
     pub slos: Vec<String>,
     /// Write the JSON report to FILE
     ///
-    /// Every output file's directory is checked before the run; a write that still fails at the end puts the JSON in metronome-report-RUN_ID.json.
+    /// Every output file's directory is checked before the run (two outputs may not name one file); a write that still fails at the end puts the JSON in metronome-report-RUN_ID.json.
     #[arg(help_heading = OUTPUTS, short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Output format on stdout.

@@ -326,3 +326,69 @@ fn an_unwritable_output_falls_back_to_a_named_file() {
         .starts_with(&format!("metronome-report-{}", r.run_id)));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two outputs naming one file (the same path, or `x` and `./x`) are
+/// refused before the run, exit 2, in one line naming both flags; so is
+/// `-` (stdout) given twice. The target receives nothing. (Before: exit
+/// 0, and one output silently overwrote the other.)
+#[test]
+fn two_outputs_naming_one_file_are_refused() {
+    let dir = std::env::temp_dir().join(format!("metronome-same-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = dir.join("x");
+    let x = x.to_str().unwrap();
+    let dotted = dir.join(".").join("x");
+    let dotted = dotted.to_str().unwrap();
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let run = ["run", &url, "--rate", "10", "--duration", "5s", "--quiet"];
+    let with = |more: &[&'static str], paths: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = run.iter().map(|s| s.to_string()).collect();
+        for (flag, p) in more.iter().zip(paths) {
+            a.push(flag.to_string());
+            a.push(p.to_string());
+        }
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            with(&["--out", "--out-intervals", "--html"], &[x, x, x]),
+            "--out and --html both name",
+        ),
+        (
+            with(&["--out", "--out-requests"], &[x, dotted]),
+            "--out and --out-requests both name",
+        ),
+        (
+            with(&["--hgrm", "--svg"], &[dotted, x]),
+            "--hgrm and --svg both name",
+        ),
+        (
+            with(&["--out-intervals", "--out-requests"], &["-", "-"]),
+            "cannot both write to stdout",
+        ),
+        (
+            vec![
+                "report".into(),
+                dir.join("saved.json").display().to_string(),
+                "--svg".into(),
+                x.into(),
+                "--html".into(),
+                x.into(),
+            ],
+            "--svg and --html both name",
+        ),
+    ];
+    for (args, says) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = Instant::now();
+        let out = metronome(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(t.elapsed() < Duration::from_secs(4), "{args:?}: no run");
+    }
+    assert_eq!(srv.stop(), 0, "no request reached the target");
+    let _ = std::fs::remove_dir_all(&dir);
+}
