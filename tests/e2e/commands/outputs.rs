@@ -129,6 +129,21 @@ fn short_demo_shows_the_difference() {
     );
     let text = metronome::demo::render(&args, &parts);
     assert!(text.contains("open, constant") && text.contains("closed + correction"));
+    // Every run's warnings are shown, with the run's label (before, a
+    // demo on a starved host gave no word that the generator fell behind).
+    let mut parts = parts;
+    let behind = "the generator fell behind its schedule from 0.5 s (test)";
+    parts[3].1.generator.warnings.push(behind.to_string());
+    let text = metronome::demo::render(&args, &parts);
+    assert!(
+        text.contains(&format!("  open, Poisson: {behind}\n")),
+        "{text}"
+    );
+    for (_, r) in &parts {
+        for w in &r.generator.warnings {
+            assert!(text.contains(w.as_str()), "{w}: {text}");
+        }
+    }
 }
 
 /// `--hlog` writes an HdrHistogram interval log that the hdrhistogram
