@@ -532,3 +532,84 @@ fn live_intervals_arrive_as_cumulative_series() {
         assert_within_bound(p99, p99_ns as f64 * 1e-9, "cumulative p99");
     }
 }
+
+/// `report --prometheus-rw` of a sweep pushes each step's report, and of a
+/// `--repeat` document each run's, each under its own `run_id` (before: a
+/// sweep was refused with advice to push "each step's run report", which
+/// sweep never writes; a repeat document could not be read at all).
+#[test]
+fn a_saved_sweep_and_repeat_push_each_run() {
+    let Some(prom) = Prometheus::start("docs") else {
+        return;
+    };
+    let srv = server(plain(Duration::from_millis(1)));
+    let dir = scratch("docs");
+    let url = format!("http://{}/", srv.addr());
+    let w = prom.write_url();
+    let sweep = dir.join("sweep.json");
+    let repeat = dir.join("repeat.json");
+    let common = ["--duration", "500ms", "--quiet", "--engine", "std"];
+    let mut a = vec![
+        "sweep",
+        &url,
+        "--rates",
+        "20,40",
+        "--out",
+        sweep.to_str().unwrap(),
+    ];
+    a.extend(common);
+    let out = metronome(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut a = vec![
+        "run",
+        &url,
+        "--rate",
+        "30",
+        "--repeat",
+        "2",
+        "--out",
+        repeat.to_str().unwrap(),
+    ];
+    a.extend(common);
+    let out = metronome(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sw: metronome::report::sweep::Sweep =
+        serde_json::from_str(&std::fs::read_to_string(&sweep).unwrap()).unwrap();
+    let rp: metronome::report::repeat::Repeat =
+        serde_json::from_str(&std::fs::read_to_string(&repeat).unwrap()).unwrap();
+    for (file, source, runs) in [(&sweep, "sweep", &sw.steps), (&repeat, "repeat", &rp.runs)] {
+        let label = format!("source={source}");
+        let out = metronome(&[
+            "report",
+            file.to_str().unwrap(),
+            "--prometheus-rw",
+            &w,
+            "--prometheus-label",
+            &label,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{source}: {stderr}");
+        assert!(stderr.is_empty(), "{source}: {stderr}");
+        for r in runs.iter() {
+            let sel = format!("{{source=\"{source}\",run_id=\"{}\"}}", r.run_id);
+            let ok = prom.value(&format!("metronome_requests_ok_total{sel}"), None);
+            assert_eq!(ok, r.requests.ok as f64, "{source} {}", r.run_id);
+        }
+        let series = prom.query(
+            &format!("metronome_requests_ok_total{{source=\"{source}\"}}"),
+            None,
+        );
+        assert_eq!(series.len(), runs.len(), "{source}: one series per run");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

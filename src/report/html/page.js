@@ -1010,6 +1010,33 @@
     return out;
   }
 
+  // The runs of `run --repeat N`: each headline number's mean and 95%
+  // confidence interval (the document's own summary, computed in Rust),
+  // then one row per run from its report (latency p99 the exact one when
+  // the report kept it, as the text's run lines).
+  function repeatView(d) {
+    var unitOf = function (n) {
+      return n === 'achieved_rps' ? 'req/s' : n === 'throughput_rps' ? 'ok/s' : n === 'output_tokens_per_s' ? 'tokens/s' :
+        (n === 'error_rate' || n === 'goodput') ? 'fraction' : 'ms';
+    };
+    var summary = table('Mean and 95% confidence interval over the runs', ['number', 'mean', '± 95% CI', 'sd', 'min', 'max'],
+      d.summary.map(function (st) {
+        return [st.name + ' (' + unitOf(st.name) + ')', num(st.mean), num(st.ci95), num(st.sd), num(st.min), num(st.max)];
+      }), 'repeat-summary');
+    var runs = table('The runs', ['run', 'seed', 'scheduled', 'ok', 'errors', 'achieved req/s', 'latency p50 ms', 'latency p99 ms', 'latency max ms', 'warnings'],
+      d.runs.map(function (r, i) {
+        var m = r.metrics.latency;
+        return [String(i + 1), raw(String(r.seed)), cnt(r.requests.scheduled), cnt(r.requests.ok), cnt(r.requests.errors), num(r.achieved_rps),
+          num(m.p50), num(m.exact ? m.exact.p99 : m.p99), num(m.max), cnt(r.generator.warnings.length)];
+      }), 'repeat-runs');
+    var warned = [];
+    d.runs.forEach(function (r, i) {
+      r.generator.warnings.forEach(function (w) { warned.push(el('li', null, el('span', { class: 'warn-t' }, 'Run ' + (i + 1)), ' ', w)); });
+    });
+    return [el('section', { id: 'repeat', 'aria-label': 'Runs' }, summary, runs,
+      warned.length ? el('details', null, el('summary', null, 'Warnings of the runs'), el('ul', null, warned)) : null)];
+  }
+
   function sweepView(sw, meta, app) {
     var steps = sw.steps, knee = sw.knee;
     var out = [];
@@ -1233,7 +1260,13 @@
       return;
     }
     var data = JSON.parse(document.getElementById('report-data').textContent);
-    if (meta.kind === 'sweep') {
+    if (meta.kind === 'repeat') {
+      var target = data.runs[0] ? data.runs[0].target : '';
+      document.title = 'metronome --repeat: ' + data.runs.length + ' runs of ' + target;
+      add(app, [el('h1', null, 'metronome --repeat'), el('p', { class: 'sub' }, cnt(data.runs.length, 'run') + ' of ' + target +
+        ' (run i with seed --seed + i) · drawn by metronome ' + meta.version)]);
+      add(app, repeatView(data));
+    } else if (meta.kind === 'sweep') {
       document.title = 'metronome sweep: ' + data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '');
       add(app, [el('h1', null, 'metronome sweep'), el('p', { class: 'sub' }, data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '') +
         ' · drawn by metronome ' + meta.version)]);

@@ -407,3 +407,73 @@ fn two_outputs_naming_one_file_are_refused() {
     assert_eq!(srv.stop(), 0, "no request reached the target");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `report` and `merge` refuse a file that is not theirs in one line that
+/// says what the file is and what they read (before: a serde message of
+/// about 1,000 characters listing the report's 40 field names).
+#[test]
+fn a_file_that_is_not_a_report_is_named_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("metronome-notreport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let not_json = file("a.hgrm", "       Value     Percentile TotalCount\n");
+    let no_schema = file("b.json", "{\"steps\": []}");
+    let other = file(
+        "c.json",
+        "{\"schema\": \"metronome.requests/v1\", \"run_id\": \"x\"}",
+    );
+    let cut = file(
+        "d.json",
+        "{\"schema\": \"metronome.report/v1\", \"run_idd\": 1}",
+    );
+    let repeat = file(
+        "e.json",
+        "{\"schema\": \"metronome.repeat/v1\", \"runs\": [], \"summary\": []}",
+    );
+    let reads = "report reads a run's or merge's report (metronome.report/v1), a sweep \
+                 (metronome.sweep/v1) or a --repeat document (metronome.repeat/v1)";
+    for (args, says) in [
+        (
+            vec!["report", &not_json],
+            format!("{not_json} is not JSON ("),
+        ),
+        (
+            vec!["report", &no_schema],
+            format!("{no_schema} is JSON without a \"schema\" field"),
+        ),
+        (
+            vec!["report", &other],
+            format!("{other} is a metronome.requests/v1 document; {reads}"),
+        ),
+        (
+            vec!["report", &cut],
+            format!("{cut} is a report that does not decode (unknown field `run_idd` at line 1"),
+        ),
+        (
+            vec!["merge", &repeat, &repeat],
+            format!(
+                "{repeat} is a --repeat document (metronome.repeat/v1); a run's or merge's report"
+            ),
+        ),
+    ] {
+        let out = metronome(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&says), "{args:?}: {err}");
+        assert!(err.len() < 400, "{args:?}: {} characters: {err}", err.len());
+    }
+    // An empty --repeat document is one: its summary is printed.
+    let out = metronome(&["report", &repeat]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
