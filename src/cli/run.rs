@@ -499,10 +499,12 @@ pub struct PrometheusArgs {
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-label", value_name = "NAME=VALUE", value_parser = crate::prom::series::parse_label, requires = "prometheus_rw")]
     pub prometheus_labels: Vec<(String, String)>,
     /// Push classic summaries (quantile labels, _sum, _count) instead of native histograms,
-    /// for servers without native histograms.
+    /// for servers without native histograms (a server that refuses them gets summaries
+    /// anyway, after a one-line warning).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-summaries", requires = "prometheus_rw")]
     pub prometheus_summaries: bool,
-    /// How long the final flush may take before what is left is given up.
+    /// How long the final flush may take before what is left is given up (a strict bound;
+    /// a flush that waits says so).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-timeout", default_value = "10s", value_parser = parse_duration, requires = "prometheus_rw")]
     pub prometheus_timeout: Duration,
 }

@@ -219,6 +219,17 @@ impl Run {
         }
     }
 
+    /// Whether histograms go as classic summaries ([`Options::summaries`]).
+    pub fn summaries(&self) -> bool {
+        self.summaries
+    }
+
+    /// Sends classic summaries from now on (or native histograms again):
+    /// the fallback for a server without native histograms.
+    pub fn set_summaries(&mut self, on: bool) {
+        self.summaries = on;
+    }
+
     /// The labels every series of this run carries, sorted by name.
     pub fn labels(&self) -> &[Label] {
         &self.labels

@@ -120,6 +120,7 @@ impl PromLive {
         let ts = measured_ms(origin_unix_ns, self.warmup_s, row.start_s + self.width_s);
         let end = measured_ms(origin_unix_ns, self.warmup_s, self.duration_s);
         self.made += 1;
+        self.fall_back();
         let open = self.open_at(i);
         if ts < end {
             let mut req = self.samples(row, ts, iv, open, None);
@@ -176,6 +177,14 @@ impl PromLive {
         }
     }
 
+    /// Classic summaries from now on when the server refused native
+    /// histograms (the pusher said so, once).
+    fn fall_back(&mut self) {
+        if self.pusher.native_refused() {
+            self.run.set_summaries(true);
+        }
+    }
+
     /// The rows not pushed live (with their histograms from the run's
     /// `intervals`, which made the report's rows), the totals, and the
     /// final flush.
@@ -184,6 +193,7 @@ impl PromLive {
         let end_ms = series::measured_ms(r, r.duration_s);
         let made = self.made;
         let mut ended = false;
+        self.fall_back();
         // Decoded only when rows are left (as costly as the report's rows).
         if made < r.intervals.len() {
             intervals.for_each(|i, iv| {
@@ -204,7 +214,17 @@ impl PromLive {
                 self.pusher.push(&req);
             });
         }
-        self.pusher.push(&self.run.totals(r, end_ms));
+        self.fall_back();
+        let totals = self.run.totals(r, end_ms);
+        if self.run.summaries() || !self.pusher.native_unproven() {
+            self.pusher.push(&totals);
+        } else {
+            // With their summaries, for a server without native histograms.
+            self.run.set_summaries(true);
+            let summaries = self.run.totals(r, end_ms);
+            self.run.set_summaries(false);
+            self.pusher.push_with_summaries(&totals, &summaries);
+        }
         self.pusher.finish(self.timeout).warning()
     }
 }
