@@ -116,7 +116,7 @@ pub(crate) fn run_on(
         }
     }
     if args.http2 {
-        // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
+        // The engine's connections offer h2 only (discovery, before, spoke h2 too).
         if let Some(t) = p.tls.as_mut() {
             t.offer_h2_only();
         }
