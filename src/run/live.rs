@@ -72,6 +72,10 @@ struct PromLive {
     next_sample: usize,
     /// The schedule's intervals (none after them is sampled).
     schedule: usize,
+    /// The row that ends at or after the end of the measured phase (the
+    /// schedule's last), with the connections open at its end: its gauges
+    /// go with the totals.
+    last: Option<(IntervalReport, Option<u64>)>,
 }
 
 /// Seconds of the measured phase gone by now (0 before it, or before the
@@ -127,6 +131,8 @@ impl PromLive {
                 self.run.so_far(&mut req, so_far, &self.names, ts);
             }
             self.pending.push(req);
+        } else if self.last.is_none() {
+            self.last = Some((row.clone(), open));
         }
         if self.pending.len() >= self.every {
             self.flush();
@@ -196,6 +202,9 @@ impl PromLive {
                 };
                 let ts = series::measured_ms(r, row.start_s + self.width_s);
                 if ts >= end_ms {
+                    if self.last.is_none() {
+                        self.last = Some((row.clone(), self.open_at(i)));
+                    }
                     ended = true;
                     return;
                 }
@@ -204,7 +213,12 @@ impl PromLive {
                 self.pusher.push(&req);
             });
         }
-        self.pusher.push(&self.run.totals(r, end_ms));
+        let last = self
+            .last
+            .as_ref()
+            .map(|(row, open)| (row, self.width_s, *open));
+        self.pusher
+            .push(&self.run.totals_with_last(r, end_ms, last));
         self.pusher.finish(self.timeout).warning()
     }
 }
@@ -315,6 +329,7 @@ impl<'a> Live<'a> {
                         open: VecDeque::new(),
                         next_sample: 0,
                         schedule: plan.interval_count(),
+                        last: None,
                     }),
                     Err(e) => {
                         eprintln!(
@@ -463,6 +478,11 @@ impl<'a> Live<'a> {
             self.write(row);
         }
         self.rows = self.rows.max(report.intervals.len());
+        // The drain's rows (`"phase": "drain"`), after the schedule's: the
+        // lines hold every row of the report, so they sum to it.
+        for row in &report.drain {
+            self.write(row);
+        }
         if let Some(e) = self.failed.take() {
             warnings.push(format!(
                 "--out-intervals: {e}; the report has every interval"

@@ -29,6 +29,8 @@ const LINGER: Duration = Duration::from_secs(3);
 #[derive(Default)]
 struct Board {
     rows: Vec<IntervalReport>,
+    /// The drain's rows (the report's `drain`), once the run is over.
+    drain: Vec<IntervalReport>,
     sent: u64,
     ok: u64,
     errors: u64,
@@ -169,6 +171,7 @@ impl Dashboard {
         b.page_id += 1;
         b.duration_s = duration_s;
         b.rows.clear();
+        b.drain.clear();
         b.warnings.clear();
         (b.sent, b.ok, b.errors, b.elapsed_s) = (0, 0, 0, 0.0);
         Ok(())
@@ -179,6 +182,7 @@ impl Dashboard {
     pub(crate) fn end_run(&self, r: &Report) {
         let mut b = lock(&self.board);
         b.rows.clone_from(&r.intervals);
+        b.drain.clone_from(&r.drain);
         b.warnings.clone_from(&r.generator.warnings);
         b.behind.clone_from(&r.generator.behind);
         (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
@@ -267,6 +271,7 @@ fn live_json(b: &Board) -> String {
         "warnings": b.warnings,
         "behind": b.behind,
         "rows": b.rows,
+        "drain": b.drain,
     })
     .to_string()
 }
