@@ -262,6 +262,9 @@ pub(super) struct Live<'a> {
     rows: usize,
     /// Rows that came late: the watcher fell behind ([`LiveReader::late`]).
     late: usize,
+    /// The rows published provisional (`"final": false`), to publish
+    /// again complete at the end.
+    provisional: Vec<usize>,
     /// How often the streamer polls ([`poll_period`]).
     poll: Duration,
     schedule: usize,
@@ -377,6 +380,7 @@ impl<'a> Live<'a> {
             failed: None,
             rows: 0,
             late: 0,
+            provisional: Vec::new(),
             poll: poll_period(plan.interval_ns),
             schedule: plan.interval_count(),
             engine,
@@ -395,11 +399,21 @@ impl<'a> Live<'a> {
         self.prom.is_some()
     }
 
-    /// Streams the closed intervals of `control`'s engine until `done`.
-    pub(super) fn stream(&mut self, control: &Control, done: &AtomicBool) {
+    /// Streams the closed intervals of `control`'s engine (running
+    /// `plan`) until `done`. A row is complete when every request due in it
+    /// was handled and settled ([`Counts::is_complete`], against the
+    /// schedule's count from [`Plan::interval_offers`]); one that is not (a
+    /// pacer more than the grace behind) is published provisional:
+    /// `"final": false`, `scheduled` the schedule's, and is published again
+    /// complete at the end; Prometheus, whose samples cannot be revised,
+    /// gets no row from the first provisional one on until the end.
+    ///
+    /// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
+    pub(super) fn stream(&mut self, control: &Control, plan: &Plan<'_>, done: &AtomicBool) {
         if !self.is_on() {
             return;
         }
+        let mut offers = plan.interval_offers();
         let mut reader = LiveReader::default();
         loop {
             // Read `done` first: a last poll after it misses nothing the
@@ -415,10 +429,16 @@ impl<'a> Live<'a> {
                     m.set_pacers(self.engine.pacers(live.mailboxes()));
                     m
                 });
-                let row = maker.row(i, iv);
+                let mut row = maker.row(i, iv);
+                let offered = offers.as_mut().and_then(Iterator::next);
+                if !iv.counts.is_complete(offered) {
+                    row.complete = Some(false);
+                    row.scheduled = offered.unwrap_or(row.scheduled).max(row.scheduled);
+                    self.provisional.push(i);
+                }
                 self.rows += 1;
                 self.write(&row);
-                if let Some(p) = self.prom.as_mut() {
+                if let Some(p) = self.prom.as_mut().filter(|_| self.provisional.is_empty()) {
                     p.row(
                         control.progress.origin_unix_ns.load(Ordering::Acquire),
                         i,
@@ -473,6 +493,17 @@ impl<'a> Live<'a> {
                 self.late,
                 report.intervals.len()
             ));
+        }
+        // The provisional rows again, complete (`"final": true`): the
+        // report's, in their place.
+        for &i in &std::mem::take(&mut self.provisional) {
+            if let Some(row) = report.intervals.get(i) {
+                let row = IntervalReport {
+                    complete: Some(true),
+                    ..row.clone()
+                };
+                self.write(&row);
+            }
         }
         for row in report.intervals.iter().skip(self.rows) {
             self.write(row);
