@@ -218,6 +218,13 @@ fn assert_views_agree(v: &Views, ctx: &str) {
             "{ctx}: {kind}"
         );
     }
+    for (reason, n) in r["errors"]["unsent_by_reason"].as_object().unwrap() {
+        assert_eq!(
+            got(&format!("unsent:{reason}")),
+            n.as_u64().unwrap(),
+            "{ctx}: {reason}"
+        );
+    }
     for row in r["by_request"].as_array().into_iter().flatten() {
         let name = row["name"].as_str().unwrap();
         assert_eq!(
@@ -288,7 +295,16 @@ fn every_view_agrees_across_a_matrix() {
             ..ServeConfig::default()
         });
         let url = format!("http://{}/", slow.addr());
+        // A mix of two names: the per-name rows and lines.
+        let mix = scratch(&format!("mix-{engine}.jsonl"));
+        std::fs::write(
+            &mix,
+            "{\"name\": \"a\", \"path\": \"/a\", \"weight\": 2}\n{\"name\": \"b\", \"path\": \"/b\"}\n",
+        )
+        .unwrap();
         let args = [
+            "--requests",
+            mix.to_str().unwrap(),
             "--rate",
             "150",
             "--duration",
@@ -299,7 +315,9 @@ fn every_view_agrees_across_a_matrix() {
             "2s",
         ];
         let v = run_views("overload", &url, engine, &args, None, 0);
+        let _ = std::fs::remove_file(&mix);
         assert!(u(&v.report["requests"], "sent") > 0);
+        assert_eq!(v.report["by_request"].as_array().map(Vec::len), Some(2));
         assert_views_agree(&v, &format!("overload, {engine}"));
 
         let sse = server(ServeConfig {
