@@ -262,12 +262,15 @@ pub(crate) fn run_on(
     // The intervals not streamed live, from the report itself.
     // A push that fails is a warning with its counts, never a failed run.
     report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
+    // The request lines' counts before the live views end: the
+    // dashboard's final page is this report, whole.
+    let out_requests_warning = out_requests.and_then(|(counts, warning)| {
+        report.generator.out_requests = Some(counts);
+        warning
+    });
     let pushed_live = live.pushes_prometheus();
     let mut warnings = live.finish(&report, &output.intervals);
-    if let Some((counts, warning)) = out_requests {
-        report.generator.out_requests = Some(counts);
-        warnings.extend(warning);
-    }
+    warnings.extend(out_requests_warning);
     if !pushed_live {
         warnings.extend(crate::prom::push_report(&report, &args.prometheus));
     }

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::prometheus::{assert_within_bound, p99_s, Prometheus};
 use common::{engines, server};
+use metronome::prom::series::measured_ms;
 use metronome::serve::ServeConfig;
 use serde_json::Value;
 
@@ -32,6 +34,11 @@ struct Views {
     /// The report the `--html` page embeds.
     page: Value,
     stderr: String,
+    /// `--dashboard`: each `/live.json` polled while the run went, the
+    /// last one `done`.
+    polls: Vec<Value>,
+    /// `--dashboard`: the report its final page embeds.
+    final_page: Option<Value>,
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -39,8 +46,9 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// `metronome run URL --engine ENGINE ARGS` with every file view; with
-/// `sigint_after`, a SIGINT that long after the spawn. The run must exit
-/// with `code`.
+/// `sigint_after`, a SIGINT that long after the spawn; with `dashboard`,
+/// `--dashboard` too, its `/live.json` polled over HTTP while the run goes
+/// and its final page read at the end. The run must exit with `code`.
 fn run_views(
     tag: &str,
     url: &str,
@@ -48,6 +56,19 @@ fn run_views(
     args: &[&str],
     sigint_after: Option<Duration>,
     code: i32,
+) -> Views {
+    run_views_with(tag, url, engine, args, sigint_after, code, false)
+}
+
+/// [`run_views`], with `--dashboard` when `dashboard`.
+fn run_views_with(
+    tag: &str,
+    url: &str,
+    engine: &str,
+    args: &[&str],
+    sigint_after: Option<Duration>,
+    code: i32,
+    dashboard: bool,
 ) -> Views {
     let base = scratch(&format!("{tag}-{engine}"));
     let (out, iv, rq, html) = (
@@ -71,22 +92,68 @@ fn run_views(
         "--html",
         html.to_str().unwrap(),
     ];
+    if dashboard {
+        all.push("--dashboard");
+    }
     all.extend_from_slice(args);
-    let child = Command::new(env!("CARGO_BIN_EXE_metronome"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metronome"))
         .args(&all)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the metronome binary");
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr_pipe).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut polls = Vec::new();
+    let mut final_page = None;
+    if dashboard {
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the dashboard's address");
+        let addr = first
+            .split("http://")
+            .nth(1)
+            .unwrap_or_else(|| panic!("not the dashboard's address: {first}"))
+            .trim_end_matches('/')
+            .to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+        // The live page once (so the run waits for the final one), then
+        // the polls until the run is over, then the final page.
+        let _ = crate::dashboard::get(&addr, "/");
+        loop {
+            let body = crate::dashboard::get(&addr, "/live.json");
+            let Ok(doc) = serde_json::from_str::<Value>(&body) else {
+                break;
+            };
+            let done = doc["done"] == true;
+            polls.push(doc);
+            if done {
+                final_page = Some(crate::dashboard::get(&addr, "/"));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
     if let Some(after) = sigint_after {
         std::thread::sleep(after);
         // SAFETY: kill(2) on the child this test spawned and still holds
         // (not yet waited for, so its pid is not reused).
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     }
-    let done = child.wait_with_output().expect("wait for metronome");
-    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
-    assert_eq!(done.status.code(), Some(code), "{all:?}: {stderr}");
+    let status = child.wait().expect("wait for metronome");
+    let stderr = reader.join().unwrap();
+    assert_eq!(status.code(), Some(code), "{all:?}: {stderr}");
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     let json_lines = |text: String| -> Vec<Value> {
         text.lines()
@@ -113,6 +180,8 @@ fn run_views(
         requests,
         page,
         stderr,
+        polls,
+        final_page: final_page.map(|p| embedded_report(&p)),
     }
 }
 
@@ -129,6 +198,24 @@ fn embedded_report(html: &str) -> Value {
 
 fn u(v: &Value, key: &str) -> u64 {
     v[key].as_u64().unwrap_or_else(|| panic!("{key} in {v}"))
+}
+
+/// Every leaf of `v` by its path.
+fn flat(v: &Value, at: &str) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| out.extend(flat(x, &format!("{at}/{k}")))),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| out.extend(flat(x, &format!("{at}/{i}")))),
+        x => {
+            out.insert(at.to_string(), x.clone());
+        }
+    }
+    out
 }
 
 /// The report's rows: the schedule's, then the drain's.
@@ -238,11 +325,85 @@ fn assert_views_agree(v: &Views, ctx: &str) {
             "{ctx}: {name}"
         );
     }
+    // The dashboard: every row it served while the run went is the
+    // report's (or marked provisional, with the schedule's `scheduled`);
+    // at the end its rows, drain, counts and stretches are the report's,
+    // and its final page embeds the report.
+    for doc in &v.polls {
+        for (i, row) in doc["rows"].as_array().unwrap().iter().enumerate() {
+            if row.get("final") == Some(&Value::Bool(false)) {
+                assert_eq!(
+                    row["scheduled"], rows[i]["scheduled"],
+                    "{ctx}: dashboard row {i}"
+                );
+            } else {
+                assert_eq!(row, &rows[i], "{ctx}: dashboard row {i}");
+            }
+        }
+    }
+    if let Some(last) = v.polls.last() {
+        assert_eq!(last["done"], true, "{ctx}");
+        let or_empty = |x: &Value| x.as_array().cloned().unwrap_or_default();
+        assert_eq!(or_empty(&last["rows"]), or_empty(&r["intervals"]), "{ctx}");
+        assert_eq!(or_empty(&last["drain"]), or_empty(&r["drain"]), "{ctx}");
+        assert_eq!(last["behind"], r["generator"]["behind"], "{ctx}");
+        for k in ["sent", "ok", "errors"] {
+            assert_eq!(last[k], q[k], "{ctx}: the dashboard's {k}");
+        }
+        assert!(v.polls.len() >= 2, "{ctx}: no poll while the run went");
+        let page = v.final_page.as_ref().expect("the final page");
+        let (a, b) = (flat(page, ""), flat(r, ""));
+        let diff: Vec<String> = a
+            .keys()
+            .chain(b.keys())
+            .filter(|k| a.get(*k) != b.get(*k))
+            .map(|k| format!("{k}: {:?} against {:?}", a.get(k), b.get(k)))
+            .collect();
+        assert!(diff.is_empty(), "{ctx}: the final page differs: {diff:?}");
+    }
     // The page draws the report's own rows and counts.
     for k in ["intervals", "drain", "requests", "errors", "by_request"] {
         assert_eq!(v.page[k], r[k], "{ctx}: the page's {k}");
     }
     common::assert_accounting(&common::decode_report(&v.report_text, ctx));
+}
+
+/// What Prometheus stored of a run pushed with `--prometheus-label
+/// label`: at the end of the measured phase the counters equal the
+/// report's totals (the sum of its rows, the drain's included), every
+/// interval of the schedule has its gauges, and the latency histogram
+/// holds the report's count with its p99 within the documented bound.
+fn assert_prometheus_agrees(prom: &Prometheus, r: &Value, label: &str, ctx: &str) {
+    let (name, value) = label.split_once('=').unwrap();
+    let sel = format!("{{{name}=\"{value}\"}}");
+    let report: metronome::report::Report = serde_json::from_value(r.clone()).unwrap();
+    let end = measured_ms(&report, report.duration_s);
+    let q = &r["requests"];
+    for k in ["scheduled", "sent", "ok", "errors", "dropped", "unsent"] {
+        let got = prom.value(&format!("metronome_requests_{k}_total{sel}"), Some(end));
+        assert_eq!(got, u(q, k) as f64, "{ctx}: Prometheus' {k}");
+    }
+    let n = report.intervals.len() as f64;
+    for g in [
+        "metronome_interval_sent_per_second",
+        "metronome_interval_latency_p99_seconds",
+        "metronome_interval_send_lag_p99_seconds",
+        "metronome_in_flight_requests",
+        "metronome_connections_open",
+    ] {
+        let stored = prom.value(&format!("count_over_time({g}{sel}[1h])"), Some(end));
+        assert_eq!(stored, n, "{ctx}: samples of {g}");
+    }
+    let count = prom.value(
+        &format!("histogram_count(metronome_latency_seconds{sel})"),
+        Some(end),
+    );
+    assert_eq!(count, report.metrics.latency.count as f64, "{ctx}");
+    let p99 = prom.value(
+        &format!("histogram_quantile(0.99, metronome_latency_seconds{sel})"),
+        Some(end),
+    );
+    assert_within_bound(p99, p99_s(&report), ctx);
 }
 
 /// A server that stalls with a backlog: the schedule ends inside the
@@ -263,18 +424,21 @@ fn stalling() -> ServeConfig {
 /// the schedule's last interval and summed to less.
 #[test]
 fn a_stall_with_a_backlog_the_lines_sum_to_the_report() {
+    let prom = Prometheus::start("views");
     for engine in engines() {
         let srv = server(stalling());
         let url = format!("http://{}/", srv.addr());
-        let v = run_views(
-            "stall",
-            &url,
-            engine,
-            &["--rate", "200", "--duration", "2s"],
-            None,
-            0,
-        );
+        let mut args = vec!["--rate", "200", "--duration", "2s"];
+        let w = prom.as_ref().map(Prometheus::write_url);
+        let label = format!("suite=views{}-{engine}", std::process::id());
+        if let Some(w) = &w {
+            args.extend(["--prometheus-rw", w, "--prometheus-label", &label]);
+        }
+        let v = run_views_with("stall", &url, engine, &args, None, 0, true);
         let ctx = format!("stall, {engine}");
+        if let Some(prom) = &prom {
+            assert_prometheus_agrees(prom, &v.report, &label, &ctx);
+        }
         assert!(
             v.report["drain"].as_array().is_some_and(|d| !d.is_empty()),
             "{ctx}: no drain rows: {}",
