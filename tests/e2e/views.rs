@@ -1,13 +1,18 @@
 //! One truth in every view (issue 38, docs/live.md "The lines sum to the
 //! report"): a small matrix of runs on both engines (a stall with a
-//! backlog, an overload past the server's capacity, a stream run, a run
-//! stopped by SIGINT) with `--out`, `--out-intervals`, `--out-requests` and
-//! `--html`, each view checked against the report: the interval lines are
-//! the report's rows (schedule and drain), complete or marked provisional
-//! and published again complete, and they sum to its totals; the request
-//! lines count its totals, per kind and per name; the page embeds its rows.
-//! Also: a row whose due requests were still waiting past the live grace
-//! is provisional, and Prometheus gets every interval's gauges.
+//! backlog, an overload past the server's capacity with a mix of names, a
+//! stream run, a run stopped by SIGINT, an HTTP/3 run) with `--out`,
+//! `--out-intervals`, `--out-requests` and `--html` (the stall also with
+//! `--dashboard`, read over HTTP, and `--prometheus-rw` into Prometheus
+//! 2.42, queried over its API), each view checked against the report: the
+//! interval lines are the report's rows (schedule and drain), complete or
+//! marked provisional and published again complete, and they sum to its
+//! totals; the request lines count its totals, per kind and per name; the
+//! page embeds its rows; the dashboard serves its rows and ends as its
+//! page; Prometheus holds its totals, every interval's gauges and its
+//! latency within the native-histogram bound. Also: rows whose due
+//! requests wait past the live grace, or whose pacer is forced behind
+//! (SIGSTOP), are provisional, then complete.
 
 use crate::common;
 
@@ -57,19 +62,37 @@ fn run_views(
     sigint_after: Option<Duration>,
     code: i32,
 ) -> Views {
-    run_views_with(tag, url, engine, args, sigint_after, code, false)
+    let how = How {
+        sigint_after,
+        code,
+        ..How::default()
+    };
+    run_views_with(tag, url, engine, args, &how)
 }
 
-/// [`run_views`], with `--dashboard` when `dashboard`.
-fn run_views_with(
-    tag: &str,
-    url: &str,
-    engine: &str,
-    args: &[&str],
+/// What a run of [`run_views_with`] gets besides its arguments.
+#[derive(Clone, Copy, Default)]
+struct How {
+    /// A SIGINT this long after the spawn.
     sigint_after: Option<Duration>,
-    code: i32,
+    /// SIGSTOP this long after the spawn, SIGCONT the second duration
+    /// later: every thread of the run stands still, so its pacer wakes up
+    /// behind its schedule by that long.
+    pause: Option<(Duration, Duration)>,
+    /// `--dashboard`, polled over HTTP.
     dashboard: bool,
-) -> Views {
+    /// The exit code the run must have.
+    code: i32,
+}
+
+/// [`run_views`], as `how` says.
+fn run_views_with(tag: &str, url: &str, engine: &str, args: &[&str], how: &How) -> Views {
+    let How {
+        sigint_after,
+        pause,
+        dashboard,
+        code,
+    } = *how;
     let base = scratch(&format!("{tag}-{engine}"));
     let (out, iv, rq, html) = (
         base.with_extension("json"),
@@ -144,6 +167,16 @@ fn run_views_with(
             }
             std::thread::sleep(Duration::from_millis(150));
         }
+    }
+    if let Some((after, stand)) = pause {
+        std::thread::sleep(after);
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) on the child this test spawned and still holds
+        // (not yet waited for, so its pid is not reused).
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(stand);
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
     }
     if let Some(after) = sigint_after {
         std::thread::sleep(after);
@@ -434,7 +467,11 @@ fn a_stall_with_a_backlog_the_lines_sum_to_the_report() {
         if let Some(w) = &w {
             args.extend(["--prometheus-rw", w, "--prometheus-label", &label]);
         }
-        let v = run_views_with("stall", &url, engine, &args, None, 0, true);
+        let how = How {
+            dashboard: true,
+            ..How::default()
+        };
+        let v = run_views_with("stall", &url, engine, &args, &how);
         let ctx = format!("stall, {engine}");
         if let Some(prom) = &prom {
             assert_prometheus_agrees(prom, &v.report, &label, &ctx);
@@ -577,5 +614,63 @@ fn rows_waiting_past_their_grace_are_provisional_then_complete() {
             .map(|r| u(r, "late"))
             .sum();
         assert!(late > 0, "{ctx}: nothing late: {}", v.report);
+    }
+}
+
+/// Issue 38, item 2, with the pacer itself behind: the whole run is
+/// stopped (SIGSTOP) for 2 s from 0.8 s, so when it goes on its pacer is 2
+/// s behind its schedule, and the intervals whose grace passed meanwhile
+/// close before the pacer handled their due requests. Their lines are
+/// provisional, with the schedule's `scheduled`, and come again complete;
+/// all the others equal the report's rows. Before the fix they were
+/// written as if complete (`late` 0 against the report's 61 to 100).
+#[test]
+fn a_pacer_forced_behind_publishes_provisional_rows() {
+    for engine in engines() {
+        let srv = server(ServeConfig {
+            service: Duration::from_millis(1),
+            ..ServeConfig::default()
+        });
+        let url = format!("http://{}/", srv.addr());
+        let args = ["--rate", "200", "--duration", "4s", "--interval", "500ms"];
+        let how = How {
+            pause: Some((Duration::from_millis(800), Duration::from_secs(2))),
+            ..How::default()
+        };
+        let v = run_views_with("behind", &url, engine, &args, &how);
+        let ctx = format!("pacer behind, {engine}");
+        assert_views_agree(&v, &ctx);
+        let provisional = v
+            .lines
+            .iter()
+            .filter(|l| l.get("final") == Some(&Value::Bool(false)))
+            .count();
+        assert!(
+            provisional >= 1,
+            "{ctx}: no provisional line: {:#?}",
+            v.lines
+        );
+    }
+}
+
+/// HTTP/3 (`serve --http3`, both engines), through a stall with a backlog:
+/// every view agrees with the report as over HTTP/1.1.
+#[test]
+fn an_http3_run_agrees_with_its_report() {
+    for engine in engines() {
+        let srv = crate::serve_h3::H3Serve::start(&format!("views-{engine}"), stalling());
+        let url = srv.url("/");
+        let args = [
+            "--http3",
+            "--cacert",
+            srv.ca(),
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+        ];
+        let v = run_views("h3", &url, engine, &args, None, 0);
+        assert_eq!(v.report["protocol"], "h3", "{}", v.stderr);
+        assert_views_agree(&v, &format!("http/3, {engine}"));
     }
 }
