@@ -472,6 +472,11 @@ impl RowMaker {
         }
     }
 
+    /// The width of an interval, seconds.
+    pub fn width_s(&self) -> f64 {
+        self.interval_ns.max(1) as f64 / 1e9
+    }
+
     /// Sets the pacing threads (known once the engine's threads started).
     pub fn set_pacers(&mut self, pacers: u64) {
         self.pacers = pacers;

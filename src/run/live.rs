@@ -262,9 +262,14 @@ pub(super) struct Live<'a> {
     rows: usize,
     /// Rows that came late: the watcher fell behind ([`LiveReader::late`]).
     late: usize,
-    /// The rows published provisional (`"final": false`), to publish
-    /// again complete at the end.
-    provisional: Vec<usize>,
+    /// The rows published provisional (`"final": false`), oldest first,
+    /// each with the schedule's count of its due requests: published again
+    /// complete (`"final": true`) once a second look finds them complete
+    /// ([`LiveReader::recheck`]), or at the end from the report.
+    provisional: Vec<(IntervalReport, Option<u64>)>,
+    /// Prometheus gets no live row from the first provisional one on (its
+    /// samples cannot be revised, and must come in order).
+    prom_held: bool,
     /// How often the streamer polls ([`poll_period`]).
     poll: Duration,
     schedule: usize,
@@ -381,6 +386,7 @@ impl<'a> Live<'a> {
             rows: 0,
             late: 0,
             provisional: Vec::new(),
+            prom_held: false,
             poll: poll_period(plan.interval_ns),
             schedule: plan.interval_count(),
             engine,
@@ -405,8 +411,10 @@ impl<'a> Live<'a> {
     /// schedule's count from [`Plan::interval_offers`]); one that is not (a
     /// pacer more than the grace behind) is published provisional:
     /// `"final": false`, `scheduled` the schedule's, and is published again
-    /// complete at the end; Prometheus, whose samples cannot be revised,
-    /// gets no row from the first provisional one on until the end.
+    /// complete (`"final": true`) as soon as a second look at its counters
+    /// finds it complete, or at the end from the report; Prometheus, whose
+    /// samples cannot be revised, gets no row from the first provisional
+    /// one on until the end.
     ///
     /// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
     pub(super) fn stream(&mut self, control: &Control, plan: &Plan<'_>, done: &AtomicBool) {
@@ -434,11 +442,12 @@ impl<'a> Live<'a> {
                 if !iv.counts.is_complete(offered) {
                     row.complete = Some(false);
                     row.scheduled = offered.unwrap_or(row.scheduled).max(row.scheduled);
-                    self.provisional.push(i);
+                    self.provisional.push((row.clone(), offered));
+                    self.prom_held = true;
                 }
                 self.rows += 1;
                 self.write(&row);
-                if let Some(p) = self.prom.as_mut().filter(|_| self.provisional.is_empty()) {
+                if let Some(p) = self.prom.as_mut().filter(|_| !self.prom_held) {
                     p.row(
                         control.progress.origin_unix_ns.load(Ordering::Acquire),
                         i,
@@ -451,6 +460,7 @@ impl<'a> Live<'a> {
                     d.get().row(&row);
                 }
             });
+            self.second_look(&mut reader, live);
             if let Some(prom) = self.prom.as_mut() {
                 let p = &control.progress;
                 prom.sample(
@@ -475,6 +485,49 @@ impl<'a> Live<'a> {
         }
     }
 
+    /// A second look at the oldest provisional row: once every engine
+    /// thread answered with its counters and they make it complete (by the
+    /// same rule, [`Counts::is_complete`]), the row with its
+    /// by-intended-time counts so completed is published again,
+    /// `"final": true`, to the lines and the dashboard. Its by-time counts
+    /// and quantiles were complete when it was first published.
+    ///
+    /// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
+    fn second_look(
+        &mut self,
+        reader: &mut LiveReader,
+        live: &metronome_core::engine::LiveIntervals,
+    ) {
+        let Some((row, offered)) = self.provisional.first() else {
+            return;
+        };
+        let i = self.row_index(row);
+        let Some(c) = reader.recheck(live, i) else {
+            return;
+        };
+        if !c.is_complete(*offered) {
+            return;
+        }
+        let (mut row, _) = self.provisional.remove(0);
+        row.scheduled = c.scheduled;
+        row.dropped = c.dropped;
+        row.waited = c.waited;
+        row.pool_full = c.pool_full;
+        row.late = c.late;
+        row.late_waiting = c.late_waiting;
+        row.complete = Some(true);
+        self.write(&row);
+        if let Some(d) = &self.dashboard {
+            d.get().replace(i, &row);
+        }
+    }
+
+    /// The interval index of a row of the schedule (its start over the
+    /// interval's width).
+    fn row_index(&self, row: &IntervalReport) -> usize {
+        (row.start_s / self.plan_rows.width_s()).round() as usize
+    }
+
     /// With `--dashboard`: its thread's CPU so far, seconds.
     pub(super) fn dashboard_cpu_s(&self) -> Option<f64> {
         self.dashboard.as_ref().map(|d| d.get().cpu_s())
@@ -496,7 +549,8 @@ impl<'a> Live<'a> {
         }
         // The provisional rows again, complete (`"final": true`): the
         // report's, in their place.
-        for &i in &std::mem::take(&mut self.provisional) {
+        for (row, _) in std::mem::take(&mut self.provisional) {
+            let i = self.row_index(&row);
             if let Some(row) = report.intervals.get(i) {
                 let row = IntervalReport {
                     complete: Some(true),

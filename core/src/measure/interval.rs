@@ -250,6 +250,12 @@ pub trait IntervalSink: core::fmt::Debug {
     /// The samples behind those p99s (latency, send lag), when interval `i`
     /// is still held in full.
     fn samples(&self, i: usize) -> Option<(u64, u64)>;
+    /// The counters of interval `i` as they stand, whether or not it is
+    /// held in full (a live view's second look at an interval it
+    /// published before it was complete); `None` by default.
+    fn counts_at(&self, i: usize) -> Option<Counts> {
+        self.view(i).map(|(c, _)| *c)
+    }
     /// Interval `i` as it stands, to copy: its counters and its latency,
     /// send-lag and TTFT histograms (`None` for one it holds no value of),
     /// when it is still held in full; `None` otherwise.

@@ -146,6 +146,23 @@ impl Dashboard {
             .collect();
     }
 
+    /// Row `i` again, complete (it was published provisional): in its
+    /// place, the stretches behind schedule found again.
+    pub(super) fn replace(&self, i: usize, row: &IntervalReport) {
+        let mut b = lock(&self.board);
+        let Some(old) = b.rows.get_mut(i) else {
+            return;
+        };
+        old.clone_from(row);
+        let end_s = b.rows.last().map_or(0.0, |r| r.start_s) + b.interval_s;
+        b.behind = crate::report::behind::behind(&b.rows, None, b.cap, end_s);
+        b.warnings = b
+            .behind
+            .iter()
+            .map(crate::report::build::stretch_warning)
+            .collect();
+    }
+
     /// The CPU time of the dashboard's thread so far, seconds.
     pub(super) fn cpu_s(&self) -> f64 {
         self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
