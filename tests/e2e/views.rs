@@ -401,6 +401,31 @@ fn assert_views_agree(v: &Views, ctx: &str) {
             .collect();
         assert!(diff.is_empty(), "{ctx}: the final page differs: {diff:?}");
     }
+    // The request lines' latency quantiles are the report's exact ones
+    // (nearest rank over every success, when the report kept them all).
+    // Plain HTTP only: for a stream the line's `end_ns` and the report's
+    // E2E end differ by tens of microseconds (left for the lead; see the
+    // closing note of issue 38).
+    let exact = &r["metrics"]["latency"]["exact"];
+    let stream = r["metrics"]["ttft"]["count"].as_u64() > Some(0);
+    if !stream && exact["count"].as_u64() == Some(got("ok")) && got("ok") > 0 {
+        let mut ms: Vec<f64> = v
+            .requests
+            .iter()
+            .filter(|l| l["result"] == "ok")
+            .map(|l| (u(l, "end_ns") - u(l, "intended_ns")) as f64 / 1e6)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        for (q, key) in [(0.5, "p50"), (0.99, "p99")] {
+            let rank = ((q * ms.len() as f64) - 1e-9).ceil().max(1.0) as usize;
+            let want = exact[key].as_f64().unwrap();
+            assert!(
+                (ms[rank - 1] - want).abs() < 1e-6,
+                "{ctx}: the request lines' latency {key} {} against the report's exact {want}",
+                ms[rank - 1]
+            );
+        }
+    }
     // The page draws the report's own rows and counts.
     for k in ["intervals", "drain", "requests", "errors", "by_request"] {
         assert_eq!(v.page[k], r[k], "{ctx}: the page's {k}");
