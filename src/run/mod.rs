@@ -179,7 +179,7 @@ pub(crate) fn run_on(
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
         let streamer = s.spawn(|| {
             crate::background::give_way();
-            live.stream(&control, &done)
+            live.stream(&control, &plan, &done)
         });
         let result = engine::run(
             args.engine,
