@@ -442,7 +442,10 @@ fn interval_rows(
     let busy = |r: &IntervalReport| r.sent + r.ok + r.errors + r.unsent + r.scheduled > 0;
     let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
     rows.truncate(last.max(schedule.min(rows.len())));
-    let drain = rows.split_off(schedule.min(rows.len()));
+    let mut drain = rows.split_off(schedule.min(rows.len()));
+    for row in &mut drain {
+        row.phase = Some(super::Phase::Drain);
+    }
     (rows, drain, bytes)
 }
 
@@ -468,6 +471,11 @@ impl RowMaker {
             interval_ns: plan.interval_ns,
             pacers,
         }
+    }
+
+    /// The width of an interval, seconds.
+    pub fn width_s(&self) -> f64 {
+        self.interval_ns.max(1) as f64 / 1e9
     }
 
     /// Sets the pacing threads (known once the engine's threads started).
@@ -506,6 +514,8 @@ impl RowMaker {
             max: ms(iv.latency.max()),
             send_lag_p99: ms(iv.send_lag.quantile(0.99)),
             service_mean_ms: (iv.ok > 0).then(|| iv.service_ns as f64 / iv.ok as f64 / 1e6),
+            phase: None,
+            complete: None,
         }
     }
 }

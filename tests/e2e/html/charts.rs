@@ -125,7 +125,7 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
             }
         }
     }
-    let n = r.intervals.len();
+    let n = rows(r).len();
     let ts = |names: &[&str]| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
     // Latency and send-lag quantiles only where the interval's values are
     // enough for them (the one rule).
@@ -162,7 +162,7 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
 /// bytes (issue 31), after the others of "Over time": TTFT over the rows
 /// that have one, the rest over every row.
 fn flow_charts(r: &Report) -> Vec<(String, Series)> {
-    let n = r.intervals.len();
+    let n = rows(r).len();
     let ts =
         |names: &[&str], n: usize| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
     let mut out = Vec::new();
@@ -171,7 +171,7 @@ fn flow_charts(r: &Report) -> Vec<(String, Series)> {
         if with > 0 {
             out.push(("ts-ttft".into(), ts(&["TTFT p50", "TTFT p99"], with)));
         }
-        if r.intervals[0].output_tokens_per_s.is_some() {
+        if rows(r)[0].output_tokens_per_s.is_some() {
             out.push(("ts-tokens".into(), ts(&["tokens/s"], n)));
         }
     }
@@ -200,15 +200,22 @@ fn series_rows(r: &Report, id: &str, si: usize) -> Option<Vec<usize>> {
 /// The rows whose values (`of`: `ok` for latency, `sent` for send lag) are
 /// enough for the quantile `q`: the points of its series.
 fn enough_rows(r: &Report, q: f64, of: fn(&IntervalReport) -> u64) -> Vec<usize> {
-    (0..r.intervals.len())
-        .filter(|&i| metronome::report::enough::enough(of(&r.intervals[i]), q))
+    let rows = rows(r);
+    (0..rows.len())
+        .filter(|&i| metronome::report::enough::enough(of(rows[i]), q))
         .collect()
+}
+
+/// The rows the time series draw: the schedule's, then the drain's
+/// (issue 38: page.js charts both).
+fn rows(r: &Report) -> Vec<&metronome::report::IntervalReport> {
+    r.intervals.iter().chain(&r.drain).collect()
 }
 
 /// The rows with a TTFT, the points of the TTFT chart.
 fn ttft_rows(r: &Report) -> Vec<usize> {
-    (0..r.intervals.len())
-        .filter(|&i| r.intervals[i].ttft_p50_ms.is_some())
+    (0..rows(r).len())
+        .filter(|&i| rows(r)[i].ttft_p50_ms.is_some())
         .collect()
 }
 
@@ -287,7 +294,7 @@ fn shard_count(r: &Report) -> f64 {
 /// of the stages' linear ramps over the interval (a trace: its due
 /// requests per second); `None` for a steady rate.
 pub(super) fn offered_in_interval(r: &Report, i: usize, width: f64) -> Option<f64> {
-    let v = &r.intervals[i];
+    let v = &rows(r)[i];
     if r.arrival.trace.is_some() && r.stages.is_empty() {
         return Some(v.scheduled as f64 / width);
     }
@@ -343,7 +350,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
         }
         "ts-latency" => {
             let q = [0.5, 0.99, 0.0][si];
-            let v = &r.intervals[enough_rows(r, q, |v| v.ok)[i]];
+            let v = &rows(r)[enough_rows(r, q, |v| v.ok)[i]];
             eq("interval ", v.start_s);
             let shown = |label: &str, q: f64, want: f64| {
                 assert_eq!(
@@ -358,7 +365,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eqn("ok ", v.ok);
         }
         "ts-rate" => {
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             eqn("sent ", v.sent);
             eqn("ok ", v.ok);
             eq("sent/s ", v.sent as f64 / width);
@@ -386,7 +393,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             }
         }
         "ts-errors" => {
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             eqn("errors ", v.errors);
             eqn("dropped ", v.dropped);
             eqn("unsent ", v.unsent);
@@ -394,21 +401,21 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
         }
         "ts-lag" => eq(
             "send lag p99 ",
-            r.intervals[enough_rows(r, 0.99, |v| v.sent)[i]].send_lag_p99,
+            rows(r)[enough_rows(r, 0.99, |v| v.sent)[i]].send_lag_p99,
         ),
         "ts-ttft" => {
-            let v = &r.intervals[ttft_rows(r)[i]];
+            let v = &rows(r)[ttft_rows(r)[i]];
             eq("interval ", v.start_s);
             eq("TTFT p50 ", v.ttft_p50_ms.unwrap());
             eq("p99 ", v.ttft_p99_ms.unwrap());
             eq("max ", v.ttft_max_ms.unwrap());
         }
-        "ts-tokens" => eq("tokens/s ", r.intervals[i].output_tokens_per_s.unwrap()),
-        "ts-inflight" => eqn("in flight at its end ", r.intervals[i].in_flight),
+        "ts-tokens" => eq("tokens/s ", rows(r)[i].output_tokens_per_s.unwrap()),
+        "ts-inflight" => eqn("in flight at its end ", rows(r)[i].in_flight),
         "ts-transfer" => {
             // Byte counts by the library's formatter: "received 3.080 KiB".
             use metronome::report::num::bytes;
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             for (label, n) in [("received ", v.bytes_received), ("sent ", v.bytes_sent)] {
                 let want = format!("{label}{}", bytes(n));
                 assert!(
@@ -417,7 +424,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
                 );
             }
         }
-        "ts-cpu" => eq("work_cpu ", r.intervals[i].work_cpu),
+        "ts-cpu" => eq("work_cpu ", rows(r)[i].work_cpu),
         "dist-input" | "dist-output" => {
             let w = r.workload.as_ref().unwrap();
             let d = if chart == "dist-input" {
@@ -499,7 +506,7 @@ pub(super) fn hovers(check: &Value) -> Vec<(String, usize, usize, String)> {
 /// inside it and one neighbour each side; Reset draws them all again.
 pub(super) fn check_zoom(r: &Report, check: &Value) {
     let z = &check["zoom"];
-    let iv = &r.intervals;
+    let iv = rows(r);
     let width = if iv.len() > 1 {
         iv[1].start_s - iv[0].start_s
     } else {
@@ -516,10 +523,10 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
             "zoomed to {d0}..{d1} of {end}"
         );
     }
-    // The points a series draws zoomed: those of its rows inside the
-    // domain, and one neighbour each side.
-    let visible = |rows: &[usize]| {
-        let xs: Vec<f64> = rows.iter().map(|&i| iv[i].start_s + width / 2.0).collect();
+    // The points drawn of rows `of`: those inside the domain, and one
+    // neighbour each side.
+    let visible = |of: &[usize]| {
+        let xs: Vec<f64> = of.iter().map(|&i| iv[i].start_s + width / 2.0).collect();
         (0..xs.len())
             .filter(|&i| {
                 let x = xs[i];
@@ -530,6 +537,7 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
             })
             .count()
     };
+    let all: Vec<usize> = (0..iv.len()).collect();
     // A chart whose series have no row with enough values is a sentence.
     let mut ts: Vec<&str> = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"]
         .into_iter()
@@ -537,11 +545,8 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
         .collect();
     let flow = flow_charts(r);
     ts.extend(flow.iter().map(|(id, _)| id.as_str()));
-    // The TTFT chart draws the rows that have one: all of them here.
-    if flow.iter().any(|(id, _)| id == "ts-ttft") {
-        assert_eq!(ttft_rows(r).len(), iv.len(), "a row without TTFT");
-    }
-    let all: Vec<usize> = (0..iv.len()).collect();
+    // The TTFT chart draws the rows that have one (a drain's row may not).
+    let ttft = ttft_rows(r);
     for key in ["charts", "reset"] {
         let charts = z[key].as_array().unwrap();
         let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
@@ -549,11 +554,17 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
         for c in charts {
             let id = c["id"].as_str().unwrap();
             for (si, n) in c["points"].as_array().unwrap().iter().enumerate() {
-                let rows = series_rows(r, id, si).unwrap_or_else(|| all.clone());
-                let want = if key == "reset" {
-                    rows.len()
+                // The latency and send-lag series: the rows with enough
+                // values (the one rule); TTFT: the rows with one.
+                let of = match series_rows(r, id, si) {
+                    Some(rows) => rows,
+                    None if id == "ts-ttft" => ttft.clone(),
+                    None => all.clone(),
+                };
+                let want = if key == "charts" {
+                    visible(&of)
                 } else {
-                    visible(&rows)
+                    of.len()
                 };
                 assert_eq!(n.as_u64().unwrap() as usize, want, "{key}: {c}");
             }
@@ -569,7 +580,7 @@ pub(super) fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, us
     let chart = k["chart"].as_str().unwrap();
     let (_, _, from, _) = hs.iter().find(|h| h.0 == chart).unwrap();
     let i = k["index"].as_u64().unwrap() as usize;
-    let n = series_rows(r, chart, 0).map_or(r.intervals.len(), |rows| rows.len());
+    let n = series_rows(r, chart, 0).map_or(rows(r).len(), |rows| rows.len());
     assert_eq!(i, (from + 1).min(n - 1), "{k}");
     check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
 }
