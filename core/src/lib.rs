@@ -11,6 +11,10 @@
 //! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding
 //!   (plain always; zlib-compressed with the `zlib` feature).
+//! - [`head`]: what a head's fields mean, once for HTTP/1.1, HTTP/2 and HTTP/3: the
+//!   client's reading of a response head ([`head::ResponseFields`]: an event stream,
+//!   `grpc-status`, the content length) and the server's rule for a request head's
+//!   fields ([`head::RequestFields`]).
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
 //! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine
@@ -71,6 +75,7 @@ pub mod engine;
 pub mod exchange;
 pub mod h2;
 pub mod h3;
+pub mod head;
 pub mod histogram;
 pub mod http;
 pub mod ledger;

@@ -39,6 +39,7 @@ use super::frame::{
     HEADER_LEN,
 };
 use super::hpack::{Decoder, HpackError};
+use crate::head::ResponseFields;
 
 /// The client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -219,6 +220,7 @@ struct Head {
 
 fn decode_head<const T: usize>(decoder: &mut Decoder<T>, block: &[u8]) -> Result<Head, HpackError> {
     let mut head = Head::default();
+    let mut fields = ResponseFields::default();
     decoder.decode(block, |name, value| {
         if name.first() == Some(&b':') {
             head.pseudo = true;
@@ -235,23 +237,12 @@ fn decode_head<const T: usize>(decoder: &mut Decoder<T>, block: &[u8]) -> Result
             }
         } else {
             head.regular = true;
-            if name == b"content-type" {
-                let prefix = b"text/event-stream";
-                head.event_stream = value.len() >= prefix.len()
-                    && value[..prefix.len()].eq_ignore_ascii_case(prefix);
-            } else if name == b"grpc-status" {
-                head.grpc_status = parse_u32(value);
-            }
+            fields.field(name, value);
         }
     })?;
+    head.event_stream = fields.event_stream;
+    head.grpc_status = fields.grpc_status;
     Ok(head)
-}
-
-fn parse_u32(v: &[u8]) -> Option<u32> {
-    if v.is_empty() || v.len() > 9 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(v.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
 
 /// A header block being received over CONTINUATION frames.
