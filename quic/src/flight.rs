@@ -5,13 +5,13 @@
 //! and gaps, and gRPC's status rule are HTTP/2's.
 
 use metronome_core::exchange::GAP_CAP;
-use metronome_core::h2::StreamExchange;
 use metronome_core::h3::frame::{encode_data_header, encode_header};
 use metronome_core::h3::qpack::Decoder;
 use metronome_core::h3::response::Response;
 use metronome_core::h3::{Frame, FrameReader, H3Error, Role};
 use metronome_core::head::ResponseFields;
 use metronome_core::plan::Protocol;
+use metronome_core::stream::StreamExchange;
 
 /// The largest response field section accepted (advertised as
 /// SETTINGS_MAX_FIELD_SECTION_SIZE).

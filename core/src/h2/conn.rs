@@ -661,21 +661,21 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     ///
     /// ```
     /// use metronome_core::h2::{Connection, SendError};
-    /// use metronome_core::plan::H2Request;
+    /// use metronome_core::plan::EncodedRequest;
     /// let mut conn = Connection::<4>::new(Default::default());
     /// let mut out = [0u8; 256];
     /// conn.poll_transmit(&mut out);
     /// // The server's SETTINGS: MAX_HEADER_LIST_SIZE (0x6) = 100.
     /// conn.handle_read(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 100]).unwrap();
     /// assert_eq!(conn.server_max_header_list(), Some(100));
-    /// let big = H2Request { block: b"\x82", body: b"", list_size: 101 };
+    /// let big = EncodedRequest { block: b"\x82", body: b"", list_size: 101 };
     /// assert_eq!(conn.start_planned(&big, &mut out), Err(SendError::TooLarge { limit: 100 }));
-    /// let fits = H2Request { list_size: 100, ..big };
+    /// let fits = EncodedRequest { list_size: 100, ..big };
     /// assert_eq!(conn.start_planned(&fits, &mut out), Ok((1, 10)));
     /// ```
     pub fn start_planned(
         &mut self,
-        request: &crate::plan::H2Request<'_>,
+        request: &crate::plan::EncodedRequest<'_>,
         out: &mut [u8],
     ) -> Result<(u32, usize), SendError> {
         if request.list_size > self.peer_max_list as usize {
