@@ -113,7 +113,7 @@ impl StreamExchange {
         self.gaps = 0;
     }
 
-    /// The final response head arrived at `now_ns` ([`Event::Headers`](super::Event::Headers)).
+    /// The final response head arrived at `now_ns` ([`Event::Headers`](crate::h2::Event::Headers)).
     pub fn on_head(&mut self, now_ns: u64, status: u16, event_stream: bool) {
         self.status = Some(status);
         self.head_ns = Some(now_ns);
@@ -142,8 +142,8 @@ impl StreamExchange {
     }
 
     /// The `grpc-status` field of a head or of trailers
-    /// ([`Event::Headers`](super::Event::Headers) and
-    /// [`Event::Trailers`](super::Event::Trailers) carry it): engines pass
+    /// ([`Event::Headers`](crate::h2::Event::Headers) and
+    /// [`Event::Trailers`](crate::h2::Event::Trailers) carry it): engines pass
     /// it on for both events; `None` (no such field) changes nothing, a
     /// later value replaces an earlier one. Only a gRPC exchange uses it.
     pub fn on_grpc_status(&mut self, grpc_status: Option<u32>) {

@@ -62,7 +62,7 @@ pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError>
 /// connections' before the clock starts; connections opened during the run
 /// resume the session where the server allows it, and their handshake is
 /// charged to the request that waits for them. The plan's
-/// [`Wire`](metronome_core::plan::Wire) says which HTTP: HTTP/1.1, HTTP/2
+/// [`Wire`] says which HTTP: HTTP/1.1, HTTP/2
 /// (h2c, or h2 over TLS) or HTTP/3 (QUIC, ALPN `h3`, TLS only; the QUIC
 /// handshakes of the pre-opened connections are done before the clock).
 ///
