@@ -1,6 +1,6 @@
 //! The golden table of what a response head's field means (core's
 //! `head::ResponseFields`), one row per field, shared by
-//! core/tests/golden_head.rs (the reading itself) and tests/hostile/heads.rs
+//! core/tests/golden/head.rs (the reading itself) and tests/hostile/heads.rs
 //! (each row served over HTTP/1.1, HTTP/2 and HTTP/3 on both engines).
 
 /// What a row's field must be read as.

@@ -22,6 +22,7 @@ use metronome_core::flight::{End, FlightJob};
 use metronome_core::h2::{Config, Connection, Flights, SendError, Step};
 use metronome_core::measure::Unsent;
 use metronome_core::plan::{Plan, Protocol, MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::pool::AfterGoaway;
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
@@ -454,6 +455,10 @@ impl Worker<'_> {
         self.h2_flush(slot)?;
         if drained {
             // Every stream it kept is done: replaced by a fresh connection.
+            // It kept its place in the pool until now: core's
+            // `after_goaway` without a spare slot (HTTP/2 has none here)
+            // is `DrainThenReplace`.
+            debug_assert_eq!(self.goaway, AfterGoaway::DrainThenReplace);
             self.unlist(slot);
             return self.close(slot).and_then(|()| self.drain_waiting());
         }

@@ -45,7 +45,7 @@ use metronome_core::pace::{
     REAP_GUARD_NS,
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
-use metronome_core::pool::{Pool, PoolOutcome};
+use metronome_core::pool::{after_goaway, AfterGoaway, Pool, PoolOutcome};
 use metronome_core::schedule::{Schedule, Shard};
 use metronome_core::turns::{earliest, next_due, Due};
 
@@ -160,6 +160,10 @@ pub(crate) struct Worker<'p> {
     pool_closed: u64,
     /// When the pacing thread's load was last given to the pool (clock ns).
     load_mark_ns: u64,
+    /// What a connection does after the server's GOAWAY, as core decides
+    /// it for this worker's slots ([`after_goaway`]: a spare ring slot per
+    /// pool place, as HTTP/3 has, retires it at once).
+    goaway: AfterGoaway,
 }
 
 impl<'p> Worker<'p> {
@@ -311,6 +315,7 @@ impl<'p> Worker<'p> {
             rate,
             pool_closed: 0,
             load_mark_ns: 0,
+            goaway: after_goaway(ring_slots > slots),
         };
         for (i, g) in greeted.into_iter().enumerate() {
             if let Some(g) = g {

@@ -3,10 +3,7 @@
 //! HTTP/1.1, HTTP/2 and HTTP/3 all use; tests/hostile/heads.rs runs the
 //! same table end to end.
 
-#[path = "data/heads.rs"]
-mod heads;
-
-use heads::{Reads, HEADS};
+use crate::heads::{Reads, HEADS};
 use metronome_core::head::ResponseFields;
 
 #[test]
