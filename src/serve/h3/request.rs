@@ -14,7 +14,7 @@ use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, Role};
 
 use super::{code, ConnError, H3Conn, SECTION};
 use crate::serve::admit::admit;
-use crate::serve::h2::{reply_fields, Job, MAX_STORED_BODIES, MAX_STORED_BODY, STREAM_FIELDS};
+use crate::serve::job::{reply_fields, Job, MAX_STORED_BODIES, MAX_STORED_BODY, STREAM_FIELDS};
 use crate::serve::reply::{Body, Status};
 use crate::serve::request::{Method, Route};
 use crate::serve::stream::StreamStep;
