@@ -277,13 +277,13 @@ impl Report {
                 .filter(|v| v.len() as u64 == metric.count)
                 .and_then(|v| ExactPercentiles::of_sorted(&v));
         }
-        report.connections.h2 = plan.http2.map(|h| crate::report::H2Streams {
-            peak_streams: out.setup.h2_peak_streams,
+        report.connections.h2 = plan.wire.streams().map(|h| crate::report::H2Streams {
+            peak_streams: out.setup.peak_streams,
             client_max_streams: match h.max_streams {
-                0 => metronome_core::plan::H2_MAX_STREAMS,
+                0 => metronome_core::plan::MAX_STREAMS,
                 n => n,
             },
-            server_max_streams: out.setup.h2_server_max_streams.map(|(lo, _)| lo),
+            server_max_streams: out.setup.server_max_streams.map(|(lo, _)| lo),
         });
         report.connections.h3_0rtt = (meta.protocol == "h3")
             .then(|| crate::report::ZeroRttReport::new(meta.zero_rtt, &out.setup.zero_rtt));
