@@ -3,7 +3,7 @@
 //! into a [`Recorder`] and its per-interval series. How one request ended,
 //! [`Finish`], comes from [`crate::exchange`].
 //!
-//! The rules, each tested on a virtual clock (`tests/sim_ledger.rs`):
+//! The rules, each tested on a virtual clock (`tests/sim/ledger.rs`):
 //! - requests intended before the warmup's end are sent but not recorded;
 //! - a send counts in the interval of its send time, a completion in the
 //!   interval of its completion time; after the end of the schedule (in
@@ -21,7 +21,7 @@
 //! - every measured request ends in exactly one [`RequestRecord`], handed
 //!   to [`Tally::requests`] when there is one: ok or failed
 //!   ([`Ledger::answered`] takes what the engine knows of the response's
-//!   head), dropped, or never sent (`--out-requests`; `tests/sim_records.rs`);
+//!   head), dropped, or never sent (`--out-requests`; `tests/sim/records.rs`);
 //! - connection events charged to no request (a close or `408` on an idle
 //!   connection, unsolicited bytes) and retries are counted apart;
 //! - in the closed model the send is the intended time, and a success also
@@ -198,6 +198,7 @@ impl<'p> Ledger<'p> {
             tally.recorder.record_dropped();
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.dropped += 1;
+                iv.settled += 1;
             }
             if let Some(st) = tally.stage(self.plan, intended_ns) {
                 st.dropped += 1;
@@ -234,7 +235,7 @@ impl<'p> Ledger<'p> {
     ///     requests: None,
     /// };
     /// let t = &mut tally;
-    /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send));
+    /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send { open: 0 }));
     /// assert!(ledger.admitted(t, 700_000_000, 0, Admit::Wait { open: 1, full: true }));
     /// assert!(!ledger.admitted(t, 100_000_000, 0, Admit::Wait { open: 0, full: false })); // warmup
     /// assert!(!ledger.admitted(t, 800_000_000, 0, Admit::Drop { open: 0 }));
@@ -251,7 +252,7 @@ impl<'p> Ledger<'p> {
         use crate::pool::Admit;
         let measured = self.scheduled(tally, intended_ns, request);
         match admit {
-            Admit::Send => false,
+            Admit::Send { .. } => false,
             Admit::Drop { .. } => {
                 self.dropped(tally, intended_ns, request);
                 false
@@ -383,8 +384,9 @@ impl<'p> Ledger<'p> {
             iv.sent += 1;
         }
         tally.record(self.plan, sent_ns, IntervalMetric::SendLag, lag);
-        if lag > LATE_NS {
-            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+        if let Some(iv) = tally.interval(self.plan, intended_ns) {
+            iv.settled += 1;
+            if lag > LATE_NS {
                 iv.late += 1;
             }
         }
@@ -409,6 +411,9 @@ impl<'p> Ledger<'p> {
         tally.recorder.record_unsent(reason);
         if let Some(iv) = tally.interval(self.plan, at_ns) {
             iv.unsent += 1;
+        }
+        if let Some(iv) = tally.interval(self.plan, intended_ns) {
+            iv.settled += 1;
         }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             st.unsent += 1;
@@ -791,6 +796,9 @@ impl<'p> Ledger<'p> {
             if ok {
                 iv.ok += 1;
                 iv.output_tokens = iv.output_tokens.saturating_add(tokens);
+                iv.service_ns = iv
+                    .service_ns
+                    .saturating_add(done_ns.saturating_sub(sent_ns));
             } else {
                 iv.errors += 1;
             }

@@ -10,7 +10,7 @@
 //! a sink can keep it in storage reserved before the clock.
 //!
 //! The exact records of a hand sequence of ledger calls are tested in
-//! `tests/sim_records.rs`.
+//! `tests/sim/records.rs`.
 
 use crate::measure::{ErrorKind, FramingCause, Unsent};
 
@@ -82,7 +82,7 @@ impl Outcome {
 /// its first byte arrived (HTTP/2: its head) and its HTTP status. Both
 /// unknown (`None`) when nothing arrived
 /// ([`Exchange::head`](crate::exchange::Exchange::head),
-/// [`StreamExchange::head`](crate::h2::StreamExchange::head)).
+/// [`StreamExchange::head`](crate::stream::StreamExchange::head)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     /// Arrival of the first byte of the response (run clock, ns).

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
+use metronome_core::pool::{after_goaway, AfterGoaway};
 use metronome_quic::{Config, H3Client, Refused, Request, State, DATAGRAM};
 
 use crate::clock::{thread_cpu_ns, Clock};
@@ -137,6 +138,6 @@ fn retire(h3: &H3Client<Job>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
         let mut setup = Box::<metronome_core::engine::Setup>::default();
         setup.zero_rtt = zero_rtt;
         setup.resumed = zero_rtt.accepted;
-        let _ = tx.send(Fact::H2Streams(setup));
+        let _ = tx.send(Fact::Setup(setup));
     }
 }

@@ -45,7 +45,7 @@ mod traffic;
 pub use tls::Tls;
 
 use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
-use metronome_core::plan::{Model, Plan};
+use metronome_core::plan::{Model, Plan, PlanError, Wire};
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
 /// what was measured.
@@ -61,23 +61,30 @@ pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError>
 /// connection's handshake is done before it carries a request, pre-opened
 /// connections' before the clock starts; connections opened during the run
 /// resume the session where the server allows it, and their handshake is
-/// charged to the request that waits for them.
+/// charged to the request that waits for them. The plan's
+/// [`Wire`] says which HTTP: HTTP/1.1, HTTP/2
+/// (h2c, or h2 over TLS) or HTTP/3 (QUIC, ALPN `h3`, TLS only; the QUIC
+/// handshakes of the pre-opened connections are done before the clock).
 ///
 /// # Errors
 /// As [`run`]; [`EngineError::Handshake`] when the handshake of a
 /// connection opened before the clock fails (a refused certificate, a
-/// server that does not speak TLS).
+/// server that does not speak TLS); [`EngineError::Plan`] for HTTP/3
+/// without `tls`.
 pub fn run_with(
     plan: &Plan<'_>,
     control: &Control,
     tls: Option<&Tls>,
 ) -> Result<RunOutput, EngineError> {
     plan.validate()?;
+    if matches!(plan.wire, Wire::Http3(_)) && tls.is_none() {
+        return Err(EngineError::Plan(PlanError::Http3));
+    }
     // Recorders are a few hundred KiB of inline counters: the threads that
     // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
         spawn_big(s, || match plan.model {
-            Model::Open => open::run(plan, control, tls, false),
+            Model::Open => open::run(plan, control, tls),
             Model::Closed { workers, .. } => closed::run(plan, control, tls, workers),
         })?
         .join()
@@ -87,27 +94,30 @@ pub fn run_with(
     })
 }
 
-/// Runs `plan` over HTTP/3 (QUIC, ALPN `h3`) to the https target `tls`:
-/// `plan.http2` carries each request's QPACK field section (core's
-/// `h3::request::from_http1`) and body; streams are admitted as HTTP/2's
-/// are. The QUIC handshakes of `plan.connections` connections are done
-/// before the clock starts.
+/// One GET before a run, over HTTP/3 to the https target `tls` at `addr`:
+/// the request's QPACK field section `block` (core's
+/// `h3::request::from_http1`), and the answer's status and whole body,
+/// within `timeout` (`--openai`'s model discovery speaks the run's
+/// protocol).
 ///
 /// # Errors
-/// As [`run_with`]; [`EngineError::Plan`] for a plan without its HTTP/3
-/// requests or not in the open model.
-pub fn run_h3(plan: &Plan<'_>, control: &Control, tls: &Tls) -> Result<RunOutput, EngineError> {
-    plan.validate()?;
-    if plan.http2.is_none() || plan.model != Model::Open {
-        return Err(EngineError::Plan(metronome_core::plan::PlanError::Http2));
-    }
-    std::thread::scope(|s| {
-        spawn_big(s, || open::run(plan, control, Some(tls), true))?
-            .join()
-            .map_err(|_| {
-                EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
-            })?
-    })
+/// The connection or the handshake failed (the engines' words), the
+/// stream failed, or no answer came within `timeout`.
+pub fn fetch_h3(
+    addr: std::net::SocketAddr,
+    tls: &Tls,
+    block: &[u8],
+    timeout: std::time::Duration,
+) -> std::io::Result<(u16, Vec<u8>)> {
+    let cfg = metronome_quic::Config::new(tls, addr, metronome_core::plan::Protocol::Http, 1)?;
+    let local: std::net::SocketAddr = if addr.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let sock = std::net::UdpSocket::bind(local)?;
+    sock.connect(addr)?;
+    metronome_quic::fetch(&sock, &cfg, block, timeout)
 }
 
 /// The kind of handshake failure a failed (re)open was, if it was one.

@@ -24,9 +24,9 @@
 //! `metronome-quic`'s (the sans-IO client both engines drive); this crate
 //! never depends on the std engine.
 //!
-//! HTTP/3 ([`UringOptions::http3`]) is the exception to "no allocation
-//! per request": `quinn-proto` allocates (about 6 per request, measured by
-//! the workspace's `tests/alloc_h3_uring.rs`).
+//! HTTP/3 ([`Wire::Http3`](metronome_core::plan::Wire::Http3)) is the
+//! exception to "no allocation per request": `quinn-proto` allocates (about
+//! 6 per request, measured by the workspace's `tests/alloc_h3_uring.rs`).
 //!
 //! Its modules: `threads` sets the engine up (pre-opened connections, each
 //! thread's share, the start gate, the merge); `worker/` is one thread's
@@ -94,12 +94,8 @@ pub struct UringOptions {
     /// Test hook: called by each engine thread at each [`Phase`], on that
     /// thread (e.g. to count allocations made between `Measuring` and `Done`).
     pub phase_hook: Option<fn(Phase)>,
-    /// Speak TLS to the target (an `https://` URL).
+    /// Speak TLS to the target (an `https://` URL; HTTP/3 needs it).
     pub tls: Option<Tls>,
-    /// Speak HTTP/3 over QUIC (`--http3`): needs [`UringOptions::tls`],
-    /// the plan's `http2` requests (their QPACK field sections) and the
-    /// open model, as the std engine's `run_h3`.
-    pub http3: bool,
 }
 
 pub use metronome_core::engine::tls::Tls;

@@ -2,7 +2,7 @@
 //! std with a one-line notice), `uring` or `std`.
 
 use metronome_core::engine::{Control, RunOutput};
-use metronome_core::plan::Plan;
+use metronome_core::plan::{Plan, Wire};
 
 use crate::cli::EngineArg;
 use crate::tls::ClientTls;
@@ -49,14 +49,13 @@ pub fn run(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
-    http3: bool,
 ) -> anyhow::Result<(Engine, RunOutput)> {
-    if http3 {
-        let Some(client_tls) = tls else {
+    if let Wire::Http3(_) = plan.wire {
+        if tls.is_none() {
             return Err(
                 UsageError("--http3 is HTTP/3 over QUIC, for an https:// URL only".into()).into(),
             );
-        };
+        }
         // `--engine uring` runs HTTP/3 through the ring; `auto` keeps the
         // std engine for it (docs/http3.md, "Engines").
         if choice == EngineArg::Uring {
@@ -65,11 +64,13 @@ pub fn run(
                     "--engine uring: io_uring is not available here ({why}); use --engine std"
                 );
             }
-            return run_uring(plan, control, threads, cpus, tls, true)
-                .map(|out| (Engine::Uring, out));
+            return run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out));
         }
-        let tls = client_tls.engine();
-        return Ok((Engine::Std, metronome_std::run_h3(plan, control, &tls)?));
+        let tls = tls.map(ClientTls::engine);
+        return Ok((
+            Engine::Std,
+            metronome_std::run_with(plan, control, tls.as_ref())?,
+        ));
     }
     let use_uring = match choice {
         EngineArg::Std => false,
@@ -97,7 +98,7 @@ pub fn run(
             metronome_std::run_with(plan, control, tls.as_ref())?,
         ));
     }
-    run_uring(plan, control, threads, cpus, tls, false).map(|out| (Engine::Uring, out))
+    run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out))
 }
 
 #[cfg(target_os = "linux")]
@@ -117,7 +118,6 @@ fn run_uring(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
-    http3: bool,
 ) -> anyhow::Result<RunOutput> {
     let cpus = cpus
         .map(metronome_uring::parse_cpus)
@@ -128,7 +128,6 @@ fn run_uring(
         cpus,
         phase_hook: None,
         tls: tls.map(ClientTls::engine),
-        http3,
     };
     opts.validate().map_err(|e| {
         UsageError(match e {
@@ -157,7 +156,6 @@ fn run_uring(
     _threads: Option<u32>,
     _cpus: Option<&str>,
     _tls: Option<&ClientTls>,
-    _http3: bool,
 ) -> anyhow::Result<RunOutput> {
     anyhow::bail!("io_uring exists on Linux only")
 }

@@ -39,6 +39,7 @@ use super::frame::{
     HEADER_LEN,
 };
 use super::hpack::{Decoder, HpackError};
+use crate::head::ResponseFields;
 
 /// The client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -225,6 +226,7 @@ fn decode_head<const T: usize>(
     watched: &[crate::check::Check],
 ) -> Result<Head, HpackError> {
     let mut head = Head::default();
+    let mut fields = ResponseFields::default();
     decoder.decode(block, |name, value| {
         for (i, c) in watched.iter().take(64).enumerate() {
             if c.header.is_some_and(|h| h.accepts(name, value)) {
@@ -246,23 +248,12 @@ fn decode_head<const T: usize>(
             }
         } else {
             head.regular = true;
-            if name == b"content-type" {
-                let prefix = b"text/event-stream";
-                head.event_stream = value.len() >= prefix.len()
-                    && value[..prefix.len()].eq_ignore_ascii_case(prefix);
-            } else if name == b"grpc-status" {
-                head.grpc_status = parse_u32(value);
-            }
+            fields.field(name, value);
         }
     })?;
+    head.event_stream = fields.event_stream;
+    head.grpc_status = fields.grpc_status;
     Ok(head)
-}
-
-fn parse_u32(v: &[u8]) -> Option<u32> {
-    if v.is_empty() || v.len() > 9 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(v.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
 
 /// A header block being received over CONTINUATION frames.
@@ -400,7 +391,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     ///
     /// ```
     /// use metronome_core::h2::Connection;
-    /// // Bytes as the server sent them are tested in tests/golden_h2/;
+    /// // Bytes as the server sent them are tested in tests/golden/h2/;
     /// // here: a slice of the input, never longer than it.
     /// let c: Connection<1> = Connection::new(Default::default());
     /// assert_eq!(c.data_of(b"abc", 0), b"");
@@ -703,21 +694,21 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     ///
     /// ```
     /// use metronome_core::h2::{Connection, SendError};
-    /// use metronome_core::plan::H2Request;
+    /// use metronome_core::plan::EncodedRequest;
     /// let mut conn = Connection::<4>::new(Default::default());
     /// let mut out = [0u8; 256];
     /// conn.poll_transmit(&mut out);
     /// // The server's SETTINGS: MAX_HEADER_LIST_SIZE (0x6) = 100.
     /// conn.handle_read(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 100]).unwrap();
     /// assert_eq!(conn.server_max_header_list(), Some(100));
-    /// let big = H2Request { block: b"\x82", body: b"", list_size: 101 };
+    /// let big = EncodedRequest { block: b"\x82", body: b"", list_size: 101 };
     /// assert_eq!(conn.start_planned(&big, &mut out), Err(SendError::TooLarge { limit: 100 }));
-    /// let fits = H2Request { list_size: 100, ..big };
+    /// let fits = EncodedRequest { list_size: 100, ..big };
     /// assert_eq!(conn.start_planned(&fits, &mut out), Ok((1, 10)));
     /// ```
     pub fn start_planned(
         &mut self,
-        request: &crate::plan::H2Request<'_>,
+        request: &crate::plan::EncodedRequest<'_>,
         out: &mut [u8],
     ) -> Result<(u32, usize), SendError> {
         if request.list_size > self.peer_max_list as usize {

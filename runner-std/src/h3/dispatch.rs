@@ -1,6 +1,7 @@
 //! A connection's dispatcher: keeps its connection open (reopening it
 //! when it dies, with a fresh [`read`] thread each time; at once when the
-//! server sends GOAWAY, the old connection draining beside the new one),
+//! server sends GOAWAY, the old connection draining beside the new one:
+//! core's [`after_goaway`] with a spare link),
 //! takes due requests from the pacer's queue while the connection has a
 //! free stream slot, and starts each on a new bidirectional stream.
 
@@ -108,7 +109,7 @@ pub(crate) fn worker(
                 }
                 if !linked {
                     linked = true;
-                    lock(&shared.queue).h2_linked += 1;
+                    lock(&shared.queue).linked += 1;
                 }
                 let (link, changed, tx) = (&links[cur], &changed, tx.clone());
                 readers[cur] =
@@ -157,16 +158,21 @@ pub(crate) fn worker(
         }
     }
     lock(all_stats).push(stats);
-    let _ = tx.send(Fact::H2Streams(streams));
+    let _ = tx.send(Fact::Setup(streams));
 }
 
-/// Waits until the connection has a free stream slot, is dead or going
-/// away after a GOAWAY (`true`: open a new one) or the queue closes.
+/// What a connection does after the server's GOAWAY: core's
+/// [`after_goaway`] for a dispatcher with a spare link (it has two).
+const GOAWAY: AfterGoaway = after_goaway(true);
+
+/// Waits until the connection has a free stream slot, is dead or retired
+/// after a GOAWAY (`true`: open a new one) or the queue closes.
 fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
+    let retires = matches!(GOAWAY, AfterGoaway::RetireAndReopen);
     let mut l = lock(link);
     loop {
         let going = l.h3.as_ref().is_some_and(|h| h.state() == State::GoingAway);
-        if l.dead || (going && !l.leaving) {
+        if l.dead || (retires && going && !l.leaving) {
             return true;
         }
         if l.free() > 0 || shared.closing_and_empty() {
@@ -191,7 +197,7 @@ fn start_stream(
     job: Job,
     streams: &mut metronome_core::engine::Setup,
 ) -> Option<u64> {
-    let request = plan.http2?.requests[job.request];
+    let request = plan.wire.streams()?.requests[job.request];
     let mut l = lock(link);
     let now = clock.now_ns();
     if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
@@ -243,7 +249,7 @@ fn start_stream(
         let server = h3
             .server_max_streams()
             .map(|m| u32::try_from(m).unwrap_or(u32::MAX));
-        streams.h2_streams(h3.in_flight(), server);
+        streams.streams(h3.in_flight(), server);
     }
     l.count_written(shared, sent_ns);
     l.sync_idle(shared);

@@ -18,15 +18,17 @@
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, SendError, Step};
+use metronome_core::flight::{End, FlightJob};
+use metronome_core::h2::{Config, Connection, Flights, SendError, Step};
 use metronome_core::measure::Unsent;
-use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::plan::{Plan, Protocol, MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::pool::AfterGoaway;
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
 
 /// Stream slots per connection (the most any plan may ask).
-pub(crate) const SLOTS: usize = H2_MAX_STREAMS as usize;
+pub(crate) const SLOTS: usize = MAX_STREAMS as usize;
 /// Each connection's staging buffer for outgoing frames, and the ring's
 /// send buffer of an h2c slot.
 pub(crate) const OUT_BYTES: usize = 32 * 1024;
@@ -74,7 +76,7 @@ impl Link {
 
     /// Pushes the bodies still owed into the staging buffer (core decides
     /// what the windows allow); notes a body cut short by the buffer.
-    fn push_bodies(&mut self, plan_h2: &metronome_core::plan::Http2<'_>) {
+    fn push_bodies(&mut self, plan_h2: &metronome_core::plan::Streams<'_>) {
         let pushed = self.flights.push_bodies(
             &mut self.conn,
             |r| plan_h2.requests[r].body,
@@ -103,7 +105,7 @@ pub(super) struct H2State {
 impl H2State {
     /// Everything for `slots` connections and `max_in_flight` requests.
     pub(super) fn new(plan: &Plan<'_>, slots: usize, max_in_flight: usize) -> Option<H2State> {
-        let h2 = plan.http2?;
+        let h2 = plan.wire.streams()?;
         let sse = matches!(plan.protocol, Protocol::OpenAiSse);
         let pool = if sse {
             (slots * SLOTS).min(max_in_flight.max(1))
@@ -191,7 +193,7 @@ impl Worker<'_> {
             self.relist(slot);
             return Ok(());
         }
-        let Some(plan_h2) = self.plan.http2 else {
+        let Some(plan_h2) = self.plan.wire.streams() else {
             return Ok(());
         };
         let request = plan_h2.requests[job.request];
@@ -224,7 +226,7 @@ impl Worker<'_> {
         l.out_len += written;
         self.out
             .setup
-            .h2_streams(l.conn.open_streams(), l.conn.server_max_streams());
+            .streams(l.conn.open_streams(), l.conn.server_max_streams());
         let gap = h2.gap_free.pop();
         let l = &mut h2.links[slot];
         let deadline = l
@@ -304,7 +306,7 @@ impl Worker<'_> {
             return Ok(());
         }
         // Room again: bodies cut short by the buffer, then staged frames.
-        if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.http2) {
+        if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.wire.streams()) {
             let l = &mut h2.links[slot];
             if std::mem::take(&mut l.body_pending) {
                 l.push_bodies(&plan_h2);
@@ -435,7 +437,7 @@ impl Worker<'_> {
             }
         }
         if unblocked {
-            if let Some(plan_h2) = self.plan.http2 {
+            if let Some(plan_h2) = self.plan.wire.streams() {
                 l.push_bodies(&plan_h2);
             }
         }
@@ -454,6 +456,10 @@ impl Worker<'_> {
         self.h2_flush(slot)?;
         if drained {
             // Every stream it kept is done: replaced by a fresh connection.
+            // It kept its place in the pool until now: core's
+            // `after_goaway` without a spare slot (HTTP/2 has none here)
+            // is `DrainThenReplace`.
+            debug_assert_eq!(self.goaway, AfterGoaway::DrainThenReplace);
             self.unlist(slot);
             return self.close(slot).and_then(|()| self.drain_waiting());
         }

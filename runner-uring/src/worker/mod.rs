@@ -45,7 +45,7 @@ use metronome_core::pace::{
     REAP_GUARD_NS,
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
-use metronome_core::pool::{Pool, PoolOutcome};
+use metronome_core::pool::{after_goaway, AfterGoaway, Pool, PoolOutcome};
 use metronome_core::schedule::{Schedule, Shard};
 use metronome_core::turns::{earliest, next_due, Due};
 
@@ -113,7 +113,7 @@ pub(crate) struct Worker<'p> {
     conns: Vec<Conn>,
     /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
     h2: Option<H2State>,
-    /// HTTP/3 (`UringOptions::http3`): each slot's QUIC connection.
+    /// HTTP/3 (`Wire::Http3`): each slot's QUIC connection.
     h3: Option<H3State>,
     gaps: Box<[u64]>,
     /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
@@ -160,6 +160,10 @@ pub(crate) struct Worker<'p> {
     pool_closed: u64,
     /// When the pacing thread's load was last given to the pool (clock ns).
     load_mark_ns: u64,
+    /// What a connection does after the server's GOAWAY, as core decides
+    /// it for this worker's slots ([`after_goaway`]: a spare ring slot per
+    /// pool place, as HTTP/3 has, retires it at once).
+    goaway: AfterGoaway,
 }
 
 impl<'p> Worker<'p> {
@@ -179,7 +183,7 @@ impl<'p> Worker<'p> {
         let ring_slots = if http3 { 2 * slots } else { slots };
         let tls = opts.tls.is_some();
         let tls = tls && !http3;
-        let http2 = plan.http2.is_some() && !http3;
+        let http2 = plan.wire.streams().is_some() && !http3;
         let tx_len = match (http3, tls, http2) {
             (true, _, _) => h3::TX_BYTES,
             (false, true, _) => TX_BYTES,
@@ -311,6 +315,7 @@ impl<'p> Worker<'p> {
             rate,
             pool_closed: 0,
             load_mark_ns: 0,
+            goaway: after_goaway(ring_slots > slots),
         };
         for (i, g) in greeted.into_iter().enumerate() {
             if let Some(g) = g {

@@ -8,7 +8,7 @@
 
 use std::io;
 
-use metronome_core::h2::{End, How};
+use metronome_core::flight::{End, How};
 
 use super::{Job, State, Worker};
 

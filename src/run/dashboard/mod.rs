@@ -29,6 +29,8 @@ const LINGER: Duration = Duration::from_secs(3);
 #[derive(Default)]
 struct Board {
     rows: Vec<IntervalReport>,
+    /// The drain's rows (the report's `drain`), once the run is over.
+    drain: Vec<IntervalReport>,
     sent: u64,
     ok: u64,
     errors: u64,
@@ -62,15 +64,6 @@ pub(crate) struct Dashboard {
 
 fn lock(b: &Mutex<Board>) -> std::sync::MutexGuard<'_, Board> {
     b.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// CPU time of the calling thread, ns: the first field of Linux's
-/// `/proc/thread-self/schedstat` (time on a CPU); 0 where there is none.
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 impl Dashboard {
@@ -144,6 +137,23 @@ impl Dashboard {
             .collect();
     }
 
+    /// Row `i` again, complete (it was published provisional): in its
+    /// place, the stretches behind schedule found again.
+    pub(super) fn replace(&self, i: usize, row: &IntervalReport) {
+        let mut b = lock(&self.board);
+        let Some(old) = b.rows.get_mut(i) else {
+            return;
+        };
+        old.clone_from(row);
+        let end_s = b.rows.last().map_or(0.0, |r| r.start_s) + b.interval_s;
+        b.behind = crate::report::behind::behind(&b.rows, None, b.cap, end_s);
+        b.warnings = b
+            .behind
+            .iter()
+            .map(crate::report::build::stretch_warning)
+            .collect();
+    }
+
     /// The CPU time of the dashboard's thread so far, seconds.
     pub(super) fn cpu_s(&self) -> f64 {
         self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
@@ -169,6 +179,7 @@ impl Dashboard {
         b.page_id += 1;
         b.duration_s = duration_s;
         b.rows.clear();
+        b.drain.clear();
         b.warnings.clear();
         (b.sent, b.ok, b.errors, b.elapsed_s) = (0, 0, 0, 0.0);
         Ok(())
@@ -179,6 +190,7 @@ impl Dashboard {
     pub(crate) fn end_run(&self, r: &Report) {
         let mut b = lock(&self.board);
         b.rows.clone_from(&r.intervals);
+        b.drain.clone_from(&r.drain);
         b.warnings.clone_from(&r.generator.warnings);
         b.behind.clone_from(&r.generator.behind);
         (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
@@ -229,6 +241,7 @@ pub(crate) fn shared(args: &crate::cli::RunArgs, what: &str) -> anyhow::Result<O
         label: Some(format!("{what}: starting")),
         cap: None,
         interval_s: 1.0,
+        samples_needed: Default::default(),
     };
     let d = Dashboard::start(addr, 0.0, &meta)
         .map_err(|e| crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}")))?;
@@ -242,7 +255,7 @@ impl Drop for Dashboard {
     }
 }
 
-fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns: &AtomicU64) {
+fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns_out: &AtomicU64) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((s, _)) => {
@@ -250,7 +263,9 @@ fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
-        cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        // 0 only where the thread CPU clock cannot be read.
+        let cpu_ns = crate::background::thread_cpu_ns().unwrap_or(0);
+        cpu_ns_out.store(cpu_ns, Ordering::Relaxed);
     }
 }
 
@@ -267,6 +282,7 @@ fn live_json(b: &Board) -> String {
         "warnings": b.warnings,
         "behind": b.behind,
         "rows": b.rows,
+        "drain": b.drain,
     })
     .to_string()
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use common::{metronome, plain, server};
 use metronome::report::sweep::Sweep;
-use metronome::report::{Metric, Report};
+use metronome::report::{IntervalReport, Metric, Report};
 use metronome::serve::ServeConfig;
 use serde_json::Value;
 
@@ -40,6 +40,8 @@ mod runs;
 mod sweep;
 // Reports no run produces, and a 10-minute page within its budget.
 mod edge;
+// The dashboard's live page against a scripted /live.json.
+mod live_page;
 
 use charts::*;
 use format::*;

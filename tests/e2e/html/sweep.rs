@@ -72,7 +72,7 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
             "marked on every chart"
         );
     }
-    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
+    let supported = |m: &Metric, q: f64| metronome::report::enough::enough(m.count, q);
     type Pick = (&'static str, f64, fn(&Metric) -> f64);
     let picks: [Pick; 3] = [
         ("p50", 0.5, |m| m.p50),
@@ -105,18 +105,21 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
     ];
     // Stream sweeps: TTFT and ITL (p50, p99, steps with values) and
     // output tokens/s against the offered rate.
-    let with = |k: &str| -> Vec<&Report> {
+    // The steps whose `k` values are enough for the quantile `q`.
+    let with = |k: &str, q: f64| -> Vec<&Report> {
         sw.steps
             .iter()
-            .filter(|s| s.metrics.get(k).unwrap().count > 0)
+            .filter(|s| supported(s.metrics.get(k).unwrap(), q))
             .collect()
     };
     if stream {
         for (id, k) in [("sweep-ttft", "ttft"), ("sweep-itl", "itl")] {
-            let n = with(k).len();
             want.push((
                 id.to_string(),
-                vec![("p50".to_string(), n), ("p99".to_string(), n)],
+                vec![
+                    ("p50".to_string(), with(k, 0.5).len()),
+                    ("p99".to_string(), with(k, 0.99).len()),
+                ],
             ));
         }
         want.push((
@@ -142,11 +145,11 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
                 fnum(s.achieved_rps),
                 fcount(s.requests.errors),
                 fcount(s.requests.dropped),
-                fnum(m.p50),
-                fnum(m.p99),
-                fnum(m.p999),
-                fnum(m.max),
-                fnum(s.metrics.send_lag.p99),
+                fq(m.count, 0.5, m.p50),
+                fq(m.count, 0.99, m.p99),
+                fq(m.count, 0.999, m.p999),
+                fq(m.count, 0.0, m.max),
+                fq(s.metrics.send_lag.count, 0.99, s.metrics.send_lag.p99),
             ]
         })
         .collect();
@@ -189,7 +192,7 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
             }
             "sweep-ttft" | "sweep-itl" => {
                 let k = if chart == "sweep-ttft" { "ttft" } else { "itl" };
-                let s = with(k)[i];
+                let s = with(k, [0.5, 0.99][si])[i];
                 let m = s.metrics.get(k).unwrap();
                 let (name, v) = if si == 0 {
                     ("p50 ", m.p50)
@@ -274,4 +277,86 @@ fn auto_stream_sweep_page() {
     if let Some(exe) = exe_or_skip("the auto sweep") {
         check_sweep_page(&exe, &page, &sw);
     }
+}
+
+/// `report` reads what `run --repeat N --out F` writes (before: exit 2
+/// with a 1,000-character serde message): the text summary (the one the
+/// run printed), the JSON byte for byte, and `--html`, a page of the
+/// whole document whose tables are the document's summary and runs.
+#[test]
+fn repeat_document_page() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let dir = artifacts();
+    let json = dir.join("repeat.json");
+    let page = dir.join("repeat.html");
+    let run = metronome(&[
+        "run",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "500ms",
+        "--repeat",
+        "2",
+        "--quiet",
+        "--engine",
+        "std",
+        "--out",
+        p(&json),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: metronome::report::repeat::Repeat = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc.runs.len(), 2);
+    let shown = metronome(&["report", p(&json)]);
+    assert_eq!(
+        shown.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&shown.stdout),
+        String::from_utf8_lossy(&run.stdout),
+        "the summary the run printed"
+    );
+    let again = metronome(&["report", p(&json), "--format", "json"]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+    ok(&["report", p(&json), "--html", p(&page)], 0);
+    check_static(&page, &text);
+    let Some(exe) = exe_or_skip("the --repeat page") else {
+        return;
+    };
+    let (check, _) = load(&exe, &page);
+    check_clean(&check, &page);
+    assert_eq!(check["kind"], "repeat");
+    let rows = |id: &str| -> Vec<Vec<String>> {
+        serde_json::from_value(check["tables"][id].clone()).unwrap()
+    };
+    let runs = rows("repeat-runs");
+    assert_eq!(runs.len(), 2);
+    for (row, r) in runs.iter().zip(&doc.runs) {
+        assert_eq!(row[2], fcount(r.requests.scheduled));
+        assert_eq!(row[3], fcount(r.requests.ok));
+        let p99 = r
+            .metrics
+            .latency
+            .exact
+            .as_ref()
+            .map_or(r.metrics.latency.p99, |e| e.p99);
+        assert_eq!(row[7], fnum(p99), "the p99 of the text's run line");
+    }
+    let summary = rows("repeat-summary");
+    assert_eq!(summary.len(), doc.summary.len());
+    for (row, st) in summary.iter().zip(&doc.summary) {
+        assert!(row[0].starts_with(&st.name), "{row:?}");
+        assert_eq!((&row[1], &row[2]), (&fnum(st.mean), &fnum(st.ci95)));
+    }
+    screenshot(&exe, &page, 1200);
 }
