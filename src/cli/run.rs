@@ -129,7 +129,7 @@ pub struct RunArgs {
     /// 65536; a larger one (or more than 256 headers) is counted as `too_large`.
     #[arg(help_heading = TARGET, hide_short_help = true, long, default_value_t = 32 * 1024)]
     pub max_header_bytes: usize,
-    /// Offered rate, requests per second [default: 100] (also --rps, --qps)
+    /// Offered rate, requests per second [default: 100]
     ///
     /// Across all threads. With --stages: the rate the first stage starts from [default: 0].
     #[arg(help_heading = SCHEDULE, short, long, visible_aliases = ["rps", "qps"])]
@@ -428,7 +428,7 @@ pub struct RunArgs {
     pub check_status: Option<String>,
     /// A header every response must carry, "Name: value" (the value exact, without the
     /// surrounding blanks), or "Name" for any value.
-    #[arg(help_heading = CHECKS, long, value_name = "NAME[: VALUE]")]
+    #[arg(help_heading = CHECKS, hide_short_help = true, long, value_name = "NAME[: VALUE]")]
     pub check_header: Option<String>,
     /// A text every response body must contain (found across reads, chunks, frames and
     /// events, never copying the body; docs/requests.md).
@@ -436,7 +436,7 @@ pub struct RunArgs {
     pub check_body: Option<String>,
     /// A regular expression (Rust's regex syntax) every response body must match somewhere,
     /// as a DFA of at most 4 MiB walked across reads (docs/requests.md).
-    #[arg(help_heading = CHECKS, long, value_name = "REGEX")]
+    #[arg(help_heading = CHECKS, hide_short_help = true, long, value_name = "REGEX")]
     pub check_regex: Option<String>,
     /// A pass/fail check, e.g. 'latency.p99<50ms' (repeatable; exit 3 when breached)
     ///

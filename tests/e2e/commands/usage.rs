@@ -242,8 +242,8 @@ fn a_misspelling_gets_a_did_you_mean() {
             "metronome: unexpected argument '--conections' found; did you mean '--connections'? (see --help)\n",
         ),
         (
-            vec!["run", "http://127.0.0.1:1/", "--conn", "4"],
-            "metronome: unexpected argument '--conn' found; did you mean '--connections'? (see --help)\n",
+            vec!["run", "http://127.0.0.1:1/", "--connectio", "4"],
+            "metronome: unexpected argument '--connectio' found; did you mean '--connections'? (see --help)\n",
         ),
         // A far guess is no suggestion (clap offered `--cpus` for these).
         (
