@@ -276,7 +276,7 @@ pub enum Admit {
     },
     /// Send it now on an idle connection (the most recently used one),
     /// and start `open` connects now: a spare when it takes the last idle
-    /// connection with the pool below [`Pool::wanted`], or before the run's
+    /// connection with the pool below [`Pool::base_need`], or before the run's
     /// first answer once nothing has answered for a stall's length (the
     /// next request then finds it open).
     Send {
@@ -387,6 +387,9 @@ pub struct Pool {
     first_admit_ns: Option<u64>,
     /// Requests wait and nothing has answered for a stall's length.
     stalled: bool,
+    /// The connections carry streams (HTTP/2, HTTP/3): a request never
+    /// takes a connection whole, so no spare opens for the next one.
+    multiplexed: bool,
     /// Stalls that grew the pool (each counted once).
     stalls: u32,
     /// A refused probe's connections still to close when they free.
@@ -416,12 +419,33 @@ impl Pool {
             last_answer_ns: None,
             waits_since_ns: None,
             first_admit_ns: None,
+            multiplexed: false,
             stalled: false,
             stalls: 0,
             shed: 0,
             knee: None,
             probes: Probes::default(),
         }
+    }
+
+    /// The same rules for connections that carry streams (HTTP/2,
+    /// HTTP/3): a request takes a stream, not the connection, so taking
+    /// the "last idle" one opens no spare ([`Admit::Send`] with `open: 0`);
+    /// the pool still grows when requests wait, as for HTTP/1.1.
+    ///
+    /// ```
+    /// use metronome_core::pool::{Admit, Pool, PoolState};
+    /// let s = PoolState { idle: 1, open: 1, connecting: 0, waiting: 0, in_flight: 0 };
+    /// let mut h1 = Pool::new(10.0, 1, 16, 100);
+    /// h1.seed(800_000_000); // 800 ms a request: 12 connections needed
+    /// assert_eq!(h1.admit(0, s), Admit::Send { open: 1 });
+    /// let mut h2 = Pool::new(10.0, 1, 16, 100).multiplexed();
+    /// h2.seed(800_000_000);
+    /// assert_eq!(h2.admit(0, s), Admit::Send { open: 0 });
+    /// ```
+    pub fn multiplexed(mut self) -> Pool {
+        self.multiplexed = true;
+        self
     }
 
     /// Sets the service time before the clock starts, ns: the average's
@@ -540,16 +564,28 @@ impl Pool {
     /// The connections the base service time needs (Little's law):
     /// `ceil(rate x base x 1.5) + 2`; before the base is known, none.
     pub fn base_wanted(&self) -> u32 {
-        let Some(base) = self.base_ns() else {
-            return 0;
-        };
+        match self.base_need() {
+            None => 0,
+            Some(need) if need >= self.max => self.max,
+            Some(need) => need.saturating_add(SPARE),
+        }
+    }
+
+    /// The connections the no-queue service time needs at the offered
+    /// rate, with headroom but without [`SPARE`]: `ceil(rate x base x
+    /// 1.5)`, at most `max_connections`; `None` before any service time.
+    /// Below it, a request that takes the last idle connection opens a
+    /// spare ([`Admit::Send`]); a server whose requests one connection
+    /// carries (`need` 1) never gets one that way.
+    pub fn base_need(&self) -> Option<u32> {
+        let base = self.base_ns()?;
         let need =
             libm::ceil(self.rate * base as f64 * 1e-9 * f64::from(HEADROOM_PCT) / 100.0 - 1e-9);
-        if need >= f64::from(self.max) {
+        Some(if need >= f64::from(self.max) {
             self.max
         } else {
-            (need.max(0.0) as u32).saturating_add(SPARE)
-        }
+            need.max(0.0) as u32
+        })
     }
 
     /// The connections the pool aims at: the most of the pre-opened count
@@ -640,12 +676,16 @@ impl Pool {
             };
         }
         if !waits {
-            // The last idle connection, with the pool below what it aims at
-            // (the base's need) or, before any answer, nothing answered for
-            // a stall's length: a spare for the next request, so that it
-            // does not wait for a connect.
-            let below = s.open + s.connecting < self.wanted();
+            // The last idle connection, with the pool below the base's need
+            // (not counting the spare growth keeps: one connection that
+            // carries the load stays one) or, before any answer, nothing
+            // answered for a stall's length: a spare for the next request,
+            // so that it does not wait for a connect.
+            let below = self
+                .base_need()
+                .is_some_and(|need| s.open + s.connecting < need);
             let spare = s.idle == 1
+                && !self.multiplexed
                 && (below || (unanswered && self.last_answer_ns.is_none()))
                 && s.connecting == 0
                 && !self.is_full(s);

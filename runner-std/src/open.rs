@@ -236,6 +236,9 @@ fn shared_for(plan: &Plan<'_>, pre: usize, opened_first: u64, warm: &Warm) -> Sh
     // The pacer's share of the offered rate: its shard's.
     let rate = plan.rate / f64::from(plan.shard.count.max(1));
     let mut pool = Pool::new(rate, pre as u32, plan.max_connections, plan.max_in_flight);
+    if plan.wire.streams().is_some() {
+        pool = pool.multiplexed();
+    }
     if let Some((median, fastest)) = warm_service_ns {
         pool.seed(median);
         pool.seed_base(fastest);

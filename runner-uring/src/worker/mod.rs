@@ -253,6 +253,9 @@ impl<'p> Worker<'p> {
         // This thread's share of the offered rate: its sub-shard's.
         let rate = plan.rate / f64::from(share.shard.count.max(1));
         let mut pool = Pool::new(rate, pre as u32, slots as u32, share.max_in_flight as u32);
+        if plan.wire.streams().is_some() {
+            pool = pool.multiplexed();
+        }
         if let Some((median, fastest)) = share.warm_service_ns {
             pool.seed(median);
             pool.seed_base(fastest);
