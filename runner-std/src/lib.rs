@@ -27,7 +27,6 @@
 #![deny(unsafe_code)]
 
 mod clock;
-mod closed;
 mod collector;
 mod conn;
 mod ended;
@@ -37,24 +36,27 @@ mod h3;
 mod open;
 mod pacer;
 mod queue;
+mod ready;
 #[allow(unsafe_code)]
 mod sys;
 mod tls;
 mod traffic;
 
+pub use metronome_loop::{parse_cpus, Options, OptionsError, Phase};
 pub use tls::Tls;
 
 use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
 use metronome_core::plan::{Model, Plan};
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
-/// what was measured.
+/// what was measured, on the event loop with its default options (one
+/// thread per allowed CPU, plain TCP).
 ///
 /// # Errors
 /// [`EngineError`] when the plan is invalid or no connection can be opened
 /// before the clock starts (for example the port refuses).
 pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
-    run_with(plan, control, None)
+    run_on(plan, control, &Options::default())
 }
 
 /// [`run`], over TLS when `tls` is given (an `https://` target): every
@@ -72,19 +74,27 @@ pub fn run_with(
     control: &Control,
     tls: Option<&Tls>,
 ) -> Result<RunOutput, EngineError> {
-    plan.validate()?;
-    // Recorders are a few hundred KiB of inline counters: the threads that
-    // hold them get a stack to match (debug builds copy them on the stack).
-    std::thread::scope(|s| {
-        spawn_big(s, || match plan.model {
-            Model::Open => open::run(plan, control, tls, false),
-            Model::Closed { workers, .. } => closed::run(plan, control, tls, workers),
-        })?
-        .join()
-        .map_err(|_| {
-            EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
-        })?
-    })
+    let opts = Options {
+        tls: tls.cloned(),
+        ..Options::default()
+    };
+    run_on(plan, control, &opts)
+}
+
+/// Runs `plan` on the event loop of `metronome-loop` (one pinned thread
+/// per core, readiness I/O through mio: epoll, kqueue) with `opts`
+/// (threads, CPUs, TLS, HTTP/3, the test hook), as the io_uring engine
+/// runs it on its ring.
+///
+/// # Errors
+/// As [`run_with`]; [`EngineError::Io`] with an [`OptionsError`] inside
+/// for invalid options.
+pub fn run_on(
+    plan: &Plan<'_>,
+    control: &Control,
+    opts: &Options,
+) -> Result<RunOutput, EngineError> {
+    metronome_loop::run::<ready::Ready>(plan, control, opts, "metronome-std")
 }
 
 /// Runs `plan` over HTTP/3 (QUIC, ALPN `h3`) to the https target `tls`:

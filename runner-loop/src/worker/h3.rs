@@ -31,7 +31,7 @@ use metronome_quic::{Config, H3Client, Refused, Request, State as Quic};
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
-use crate::ring::{connected_udp, UdpCaps, GSO_MAX_SEGMENTS};
+use crate::ring::{connected_udp, Ring, UdpCaps, GSO_MAX_SEGMENTS};
 
 /// Each HTTP/3 slot's send buffer: one GSO run of datagrams.
 pub(crate) const TX_BYTES: usize = 64 * 1024;
@@ -89,7 +89,7 @@ impl H3State {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The connection `opened` before the clock, in `slot` (its recv is
     /// armed when the event loop starts).
     pub(super) fn h3_adopt(&mut self, slot: usize, (sock, client): Opened) {

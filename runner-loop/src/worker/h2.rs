@@ -15,6 +15,7 @@
 //! (TLS) whenever no send is in flight. Everything here is allocated in
 //! [`H2State::new`], before the clock.
 
+use crate::ring::Ring;
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
@@ -141,7 +142,7 @@ impl H2State {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The pre-opened, greeted connection `greeted` in `slot`.
     pub(super) fn h2_adopt(&mut self, slot: usize, greeted: Greeted) {
         let tls = self.conns[slot].tls.is_some();

@@ -52,7 +52,7 @@ use metronome_core::turns::{earliest, next_due, Due};
 use crate::clock::Clock;
 use crate::ring::{Completion, Ring};
 use crate::sys::thread_cpu_ns;
-use crate::{Phase, UringOptions};
+use crate::{Options, Phase};
 
 use h2::H2State;
 use h3::H3State;
@@ -102,18 +102,19 @@ impl Pending {
     }
 }
 
-/// One engine thread: its ring, its connections, its part of the output.
-pub(crate) struct Worker<'p> {
+/// One engine thread: its ring (`R`: how its bytes move), its
+/// connections, its part of the output.
+pub(crate) struct Worker<'p, R> {
     plan: &'p Plan<'p>,
     control: &'p Control,
-    opts: &'p UringOptions,
+    opts: &'p Options,
     ledger: Ledger<'p>,
     clock: Clock,
-    ring: Ring,
+    ring: R,
     conns: Vec<Conn>,
     /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
     h2: Option<H2State>,
-    /// HTTP/3 (`UringOptions::http3`): each slot's QUIC connection.
+    /// HTTP/3 (`Options::http3`): each slot's QUIC connection.
     h3: Option<H3State>,
     gaps: Box<[u64]>,
     /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
@@ -162,16 +163,16 @@ pub(crate) struct Worker<'p> {
     load_mark_ns: u64,
 }
 
-impl<'p> Worker<'p> {
+impl<'p, R: Ring> Worker<'p, R> {
     /// Sets the thread up: everything it will use is allocated here,
     /// before the clock starts.
     pub(crate) fn new(
         plan: &'p Plan<'p>,
         control: &'p Control,
-        opts: &'p UringOptions,
+        opts: &'p Options,
         share: Share,
         warning: Option<String>,
-    ) -> io::Result<Worker<'p>> {
+    ) -> io::Result<Worker<'p, R>> {
         // The pool's connections at most; the ring's slots (HTTP/3: twice
         // as many, a spare for each connection a GOAWAY retires, draining).
         let slots = share.slots.max(1);
@@ -186,7 +187,7 @@ impl<'p> Worker<'p> {
             (false, false, true) => H2_OUT_BYTES,
             (false, false, false) => 0,
         };
-        let mut ring = Ring::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
+        let mut ring = R::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
         let mut conns: Vec<Conn> = (0..ring_slots)
             .map(|i| Conn {
                 state: State::Free,

@@ -2,6 +2,7 @@
 //! response fed to the exchange, and how it ends (completed, failed,
 //! retried or never sent).
 
+use crate::ring::Ring;
 use std::io;
 
 use metronome_core::exchange::{compact, Feed, Finish, GAP_CAP};
@@ -25,7 +26,7 @@ pub(crate) struct Job {
     pub(super) waited_since: Option<u64>,
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The pool as core's [`Pool`](metronome_core::pool::Pool) rules see it.
     pub(super) fn pool_state(&self) -> PoolState {
         PoolState {
@@ -269,7 +270,7 @@ impl Worker<'_> {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// `job` went out at `now`: counted sent (a retry was counted the first
     /// time), with the time it waited for a connection, if it did. Both
     /// protocols' sends end here.
