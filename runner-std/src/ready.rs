@@ -10,7 +10,8 @@
 //! at once (one `read`, `write`, `recv` or `send`), one started on a socket
 //! that is not waits for its readiness event; `WouldBlock` (or a short
 //! stream read, which drained the socket, as tokio also assumes) clears the
-//! flag. A connect completes on the first writable event, with the
+//! flag. The peer's close (or an error) is remembered apart and never
+//! cleared, so an end of file that came with the last bytes is read. A connect completes on the first writable event, with the
 //! socket's pending error or 0.
 //!
 //! The contract of [`Ring`] holds as in the io_uring ring: one operation of
@@ -100,6 +101,10 @@ struct Slot {
     readable: bool,
     /// Last seen writable (cleared by `WouldBlock` or a short write).
     writable: bool,
+    /// The peer closed its side, or the socket has an error: readable for
+    /// good (a short read does not clear it, so an end of file that came
+    /// with the last bytes is still read).
+    hup: bool,
 }
 
 impl Slot {
@@ -176,7 +181,7 @@ impl Slots {
             return;
         }
         if let Op::Started(op) = s.recv {
-            if s.readable {
+            if s.readable || s.hup {
                 let buf = &mut self.bufs[slot * self.buf_len..(slot + 1) * self.buf_len];
                 let got = match (op, &s.sock) {
                     (RecvOp::Stream { filled }, Sock::Tcp(t)) => {
@@ -294,8 +299,11 @@ impl Ready {
             let Some(s) = self.io.slots.get_mut(slot.0) else {
                 continue;
             };
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            if ev.is_readable() {
                 s.readable = true;
+            }
+            if ev.is_read_closed() || ev.is_error() {
+                s.hup = true;
             }
             if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
                 s.writable = true;
@@ -343,6 +351,7 @@ impl Ready {
         s.sock = Sock::None;
         s.readable = false;
         s.writable = false;
+        s.hup = false;
     }
 
     /// The time left to the timer, for a poll's timeout: `None` (until an
