@@ -185,10 +185,7 @@ impl<R: Ring> Worker<'_, R> {
     pub(super) fn h2_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
         self.conns[slot].listed = false;
-        if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent.
-            self.in_flight -= 1;
-            self.never_sent(job, now, Unsent::Timeout);
+        if self.too_late(&job, now) {
             self.relist(slot);
             return Ok(());
         }

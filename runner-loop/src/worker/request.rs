@@ -80,10 +80,7 @@ impl<R: Ring> Worker<'_, R> {
             return self.stream_start(slot, job);
         }
         let now = self.clock.now_ns();
-        if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent.
-            self.in_flight -= 1;
-            self.never_sent(job, now, Unsent::Timeout);
+        if self.too_late(&job, now) {
             self.idle.push(slot);
             return Ok(());
         }
@@ -115,6 +112,27 @@ impl<R: Ring> Worker<'_, R> {
             return Ok(());
         }
         self.process(slot)
+    }
+
+    /// Core's hard-end rule ([`Ledger::too_late`]): true when `job`, taken
+    /// at `now`, came at or after the run's hard end, and was booked as
+    /// never sent (no longer in flight).
+    ///
+    /// [`Ledger::too_late`]: metronome_core::ledger::Ledger::too_late
+    pub(super) fn too_late(&mut self, job: &Job, now: u64) -> bool {
+        let Some(ok) = self.ledger.too_late(
+            &mut self.out.tally(),
+            now,
+            self.hard_end_ns,
+            job.intended_ns,
+            job.request,
+            job.retried,
+        ) else {
+            return false;
+        };
+        self.pending.count(ok);
+        self.in_flight -= 1;
+        true
     }
 
     /// A due request that cannot go out at `at_ns` (core's
