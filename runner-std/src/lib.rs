@@ -1,4 +1,5 @@
-//! metronome-std: the portable engine, std threads and blocking sockets.
+//! metronome-std: the portable engine, one event loop per core over
+//! readiness I/O (mio: epoll on Linux, kqueue on the BSDs and macOS).
 //!
 //! It takes a [`Plan`] and honours the semantics of the io_uring engine rule
 //! for rule (DESIGN section 3): connections pre-opened before the clock
@@ -11,18 +12,26 @@
 //! the end not sent; warmup requests sent but not recorded; the closed model
 //! only to show the difference.
 //!
-//! Its cost per request is higher than io_uring's (a thread per connection
-//! and a channel to one collector), so it reports its own send lag: when it
-//! cannot keep up, the report shows it.
+//! HTTP/1.1 (plain and TLS, SSE), HTTP/2 and gRPC, open and closed, run on
+//! the event loop of `metronome-loop` ([`run_on`]), the very loop the
+//! io_uring engine runs: one pinned thread per core (`--threads`,
+//! `--cpus`), each with its own connections, its own shard of the schedule
+//! and its own recorder, no allocation per request. Only how bytes move
+//! differs: `ready` is this engine's [`metronome_loop::Ring`], which does
+//! each socket operation when mio reports the socket ready and hands the
+//! loop the completion io_uring would have given.
 //!
-//! It shares nothing with the io_uring engine but core: what both engines
-//! share that needs std ([`metronome_core::engine`]), the per-request exchange
-//! ([`metronome_core::exchange`]) and the bookkeeping
-//! ([`metronome_core::ledger`]). This crate moves bytes, reads the clock and
-//! sleeps.
+//! HTTP/3 ([`run_h3`]) still runs on the older design: one pacer thread and
+//! a dispatcher and reader thread per QUIC connection with a channel to one
+//! collector (`open`, `pacer`, `queue`, `h3`, `collector`; `h1` and `h2`
+//! are that design's HTTP/1.1 and HTTP/2, no longer reached by [`run`]);
+//! it keeps `--http3-0rtt`, which the loop does not have yet.
+//!
+//! It shares nothing with the io_uring engine but core and the loop. This
+//! crate moves bytes, reads the clock and sleeps.
 //!
 //! `unsafe` is denied in the crate and allowed in one private module only,
-//! `sys`: the socket and CPU-clock calls, each behind a safe function.
+//! `sys`: the socket, timer and CPU-clock calls, each behind a safe function.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
