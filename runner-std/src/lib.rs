@@ -12,7 +12,8 @@
 //! the end not sent; warmup requests sent but not recorded; the closed model
 //! only to show the difference.
 //!
-//! HTTP/1.1 (plain and TLS, SSE), HTTP/2 and gRPC, open and closed, run on
+//! HTTP/1.1 (plain and TLS, SSE), HTTP/2 and gRPC, HTTP/3 (QUIC over a
+//! non-blocking UDP socket), open and closed, run on
 //! the event loop of `metronome-loop` ([`run_on`]), the very loop the
 //! io_uring engine runs: one pinned thread per core (`--threads`,
 //! `--cpus`), each with its own connections, its own shard of the schedule
@@ -21,11 +22,11 @@
 //! each socket operation when mio reports the socket ready and hands the
 //! loop the completion io_uring would have given.
 //!
-//! HTTP/3 ([`run_h3`]) still runs on the older design: one pacer thread and
-//! a dispatcher and reader thread per QUIC connection with a channel to one
+//! [`run_h3`] is the older design, kept for `--http3-0rtt` (requests sent
+//! in 0-RTT), which the loop does not have yet: one pacer thread and a
+//! dispatcher and reader thread per QUIC connection with a channel to one
 //! collector (`open`, `pacer`, `queue`, `h3`, `collector`; `h1` and `h2`
-//! are that design's HTTP/1.1 and HTTP/2, no longer reached by [`run`]);
-//! it keeps `--http3-0rtt`, which the loop does not have yet.
+//! are that design's HTTP/1.1 and HTTP/2, no longer reached by [`run`]).
 //!
 //! It shares nothing with the io_uring engine but core and the loop. This
 //! crate moves bytes, reads the clock and sleeps.

@@ -14,7 +14,7 @@ pub enum Engine {
     /// The Linux io_uring engine: every thread paces.
     Uring,
     /// The portable std engine: the same event loop over readiness (mio),
-    /// every thread pacing; over HTTP/3 still one pacer thread.
+    /// every thread pacing; with `--http3-0rtt` still one pacer thread.
     Std,
 }
 
@@ -28,11 +28,11 @@ impl Engine {
     }
 
     /// The threads that paced, of the `threads` the engine ran: every
-    /// thread of the event loop (either engine); over HTTP/3 the std
-    /// engine's one pacer (its thread-per-connection dispatcher).
-    pub fn pacers(self, threads: usize, http3: bool) -> u64 {
+    /// thread of the event loop (either engine); with `--http3-0rtt`
+    /// (`zero_rtt`) the std engine's one pacer (its older dispatcher).
+    pub fn pacers(self, threads: usize, zero_rtt: bool) -> u64 {
         match self {
-            Engine::Std if http3 => 1,
+            Engine::Std if zero_rtt => 1,
             Engine::Uring | Engine::Std => threads.max(1) as u64,
         }
     }
@@ -60,7 +60,9 @@ pub fn run(
             );
         };
         // `--engine uring` runs HTTP/3 through the ring; `auto` keeps the
-        // std engine for it (docs/http3.md, "Engines").
+        // std engine for it (docs/http3.md, "Engines"): its event loop,
+        // or with `--http3-0rtt` its older dispatcher, which alone sends
+        // requests in 0-RTT.
         if choice == EngineArg::Uring {
             if let Err(why) = uring_probe() {
                 anyhow::bail!(
@@ -69,6 +71,13 @@ pub fn run(
             }
             let opts = loop_options(threads, cpus, tls, true)?;
             return run_uring(plan, control, &opts).map(|out| (Engine::Uring, out));
+        }
+        if !client_tls.early_data() {
+            let opts = loop_options(threads, cpus, tls, true)?;
+            let out = on_big_stack("metronome-std", || {
+                metronome_std::run_on(plan, control, &opts)
+            })?;
+            return Ok((Engine::Std, out));
         }
         let tls = client_tls.engine();
         return Ok((Engine::Std, metronome_std::run_h3(plan, control, &tls)?));

@@ -252,8 +252,8 @@ pub(super) struct Live<'a> {
     poll: Duration,
     schedule: usize,
     engine: Engine,
-    /// `--http3` (the std engine's one pacer there).
-    http3: bool,
+    /// `--http3-0rtt` (the std engine's one pacer there).
+    zero_rtt: bool,
     maker: Option<RowMaker>,
     plan_rows: RowMaker,
 }
@@ -367,7 +367,7 @@ impl<'a> Live<'a> {
             poll: poll_period(plan.interval_ns),
             schedule: plan.interval_count(),
             engine,
-            http3: args.http3,
+            zero_rtt: args.http3_0rtt,
             maker: None,
             plan_rows: RowMaker::new(plan, 1),
         })
@@ -400,7 +400,7 @@ impl<'a> Live<'a> {
                 }
                 let maker = self.maker.get_or_insert_with(|| {
                     let mut m = self.plan_rows.clone();
-                    m.set_pacers(self.engine.pacers(live.mailboxes(), self.http3));
+                    m.set_pacers(self.engine.pacers(live.mailboxes(), self.zero_rtt));
                     m
                 });
                 let row = maker.row(i, iv);

@@ -245,7 +245,7 @@ pub(crate) fn run_on(
         argv: Some(report::argv::this_argv()),
         zero_rtt: args.http3_0rtt,
     };
-    let pacers = engine.pacers(output.threads.len(), args.http3);
+    let pacers = engine.pacers(output.threads.len(), args.http3_0rtt);
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
     if refused.is_some() {
