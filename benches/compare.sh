@@ -33,7 +33,7 @@
 #   MAX_REPEATS=$REPEATS      repeats of each maximum-rate point
 #   SEARCH_STEPS=4            bisection steps per metronome engine (0: skip)
 #   PORT=18089 GEN_CPU=0 SERVER_CPU=1
-#   OUT=docs/benchmarks-latest.md
+#   OUT=docs/benchmarks/latest.md
 #   INSTALL=1                 0: never install, skip what is missing
 #   MICRO=1                   also run the criterion benches rng, histogram,
 #                             parse (pinned to GEN_CPU); 0: skip; only: only them
@@ -46,7 +46,7 @@
 #                             out, so "% of floor" is n/a and the sustained-rate
 #                             search is bounded by wrk's maximum instead.
 #                             Defaults then: TOOLS without floor, MICRO=0,
-#                             OUT=docs/benchmarks-https-latest.md
+#                             OUT=docs/benchmarks/https-latest.md
 #   HTTP2=1                   every tool speaks HTTP/2 to nginx (`http2` on its
 #                             listen line): with SCHEME=https h2 by ALPN
 #                             (metronome --http2, oha --http2 --insecure,
@@ -60,7 +60,7 @@
 #                             overload and search runs. Defaults then:
 #                             TOOLS="metronome-uring metronome-std oha h2load",
 #                             CONNECTIONS=16, MICRO=0,
-#                             OUT=docs/benchmarks-h2-latest.md
+#                             OUT=docs/benchmarks/h2-latest.md
 set -euo pipefail
 
 SCHEME=${SCHEME:-http}
@@ -70,12 +70,12 @@ if [[ $HTTP2 == 1 ]]; then
     TOOLS=${TOOLS:-"metronome-uring metronome-std oha h2load"}
     CONNECTIONS=${CONNECTIONS:-16}
     MICRO=${MICRO:-0}
-    OUT=${OUT:-docs/benchmarks-h2-latest.md}
+    OUT=${OUT:-docs/benchmarks/h2-latest.md}
 fi
 if [[ $SCHEME == https ]]; then
     TOOLS=${TOOLS:-"metronome-uring metronome-std wrk oha hey h2load"}
     MICRO=${MICRO:-0}
-    OUT=${OUT:-docs/benchmarks-https-latest.md}
+    OUT=${OUT:-docs/benchmarks/https-latest.md}
 elif [[ $SCHEME != http ]]; then
     echo "[compare] error: SCHEME is http or https" >&2
     exit 2
@@ -97,7 +97,7 @@ if [[ $MICRO == only ]]; then TOOLS=""; fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-OUT=${OUT:-docs/benchmarks-latest.md}
+OUT=${OUT:-docs/benchmarks/latest.md}
 RAW=${OUT%.md}.jsonl
 URL="$SCHEME://127.0.0.1:$PORT/"
 

@@ -54,7 +54,7 @@ FIXED_TOOLS=${FIXED_TOOLS:-"floor-naive floor-best metronome-uring metronome-def
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-OUT=${OUT:-$ROOT/docs/benchmarks-sustained.md}
+OUT=${OUT:-$ROOT/docs/benchmarks/sustained.md}
 RAW=${OUT%.md}.jsonl
 WORK=$(mktemp -d /tmp/metronome-sustained.XXXXXX)
 JUDGE_PID=""

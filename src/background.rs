@@ -8,6 +8,9 @@
 //! for ~15 ms on the pacer's core at once (`benches/live_overhead.sh`).
 //! Under `SCHED_IDLE` a waking pacer preempts them at once; they still run
 //! whenever the core is otherwise free, so they are slowed, never starved.
+//!
+//! Their CPU time is read with [`thread_cpu_ns`] (the report's
+//! `generator.dashboard_cpu_s`).
 
 /// The CPUs the pacing threads are pinned to (`--cpus`), which the watching
 /// threads keep off when another CPU is allowed ([`keep_off`]).
@@ -52,6 +55,23 @@ pub fn give_way() {
     }
 }
 
+/// CPU time of the calling thread so far, in nanoseconds: POSIX's
+/// `CLOCK_THREAD_CPUTIME_ID` (Linux, macOS 10.12 and later, the BSDs);
+/// `None` where the clock cannot be read.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live, writable timespec on this frame for the whole
+    // call; the clock id is a constant libc defines for this platform.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    Some(u64::try_from(ts.tv_sec).ok()? * 1_000_000_000 + u64::try_from(ts.tv_nsec).ok()?)
+}
+
 /// Narrows the calling thread's CPU affinity to its allowed CPUs less
 /// `avoid`, unless that leaves none.
 #[cfg(target_os = "linux")]
@@ -78,6 +98,47 @@ fn off_cpus(avoid: &[usize]) {
     // SAFETY: `narrowed` is a live cpu_set_t of `size` bytes; pid 0 is the
     // calling thread.
     let _ = unsafe { libc::sched_setaffinity(0, size, &narrowed) };
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use std::time::{Duration, Instant};
+
+    /// A spinning thread's clock reaches 20 ms of CPU (within 10 s of wall
+    /// time, however loaded the machine) and never runs ahead of the wall
+    /// clock; a thread that sleeps 30 ms uses far less than that, while
+    /// this test binary's other threads may be busy (a process clock would
+    /// count theirs).
+    #[test]
+    fn thread_cpu_time_counts_the_calling_thread_only() {
+        const SPIN_NS: u64 = 20_000_000;
+        let (used, wall) = std::thread::spawn(|| {
+            let cpu = || super::thread_cpu_ns().expect("the thread CPU clock");
+            let (before, start) = (cpu(), Instant::now());
+            let mut x = 0u64;
+            while cpu() - before < SPIN_NS && start.elapsed() < Duration::from_secs(10) {
+                for _ in 0..1_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            (cpu() - before, start.elapsed())
+        })
+        .join()
+        .unwrap();
+        assert!(used >= SPIN_NS, "spinning used {used} ns in {wall:?}");
+        assert!(
+            used <= wall.as_nanos() as u64 + 1_000_000,
+            "{used} ns of CPU in {wall:?}"
+        );
+        let slept = std::thread::spawn(|| {
+            let before = super::thread_cpu_ns().expect("the thread CPU clock");
+            std::thread::sleep(Duration::from_millis(30));
+            super::thread_cpu_ns().expect("the thread CPU clock") - before
+        })
+        .join()
+        .unwrap();
+        assert!(slept < 10_000_000, "sleeping used {slept} ns");
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

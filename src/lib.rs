@@ -41,7 +41,7 @@
 //!
 //! Unsafe code is denied here and allowed in three modules only: [`signal`]
 //! (installing the handler), `serve::wait` (the `poll` call) and
-//! [`background`] (`setpriority`). Each unsafe
+//! [`background`] (`setpriority`, the thread CPU clock). Each unsafe
 //! block says why it is sound in a `// SAFETY:` comment.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]

@@ -3,7 +3,7 @@
 //! into a [`Recorder`] and its per-interval series. How one request ended,
 //! [`Finish`], comes from [`crate::exchange`].
 //!
-//! The rules, each tested on a virtual clock (`tests/sim_ledger.rs`):
+//! The rules, each tested on a virtual clock (`tests/sim/ledger.rs`):
 //! - requests intended before the warmup's end are sent but not recorded;
 //! - a send counts in the interval of its send time, a completion in the
 //!   interval of its completion time; after the end of the schedule (in
@@ -21,7 +21,7 @@
 //! - every measured request ends in exactly one [`RequestRecord`], handed
 //!   to [`Tally::requests`] when there is one: ok or failed
 //!   ([`Ledger::answered`] takes what the engine knows of the response's
-//!   head), dropped, or never sent (`--out-requests`; `tests/sim_records.rs`);
+//!   head), dropped, or never sent (`--out-requests`; `tests/sim/records.rs`);
 //! - connection events charged to no request (a close or `408` on an idle
 //!   connection, unsolicited bytes) and retries are counted apart;
 //! - in the closed model the send is the intended time, and a success also

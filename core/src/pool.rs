@@ -9,7 +9,7 @@
 //! only move the queue from the client, where latency is measured from the
 //! intended time anyway, into the server, and make both ends slower. So the
 //! pool grows in two ways only, each tested on a virtual clock
-//! (`tests/sim_pool.rs`):
+//! (`tests/sim/pool.rs`):
 //!
 //! 1. **Toward the concurrency the no-queue service time needs** (Little's
 //!    law): [`Pool::base_wanted`] = `ceil(rate x base x 1.5) + 2`, where
@@ -51,6 +51,10 @@
 //! most recently used idle connection first (LIFO), the ones a slow spell
 //! opened sink to the bottom of the idle stack and age out, and at low rates
 //! the same few connections carry the load.
+//!
+//! **After a GOAWAY** (HTTP/2 and HTTP/3): [`after_goaway`] says whether
+//! the connection keeps its place until it drains or retires at once, with
+//! the next one opening beside it ([`AfterGoaway`]; the reason is there).
 //!
 //! Also: above `max_in_flight` requests in flight (sent or waiting) a due
 //! request is dropped; at most [`MAX_CONNECTING`] connects (with their TLS
@@ -176,6 +180,65 @@ pub fn default_connections(rate: f64) -> u32 {
         hi
     } else {
         (n as u32).clamp(lo, hi)
+    }
+}
+
+/// What an engine does with a connection after the server's GOAWAY, for
+/// HTTP/2 and HTTP/3 alike ([`after_goaway`] decides).
+///
+/// Under both, the connection takes no new stream; the streams the GOAWAY
+/// kept finish on it, those it refused are retried once on a fresh
+/// connection (`h2::Flights`), and once none is left it closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterGoaway {
+    /// It keeps its place in the pool (counted open, no free stream) until
+    /// its last stream ends; then it closes and a fresh connection replaces
+    /// it. Requests due meanwhile wait for the pool's other connections.
+    DrainThenReplace,
+    /// It leaves the pool at once (no longer counted open) and drains in a
+    /// spare socket; the next connection opens now, in its place. Drained,
+    /// it closes and is not replaced.
+    RetireAndReopen,
+}
+
+/// Decides what a connection does after the server's GOAWAY; `spare`: the
+/// engine keeps a socket beyond the pool for a draining connection.
+///
+/// **Retire and reopen** wherever there is a spare. A GOAWAY says "no new
+/// streams on this connection", not "slow down": nginx sends one every
+/// `keepalive_requests` (1 000 by default) and a server sends one when it
+/// restarts gracefully. So it is no reason for due requests to wait, and
+/// under drain-then-replace a request that finds the pool's other
+/// connections busy waits for the slowest stream the old connection kept
+/// (up to `--timeout`, or a whole event stream), then for the new
+/// connection's connect and handshake, all charged to it from its intended
+/// time (with one connection, every request due meanwhile does). Retired,
+/// the old connection drains while the next one connects. The cost is a
+/// socket more than the pool counts for the drain's length (one per pool
+/// place at most, so at most twice `--max-connections`), and the server
+/// sees both at once.
+///
+/// **Drain, then replace** where there is no spare: then the only way to
+/// stay within the pool's count is to keep the connection's place until it
+/// drains. The HTTP/3 paths keep a spare (the io_uring worker has twice the
+/// pool's ring slots; the std engine's dispatcher two links); the HTTP/2
+/// paths do not (one ring slot, one link per pool place), so they drain
+/// then replace; an engine that keeps a spare for HTTP/2 too passes `true`
+/// and retires. (`e2e::h3::h3_goaway_opens_the_next_connection_while_draining`
+/// pins the first on both engines: the server sees the next connection
+/// open before the old one closes; `hostile::h2`'s GOAWAY scenarios run
+/// the second.)
+///
+/// ```
+/// use metronome_core::pool::{after_goaway, AfterGoaway};
+/// assert_eq!(after_goaway(true), AfterGoaway::RetireAndReopen);
+/// assert_eq!(after_goaway(false), AfterGoaway::DrainThenReplace);
+/// ```
+pub const fn after_goaway(spare: bool) -> AfterGoaway {
+    if spare {
+        AfterGoaway::RetireAndReopen
+    } else {
+        AfterGoaway::DrainThenReplace
     }
 }
 

@@ -10,7 +10,7 @@
 //! a sink can keep it in storage reserved before the clock.
 //!
 //! The exact records of a hand sequence of ledger calls are tested in
-//! `tests/sim_records.rs`.
+//! `tests/sim/records.rs`.
 
 use crate::measure::{ErrorKind, FramingCause, Unsent};
 

@@ -9,7 +9,7 @@ encode_settings, aioquic.buffer's encode_uint_var).
     python3 core/tools/make_h3_golden.py            # writes core/tests/data/h3_golden.json
     python3 core/tools/make_h3_golden.py --decode HEX...   # pylsqpack's fields, as JSON
 
-Written (hex for bytes), and checked by core/tests/golden_h3.rs:
+Written (hex for bytes), and checked by core/tests/golden/h3.rs:
 - static_entries: each entry of core's QPACK static table (read from
   core/src/h3/qpack.rs) as pylsqpack encodes it alone: an indexed field line
   whose index must be the entry's (checked here), and the bytes core's
@@ -74,7 +74,7 @@ REQUESTS = [
 ]
 
 # core's encode_request output for REQUESTS, in order (hex); printed by
-# `cargo test -p metronome-core --test golden_h3` when it differs.
+# `cargo test -p metronome-core --test golden h3::` when it differs.
 OUR_BLOCKS = [
     "0000d4d750146170692e6578616d706c652e636f6d3a3834343351202f76312f636861742f636f6d706c6574696f6e733f73747265616d3d74727565ee5f4514426"
     "56172657220736b2d3031323334353637383922746508747261696c6572732708782d637573746f6d2d686561646572114d6978656420436173652056616c756521",

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::plan::Plan;
+use metronome_core::pool::{after_goaway, AfterGoaway};
 use metronome_quic::{Config, H3Client, Refused, Request, State, DATAGRAM};
 
 use crate::clock::{thread_cpu_ns, Clock};

@@ -1,7 +1,9 @@
 //! Test-only helpers of the metronome workspace (a dev-dependency, never
 //! published): the counting global allocator the zero-allocation tests
 //! share (`tests/zero_alloc_loop.rs`, `tests/zero_alloc_h2.rs`,
-//! `core/tests/samples_alloc.rs`).
+//! `core/tests/samples_alloc.rs`), and on Linux the seccomp filter that
+//! refuses io_uring in a child process ([`seccomp`], for the fallback test
+//! `tests/e2e/fallback.rs`).
 //!
 //! Each of those tests is a binary of its own and declares
 //! `#[global_allocator] static GLOBAL: Counting = Counting;`: the counter
@@ -10,6 +12,12 @@
 //! ([`count_on_this_thread`]); the tests switch it on for the threads
 //! they measure (an engine's phase hook, or the test's own thread) and
 //! read [`ALLOCATIONS`] after.
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod seccomp;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

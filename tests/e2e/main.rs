@@ -37,6 +37,13 @@ mod live;
 mod out_requests;
 // The report's `argv` and `protocol`, and the protocol-mismatch hints.
 mod protocol;
+// The engine a container gets: `auto` under a seccomp filter refusing
+// io_uring falls back to std once, and `--engine uring` says why not.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod fallback;
 
 // Protocols.
 //

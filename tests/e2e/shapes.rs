@@ -3,7 +3,7 @@
 //! over loopback and measured by `metronome run --openai` on both engines:
 //! success or the right error kind, and the metrics the shape implies
 //! (docs/metrics.md), within bounds that hold on a loaded machine. The
-//! exact values on a virtual clock are in core/tests/golden_shapes.rs.
+//! exact values on a virtual clock are in core/tests/golden/shapes.rs.
 
 use crate::common;
 

@@ -8,7 +8,7 @@ Each `NAME.sse` is the body of a `text/event-stream` response, one event per
 `data:` line and a blank line after each; `json.json` is a plain JSON
 answer to a stream request. `metronome serve --sse --shape NAME` replays a
 stream event by event (the first event with the head, event k at
-TTFT + (k - 1) * ITL); tests/e2e/shapes.rs and core/tests/golden_shapes.rs read
+TTFT + (k - 1) * ITL); tests/e2e/shapes.rs and core/tests/golden/shapes.rs read
 them. The shapes follow what each server sends:
 
 - openai: role-only first chunk (`content: ""`), one token per chunk,

@@ -367,7 +367,7 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     ///
     /// ```
     /// use metronome_core::h2::Connection;
-    /// // Bytes as the server sent them are tested in tests/golden_h2/;
+    /// // Bytes as the server sent them are tested in tests/golden/h2/;
     /// // here: a slice of the input, never longer than it.
     /// let c: Connection<1> = Connection::new(Default::default());
     /// assert_eq!(c.data_of(b"abc", 0), b"");

@@ -101,7 +101,7 @@ impl Shard {
     /// Part `t` of this shard split over `threads` engine threads: the
     /// shard `index + count * t` of `count * threads`. The parts of every
     /// thread together are exactly this shard, for every arrival process
-    /// (`tests/sim_shards.rs`), so a seed reproduces across machines of
+    /// (`tests/sim/shards.rs`), so a seed reproduces across machines of
     /// any core count.
     ///
     /// ```

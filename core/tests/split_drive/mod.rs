@@ -1,5 +1,5 @@
 //! One driver of core's response reader for the split-equivalence checks,
-//! shared by `core/tests/prop_exchange.rs` and the fuzz target
+//! shared by `core/tests/prop/exchange.rs` and the fuzz target
 //! `fuzz/fuzz_targets/exchange.rs` (which includes this file by path):
 //! feed a response the way an engine does, cut into reads of given sizes,
 //! then the end of file, and describe how it ended in owned, comparable form.

@@ -22,6 +22,7 @@ use metronome_core::exchange::{compact, GAP_CAP};
 use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, SendError, Step};
 use metronome_core::measure::Unsent;
 use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::pool::AfterGoaway;
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
@@ -451,6 +452,10 @@ impl<R: Ring> Worker<'_, R> {
         self.h2_flush(slot)?;
         if drained {
             // Every stream it kept is done: replaced by a fresh connection.
+            // It kept its place in the pool until now: core's
+            // `after_goaway` without a spare slot (HTTP/2 has none here)
+            // is `DrainThenReplace`.
+            debug_assert_eq!(self.goaway, AfterGoaway::DrainThenReplace);
             self.unlist(slot);
             return self.close(slot).and_then(|()| self.drain_waiting());
         }

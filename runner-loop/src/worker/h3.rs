@@ -27,6 +27,7 @@ use metronome_core::engine::HandshakeFailure;
 use metronome_core::h2::End;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
+use metronome_core::pool::AfterGoaway;
 use metronome_quic::{Config, H3Client, Refused, Request, State as Quic};
 
 use super::streams::{ends, Ends};
@@ -359,10 +360,11 @@ impl<R: Ring> Worker<'_, R> {
                 self.close(slot)?;
                 return self.drain_waiting();
             }
-            (State::Idle, Quic::GoingAway) => {
-                // Retired: it drains beside the next connection, which
-                // opens now in a spare slot (as the std engine's
-                // dispatcher opens its next link).
+            (State::Idle, Quic::GoingAway) if self.goaway == AfterGoaway::RetireAndReopen => {
+                // Retired (core's `after_goaway`): it drains beside the
+                // next connection, which opens now in a spare slot.
+                // (Draining then replaced, it would stay `Idle` with no
+                // free stream until the client closes it: `Quic::Closed`.)
                 self.unlist(slot);
                 self.open -= 1;
                 let c = &mut self.conns[slot];

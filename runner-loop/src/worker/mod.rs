@@ -46,7 +46,7 @@ use metronome_core::pace::{
     linger_ns, spin_step, Pace, SpinMeter, SpinStep, SpinTuner, REAP_GUARD_NS,
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
-use metronome_core::pool::{Pool, PoolOutcome};
+use metronome_core::pool::{after_goaway, AfterGoaway, Pool, PoolOutcome};
 
 use crate::clock::Clock;
 use crate::ring::{Completion, Ring};
@@ -158,6 +158,10 @@ pub(crate) struct Worker<'p, R> {
     pool_closed: u64,
     /// When the pacing thread's load was last given to the pool (clock ns).
     load_mark_ns: u64,
+    /// What a connection does after the server's GOAWAY, as core decides
+    /// it for this worker's slots ([`after_goaway`]: a spare ring slot per
+    /// pool place, as HTTP/3 has, retires it at once).
+    goaway: AfterGoaway,
 }
 
 impl<'p, R: Ring> Worker<'p, R> {
@@ -312,6 +316,7 @@ impl<'p, R: Ring> Worker<'p, R> {
             rate,
             pool_closed: 0,
             load_mark_ns: 0,
+            goaway: after_goaway(ring_slots > slots),
         };
         for (i, g) in greeted.into_iter().enumerate() {
             if let Some(g) = g {

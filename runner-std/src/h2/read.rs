@@ -15,11 +15,18 @@ use metronome_core::exchange::compact;
 use metronome_core::h2::{End, Step};
 use metronome_core::measure::ErrorKind;
 use metronome_core::plan::{Plan, READ_BUF_BYTES};
+use metronome_core::pool::{after_goaway, AfterGoaway};
 
 use super::{lock, tls_read, Job, Link, Shared, SLOTS};
 use crate::clock::Clock;
 use crate::collector::Fact;
 use crate::ended::Ended;
+
+/// What a connection does after the server's GOAWAY: core's
+/// [`after_goaway`] for a dispatcher with one link and no spare, which is
+/// to drain, then be replaced (the only rule this reader implements).
+const GOAWAY: AfterGoaway = after_goaway(false);
+const _: () = assert!(matches!(GOAWAY, AfterGoaway::DrainThenReplace));
 
 /// The longest a blocking read waits before the reader looks at the
 /// deadlines again.
@@ -113,6 +120,8 @@ pub(super) fn read_loop(
             // Our GOAWAY with the error's code, on a best-effort basis.
             let _ = l.flush();
         }
+        // After a GOAWAY the connection kept its place until now, and a
+        // fresh one replaces it once drained ([`GOAWAY`]).
         let goaway_drained = l.flights.drained(&l.h2);
         let leaving = l.leaving && l.in_flight() == 0;
         if fault || goaway_drained {

@@ -1,6 +1,7 @@
 //! A connection's dispatcher: keeps its connection open (reopening it
 //! when it dies, with a fresh [`read`] thread each time; at once when the
-//! server sends GOAWAY, the old connection draining beside the new one),
+//! server sends GOAWAY, the old connection draining beside the new one:
+//! core's [`after_goaway`] with a spare link),
 //! takes due requests from the pacer's queue while the connection has a
 //! free stream slot, and starts each on a new bidirectional stream.
 
@@ -160,13 +161,18 @@ pub(crate) fn worker(
     let _ = tx.send(Fact::H2Streams(streams));
 }
 
-/// Waits until the connection has a free stream slot, is dead or going
-/// away after a GOAWAY (`true`: open a new one) or the queue closes.
+/// What a connection does after the server's GOAWAY: core's
+/// [`after_goaway`] for a dispatcher with a spare link (it has two).
+const GOAWAY: AfterGoaway = after_goaway(true);
+
+/// Waits until the connection has a free stream slot, is dead or retired
+/// after a GOAWAY (`true`: open a new one) or the queue closes.
 fn wait_for_slot(link: &Mutex<Link>, changed: &Condvar, shared: &Shared) -> bool {
+    let retires = matches!(GOAWAY, AfterGoaway::RetireAndReopen);
     let mut l = lock(link);
     loop {
         let going = l.h3.as_ref().is_some_and(|h| h.state() == State::GoingAway);
-        if l.dead || (going && !l.leaving) {
+        if l.dead || (retires && going && !l.leaving) {
             return true;
         }
         if l.free() > 0 || shared.closing_and_empty() {

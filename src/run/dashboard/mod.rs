@@ -64,15 +64,6 @@ fn lock(b: &Mutex<Board>) -> std::sync::MutexGuard<'_, Board> {
     b.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// CPU time of the calling thread, ns: the first field of Linux's
-/// `/proc/thread-self/schedstat` (time on a CPU); 0 where there is none.
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 impl Dashboard {
     /// Binds `addr` and starts serving a run of `duration_s`.
     ///
@@ -242,7 +233,7 @@ impl Drop for Dashboard {
     }
 }
 
-fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns: &AtomicU64) {
+fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns_out: &AtomicU64) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((s, _)) => {
@@ -250,7 +241,9 @@ fn serve(listener: &TcpListener, board: &Mutex<Board>, stop: &AtomicBool, cpu_ns
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
-        cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        // 0 only where the thread CPU clock cannot be read.
+        let cpu_ns = crate::background::thread_cpu_ns().unwrap_or(0);
+        cpu_ns_out.store(cpu_ns, Ordering::Relaxed);
     }
 }
 

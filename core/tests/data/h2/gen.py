@@ -115,7 +115,7 @@ def server_vectors():
 # metronome's own encoder (hpack::encode_request), raw and Huffman, for
 # POST https://api.example.com:8443/v1/chat/completions?stream=true with
 # Content-Type, Authorization, TE, Connection (dropped) and a custom header.
-# golden_h2_python.rs checks the Rust encoder still writes exactly these
+# golden/h2_python.rs checks the Rust encoder still writes exactly these
 # bytes; this script checks that Python's hpack decodes them to this list.
 OUR_REQUEST = [(":method", "POST"), (":scheme", "https"), (":authority", "api.example.com:8443"),
                (":path", "/v1/chat/completions?stream=true"), ("content-type", "application/json"),

@@ -5,8 +5,6 @@
 //! header blocks never panic the HPACK decoder nor overfill its table. A
 //! cheap, deterministic stand-in for the fuzz targets, run with the tests.
 
-mod h2_drive;
-
 use metronome_core::h2::hpack::Decoder;
 use metronome_core::h2::{Config, Connection};
 use metronome_core::rng::Pcg32;
@@ -38,11 +36,11 @@ fn mutated_server_bytes_split_anywhere() {
         let run = |cuts: &[usize]| {
             let mut conn = Connection::<16, 4096, 32768>::new(Config::DEFAULT);
             let mut out = [0u8; 256];
-            h2_drive::flush(&mut conn, &mut out, &mut Vec::new());
+            crate::h2_drive::flush(&mut conn, &mut out, &mut Vec::new());
             for _ in 0..5 {
                 conn.start_request(b"\x82", true, &mut out).unwrap();
             }
-            h2_drive::drive(&mut conn, &wire, cuts)
+            crate::h2_drive::drive(&mut conn, &wire, cuts)
         };
         let whole = run(&[]);
         failed += usize::from(whole.error.is_some());

@@ -10,9 +10,7 @@
 //!   CONTINUATION, padded DATA, gRPC trailers, RST_STREAM, PING,
 //!   WINDOW_UPDATE, GOAWAY): the events in `server.json`, at many splits.
 
-mod h2_drive;
-
-use h2_drive::{drive, flush};
+use crate::h2_drive::{drive, flush};
 use metronome_core::h2::frame::read_frame;
 use metronome_core::h2::hpack::Decoder;
 use metronome_core::h2::{Config, Connection, Event};

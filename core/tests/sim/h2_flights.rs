@@ -1,12 +1,10 @@
 //! Core's `h2::Flights` on a virtual clock, fed server frames built as in
-//! `golden_h2/`: every way a stream ends, exactly (answered, refused and
+//! `golden/h2/`: every way a stream ends, exactly (answered, refused and
 //! retried once, reset, GOAWAY mid-flight, timed out, the connection's
 //! end, a cut SSE body), the connection error the streams get (ours, else
 //! the last GOAWAY's), and body pushes stopped by a window or the buffer.
 
-mod h2_drive;
-
-use h2_drive::{flush, frames};
+use crate::h2_drive::{flush, frames};
 use metronome_core::exchange::{Finish, GAP_CAP};
 use metronome_core::h2::frame::{setting, ErrorCode, Frame, SettingsParams};
 use metronome_core::h2::hpack::{encode_field, encode_request};

@@ -4,10 +4,7 @@
 //! GOAWAY with a refused stream, unknown and PRIORITY frames. The same
 //! events and the same client bytes at every split of the server's bytes.
 
-#[path = "../h2_drive/mod.rs"]
-mod h2_drive;
-
-use h2_drive::{drive, flush, frames, Run};
+use crate::h2_drive::{drive, flush, frames, Run};
 use metronome_core::h2::conn::{Config, PREFACE};
 use metronome_core::h2::frame::{setting, ErrorCode, Frame, Priority, SettingsParams};
 use metronome_core::h2::hpack::{encode_field, encode_request};

@@ -4,10 +4,8 @@
 //! never panics, never consumes more than it was given, and gives the same
 //! result however the bytes are split into reads.
 
-mod split_drive;
-
+use crate::split_drive::drive;
 use proptest::prelude::*;
-use split_drive::drive;
 
 /// The head limit of every drive here.
 const MAX_HEAD: usize = 512;
@@ -61,8 +59,8 @@ proptest! {
 #[test]
 fn fuzzer_findings_stay_fixed() {
     for input in [
-        &include_bytes!("../../fuzz/seeds/exchange/regression_tls_sniff_split")[..],
-        &include_bytes!("../../fuzz/seeds/exchange/regression_head_limit_split")[..],
+        &include_bytes!("../../../fuzz/seeds/exchange/regression_tls_sniff_split")[..],
+        &include_bytes!("../../../fuzz/seeds/exchange/regression_head_limit_split")[..],
     ] {
         let flags = input[0];
         let ncuts = usize::from(input[1] % 8).min(input.len() - 2);

@@ -8,7 +8,7 @@ use super::*;
 /// check that every layer has the same area; this oracle checks the rest.
 #[allow(dead_code)]
 mod zig {
-    include!("../../src/schedule/ziggurat_tables.rs");
+    include!("../../../src/schedule/ziggurat_tables.rs");
 }
 
 impl Uniforms {

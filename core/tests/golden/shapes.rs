@@ -21,31 +21,37 @@ const SENT: u64 = 2 * MS;
 
 /// Every shape, by name, with its body.
 const SHAPES: &[(&str, &[u8])] = &[
-    ("openai", include_bytes!("../../tests/streams/openai.sse")),
-    ("vllm", include_bytes!("../../tests/streams/vllm.sse")),
+    (
+        "openai",
+        include_bytes!("../../../tests/streams/openai.sse"),
+    ),
+    ("vllm", include_bytes!("../../../tests/streams/vllm.sse")),
     (
         "continuous",
-        include_bytes!("../../tests/streams/continuous.sse"),
+        include_bytes!("../../../tests/streams/continuous.sse"),
     ),
     (
         "llamacpp",
-        include_bytes!("../../tests/streams/llamacpp.sse"),
+        include_bytes!("../../../tests/streams/llamacpp.sse"),
     ),
     (
         "reasoning",
-        include_bytes!("../../tests/streams/reasoning.sse"),
+        include_bytes!("../../../tests/streams/reasoning.sse"),
     ),
-    ("tools", include_bytes!("../../tests/streams/tools.sse")),
+    ("tools", include_bytes!("../../../tests/streams/tools.sse")),
     (
         "empty_content",
-        include_bytes!("../../tests/streams/empty_content.sse"),
+        include_bytes!("../../../tests/streams/empty_content.sse"),
     ),
-    ("no_done", include_bytes!("../../tests/streams/no_done.sse")),
+    (
+        "no_done",
+        include_bytes!("../../../tests/streams/no_done.sse"),
+    ),
     (
         "completions",
-        include_bytes!("../../tests/streams/completions.sse"),
+        include_bytes!("../../../tests/streams/completions.sse"),
     ),
-    ("error", include_bytes!("../../tests/streams/error.sse")),
+    ("error", include_bytes!("../../../tests/streams/error.sse")),
 ];
 
 /// The events of a body, each with its blank line.
@@ -275,7 +281,7 @@ fn shapes_succeed_or_fail_as_documented() {
     drive(&stream_reads(SHAPES[7].1), &mut r).unwrap();
     assert_eq!((r.ok, r.ok_without_done), (1, 1));
     // A plain JSON answer to a stream request.
-    let json = include_bytes!("../../tests/streams/json.json");
+    let json = include_bytes!("../../../tests/streams/json.json");
     let mut wire = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         json.len()
