@@ -703,3 +703,84 @@ impl Ring for Ready {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// Waits (at most 2 s) for the next completion that is not the timer.
+    fn next(ring: &mut Ready) -> Completion {
+        let start = Instant::now();
+        let mut out = [Completion::Timer; 1];
+        loop {
+            assert!(start.elapsed() < Duration::from_secs(2), "no completion");
+            let _ = ring.timer(20_000_000).unwrap();
+            ring.submit_and_wait().unwrap();
+            if ring.reap(&mut out) == 1 && out[0] != Completion::Timer {
+                return out[0];
+            }
+        }
+    }
+
+    /// A connect, a send of a request, a recv of the peer's answer, the
+    /// peer's close as a 0-byte recv; then a busy slot closed: one
+    /// `Closed`, none of its cut operations.
+    #[test]
+    fn operations_complete_as_a_ring_would_report_them() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut ring = Ready::new(2, 64, 0, &[b"ping"], addr).unwrap();
+        ring.connect(0).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        assert_eq!(next(&mut ring), Completion::Connect { slot: 0, res: 0 });
+        ring.send(0, 0, 1).unwrap();
+        assert!(ring.send_pending(0));
+        assert_eq!(next(&mut ring), Completion::Send { slot: 0, res: 3 });
+        assert!(!ring.send_pending(0));
+        let mut got = [0u8; 3];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ing");
+        ring.recv(0, 0).unwrap();
+        peer.write_all(b"pong").unwrap();
+        assert_eq!(next(&mut ring), Completion::Recv { slot: 0, res: 4 });
+        assert_eq!(&ring.buf(0)[..4], b"pong");
+        // The peer's bytes and its close together: both are read.
+        peer.write_all(b"!").unwrap();
+        drop(peer);
+        std::thread::sleep(Duration::from_millis(20));
+        ring.recv(0, 4).unwrap();
+        assert_eq!(next(&mut ring), Completion::Recv { slot: 0, res: 1 });
+        ring.recv(0, 5).unwrap();
+        assert_eq!(next(&mut ring), Completion::Recv { slot: 0, res: 0 });
+        assert!(ring.close(0), "nothing pending: closed at once");
+
+        // A busy slot: its recv is cut, and only `Closed` is reported.
+        ring.connect(1).unwrap();
+        let (_peer, _) = listener.accept().unwrap();
+        assert_eq!(next(&mut ring), Completion::Connect { slot: 1, res: 0 });
+        ring.recv(1, 0).unwrap();
+        assert!(!ring.close(1));
+        assert_eq!(next(&mut ring), Completion::Closed { slot: 1 });
+        assert!(!ring.recv_pending(1));
+    }
+
+    /// A refused port completes the connect with `-ECONNREFUSED`.
+    #[test]
+    fn a_refused_connect_completes_with_its_errno() {
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut ring = Ready::new(1, 64, 0, &[b"x"], addr).unwrap();
+        ring.connect(0).unwrap();
+        assert_eq!(
+            next(&mut ring),
+            Completion::Connect {
+                slot: 0,
+                res: -libc::ECONNREFUSED
+            }
+        );
+    }
+}
