@@ -206,5 +206,29 @@ pub fn render(args: &DemoArgs, reports: &[(&'static str, Report)]) -> String {
             unit(o.metrics.latency.p99, "ms")
         );
     }
+    s.push_str(&warnings(reports));
+    s
+}
+
+/// The runs' own warnings (their reports' `generator.warnings`), each text
+/// once with the runs that gave it: a demo on a starved host says that
+/// the generator fell behind, as the run would. Empty when none warned.
+fn warnings(reports: &[(&'static str, Report)]) -> String {
+    let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (label, r) in reports {
+        for w in &r.generator.warnings {
+            match seen.iter_mut().find(|(text, _)| text == w) {
+                Some((_, labels)) => labels.push(label),
+                None => seen.push((w, vec![label])),
+            }
+        }
+    }
+    let mut s = String::new();
+    if !seen.is_empty() {
+        s.push_str("\nWarnings of the runs above:\n");
+    }
+    for (text, labels) in seen {
+        let _ = writeln!(s, "  {}: {text}", labels.join("; "));
+    }
     s
 }

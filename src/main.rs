@@ -90,11 +90,68 @@ fn exit_on_clap_error(e: clap::Error) -> ! {
                 Some(ContextValue::Strings(v)) if !v.is_empty() => Some(v.join("' or '")),
                 _ => None,
             });
-            if let Some(s) = suggested {
+            // Only a near miss is suggested: `--rps` is not `--cpus`.
+            let what = match e.kind() {
+                ErrorKind::InvalidValue => ContextKind::InvalidValue,
+                _ => ContextKind::InvalidArg,
+            };
+            let typed = match e.get(what) {
+                Some(ContextValue::String(s)) => s.clone(),
+                _ => String::new(),
+            };
+            if let Some(s) = suggested.filter(|s| near_miss(&typed, s)) {
                 first = format!("{first}; did you mean '{s}'?");
+            }
+            // `--dashboard ADDR`: the address must be joined with `=`
+            // (a value after a space is the run's URL).
+            if e.kind() == ErrorKind::UnknownArgument {
+                let argv: Vec<String> = std::env::args().collect();
+                let addr = |v: &str| !v.contains("://") && metronome::cli::parse_listen(v).is_ok();
+                if let Some(w) = argv
+                    .windows(2)
+                    .find(|w| w[0] == "--dashboard" && addr(&w[1]))
+                {
+                    first = format!(
+                        "{first}; to serve the dashboard on {}, write --dashboard={}",
+                        w[1], w[1]
+                    );
+                }
             }
             eprintln!("metronome: {first} (see --help)");
             std::process::exit(EXIT_USAGE);
         }
     }
+}
+
+/// Whether clap's suggestion `suggested` is a near miss of what was
+/// `typed` (a flag cut short, or a misspelling: at most a third of its
+/// characters changed, at least one), and so worth printing.
+fn near_miss(typed: &str, suggested: &str) -> bool {
+    if typed.is_empty() {
+        // A value or subcommand: clap's own judgement.
+        return true;
+    }
+    let (t, s) = (
+        typed.trim_start_matches('-'),
+        suggested.trim_start_matches('-'),
+    );
+    if t.len() >= 3 && s.starts_with(t) {
+        // A flag cut short: `--conc` for `--connections`.
+        return true;
+    }
+    let a: Vec<char> = t.chars().collect();
+    let b: Vec<char> = s.chars().collect();
+    // Levenshtein distance, one row at a time.
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            let next = (prev + cost).min(row[j] + 1).min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()] <= (a.len() / 3).max(1)
 }

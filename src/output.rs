@@ -75,19 +75,64 @@ pub fn check(flag: &str, path: &Path) -> Result<(), UsageError> {
     }
 }
 
-/// Checks every `(flag, path)` given ([`check`]), in order.
+/// Checks every `(flag, path)` given ([`check`]), in order, and that no
+/// two of them name the same file (one would be lost to the other): the
+/// same path, or two spellings of one file (`x` and `./x`, a symbolic
+/// link to it).
 ///
 /// # Errors
-/// The first path that cannot be written.
+/// The first path that cannot be written, or the first two flags that
+/// name one file (one line naming both).
+///
+/// # Example
+/// ```
+/// use std::path::Path;
+/// use metronome::output::check_all;
+/// let dir = std::env::temp_dir();
+/// let x = dir.join("metronome-doc-same.json");
+/// let dot = dir.join(".").join("metronome-doc-same.json");
+/// let e = check_all([("--out", Some(x.as_path())), ("--html", Some(dot.as_path()))]).unwrap_err();
+/// assert!(e.0.starts_with("--out and --html both name "), "{}", e.0);
+/// let y = dir.join("metronome-doc-other.html");
+/// assert!(check_all([("--out", Some(x.as_path())), ("--html", Some(y.as_path()))]).is_ok());
+/// ```
 pub fn check_all<'a>(
     outputs: impl IntoIterator<Item = (&'a str, Option<&'a Path>)>,
 ) -> Result<(), UsageError> {
+    let mut seen: Vec<(&str, &Path, PathBuf)> = Vec::new();
     for (flag, path) in outputs {
         if let Some(p) = path {
             check(flag, p)?;
+            let key = identity(p);
+            if let Some((first, shown, _)) = seen.iter().find(|(_, _, k)| *k == key) {
+                return Err(UsageError(format!(
+                    "{first} and {flag} both name {}: one would overwrite the other; give each output its own file",
+                    if *shown == p {
+                        shown.display().to_string()
+                    } else {
+                        format!("{} ({})", shown.display(), p.display())
+                    }
+                )));
+            }
+            seen.push((flag, p, key));
         }
     }
     Ok(())
+}
+
+/// What file `path` names, however it is spelt: its directory resolved
+/// (`.`, `..`, symbolic links) and its name, the name itself resolved when
+/// it is a symbolic link to an existing file.
+fn identity(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    dir.join(path.file_name().unwrap_or_default())
 }
 
 /// An I/O error's reason without Rust's `(os error N)` suffix.

@@ -27,7 +27,7 @@ certificate CERT and key KEY, ALPN h3. MODE:
   silent  never answer (the client's timeouts);
   sse     an OpenAI-style chat completion stream: the head at once, then 5
           content chunks, the first 60 ms after the request, the next 20 ms
-          apart, then [DONE].
+          apart, then [DONE]; GET /v1/models lists one model, aioquic-model.
 TICKETS: `none` (the default: no session ticket issued), `keep` (tickets
 issued and kept: a later connection resumes and its 0-RTT is accepted),
 `forget` (tickets issued, never found again: a full handshake, 0-RTT
@@ -90,6 +90,7 @@ class Server(QuicConnectionProtocol):
         self._count = 0
         self._answered = set()
         self._goaway = None
+        self._paths = {}
 
     def quic_event_received(self, event):
         if isinstance(event, ConnectionTerminated):
@@ -109,6 +110,8 @@ class Server(QuicConnectionProtocol):
         if self._h3 is None:
             return
         for ev in self._h3.handle_event(event):
+            if isinstance(ev, HeadersReceived):
+                self._paths[ev.stream_id] = dict(ev.headers).get(b":path")
             if isinstance(ev, (HeadersReceived, DataReceived)) and ev.stream_ended:
                 self.request(ev.stream_id)
 
@@ -146,6 +149,18 @@ class Server(QuicConnectionProtocol):
             mode == "close" and self._count <= Server.limit
         ):
             self.answer(sid)
+        elif mode == "sse" and self._paths.get(sid) == b"/v1/models":
+            # The model list, for a client that discovers its model.
+            models = b'{"object":"list","data":[{"id":"aioquic-model"}]}'
+            self._h3.send_headers(
+                sid,
+                [
+                    (b":status", b"200"),
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(models)).encode()),
+                ],
+            )
+            self._h3.send_data(sid, models, end_stream=True)
         elif mode == "sse":
             self._h3.send_headers(
                 sid, [(b":status", b"200"), (b"content-type", b"text/event-stream")]

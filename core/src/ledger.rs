@@ -198,6 +198,7 @@ impl<'p> Ledger<'p> {
             tally.recorder.record_dropped();
             if let Some(iv) = tally.interval(self.plan, intended_ns) {
                 iv.dropped += 1;
+                iv.settled += 1;
             }
             if let Some(st) = tally.stage(self.plan, intended_ns) {
                 st.dropped += 1;
@@ -383,8 +384,9 @@ impl<'p> Ledger<'p> {
             iv.sent += 1;
         }
         tally.record(self.plan, sent_ns, IntervalMetric::SendLag, lag);
-        if lag > LATE_NS {
-            if let Some(iv) = tally.interval(self.plan, intended_ns) {
+        if let Some(iv) = tally.interval(self.plan, intended_ns) {
+            iv.settled += 1;
+            if lag > LATE_NS {
                 iv.late += 1;
             }
         }
@@ -409,6 +411,9 @@ impl<'p> Ledger<'p> {
         tally.recorder.record_unsent(reason);
         if let Some(iv) = tally.interval(self.plan, at_ns) {
             iv.unsent += 1;
+        }
+        if let Some(iv) = tally.interval(self.plan, intended_ns) {
+            iv.settled += 1;
         }
         if let Some(st) = tally.stage(self.plan, intended_ns) {
             st.unsent += 1;

@@ -498,6 +498,75 @@ impl From<ScheduleError> for PlanError {
     }
 }
 
+/// The schedule's due requests in each report interval of the measured
+/// phase, in order from interval 0 ([`Plan::interval_offers`]): what each
+/// interval's `scheduled` is once every due request was handled, known
+/// before the run. It walks the schedule once, as a pacer does.
+#[derive(Clone, Debug)]
+pub struct IntervalOffers<'a> {
+    schedule: Schedule<'a>,
+    /// The first offset not yet counted.
+    next: Option<u64>,
+    warmup_ns: u64,
+    interval_ns: u64,
+    /// The interval the next call counts.
+    index: u64,
+    intervals: u64,
+}
+
+impl Iterator for IntervalOffers<'_> {
+    type Item = u64;
+
+    /// The due requests of the next interval (none after the last).
+    fn next(&mut self) -> Option<u64> {
+        if self.index >= self.intervals {
+            return None;
+        }
+        let until = self
+            .warmup_ns
+            .saturating_add((self.index + 1).saturating_mul(self.interval_ns));
+        let mut n = 0;
+        while let Some(t) = self.next.filter(|&t| t < until) {
+            n += u64::from(t >= self.warmup_ns);
+            self.next = self.schedule.next();
+        }
+        self.index += 1;
+        Some(n)
+    }
+}
+
+impl<'a> Plan<'a> {
+    /// The due requests of each report interval of this plan's shard
+    /// (`shard`), from the schedule alone; `None` when the schedule does
+    /// not say them all: a closed loop (no schedule), or conversations
+    /// (later turns come due when earlier ones end).
+    ///
+    /// ```
+    /// use metronome_core::plan::example_plan;
+    /// let mut p = example_plan(); // 100 req/s over 0.5 s warmup + 1 s
+    /// p.interval_ns = 250_000_000;
+    /// let per: Vec<u64> = p.interval_offers().unwrap().collect();
+    /// assert_eq!(per, [25, 25, 25, 25]);
+    /// p.model = metronome_core::plan::Model::Closed { workers: 1, expected_interval_ns: None };
+    /// assert!(p.interval_offers().is_none());
+    /// ```
+    pub fn interval_offers(&self) -> Option<IntervalOffers<'a>> {
+        if self.model != Model::Open || self.turns.is_on() {
+            return None;
+        }
+        let mut schedule = self.schedule(self.shard).ok()?;
+        let next = schedule.next();
+        Some(IntervalOffers {
+            schedule,
+            next,
+            warmup_ns: self.warmup_ns,
+            interval_ns: self.interval_ns.max(1),
+            index: 0,
+            intervals: self.interval_count() as u64,
+        })
+    }
+}
+
 /// The shortest and longest time allowed for opening one connection:
 /// [`Plan::connect_timeout_ns`] clamps the request timeout to this range.
 pub const CONNECT_TIMEOUT_RANGE_NS: (u64, u64) = (1_000_000, 5_000_000_000);

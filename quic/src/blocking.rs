@@ -1,8 +1,10 @@
 //! The one blocking driver of an [`H3Client`]: its handshake over a UDP
 //! socket the engine owns, already connected to the server ([`handshake`]),
 //! used before the clock by both engines and by the std engine's
-//! dispatcher when it reopens a connection. Everything else in this crate
-//! is sans-IO; this only moves datagrams and waits.
+//! dispatcher when it reopens a connection; and one request with its
+//! whole answer ([`fetch`]: `--openai`'s model discovery, before the run).
+//! Everything else in this crate is sans-IO; this only moves datagrams
+//! and waits.
 
 use std::io;
 use std::net::UdpSocket;
@@ -92,4 +94,109 @@ pub fn handshake<J: FlightJob>(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The job of [`fetch`]'s one request.
+#[derive(Clone, Copy, Debug)]
+struct One;
+
+impl FlightJob for One {
+    fn request(&self) -> usize {
+        0
+    }
+    fn intended_ns(&self) -> u64 {
+        0
+    }
+    fn retried(&self) -> bool {
+        true
+    }
+}
+
+/// One request over a new connection on `sock` (connected to `cfg`'s
+/// server): the handshake, the request (its QPACK field section `block`,
+/// no body), and its answer's status and whole body, all within `timeout`;
+/// then the connection is closed.
+///
+/// # Errors
+/// As [`handshake`]; the request's stream failed (reset, the connection
+/// lost: in words) or no answer came in time (`TimedOut`).
+pub fn fetch(
+    sock: &UdpSocket,
+    cfg: &Config,
+    block: &[u8],
+    timeout: Duration,
+) -> io::Result<(u16, Vec<u8>)> {
+    let deadline = Instant::now() + timeout;
+    let (mut h3, _) = handshake::<One>(sock, cfg, timeout, false)?;
+    h3.keep_bodies();
+    h3.start(One, crate::Request { block, body: &[] }, 0)
+        .map_err(|_| io::Error::other("HTTP/3: the server allows no request stream"))?;
+    let mut tx = Vec::with_capacity(DATAGRAM);
+    let mut buf = vec![0u8; DATAGRAM];
+    let answer = loop {
+        let now = Instant::now();
+        h3.handle_timeout(now, 0);
+        while let Some((len, segment)) = h3.poll_transmit(now, 1, &mut tx) {
+            for d in tx[..len].chunks(segment.max(1)) {
+                match sock.send(d) {
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if let Some(end) = h3.poll_end() {
+            let status = end.head.status;
+            break match (end.how, status) {
+                (crate::How::Answered(_), Some(status)) => Ok((status, h3.body().to_vec())),
+                _ => Err(io::Error::other(h3.lost().map_or_else(
+                    || "HTTP/3: the request's stream ended without a complete answer".to_string(),
+                    |l| l.text.clone(),
+                ))),
+            };
+        }
+        if h3.state() == State::Closed {
+            break Err(io::Error::other(h3.lost().map_or_else(
+                || "HTTP/3: the connection closed before the answer".to_string(),
+                |l| l.text.clone(),
+            )));
+        }
+        if now >= deadline {
+            break Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no complete HTTP/3 answer within {} ms",
+                    timeout.as_millis()
+                ),
+            ));
+        }
+        let until = h3.poll_timeout().unwrap_or(deadline).min(deadline);
+        let wait = until
+            .saturating_duration_since(now)
+            .max(Duration::from_micros(50));
+        sock.set_read_timeout(Some(wait))?;
+        match sock.recv(&mut buf) {
+            Ok(n) => h3.datagram(Instant::now(), 0, &buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    };
+    h3.close(Instant::now());
+    let mut tx = Vec::with_capacity(DATAGRAM);
+    while let Some((len, segment)) = h3.poll_transmit(Instant::now(), 1, &mut tx) {
+        for d in tx[..len].chunks(segment.max(1)) {
+            let _ = sock.send(d);
+        }
+    }
+    answer
 }

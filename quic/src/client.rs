@@ -160,6 +160,8 @@ pub struct H3Client<J> {
     early: bool,
     /// What this connection did with 0-RTT.
     zero_rtt: ZeroRtt,
+    /// Keep each response's body ([`H3Client::keep_bodies`]).
+    keep: bool,
 }
 
 impl<J: FlightJob> H3Client<J> {
@@ -207,6 +209,7 @@ impl<J: FlightJob> H3Client<J> {
             reply: Vec::new(),
             early: false,
             zero_rtt: ZeroRtt::default(),
+            keep: false,
         }
         .with_early())
     }
@@ -392,6 +395,7 @@ impl<J: FlightJob> H3Client<J> {
             sent_ns,
         );
         f.frame(req.block, req.body);
+        f.body = self.keep.then(Vec::new);
         // A stream that cannot be written is ended by its reset or the
         // connection's end.
         let _ = push(&mut self.conn, id, &mut f);
@@ -444,6 +448,22 @@ impl<J: FlightJob> H3Client<J> {
             );
         }
         next
+    }
+
+    /// Keeps the body of every response from now on, for
+    /// [`H3Client::body`]: a one-off request before a run (the model
+    /// discovery of `--openai`), never a run's.
+    pub fn keep_bodies(&mut self) {
+        self.keep = true;
+    }
+
+    /// The body of the response whose end [`H3Client::poll_end`] gave
+    /// last, when bodies are kept (else empty).
+    pub fn body(&self) -> &[u8] {
+        self.current
+            .as_ref()
+            .and_then(|f| f.body.as_deref())
+            .unwrap_or(&[])
     }
 
     /// The next stream's end, if any (the previous one's storage is

@@ -31,6 +31,9 @@ pub(crate) struct Flight<J> {
     pub(crate) response: Response,
     pub(crate) ex: StreamExchange,
     pub(crate) gaps: Vec<u64>,
+    /// The response body, kept only for a client that asked
+    /// ([`H3Client::keep_bodies`](crate::H3Client::keep_bodies)).
+    pub(crate) body: Option<Vec<u8>>,
 }
 
 impl<J> Flight<J> {
@@ -64,6 +67,7 @@ impl<J> Flight<J> {
                         0
                     }
                 ],
+                body: None,
             }),
         };
         f.sent_ns = sent_ns;
@@ -106,6 +110,7 @@ impl<J> Flight<J> {
             response,
             ex,
             gaps,
+            body,
             ..
         } = self;
         while !input.is_empty() {
@@ -135,6 +140,9 @@ impl<J> Flight<J> {
                 Some(Frame::Data(d)) => {
                     response.data()?;
                     ex.on_data(now, d, gaps);
+                    if let Some(b) = body.as_mut() {
+                        b.extend_from_slice(d);
+                    }
                 }
                 _ => {}
             }

@@ -30,7 +30,7 @@ pub mod config;
 pub mod control;
 mod flight;
 
-pub use blocking::handshake;
+pub use blocking::{fetch, handshake};
 pub use client::{End, H3Client, Lost, Refused, Request, State, DATAGRAM};
 pub use config::{describe, handshake_error, handshake_timeout, too_large, Config};
 pub use control::{News, Peer, UniStream};

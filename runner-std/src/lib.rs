@@ -130,6 +130,32 @@ pub fn run_h3(plan: &Plan<'_>, control: &Control, tls: &Tls) -> Result<RunOutput
     })
 }
 
+/// One GET before a run, over HTTP/3 to the https target `tls` at `addr`:
+/// the request's QPACK field section `block` (core's
+/// `h3::request::from_http1`), and the answer's status and whole body,
+/// within `timeout` (`--openai`'s model discovery speaks the run's
+/// protocol).
+///
+/// # Errors
+/// The connection or the handshake failed (the engines' words), the
+/// stream failed, or no answer came within `timeout`.
+pub fn fetch_h3(
+    addr: std::net::SocketAddr,
+    tls: &Tls,
+    block: &[u8],
+    timeout: std::time::Duration,
+) -> std::io::Result<(u16, Vec<u8>)> {
+    let cfg = metronome_quic::Config::new(tls, addr, metronome_core::plan::Protocol::Http, 1)?;
+    let local: std::net::SocketAddr = if addr.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let sock = std::net::UdpSocket::bind(local)?;
+    sock.connect(addr)?;
+    metronome_quic::fetch(&sock, &cfg, block, timeout)
+}
+
 /// The kind of handshake failure a failed (re)open was, if it was one.
 pub(crate) fn handshake_failure(
     e: &std::io::Error,

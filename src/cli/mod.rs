@@ -4,11 +4,11 @@
 //! - this file: [`Cli`] and the [`Command`] it dispatches on.
 //! - `run.rs`: [`RunArgs`], `metronome run`'s flags, and [`PrometheusArgs`].
 //! - `serve.rs`: [`ServeArgs`], the embedded target's flags, with
-//!   [`parse_listen`] and [`parse_grpc_status_every`].
+//!   [`parse_grpc_status_every`].
 //! - `commands.rs`: [`DemoArgs`], [`SimulateArgs`], [`ReportArgs`],
 //!   [`MergeArgs`], [`SweepArgs`].
 //! - `values.rs`: the values of flags ([`ArrivalArg`], [`EngineArg`],
-//!   [`SpinArg`], ...) and their parsers.
+//!   [`SpinArg`], ...) and their parsers, [`parse_listen`] among them.
 //!
 //! Every type is re-exported here (`cli::RunArgs`). The files import in one
 //! direction: `values.rs` uses no sibling, `run.rs` and `serve.rs` use
@@ -28,10 +28,11 @@ use clap::{Parser, Subcommand};
 use commands::SWEEP_AFTER_HELP;
 pub use commands::{DemoArgs, MergeArgs, ReportArgs, SimulateArgs, SweepArgs};
 pub use run::{PrometheusArgs, RunArgs, DEFAULT_DURATION, DEFAULT_RATE};
-pub use serve::{parse_grpc_status_every, parse_listen, ServeArgs};
+pub use serve::{parse_grpc_status_every, ServeArgs};
 pub use values::{
-    ArrivalArg, CompatArg, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg, MixArg,
-    ProfileArg, RampArg, ShapeArg, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL, THROUGHPUT_WORKERS,
+    parse_listen, ArrivalArg, CompatArg, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg,
+    MixArg, ProfileArg, RampArg, ShapeArg, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL,
+    THROUGHPUT_WORKERS,
 };
 
 /// metronome: an open-loop load generator with honest latency.

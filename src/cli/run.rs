@@ -12,8 +12,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::values::{
-    parse_fraction, parse_profile, parse_spin, ArrivalArg, CompatArg, EndpointArg, EngineArg,
-    FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, SpinArg, WarmUpArg,
+    parse_fraction, parse_listen, parse_profile, parse_spin, ArrivalArg, CompatArg, EndpointArg,
+    EngineArg, FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, SpinArg, WarmUpArg,
 };
 use crate::units::parse_duration;
 
@@ -98,7 +98,7 @@ pub struct RunArgs {
     ///
     /// HTTP/1.1 by default, over TLS 1.2 or 1.3 for https://; HTTP/2 with
     /// --http2-prior-knowledge (h2c, http://) or --http2 (h2, https://); HTTP/3 over QUIC with
-    /// --http3 (https://, std engine); unary gRPC with
+    /// --http3 (https://; on both engines, auto picking std); unary gRPC with
     /// --grpc; OpenAI-style streaming completions (server-sent events) with --openai.
     /// E.g. http://127.0.0.1:8080/.
     pub url: String,
@@ -410,7 +410,7 @@ pub struct RunArgs {
     pub slos: Vec<String>,
     /// Write the JSON report to FILE
     ///
-    /// Every output file's directory is checked before the run; a write that still fails at the end puts the JSON in metronome-report-RUN_ID.json.
+    /// Every output file's directory is checked before the run (two outputs may not name one file); a write that still fails at the end puts the JSON in metronome-report-RUN_ID.json.
     #[arg(help_heading = OUTPUTS, short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Output format on stdout.
@@ -450,9 +450,12 @@ pub struct RunArgs {
     /// to whole intervals; default: each interval as it closes). docs/live.md.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-interval", value_name = "DURATION", value_parser = parse_duration, requires = "prometheus_rw")]
     pub prometheus_interval: Option<Duration>,
-    /// Serve a live page of the run on ADDR (default 127.0.0.1 with a free port; printed first
-    /// on stderr), updated each interval; at the end it is the --html page. docs/live.md.
-    #[arg(help_heading = OUTPUTS, hide_short_help = true, long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    /// Serve a live page of the run, updated each interval; at the end it is the --html page
+    /// (docs/live.md). On 127.0.0.1 with a free port (printed first on stderr), or on ADDR
+    /// given as --dashboard=ADDR: IP:PORT, HOST:PORT or a bare PORT, as serve --listen
+    /// (the `=` keeps a URL after the flag the run's URL).
+    #[arg(help_heading = OUTPUTS, hide_short_help = true, long, value_name = "ADDR", num_args = 0..=1,
+          require_equals = true, default_missing_value = "127.0.0.1:0", value_parser = parse_listen)]
     pub dashboard: Option<std::net::SocketAddr>,
     /// Width of one report interval.
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long, default_value = "1s", value_parser = parse_duration)]
@@ -496,10 +499,12 @@ pub struct PrometheusArgs {
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-label", value_name = "NAME=VALUE", value_parser = crate::prom::series::parse_label, requires = "prometheus_rw")]
     pub prometheus_labels: Vec<(String, String)>,
     /// Push classic summaries (quantile labels, _sum, _count) instead of native histograms,
-    /// for servers without native histograms.
+    /// for servers without native histograms (a server that refuses them gets summaries
+    /// anyway, after a one-line warning).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-summaries", requires = "prometheus_rw")]
     pub prometheus_summaries: bool,
-    /// How long the final flush may take before what is left is given up.
+    /// How long the final flush may take before what is left is given up (a strict bound;
+    /// a flush that waits says so).
     #[arg(help_heading = OUTPUTS, hide_short_help = true, long = "prometheus-timeout", default_value = "10s", value_parser = parse_duration, requires = "prometheus_rw")]
     pub prometheus_timeout: Duration,
 }

@@ -1,16 +1,17 @@
 //! `metronome serve`: [`ServeArgs`], the embedded target's flags, and the
-//! parsers of `--listen` and `--grpc-status-every`.
+//! parser of `--grpc-status-every` (`--listen`'s, [`parse_listen`], is
+//! shared with `run --dashboard` in `values.rs`).
 // The doc comments below are clap's `--help` text, printed as written:
 // `[DONE]` and `<RATE>` are what a user reads, not rustdoc links or tags.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::values::ShapeArg;
+use super::values::{parse_listen, ShapeArg};
 use crate::units::parse_duration;
 
 /// Run the embedded target server: one FIFO server over HTTP/1.1 keep-alive.
@@ -173,25 +174,4 @@ pub fn parse_grpc_status_every(text: &str) -> Result<(u64, u32), String> {
         return Err(bad());
     }
     Ok((k, code))
-}
-
-/// Parses `--listen`: `IP:PORT`, `HOST:PORT` (first address), or a bare
-/// `PORT` meaning `127.0.0.1:PORT`.
-///
-/// # Errors
-/// A one-line message naming the bad text and the accepted forms.
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    let t = text.trim();
-    if let Ok(port) = t.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    if let Ok(addr) = t.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    t.to_socket_addrs()
-        .ok()
-        .and_then(|mut addrs| addrs.next())
-        .ok_or_else(|| {
-            format!("invalid listen address '{text}': write IP:PORT, HOST:PORT or PORT, like 127.0.0.1:8080")
-        })
 }

@@ -7,6 +7,7 @@
 // `[DONE]` and `<RATE>` are what a user reads, not rustdoc links or tags.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -228,4 +229,33 @@ pub enum ShapeArg {
     Completions,
     /// A plain JSON answer (application/json), no stream.
     Json,
+}
+
+/// Parses a listen address, the one parser of `serve --listen` and `run
+/// --dashboard=ADDR`: `IP:PORT`, `HOST:PORT` (first address, e.g.
+/// `localhost:0`), or a bare `PORT` meaning `127.0.0.1:PORT`.
+///
+/// ```
+/// use metronome::cli::parse_listen;
+/// assert_eq!(parse_listen("9000").unwrap().to_string(), "127.0.0.1:9000");
+/// assert_eq!(parse_listen("[::1]:0").unwrap().to_string(), "[::1]:0");
+/// assert!(parse_listen("http://127.0.0.1:9000/").is_err());
+/// ```
+///
+/// # Errors
+/// A one-line message naming the bad text and the accepted forms.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    let t = text.trim();
+    if let Ok(port) = t.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    t.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| {
+            format!("invalid listen address '{text}': write IP:PORT, HOST:PORT or PORT, like 127.0.0.1:8080")
+        })
 }

@@ -18,8 +18,9 @@ use crate::cli::PrometheusArgs;
 use crate::report::Report;
 
 /// Pushes a finished (or saved) report as `args` say: each interval, then
-/// the totals ([`series::report_requests`]), and waits for the flush up to
-/// `args.prometheus_timeout`. Returns the warning to print when anything was not
+/// the totals ([`series::report_requests`]; with their classic summaries
+/// as the fallback for a server without native histograms), and waits for
+/// the flush up to `args.prometheus_timeout`, saying so when it waits. Returns the warning to print when anything was not
 /// stored; `None` without `--prometheus-rw` or when all went through.
 pub fn push_report(r: &Report, args: &PrometheusArgs) -> Option<String> {
     let endpoint = args.prometheus_rw.clone()?;
@@ -31,8 +32,25 @@ pub fn push_report(r: &Report, args: &PrometheusArgs) -> Option<String> {
         Ok(p) => p,
         Err(e) => return Some(format!("--prometheus-rw: cannot start the pusher: {e}")),
     };
-    for req in series::report_requests(r, &opts) {
-        pusher.push(&req);
+    let mut reqs = series::report_requests(r, &opts);
+    let totals = reqs.pop();
+    for req in &reqs {
+        pusher.push(req);
+    }
+    if let Some(totals) = totals {
+        // The totals carry the histograms: with their summaries for a
+        // server without native histograms (`push::NATIVE_DISABLED`).
+        if opts.summaries {
+            pusher.push(&totals);
+        } else {
+            let summaries = series::Options {
+                summaries: true,
+                ..opts.clone()
+            };
+            let fallback =
+                series::Run::new(r, &summaries).totals(r, series::measured_ms(r, r.duration_s));
+            pusher.push_with_summaries(&totals, &fallback);
+        }
     }
     pusher.finish(args.prometheus_timeout).warning()
 }

@@ -12,7 +12,19 @@
 //! server refused the data: out-of-order or too-old samples, a bad label)
 //! and is counted with its message. [`Pusher::finish`] flushes what is
 //! queued until a deadline and returns the [`Stats`]; the run reports them
-//! as a warning, never as a failed run.
+//! as a warning, never as a failed run. The deadline is kept: a POST still
+//! under way then (a name that takes long to resolve, a server that holds
+//! the connection) is abandoned and counted unsent, and a flush that has
+//! to wait says so first, with for how long ([`FLUSH_QUIET`]).
+//!
+//! A server without native histograms (Prometheus without
+//! `--enable-feature=native-histograms` answers `HTTP 500: native
+//! histograms are disabled`, and stores nothing of that push, not even its
+//! counters) is not retried as if the 500 were transient: the pusher says
+//! so once, sends that push and every queued one without its histograms
+//! (or, where the caller gave one, its fallback: the same samples with
+//! classic summaries), and [`Pusher::native_refused`] tells the callers to
+//! build classic summaries from then on, as `--prometheus-summaries` does.
 //!
 //! Only `http://` URLs: `https://` is refused at parse time (put a local
 //! Prometheus or a TLS-terminating proxy in front).
@@ -38,6 +50,16 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Connect, read and write timeout of one POST (shortened to what is left
 /// before [`Pusher::finish`]'s deadline once that is set).
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`Pusher::finish`] waits before it says that it is waiting,
+/// when the last attempt failed; with no failure seen (a slow server, or
+/// one that holds the connection) it says so after [`FLUSH_QUIET_OK`] or
+/// half the deadline, whichever is sooner.
+pub const FLUSH_QUIET: Duration = Duration::from_millis(200);
+/// See [`FLUSH_QUIET`].
+pub const FLUSH_QUIET_OK: Duration = Duration::from_secs(1);
+/// What Prometheus answers (HTTP 500) to a native histogram when its
+/// native histograms are off (`storage.ErrNativeHistogramsDisabled`).
+pub const NATIVE_DISABLED: &str = "native histograms are disabled";
 
 /// A parsed `--prometheus-rw` URL: `http://HOST[:PORT][/PATH]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,14 +143,28 @@ pub struct Stats {
     pub retries: u64,
     /// The first failure's message, if any.
     pub first_error: Option<String>,
+    /// The server refused native histograms ([`NATIVE_DISABLED`]): pushes
+    /// went on without them (or with their summaries fallback).
+    pub native_refused: bool,
+    /// Pushes sent without the native histograms they carried (no
+    /// summaries fallback was given for them).
+    pub stripped: u64,
 }
 
 impl Stats {
     /// The warning to print when anything was not sent, else `None`.
     pub fn warning(&self) -> Option<String> {
         let lost = self.dropped + self.failed + self.unsent;
-        if lost == 0 {
+        if lost == 0 && self.stripped == 0 {
             return None;
+        }
+        if lost == 0 {
+            return Some(format!(
+                "--prometheus-rw: the server has no native histograms: {} of {} pushes were \
+                 stored without their histograms (their counters and gauges kept), the rest \
+                 with classic summaries",
+                self.stripped, self.queued
+            ));
         }
         let mut w = format!(
             "--prometheus-rw: {lost} of {} pushes not stored ({} dropped from a full queue, \
@@ -142,17 +178,42 @@ impl Stats {
     }
 }
 
+/// One push as queued: its body and, when it carries native histograms,
+/// the body to send instead to a server without them.
+struct Body {
+    body: Vec<u8>,
+    /// The fallback, and whether it is a summaries one given by the
+    /// caller (else the same push with its histograms left out).
+    fallback: Option<(Vec<u8>, bool)>,
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<Vec<u8>>,
+    queue: VecDeque<Body>,
     stats: Stats,
     /// Set by `finish`: flush until this instant, then stop.
     deadline: Option<Instant>,
+    /// A body is being sent (popped from the queue, not yet counted).
+    busy: bool,
+    /// The thread returned.
+    ended: bool,
+    /// The last attempt's error, cleared by a success.
+    last_error: Option<String>,
 }
+
+/// What is known of the server's native histograms.
+const NATIVE_UNKNOWN: u8 = 0;
+/// It stored a push that carried native histograms.
+const NATIVE_OK: u8 = 1;
+/// It refused them ([`NATIVE_DISABLED`]).
+const NATIVE_OFF: u8 = 2;
 
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
+    /// Signalled when the thread returns.
+    ended: Condvar,
+    native: std::sync::atomic::AtomicU8,
 }
 
 /// A running pusher (see the module docs).
@@ -174,13 +235,17 @@ impl Pusher {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
+            ended: Condvar::new(),
+            native: std::sync::atomic::AtomicU8::new(NATIVE_UNKNOWN),
         });
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("prometheus-rw".into())
             .spawn(move || {
                 crate::background::give_way();
-                run(&endpoint, &for_thread)
+                run(&endpoint, &for_thread);
+                lock(&for_thread).ended = true;
+                for_thread.ended.notify_all();
             })?;
         Ok(Pusher {
             shared,
@@ -189,10 +254,47 @@ impl Pusher {
         })
     }
 
+    /// Whether the server refused native histograms: build classic
+    /// summaries from now on (as `--prometheus-summaries` does).
+    pub fn native_refused(&self) -> bool {
+        self.shared
+            .native
+            .load(std::sync::atomic::Ordering::Acquire)
+            == NATIVE_OFF
+    }
+
+    /// Whether it is not yet known that the server takes native
+    /// histograms (none was stored yet): a push of native histograms
+    /// should come with its summaries ([`Pusher::push_with_summaries`]).
+    pub fn native_unproven(&self) -> bool {
+        self.shared
+            .native
+            .load(std::sync::atomic::Ordering::Acquire)
+            != NATIVE_OK
+    }
+
     /// Queues `req` (encoded and compressed here); drops the oldest queued
-    /// body when the queue is full. Never waits for the network.
+    /// body when the queue is full. Never waits for the network. Until the
+    /// server has taken native histograms, a `req` that carries some is
+    /// queued with itself less its histograms, sent instead if the server
+    /// refuses them.
     pub fn push(&self, req: &WriteRequest) {
-        let body = proto::encode(req);
+        let fallback = (self.native_unproven() && has_histograms(req))
+            .then(|| (proto::encode(&without_histograms(req)), false));
+        self.queue(proto::encode(req), fallback);
+    }
+
+    /// Queues `req`, and `summaries` (the same samples with classic
+    /// summaries for native histograms) to send instead to a server
+    /// without native histograms; as [`Pusher::push`].
+    pub fn push_with_summaries(&self, req: &WriteRequest, summaries: &WriteRequest) {
+        let fallback = (self.native_unproven() && has_histograms(req))
+            .then(|| (proto::encode(summaries), true));
+        self.queue(proto::encode(req), fallback);
+    }
+
+    fn queue(&self, body: Vec<u8>, fallback: Option<(Vec<u8>, bool)>) {
+        let body = Body { body, fallback };
         let mut s = lock(&self.shared);
         s.stats.queued += 1;
         if s.queue.len() >= self.capacity {
@@ -219,23 +321,90 @@ impl Pusher {
 
     /// Sends what is queued until `deadline` from now, then stops the
     /// thread and returns what happened; bodies left are counted `unsent`.
-    /// A POST already under way when it is called may take its
-    /// [`IO_TIMEOUT`] beyond the deadline.
+    /// The deadline is kept: a POST still under way then (resolving a
+    /// name, connecting, waiting for the reply) is abandoned, its thread
+    /// left to end by itself, and counted unsent. When the flush is not
+    /// done within [`FLUSH_QUIET`] (see there) it says on stderr that it is waiting,
+    /// how much and for how long (the deadline is `--prometheus-timeout`).
     pub fn finish(mut self, deadline: Duration) -> Stats {
-        {
-            let mut s = lock(&self.shared);
-            s.deadline = Some(Instant::now() + deadline);
-        }
-        self.shared.wake.notify_one();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        let started = Instant::now();
+        let until = started + deadline;
+        lock(&self.shared).deadline = Some(until);
+        self.shared.wake.notify_all();
         let mut s = lock(&self.shared);
-        let left = s.queue.len() as u64;
+        let mut said = false;
+        while !s.ended {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            let quiet = started
+                + if s.last_error.is_some() {
+                    FLUSH_QUIET.min(deadline)
+                } else {
+                    FLUSH_QUIET_OK.min(deadline / 2)
+                };
+            if !said && now >= quiet {
+                said = true;
+                let left = s.queue.len() + usize::from(s.busy);
+                let why = s
+                    .last_error
+                    .as_deref()
+                    .map_or_else(String::new, |e| format!(" (the last attempt: {e})"));
+                eprintln!(
+                    "metronome: --prometheus-rw: waiting up to {} (--prometheus-timeout) to push {left} \
+                     pending batch{}{why}",
+                    crate::report::num::unit(deadline.as_secs_f64(), "s"),
+                    if left == 1 { "" } else { "es" },
+                );
+            }
+            // Woken by the thread's end; a failure since is seen within
+            // FLUSH_QUIET.
+            let wait = if said {
+                until
+            } else {
+                quiet.min(until).min(now + FLUSH_QUIET)
+            };
+            s = self
+                .shared
+                .ended
+                .wait_timeout(s, wait.saturating_duration_since(now))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        let ended = s.ended;
+        let left = s.queue.len() as u64 + u64::from(!ended && s.busy);
         s.queue.clear();
         s.stats.unsent += left;
-        s.stats.clone()
+        if !ended {
+            // The thread is in a POST: it stops after it (the deadline is
+            // past), counting nothing more that is returned here.
+            s.busy = false;
+        }
+        let stats = s.stats.clone();
+        drop(s);
+        match self.thread.take() {
+            Some(t) if ended => {
+                let _ = t.join();
+            }
+            // Detached: it ends within its I/O timeout.
+            _ => {}
+        }
+        stats
     }
+}
+
+/// Whether a push carries native histograms.
+fn has_histograms(req: &WriteRequest) -> bool {
+    req.timeseries.iter().any(|t| !t.histograms.is_empty())
+}
+
+/// `req` without its native histograms (series that had only those left
+/// out): its counters and gauges.
+fn without_histograms(req: &WriteRequest) -> WriteRequest {
+    let mut out = req.clone();
+    out.timeseries.retain(|t| t.histograms.is_empty());
+    out
 }
 
 impl Drop for Pusher {
@@ -243,7 +412,7 @@ impl Drop for Pusher {
     fn drop(&mut self) {
         if let Some(t) = self.thread.take() {
             lock(&self.shared).deadline = Some(Instant::now());
-            self.shared.wake.notify_one();
+            self.shared.wake.notify_all();
             let _ = t.join();
         }
     }
@@ -266,8 +435,9 @@ enum Outcome {
 }
 
 fn run(endpoint: &Endpoint, shared: &Shared) {
+    use std::sync::atomic::Ordering;
     loop {
-        let (body, deadline) = {
+        let (mut item, deadline) = {
             let mut s = lock(shared);
             loop {
                 // Past the deadline: what is left stays queued, and
@@ -275,8 +445,9 @@ fn run(endpoint: &Endpoint, shared: &Shared) {
                 if s.deadline.is_some_and(|d| Instant::now() >= d) {
                     return;
                 }
-                if let Some(body) = s.queue.pop_front() {
-                    break (body, s.deadline);
+                if let Some(item) = s.queue.pop_front() {
+                    s.busy = true;
+                    break (item, s.deadline);
                 }
                 if s.deadline.is_some() {
                     return;
@@ -287,28 +458,64 @@ fn run(endpoint: &Endpoint, shared: &Shared) {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            let outcome = post(endpoint, &body, deadline);
+            // A server known to refuse native histograms gets the fallback.
+            if shared.native.load(Ordering::Acquire) == NATIVE_OFF {
+                if let Some((fallback, summaries)) = item.fallback.take() {
+                    item.body = fallback;
+                    if !summaries {
+                        lock(shared).stats.stripped += 1;
+                    }
+                }
+            }
+            let outcome = post(endpoint, &item.body, deadline);
             let mut s = lock(shared);
+            if !s.busy {
+                // `finish` gave up on this body and counted it.
+                return;
+            }
             let why = match outcome {
                 Outcome::Done => {
                     s.stats.sent += 1;
+                    s.busy = false;
+                    s.last_error = None;
+                    if item.fallback.is_some() {
+                        shared.native.store(NATIVE_OK, Ordering::Release);
+                    }
                     break;
                 }
                 Outcome::Refused(why) => {
                     s.stats.failed += 1;
+                    s.busy = false;
                     s.stats.first_error.get_or_insert(why);
                     break;
                 }
+                Outcome::Retry(why) if item.fallback.is_some() && why.contains(NATIVE_DISABLED) => {
+                    // Not transient: the same push again without its
+                    // native histograms, at once.
+                    if shared.native.swap(NATIVE_OFF, Ordering::AcqRel) != NATIVE_OFF {
+                        s.stats.native_refused = true;
+                        eprintln!(
+                            "metronome: warning: --prometheus-rw: the server refused native \
+                             histograms ({why}); pushing classic summaries from now on, as \
+                             --prometheus-summaries does (to keep native histograms, start \
+                             Prometheus with --enable-feature=native-histograms)"
+                        );
+                    }
+                    continue;
+                }
                 Outcome::Retry(why) => why,
             };
+            s.last_error = Some(why.clone());
             let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() + backoff >= d);
             if attempt >= MAX_ATTEMPTS {
                 s.stats.failed += 1;
+                s.busy = false;
                 s.stats.first_error.get_or_insert(why);
                 break;
             }
             if past(s.deadline) {
                 s.stats.unsent += 1;
+                s.busy = false;
                 s.stats.first_error.get_or_insert(why);
                 break;
             }

@@ -219,6 +219,17 @@ impl Run {
         }
     }
 
+    /// Whether histograms go as classic summaries ([`Options::summaries`]).
+    pub fn summaries(&self) -> bool {
+        self.summaries
+    }
+
+    /// Sends classic summaries from now on (or native histograms again):
+    /// the fallback for a server without native histograms.
+    pub fn set_summaries(&mut self, on: bool) {
+        self.summaries = on;
+    }
+
     /// The labels every series of this run carries, sorted by name.
     pub fn labels(&self) -> &[Label] {
         &self.labels
@@ -254,46 +265,7 @@ impl Run {
             let n = format!("metronome_requests_{name}_total");
             b.sample(&self.labels, &n, &[], end_ms, v as f64);
         }
-        if width_s > 0.0 {
-            let rate = iv.sent as f64 / width_s;
-            b.sample(
-                &self.labels,
-                "metronome_interval_sent_per_second",
-                &[],
-                end_ms,
-                rate,
-            );
-        }
-        b.sample(
-            &self.labels,
-            "metronome_interval_latency_p99_seconds",
-            &[],
-            end_ms,
-            iv.p99 / 1e3,
-        );
-        b.sample(
-            &self.labels,
-            "metronome_interval_send_lag_p99_seconds",
-            &[],
-            end_ms,
-            iv.send_lag_p99 / 1e3,
-        );
-        b.sample(
-            &self.labels,
-            "metronome_in_flight_requests",
-            &[],
-            end_ms,
-            iv.in_flight as f64,
-        );
-        if let Some(open) = connections_open {
-            b.sample(
-                &self.labels,
-                "metronome_connections_open",
-                &[],
-                end_ms,
-                open as f64,
-            );
-        }
+        self.gauges(&mut b, iv, end_ms, width_s, connections_open);
         for &(metric, h) in histograms {
             self.histograms
                 .entry(metric)
@@ -303,6 +275,71 @@ impl Run {
             self.histogram(&mut b, &name, &[], &self.histograms[metric], end_ms);
         }
         b.finish()
+    }
+
+    /// The gauges of one interval ending at `end_ms`, `width_s` long: the
+    /// achieved rate, the latency and send-lag p99s, the requests in
+    /// flight at its end, and `connections_open` when given.
+    fn gauges(
+        &self,
+        b: &mut Batch,
+        iv: &IntervalReport,
+        end_ms: i64,
+        width_s: f64,
+        connections_open: Option<u64>,
+    ) {
+        let base = &self.labels;
+        if width_s > 0.0 {
+            let rate = iv.sent as f64 / width_s;
+            b.sample(
+                base,
+                "metronome_interval_sent_per_second",
+                &[],
+                end_ms,
+                rate,
+            );
+        }
+        let p99 = iv.p99 / 1e3;
+        b.sample(
+            base,
+            "metronome_interval_latency_p99_seconds",
+            &[],
+            end_ms,
+            p99,
+        );
+        let lag = iv.send_lag_p99 / 1e3;
+        b.sample(
+            base,
+            "metronome_interval_send_lag_p99_seconds",
+            &[],
+            end_ms,
+            lag,
+        );
+        let in_flight = iv.in_flight as f64;
+        b.sample(base, "metronome_in_flight_requests", &[], end_ms, in_flight);
+        if let Some(open) = connections_open {
+            b.sample(base, "metronome_connections_open", &[], end_ms, open as f64);
+        }
+    }
+
+    /// The run's totals at `end_ms` ([`Run::totals`]) with the gauges of
+    /// the schedule's last interval (`last`: the one that ends at or after
+    /// the end of the measured phase, so its counters and histograms are
+    /// the totals'), at `end_ms` too: every interval of the schedule has
+    /// its gauges pushed, the last one's with the totals.
+    pub fn totals_with_last(
+        &self,
+        r: &Report,
+        end_ms: i64,
+        last: Option<(&IntervalReport, f64, Option<u64>)>,
+    ) -> WriteRequest {
+        let mut req = self.totals(r, end_ms);
+        if let Some((iv, width_s, open)) = last {
+            let mut b = Batch::default();
+            self.gauges(&mut b, iv, end_ms, width_s, open);
+            req.timeseries.extend(b.finish().timeseries);
+        }
+        req
     }
 
     /// The whole-run histograms recorded so far that came with a live
@@ -478,8 +515,11 @@ impl Run {
 
 /// A saved report as push requests: each measured interval (counters
 /// cumulative and clamped to the totals, gauges; timestamped at the
-/// interval's end), then the totals at the end of the measured phase.
-/// Intervals ending at or after that end are left to the totals.
+/// interval's end), then the totals at the end of the measured phase. The
+/// interval ending at or after that end (the schedule's last) has its
+/// gauges pushed with the totals, at that end (its counters are the
+/// totals'). The drain's rows are not pushed as intervals: their counts
+/// are in the totals.
 pub fn report_requests(r: &Report, opts: &Options) -> Vec<WriteRequest> {
     let mut run = Run::new(r, opts);
     let end_ms = measured_ms(r, r.duration_s);
@@ -488,14 +528,16 @@ pub fn report_requests(r: &Report, opts: &Options) -> Vec<WriteRequest> {
         _ => r.duration_s,
     };
     let mut out = Vec::with_capacity(r.intervals.len() + 1);
+    let mut last = None;
     for iv in &r.intervals {
         let ts = measured_ms(r, iv.start_s + width);
         if ts >= end_ms {
+            last = Some((iv, width, None));
             break;
         }
         out.push(run.interval(iv, ts, width, &[], None, Some(r)));
     }
-    out.push(run.totals(r, end_ms));
+    out.push(run.totals_with_last(r, end_ms, last));
     out
 }
 
@@ -587,6 +629,48 @@ mod tests {
         assert_eq!((h.schema, h.timestamp), (8, end));
         // A plain HTTP run: no stream metrics.
         assert!(find(&reqs[1], "metronome_ttft_seconds").is_empty());
+    }
+
+    /// Every interval of the schedule has its gauges pushed: the last
+    /// one's (ending at the end of the measured phase) with the totals, at
+    /// that end, once (issue 38, item 3: a 2-interval report stored one
+    /// sample of each gauge).
+    #[test]
+    fn the_last_interval_has_its_gauges() {
+        let mut r = example();
+        r.intervals[1].p99 = 7.0;
+        r.intervals[1].in_flight = 3;
+        let reqs = report_requests(&r, &Options::default());
+        let end = measured_ms(&r, r.duration_s);
+        let gauges = [
+            "metronome_interval_sent_per_second",
+            "metronome_interval_latency_p99_seconds",
+            "metronome_interval_send_lag_p99_seconds",
+            "metronome_in_flight_requests",
+        ];
+        for g in gauges {
+            let samples: Vec<&proto::Sample> = reqs
+                .iter()
+                .flat_map(|q| find(q, g))
+                .flat_map(|t| &t.samples)
+                .collect();
+            assert_eq!(samples.len(), r.intervals.len(), "{g}");
+            assert_eq!(samples[1].timestamp, end, "{g}");
+        }
+        let p99 = find(&reqs[1], "metronome_interval_latency_p99_seconds");
+        assert_eq!(p99[0].samples[0].value, 0.007);
+        let in_flight = find(&reqs[1], "metronome_in_flight_requests");
+        assert_eq!(in_flight[0].samples[0].value, 3.0);
+        // One sample per series and timestamp: nothing Prometheus would
+        // refuse as a duplicate.
+        let mut seen = std::collections::BTreeSet::new();
+        for q in &reqs {
+            for t in &q.timeseries {
+                for smp in &t.samples {
+                    assert!(seen.insert((t.labels.clone(), smp.timestamp)));
+                }
+            }
+        }
     }
 
     #[test]

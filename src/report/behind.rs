@@ -167,24 +167,33 @@ fn detail(cause: &str, t: &IntervalReport, plan: Option<&Plan<'_>>, cap: Option<
             }
         ),
         "cpu_saturated" => format!(
-            "the pacing threads worked {} of the time (busy-wait excluded; send-lag p99 \
-             {}, {} of {} requests sent over 1 ms late): the generator is CPU-bound at \
-             this rate (add --threads, or shards on more machines)",
+            "the pacing threads worked {} of the time (busy-wait excluded; {}): the \
+             generator is CPU-bound at this rate (add --threads, or shards on more machines)",
             pct(t.work_cpu),
-            unit(t.send_lag_p99, "ms"),
-            count(t.late),
-            count(t.scheduled.max(t.sent))
+            lateness(t)
         ),
         _ => format!(
-            "the pacing threads worked only {} of the time yet sent {} of {} requests over \
-             1 ms late (send-lag p99 {}): the host took their CPU (other processes, a \
-             VM's steal, interrupts; pin with --cpus to an idle core)",
+            "the pacing threads worked only {} of the time, yet {}: the host took their \
+             CPU (other processes, a VM's steal, interrupts; pin with --cpus to an idle core)",
             pct(t.work_cpu),
-            count(t.late),
-            count(t.scheduled.max(t.sent)),
-            unit(t.send_lag_p99, "ms")
+            lateness(t)
         ),
     }
+}
+
+/// How late a stretch's requests left, in words that cannot read as a
+/// contradiction: `late` counts the requests *due* in the stretch (by
+/// intended time) that left over 1 ms after it, while the send-lag p99 is
+/// of the sends *made* in it (by send time), so a request due at its end
+/// and sent after it is late here and lags in the next interval.
+fn lateness(t: &IntervalReport) -> String {
+    format!(
+        "{} of the {} requests due in it left over 1 ms after their intended time \
+         (by intended time; the sends made in it had a send-lag p99 of {})",
+        count(t.late),
+        count(t.scheduled.max(t.sent)),
+        unit(t.send_lag_p99, "ms")
+    )
 }
 
 /// The stretch's latency p50 in words, never a statistic over zero
@@ -270,9 +279,19 @@ mod tests {
         let all = behind(&series, None, None, 1.0);
         assert_eq!(
             all[0].detail,
-            "the pacing threads worked 95.00% of the time (busy-wait excluded; send-lag p99 1.500 \
-             ms, 33 of 200 requests sent over 1 ms late): the generator is CPU-bound at this \
-             rate (add --threads, or shards on more machines)"
+            "the pacing threads worked 95.00% of the time (busy-wait excluded; 33 of the 200 \
+             requests due in it left over 1 ms after their intended time (by intended time; the \
+             sends made in it had a send-lag p99 of 1.500 ms)): the generator is CPU-bound at \
+             this rate (add --threads, or shards on more machines)"
+        );
+        // Late by intended time, lag by send time: the words say which, so
+        // "150 of 300 late" beside a p99 under 1 ms is no contradiction.
+        assert_eq!(
+            all[1].detail,
+            "the pacing threads worked only 10.00% of the time, yet 5 of the 100 requests due \
+             in it left over 1 ms after their intended time (by intended time; the sends made \
+             in it had a send-lag p99 of 1.500 ms): the host took their CPU (other processes, \
+             a VM's steal, interrupts; pin with --cpus to an idle core)"
         );
         assert_eq!(
             all[2].detail,

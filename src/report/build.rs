@@ -441,7 +441,10 @@ fn interval_rows(
     let busy = |r: &IntervalReport| r.sent + r.ok + r.errors + r.unsent + r.scheduled > 0;
     let last = rows.iter().rposition(busy).map_or(0, |i| i + 1);
     rows.truncate(last.max(schedule.min(rows.len())));
-    let drain = rows.split_off(schedule.min(rows.len()));
+    let mut drain = rows.split_off(schedule.min(rows.len()));
+    for row in &mut drain {
+        row.phase = Some(super::Phase::Drain);
+    }
     (rows, drain, bytes)
 }
 
@@ -467,6 +470,11 @@ impl RowMaker {
             interval_ns: plan.interval_ns,
             pacers,
         }
+    }
+
+    /// The width of an interval, seconds.
+    pub fn width_s(&self) -> f64 {
+        self.interval_ns.max(1) as f64 / 1e9
     }
 
     /// Sets the pacing threads (known once the engine's threads started).
@@ -504,6 +512,8 @@ impl RowMaker {
             p99: ms(iv.latency.quantile(0.99)),
             max: ms(iv.latency.max()),
             send_lag_p99: ms(iv.send_lag.quantile(0.99)),
+            phase: None,
+            complete: None,
         }
     }
 }

@@ -33,7 +33,7 @@ pub const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
 /// What the page shows beside the report, computed in Rust.
 #[derive(Clone, Debug, Serialize)]
 pub struct PageMeta {
-    /// `report` or `sweep`.
+    /// `report`, `sweep` or `repeat`.
     pub kind: &'static str,
     /// The metronome version that drew the page.
     pub version: &'static str,
@@ -391,6 +391,52 @@ pub fn render_sweep(sw: &Sweep, command: Option<String>) -> anyhow::Result<Strin
         &script_json(sw).context("cannot serialise the sweep for the HTML page")?,
         &script_json(&meta)?,
     ))
+}
+
+/// The page of the runs of `run --repeat N` ([`Repeat`](crate::report::repeat::Repeat)):
+/// each headline number's mean and 95% confidence interval, then one row
+/// per run; the whole document embedded. Its text fallback is the
+/// summary `run --repeat` prints.
+///
+/// # Errors
+/// The document cannot be serialised.
+pub fn render_repeat(
+    d: &crate::report::repeat::Repeat,
+    command: Option<String>,
+) -> anyhow::Result<String> {
+    let meta = PageMeta {
+        kind: "repeat",
+        version: env!("CARGO_PKG_VERSION"),
+        command: command.or_else(|| {
+            d.runs
+                .first()
+                .and_then(|r| r.argv.as_deref())
+                .map(shell_words)
+        }),
+        runs: d.runs.iter().map(|r| page_run(r, None)).collect(),
+        knee_reason: None,
+        descheduled_steps: Vec::new(),
+    };
+    let title = format!("metronome --repeat: {} runs", d.runs.len());
+    Ok(page(
+        &title,
+        &crate::report::repeat::render(d),
+        &script_json(d).context("cannot serialise the --repeat document for the HTML page")?,
+        &script_json(&meta)?,
+    ))
+}
+
+/// Writes the page of the runs of `run --repeat N` to `path`.
+///
+/// # Errors
+/// [`render_repeat`] failed, or `path` is not writable.
+pub fn write_repeat(
+    path: &Path,
+    d: &crate::report::repeat::Repeat,
+    command: Option<String>,
+) -> anyhow::Result<()> {
+    std::fs::write(path, render_repeat(d, command)?)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Writes a report's page to `path`.

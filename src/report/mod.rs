@@ -91,7 +91,7 @@ pub use connections::{ConnectionsReport, H2Streams, WarmUpReport, ZeroRttReport}
 pub use counts::{grpc_code_name, Errors, Requests, SloReport, Transfer, Window};
 pub use generator::{Behind, Generator, KneeReport, OutRequests, PoolReport};
 pub use metric::{ms, ExactPercentiles, Method, Metric, Metrics};
-pub use rows::{IntervalReport, RequestReport, SessionsReport, StageReport};
+pub use rows::{IntervalReport, Phase, RequestReport, SessionsReport, StageReport};
 
 /// The schema name written in every report.
 pub const SCHEMA: &str = "metronome.report/v1";

@@ -87,6 +87,38 @@ pub struct IntervalReport {
     /// TTFT quantiles exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_hdr: Option<String>,
+    /// Which part of the run the row is of: absent for the schedule's
+    /// rows (`intervals`), `"drain"` for the rows after the end of the
+    /// schedule (`drain`), so that a row read alone (a line of
+    /// `--out-intervals`) says which it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Live rows only (`--out-intervals`, the dashboard): `Some(false)`
+    /// for a row published before every request due in it was sent,
+    /// dropped or given up (its by-intended-time counts may still grow;
+    /// `scheduled` is the schedule's), `Some(true)` for the complete row
+    /// published again in its place; absent for a row complete when first
+    /// published, and in a report (whose rows are all complete). See
+    /// docs/live.md, "Provisional rows".
+    #[serde(default, rename = "final", skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+}
+
+/// The part of a run an interval row is of (its `phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// After the end of the schedule (or the stop): replies still in
+    /// flight, and sends of a backlog (the report's `drain`).
+    Drain,
+}
+
+impl IntervalReport {
+    /// Whether the row is provisional: published live before it was
+    /// complete (`"final": false`), to be published again complete.
+    pub fn is_provisional(&self) -> bool {
+        self.complete == Some(false)
+    }
 }
 
 /// One stage of a `--stages` run. Every request is counted in the stage of

@@ -1,7 +1,11 @@
 //! `--model` discovered from the server when not given: one blocking
-//! `GET /v1/models` before the run (std sockets, over TLS for https, a
-//! short timeout, HTTP/1.1 parsed with httparse), and the first `data[].id`
-//! of the OpenAI-shaped list it answers.
+//! `GET /v1/models` before the run, in the run's own protocol ([`Wire`]:
+//! HTTP/1.1, HTTP/2 with prior knowledge or over TLS with ALPN `h2`, or
+//! HTTP/3 through the std engine's one-request driver), with the run's
+//! TLS settings and headers and a short timeout, and the first `data[].id`
+//! of the OpenAI-shaped list it answers. HTTP/1.1 is framed by core's
+//! response parser, HTTP/2 by core's connection, HTTP/3 by the quic
+//! crate's, as a run's responses are.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -25,8 +29,20 @@ pub enum DiscoverError {
     Answer(String),
 }
 
+/// The protocol a run speaks, and so its discovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// HTTP/1.1 (over TLS for https).
+    Http1,
+    /// HTTP/2: prior knowledge (h2c) for http, ALPN `h2` only for https.
+    Http2,
+    /// HTTP/3 over QUIC (https only).
+    Http3,
+}
+
 /// The first model id of `GET path` on `addr` (`host` is the Host header;
-/// `headers` are sent too, e.g. `Authorization`), over TLS with `tls`.
+/// `headers` are sent too, e.g. `Authorization`), over TLS with `tls`, in
+/// the protocol `wire`.
 ///
 /// # Errors
 /// [`DiscoverError::Io`] when the server cannot be reached or does not
@@ -38,7 +54,18 @@ pub fn first_model(
     path: &str,
     headers: &[String],
     tls: Option<&crate::tls::ClientTls>,
+    wire: Wire,
 ) -> Result<String, DiscoverError> {
+    let request = request(host, path, headers);
+    if wire == Wire::Http3 {
+        let Some(t) = tls else {
+            return Err(DiscoverError::Answer("HTTP/3 needs an https:// URL".into()));
+        };
+        let block = encode(&request, b"https", metronome_core::h3::request::from_http1)?;
+        let (status, body) = metronome_std::fetch_h3(addr, &t.engine(), &block, TIMEOUT)
+            .map_err(DiscoverError::Io)?;
+        return answered(status, body);
+    }
     let deadline = Instant::now() + TIMEOUT;
     let sock = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(DiscoverError::Io)?;
     sock.set_write_timeout(Some(TIMEOUT))
@@ -48,32 +75,24 @@ pub fn first_model(
     let mut conn: Box<dyn ReadWrite> = match tls {
         None => Box::new(sock),
         Some(t) => {
-            let session = rustls::ClientConnection::new(t.config.clone(), t.server_name.clone())
+            let mut config = t.config.clone();
+            if wire == Wire::Http2 {
+                // As the run's connections: h2 only.
+                let mut c = (*config).clone();
+                c.alpn_protocols = vec![b"h2".to_vec()];
+                config = std::sync::Arc::new(c);
+            }
+            let session = rustls::ClientConnection::new(config, t.server_name.clone())
                 .map_err(|e| DiscoverError::Io(std::io::Error::other(e)))?;
             Box::new(rustls::StreamOwned::new(session, sock))
         }
     };
-    let mut request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: metronome/{}\r\nAccept: application/json\r\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    for h in headers {
-        let name = h.split_once(':').map_or("", |(n, _)| n.trim());
-        if ![
-            "host",
-            "content-length",
-            "content-type",
-            "connection",
-            "accept",
-        ]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
-        {
-            request.push_str(h.trim());
-            request.push_str("\r\n");
-        }
+    if wire == Wire::Http2 {
+        let scheme: &[u8] = if tls.is_some() { b"https" } else { b"http" };
+        let block = encode(&request, scheme, metronome_core::h2::request::from_http1)?;
+        let (status, body) = h2_get(&mut *conn, &timeouts, &block, deadline)?;
+        return answered(status, body);
     }
-    request.push_str("Connection: close\r\n\r\n");
     conn.write_all(request.as_bytes())
         .map_err(DiscoverError::Io)?;
     // Core's response parser frames the answer (Content-Length, chunked or
@@ -88,10 +107,7 @@ pub fn first_model(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(DiscoverError::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no complete answer within {}s", TIMEOUT.as_secs()),
-            )));
+            return Err(timed_out());
         }
         timeouts
             .set_read_timeout(Some(left))
@@ -113,6 +129,176 @@ pub fn first_model(
             Err(e) => return Err(DiscoverError::Io(e)),
         }
     }
+}
+
+/// No complete answer within [`TIMEOUT`].
+fn timed_out() -> DiscoverError {
+    DiscoverError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no complete answer within {}s", TIMEOUT.as_secs()),
+    ))
+}
+
+/// The model of a complete answer: its status and body.
+fn answered(status: u16, body: Vec<u8>) -> Result<String, DiscoverError> {
+    Answer {
+        status: Some(status),
+        body,
+    }
+    .finish()
+}
+
+/// Core's `h2::request::from_http1` or `h3::request::from_http1`.
+type FromHttp1 =
+    fn(
+        &[u8],
+        &[u8],
+        &mut [u8],
+    )
+        -> Result<metronome_core::h2::request::Encoded, metronome_core::h2::request::RequestError>;
+
+/// The request's HTTP/2 or HTTP/3 field section, by `from_http1` of the
+/// protocol (as a run's requests are encoded).
+fn encode(request: &str, scheme: &[u8], from_http1: FromHttp1) -> Result<Vec<u8>, DiscoverError> {
+    let mut out = vec![0u8; 64 * 1024];
+    let e = from_http1(request.as_bytes(), scheme, &mut out)
+        .map_err(|e| DiscoverError::Answer(format!("cannot encode GET /v1/models ({e:?})")))?;
+    out.truncate(e.len);
+    Ok(out)
+}
+
+/// One GET over HTTP/2 on `conn` (a new connection, TLS done or h2c):
+/// the preface and SETTINGS, the request on stream 1, and its answer.
+fn h2_get(
+    conn: &mut dyn ReadWrite,
+    timeouts: &TcpStream,
+    block: &[u8],
+    deadline: Instant,
+) -> Result<(u16, Vec<u8>), DiscoverError> {
+    use metronome_core::h2::{Connection, Event};
+    let io = DiscoverError::Io;
+    let broken = |e: metronome_core::h2::H2Error| {
+        DiscoverError::Answer(format!("not a valid HTTP/2 answer ({e:?})"))
+    };
+    let mut c: Connection<1> = Connection::new(metronome_core::h2::Config::DEFAULT);
+    let mut out = vec![0u8; 64 * 1024];
+    let mut input: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut scratch = [0u8; 16 * 1024];
+    let mut stream = None;
+    let mut status = None;
+    let mut body = Vec::new();
+    loop {
+        while c.wants_transmit() {
+            let n = c.poll_transmit(&mut out);
+            if n == 0 {
+                break;
+            }
+            conn.write_all(&out[..n]).map_err(io)?;
+        }
+        if stream.is_none() && c.is_ready() && c.can_start() {
+            let (id, n) = c
+                .start_request(block, true, &mut out)
+                .map_err(|e| DiscoverError::Answer(format!("cannot send the request ({e:?})")))?;
+            conn.write_all(&out[..n]).map_err(io)?;
+            stream = Some(id);
+        }
+        conn.flush().map_err(io)?;
+        loop {
+            let (used, event) = c.handle_read(&input).map_err(broken)?;
+            let mut done = false;
+            match event {
+                Some(Event::Headers {
+                    stream: s,
+                    status: st,
+                    end_stream,
+                    ..
+                }) if Some(s) == stream => {
+                    status = Some(st);
+                    done = end_stream;
+                }
+                Some(Event::Data {
+                    stream: s,
+                    len,
+                    end_stream,
+                }) if Some(s) == stream => {
+                    body.extend_from_slice(c.data_of(&input[..used], len));
+                    done = end_stream;
+                }
+                Some(Event::Trailers { stream: s, .. }) if Some(s) == stream => done = true,
+                Some(Event::StreamReset {
+                    stream: s, code, ..
+                }) if Some(s) == stream => {
+                    return Err(DiscoverError::Answer(format!(
+                        "the server reset the request's stream ({code:?})"
+                    )));
+                }
+                Some(Event::GoAway { .. }) if status.is_none() => {
+                    return Err(DiscoverError::Io(std::io::Error::other(
+                        "the server sent GOAWAY before answering",
+                    )));
+                }
+                _ => {}
+            }
+            input.drain(..used);
+            if done {
+                return match status {
+                    Some(s) => Ok((s, body)),
+                    None => Err(DiscoverError::Answer("it answered no status".into())),
+                };
+            }
+            if used == 0 {
+                break;
+            }
+        }
+        if stream.is_none() && c.is_ready() && c.can_start() {
+            // The server's SETTINGS came: acknowledge them, send the request.
+            continue;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        timeouts.set_read_timeout(Some(left)).map_err(io)?;
+        match conn.read(&mut scratch) {
+            Ok(0) => {
+                return Err(DiscoverError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the connection closed before a complete answer",
+                )))
+            }
+            Ok(n) => input.extend_from_slice(&scratch[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(DiscoverError::Io(e)),
+        }
+    }
+}
+
+/// The HTTP/1.1 text of `GET path` with the run's headers (those that
+/// describe a body, the connection or what is accepted left out): sent
+/// as it is over HTTP/1.1, encoded as the run's requests are otherwise.
+fn request(host: &str, path: &str, headers: &[String]) -> String {
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: metronome/{}\r\nAccept: application/json\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for h in headers {
+        let name = h.split_once(':').map_or("", |(n, _)| n.trim());
+        if ![
+            "host",
+            "content-length",
+            "content-type",
+            "connection",
+            "accept",
+        ]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+        {
+            request.push_str(h.trim());
+            request.push_str("\r\n");
+        }
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    request
 }
 
 /// Hands the parser every byte of `pending` it can take (dropping what it
@@ -229,10 +415,16 @@ pub fn discover(
     path: &str,
     headers: &[String],
     tls: Option<&crate::tls::ClientTls>,
+    wire: Wire,
 ) -> anyhow::Result<String> {
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let url = format!("{scheme}://{host}{path}");
-    first_model(addr, host, path, headers, tls).map_err(|e| match e {
+    let over = match wire {
+        Wire::Http1 => "",
+        Wire::Http2 => " over HTTP/2",
+        Wire::Http3 => " over HTTP/3",
+    };
+    let url = format!("{scheme}://{host}{path}{over}");
+    first_model(addr, host, path, headers, tls, wire).map_err(|e| match e {
         // A refused TLS handshake, in words (as the engines say it).
         DiscoverError::Io(e) if e.get_ref().is_some_and(|i| i.is::<rustls::Error>()) => {
             let why = e

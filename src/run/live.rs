@@ -72,6 +72,10 @@ struct PromLive {
     next_sample: usize,
     /// The schedule's intervals (none after them is sampled).
     schedule: usize,
+    /// The row that ends at or after the end of the measured phase (the
+    /// schedule's last), with the connections open at its end: its gauges
+    /// go with the totals.
+    last: Option<(IntervalReport, Option<u64>)>,
 }
 
 /// Seconds of the measured phase gone by now (0 before it, or before the
@@ -120,6 +124,7 @@ impl PromLive {
         let ts = measured_ms(origin_unix_ns, self.warmup_s, row.start_s + self.width_s);
         let end = measured_ms(origin_unix_ns, self.warmup_s, self.duration_s);
         self.made += 1;
+        self.fall_back();
         let open = self.open_at(i);
         if ts < end {
             let mut req = self.samples(row, ts, iv, open, None);
@@ -127,6 +132,8 @@ impl PromLive {
                 self.run.so_far(&mut req, so_far, &self.names, ts);
             }
             self.pending.push(req);
+        } else if self.last.is_none() {
+            self.last = Some((row.clone(), open));
         }
         if self.pending.len() >= self.every {
             self.flush();
@@ -176,6 +183,14 @@ impl PromLive {
         }
     }
 
+    /// Classic summaries from now on when the server refused native
+    /// histograms (the pusher said so, once).
+    fn fall_back(&mut self) {
+        if self.pusher.native_refused() {
+            self.run.set_summaries(true);
+        }
+    }
+
     /// The rows not pushed live (with their histograms from the run's
     /// `intervals`, which made the report's rows), the totals, and the
     /// final flush.
@@ -184,6 +199,7 @@ impl PromLive {
         let end_ms = series::measured_ms(r, r.duration_s);
         let made = self.made;
         let mut ended = false;
+        self.fall_back();
         // Decoded only when rows are left (as costly as the report's rows).
         if made < r.intervals.len() {
             intervals.for_each(|i, iv| {
@@ -196,6 +212,9 @@ impl PromLive {
                 };
                 let ts = series::measured_ms(r, row.start_s + self.width_s);
                 if ts >= end_ms {
+                    if self.last.is_none() {
+                        self.last = Some((row.clone(), self.open_at(i)));
+                    }
                     ended = true;
                     return;
                 }
@@ -204,7 +223,21 @@ impl PromLive {
                 self.pusher.push(&req);
             });
         }
-        self.pusher.push(&self.run.totals(r, end_ms));
+        self.fall_back();
+        let last = self
+            .last
+            .as_ref()
+            .map(|(row, open)| (row, self.width_s, *open));
+        let totals = self.run.totals_with_last(r, end_ms, last);
+        if self.run.summaries() || !self.pusher.native_unproven() {
+            self.pusher.push(&totals);
+        } else {
+            // With their summaries, for a server without native histograms.
+            self.run.set_summaries(true);
+            let summaries = self.run.totals_with_last(r, end_ms, last);
+            self.run.set_summaries(false);
+            self.pusher.push_with_summaries(&totals, &summaries);
+        }
         self.pusher.finish(self.timeout).warning()
     }
 }
@@ -248,6 +281,14 @@ pub(super) struct Live<'a> {
     rows: usize,
     /// Rows that came late: the watcher fell behind ([`LiveReader::late`]).
     late: usize,
+    /// The rows published provisional (`"final": false`), oldest first,
+    /// each with the schedule's count of its due requests: published again
+    /// complete (`"final": true`) once a second look finds them complete
+    /// ([`LiveReader::recheck`]), or at the end from the report.
+    provisional: Vec<(IntervalReport, Option<u64>)>,
+    /// Prometheus gets no live row from the first provisional one on (its
+    /// samples cannot be revised, and must come in order).
+    prom_held: bool,
     /// How often the streamer polls ([`poll_period`]).
     poll: Duration,
     schedule: usize,
@@ -317,6 +358,7 @@ impl<'a> Live<'a> {
                         open: VecDeque::new(),
                         next_sample: 0,
                         schedule: plan.interval_count(),
+                        last: None,
                     }),
                     Err(e) => {
                         eprintln!(
@@ -364,6 +406,8 @@ impl<'a> Live<'a> {
             failed: None,
             rows: 0,
             late: 0,
+            provisional: Vec::new(),
+            prom_held: false,
             poll: poll_period(plan.interval_ns),
             schedule: plan.interval_count(),
             engine,
@@ -383,11 +427,23 @@ impl<'a> Live<'a> {
         self.prom.is_some()
     }
 
-    /// Streams the closed intervals of `control`'s engine until `done`.
-    pub(super) fn stream(&mut self, control: &Control, done: &AtomicBool) {
+    /// Streams the closed intervals of `control`'s engine (running
+    /// `plan`) until `done`. A row is complete when every request due in it
+    /// was handled and settled ([`Counts::is_complete`], against the
+    /// schedule's count from [`Plan::interval_offers`]); one that is not (a
+    /// pacer more than the grace behind) is published provisional:
+    /// `"final": false`, `scheduled` the schedule's, and is published again
+    /// complete (`"final": true`) as soon as a second look at its counters
+    /// finds it complete, or at the end from the report; Prometheus, whose
+    /// samples cannot be revised, gets no row from the first provisional
+    /// one on until the end.
+    ///
+    /// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
+    pub(super) fn stream(&mut self, control: &Control, plan: &Plan<'_>, done: &AtomicBool) {
         if !self.is_on() {
             return;
         }
+        let mut offers = plan.interval_offers();
         let mut reader = LiveReader::default();
         loop {
             // Read `done` first: a last poll after it misses nothing the
@@ -403,10 +459,17 @@ impl<'a> Live<'a> {
                     m.set_pacers(self.engine.pacers(live.mailboxes(), self.zero_rtt));
                     m
                 });
-                let row = maker.row(i, iv);
+                let mut row = maker.row(i, iv);
+                let offered = offers.as_mut().and_then(Iterator::next);
+                if !iv.counts.is_complete(offered) {
+                    row.complete = Some(false);
+                    row.scheduled = offered.unwrap_or(row.scheduled).max(row.scheduled);
+                    self.provisional.push((row.clone(), offered));
+                    self.prom_held = true;
+                }
                 self.rows += 1;
                 self.write(&row);
-                if let Some(p) = self.prom.as_mut() {
+                if let Some(p) = self.prom.as_mut().filter(|_| !self.prom_held) {
                     p.row(
                         control.progress.origin_unix_ns.load(Ordering::Acquire),
                         i,
@@ -419,6 +482,7 @@ impl<'a> Live<'a> {
                     d.get().row(&row);
                 }
             });
+            self.second_look(&mut reader, live);
             if let Some(prom) = self.prom.as_mut() {
                 let p = &control.progress;
                 prom.sample(
@@ -443,6 +507,49 @@ impl<'a> Live<'a> {
         }
     }
 
+    /// A second look at the oldest provisional row: once every engine
+    /// thread answered with its counters and they make it complete (by the
+    /// same rule, [`Counts::is_complete`]), the row with its
+    /// by-intended-time counts so completed is published again,
+    /// `"final": true`, to the lines and the dashboard. Its by-time counts
+    /// and quantiles were complete when it was first published.
+    ///
+    /// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
+    fn second_look(
+        &mut self,
+        reader: &mut LiveReader,
+        live: &metronome_core::engine::LiveIntervals,
+    ) {
+        let Some((row, offered)) = self.provisional.first() else {
+            return;
+        };
+        let i = self.row_index(row);
+        let Some(c) = reader.recheck(live, i) else {
+            return;
+        };
+        if !c.is_complete(*offered) {
+            return;
+        }
+        let (mut row, _) = self.provisional.remove(0);
+        row.scheduled = c.scheduled;
+        row.dropped = c.dropped;
+        row.waited = c.waited;
+        row.pool_full = c.pool_full;
+        row.late = c.late;
+        row.late_waiting = c.late_waiting;
+        row.complete = Some(true);
+        self.write(&row);
+        if let Some(d) = &self.dashboard {
+            d.get().replace(i, &row);
+        }
+    }
+
+    /// The interval index of a row of the schedule (its start over the
+    /// interval's width).
+    fn row_index(&self, row: &IntervalReport) -> usize {
+        (row.start_s / self.plan_rows.width_s()).round() as usize
+    }
+
     /// With `--dashboard`: its thread's CPU so far, seconds.
     pub(super) fn dashboard_cpu_s(&self) -> Option<f64> {
         self.dashboard.as_ref().map(|d| d.get().cpu_s())
@@ -462,10 +569,27 @@ impl<'a> Live<'a> {
                 report.intervals.len()
             ));
         }
+        // The provisional rows again, complete (`"final": true`): the
+        // report's, in their place.
+        for (row, _) in std::mem::take(&mut self.provisional) {
+            let i = self.row_index(&row);
+            if let Some(row) = report.intervals.get(i) {
+                let row = IntervalReport {
+                    complete: Some(true),
+                    ..row.clone()
+                };
+                self.write(&row);
+            }
+        }
         for row in report.intervals.iter().skip(self.rows) {
             self.write(row);
         }
         self.rows = self.rows.max(report.intervals.len());
+        // The drain's rows (`"phase": "drain"`), after the schedule's: the
+        // lines hold every row of the report, so they sum to it.
+        for row in &report.drain {
+            self.write(row);
+        }
         if let Some(e) = self.failed.take() {
             warnings.push(format!(
                 "--out-intervals: {e}; the report has every interval"

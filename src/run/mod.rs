@@ -116,7 +116,7 @@ pub(crate) fn run_on(
         }
     }
     if args.http2 {
-        // The engine's connections offer h2 only (discovery, before, spoke HTTP/1.1).
+        // The engine's connections offer h2 only (discovery, before, spoke h2 too).
         if let Some(t) = p.tls.as_mut() {
             t.offer_h2_only();
         }
@@ -179,7 +179,7 @@ pub(crate) fn run_on(
         let watcher = s.spawn(|| progress::watch(&control, &done, show_progress, plan.end_ns()));
         let streamer = s.spawn(|| {
             crate::background::give_way();
-            live.stream(&control, &done)
+            live.stream(&control, &plan, &done)
         });
         let result = engine::run(
             args.engine,
@@ -263,11 +263,19 @@ pub(crate) fn run_on(
     // A push that fails is a warning with its counts, never a failed run.
     report.generator.dashboard_cpu_s = live.dashboard_cpu_s();
     let pushed_live = live.pushes_prometheus();
-    let mut warnings = live.finish(&report, &output.intervals);
-    if let Some((counts, warning)) = out_requests {
+    // The request lines' counts and warning are the report's; a file that
+    // failed is a failed output (exit 1), as for --out below.
+    let mut unwritten: Vec<String> = Vec::new();
+    if let Some((counts, warning, failed)) = out_requests {
         report.generator.out_requests = Some(counts);
-        warnings.extend(warning);
+        if let Some(w) = warning {
+            if failed {
+                unwritten.push(w.clone());
+            }
+            report.generator.warnings.push(w);
+        }
     }
+    let mut warnings = live.finish(&report, &output.intervals);
     if !pushed_live {
         warnings.extend(crate::prom::push_report(&report, &args.prometheus));
     }
@@ -277,7 +285,6 @@ pub(crate) fn run_on(
     // Every file asked for; one that cannot be written (its path was
     // checked before the run) loses nothing: the report is still printed,
     // the JSON goes to a fallback file, and the run exits 1.
-    let mut unwritten: Vec<String> = Vec::new();
     let mut wrote = |flag: &str, path: &std::path::Path, r: anyhow::Result<()>| {
         if let Err(e) = r {
             let e = e.context(format!("cannot write {}", path.display()));
@@ -285,12 +292,11 @@ pub(crate) fn run_on(
         }
     };
     let json = serde_json::to_string_pretty(&report)? + "\n";
+    let mut json_saved = false;
     if let Some(path) = &args.out {
-        wrote(
-            "--out",
-            path,
-            std::fs::write(path, &json).map_err(Into::into),
-        );
+        let r = std::fs::write(path, &json);
+        json_saved = r.is_ok();
+        wrote("--out", path, r.map_err(Into::into));
     }
     if let Some(path) = &args.hlog {
         let log = report::hlog::render_run_hlog(
@@ -335,7 +341,11 @@ pub(crate) fn run_on(
             std::fs::write(path, hgrm).map_err(Into::into),
         );
     }
+    // The JSON goes to a fallback file unless --out holds it.
     let unwritten = (!unwritten.is_empty()).then(|| {
+        if json_saved {
+            return unwritten.join("; ");
+        }
         let saved = match crate::output::write_fallback(&report.run_id, &json) {
             Ok(at) => format!("the JSON report is in {}", at.display()),
             Err(why) => why,

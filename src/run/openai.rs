@@ -375,7 +375,15 @@ pub(super) fn openai_requests(
         (None, None) => {
             let path = models_path(&target.path);
             let auth: Vec<String> = headers[2..].to_vec();
-            let m = super::discover::discover(addr, &target.authority(), &path, &auth, tls)?;
+            // In the run's protocol, with its TLS settings and headers.
+            let wire = if args.http3 {
+                super::discover::Wire::Http3
+            } else if args.http2 || args.http2_prior_knowledge {
+                super::discover::Wire::Http2
+            } else {
+                super::discover::Wire::Http1
+            };
+            let m = super::discover::discover(addr, &target.authority(), &path, &auth, tls, wire)?;
             eprint_once(format!("metronome: model: {m} (from {path})"));
             (m, "/v1/models")
         }

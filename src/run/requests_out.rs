@@ -8,7 +8,7 @@
 //! priority ([`crate::background`]), drains the queue every few
 //! milliseconds and writes the lines through a buffer.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -90,7 +90,9 @@ impl RequestsOut {
         let stop = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             drain,
-            out: BufWriter::with_capacity(BUFFER, out),
+            out,
+            buf: Vec::with_capacity(BUFFER + 4096),
+            ends: Vec::with_capacity(BUFFER / 64),
             named,
             header: format!(
                 "{{\"schema\":\"{SCHEMA}\",\"run_id\":{}",
@@ -119,8 +121,11 @@ impl RequestsOut {
     }
 
     /// Writes what is left once every record is in (the engine returned),
-    /// and returns the counts, with a warning when lines are missing.
-    pub(super) fn finish(self) -> (OutRequests, Option<String>) {
+    /// and returns the counts (`written`: the lines the file took whole),
+    /// with a warning when lines are missing and whether the output failed
+    /// (a write error or the writer's end: the run fails, exit 1, as for
+    /// `--out`; records the queue dropped are a warning only).
+    pub(super) fn finish(self) -> (OutRequests, Option<String>, bool) {
         self.stop.store(true, Ordering::Release);
         let queue_dropped = {
             let w = self.thread.join();
@@ -142,6 +147,7 @@ impl RequestsOut {
             written: w.lines,
             dropped,
         };
+        let failed = w.failed.is_some() || panicked.is_some();
         let warning = match (w.failed, panicked) {
             (Some(e), _) => Some(format!(
                 "--out-requests: cannot write {}: {e}; {} lines written, {dropped} requests without one",
@@ -154,14 +160,19 @@ impl RequestsOut {
             )),
             (None, None) => None,
         };
-        (counts, warning)
+        (counts, warning, failed)
     }
 }
 
 /// The writer thread's state.
 struct Writer {
     drain: RequestDrain,
-    out: BufWriter<Box<dyn Write + Send>>,
+    out: Box<dyn Write + Send>,
+    /// Lines made, not yet handed to `out` (at most about [`BUFFER`]).
+    buf: Vec<u8>,
+    /// Where each line in `buf` ends: a line counts as written only once
+    /// `out` took its last byte.
+    ends: Vec<usize>,
     /// Each request index's name as a JSON string, if it has one.
     named: Vec<Option<String>>,
     /// The first line, without its `start_unix_ns` and closing brace.
@@ -186,15 +197,10 @@ impl Writer {
                     w.lost += 1;
                     continue;
                 }
-                match self.line(&r) {
-                    Ok(()) => {
-                        w.lines += 1;
-                        wrote = true;
-                    }
-                    Err(e) => {
-                        w.failed = Some(e);
-                        w.lost += 1;
-                    }
+                self.line(&r);
+                wrote = true;
+                if self.buf.len() >= BUFFER {
+                    self.flush(&mut w);
                 }
             }
             if last {
@@ -202,37 +208,79 @@ impl Writer {
             }
             // Lines reach the file within a poll or two while the run goes.
             if wrote && w.failed.is_none() {
-                if let Err(e) = self.out.flush() {
-                    w.failed = Some(e);
-                }
+                self.flush(&mut w);
             }
             std::thread::sleep(POLL);
         }
         if w.failed.is_none() {
-            let end = self.write_header().and_then(|()| self.out.flush());
-            if let Err(e) = end {
-                w.failed = Some(e);
-            }
+            self.write_header();
+            self.flush(&mut w);
         }
         w
+    }
+
+    /// Hands `buf` to `out` and flushes it: the lines `out` took whole
+    /// count as written; on an error the others are lost (counted), and
+    /// so is every later record.
+    fn flush(&mut self, w: &mut Written) {
+        let mut done = 0;
+        let mut error = None;
+        while done < self.buf.len() {
+            match self.out.write(&self.buf[done..]) {
+                Ok(0) => {
+                    error = Some(io::Error::from(io::ErrorKind::WriteZero));
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        if error.is_none() {
+            error = self.out.flush().err();
+        }
+        let whole = match error {
+            // A flush that failed may have kept any of the bytes.
+            Some(_) if done == self.buf.len() => 0,
+            Some(_) => self.ends.iter().filter(|&&end| end <= done).count(),
+            None => self.ends.len(),
+        };
+        w.lines += whole as u64;
+        w.lost += (self.ends.len() - whole) as u64;
+        if error.is_some() {
+            w.failed = error;
+        }
+        self.buf.clear();
+        self.ends.clear();
     }
 
     /// The first line, once: the schema, the run's id (the report's
     /// `run_id`) and the schedule's zero in ns since the Unix epoch (the
     /// report's `start_unix_ns`), the zero of every time in the lines.
-    fn write_header(&mut self) -> io::Result<()> {
+    fn write_header(&mut self) {
         if self.header_written {
-            return Ok(());
+            return;
         }
         self.header_written = true;
         let origin = self.drain.origin_unix_ns();
-        writeln!(self.out, "{},\"start_unix_ns\":{origin}}}", self.header)
+        // Into a Vec: cannot fail.
+        let _ = writeln!(self.buf, "{},\"start_unix_ns\":{origin}}}", self.header);
     }
 
-    /// One record's line.
-    fn line(&mut self, r: &RequestRecord) -> io::Result<()> {
-        self.write_header()?;
-        let o = &mut self.out;
+    /// One record's line, into `buf`.
+    fn line(&mut self, r: &RequestRecord) {
+        self.write_header();
+        // Writes into a Vec cannot fail.
+        let _ = self.record(r);
+        self.ends.push(self.buf.len());
+    }
+
+    /// One record's line written into `buf`.
+    fn record(&mut self, r: &RequestRecord) -> io::Result<()> {
+        let o = &mut self.buf;
         write!(o, "{{\"intended_ns\":{}", r.intended_ns)?;
         for (key, v) in [
             ("sent_ns", r.sent_ns),

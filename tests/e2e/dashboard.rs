@@ -72,7 +72,7 @@ fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) -
 }
 
 /// A GET on loopback: the body (as long as its Content-Length says).
-fn get(addr: &str, path: &str) -> String {
+pub(crate) fn get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(

@@ -477,6 +477,7 @@ fn nginx_binary() -> Option<std::path::PathBuf> {
 
 /// An nginx serving h2c (`listen ... http2` without TLS: prior knowledge)
 /// from a temporary prefix; killed (by its own child handle) on drop.
+/// Every path answers `ok`, but `/v1/models`: a one-model OpenAI list.
 struct Nginx {
     child: std::process::Child,
     dir: std::path::PathBuf,
@@ -521,7 +522,9 @@ impl Nginx {
              proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
              uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n\
              server {{\n  {listen}\n\
-             location / {{ return 200 \"ok\\n\"; }}\n }}\n}}\n"
+             location / {{ return 200 \"ok\\n\"; }}\n\
+             location = /v1/models {{ default_type application/json; \
+             return 200 '{{\"object\":\"list\",\"data\":[{{\"id\":\"nginx-model\"}}]}}'; }}\n }}\n}}\n"
         );
         let path = dir.join("nginx.conf");
         std::fs::write(&path, conf).unwrap();
@@ -890,5 +893,67 @@ fn h2c_timeout_cancels_streams() {
         assert_eq!(r.requests.ok, 0);
         assert_eq!(r.metrics.latency.count, 0);
         assert_accounting(&r);
+    }
+}
+
+/// `--openai` discovers its model in the run's protocol, with its TLS
+/// settings: against nginx over h2c (prior knowledge only: an HTTP/1.1
+/// request is not answered) and over TLS with ALPN h2, on both engines,
+/// nginx logs every request, the `GET /v1/models` included, as HTTP/2.0.
+/// (Before: discovery spoke HTTP/1.1 whatever the run's protocol: refused
+/// by the h2c server, and logged as HTTP/1.1 over TLS.) nginx answers the
+/// completions `ok`, not a stream: the run's own requests fail; only the
+/// discovery and the protocol are checked here.
+#[test]
+fn openai_discovery_speaks_the_runs_http2() {
+    let Some(bin) = nginx_binary() else {
+        skip_outside_ci("openai_discovery_speaks_the_runs_http2: nginx is not installed");
+        return;
+    };
+    let certs = tls_files();
+    for engine in engines() {
+        let mut cases: Vec<(Nginx, Vec<String>)> =
+            vec![(Nginx::start(&bin), vec!["--http2-prior-knowledge".into()])];
+        if let Some(certs) = &certs {
+            let cacert = certs.join("cert.pem").display().to_string();
+            cases.push((
+                Nginx::start_with(&bin, Some((certs, true))),
+                vec!["--http2".into(), "--cacert".into(), cacert],
+            ));
+        } else {
+            skip_outside_ci("the h2 (TLS) half: openssl is not installed");
+        }
+        for (ngx, flags) in cases {
+            let scheme = if flags[0] == "--http2" {
+                "https"
+            } else {
+                "http"
+            };
+            let url = format!("{scheme}://127.0.0.1:{}/v1/chat/completions", ngx.port);
+            let mut args = vec![
+                "run",
+                url.as_str(),
+                "--openai",
+                "--rate",
+                "4",
+                "--duration",
+                "500ms",
+            ];
+            args.extend(flags.iter().map(String::as_str));
+            args.extend(["--quiet", "--engine", engine]);
+            let out = metronome(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("metronome: model: nginx-model (from /v1/models)"),
+                "{engine} {args:?}: {err}"
+            );
+            let protocols = ngx.protocols();
+            // The discovery and the run's 2 requests (at least).
+            assert!(protocols.len() > 2, "{engine}: {protocols:?}");
+            assert!(
+                protocols.iter().all(|p| p == "HTTP/2.0"),
+                "{engine} {scheme}: {protocols:?}"
+            );
+        }
     }
 }

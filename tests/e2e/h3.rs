@@ -312,6 +312,49 @@ fn h3_openai_sse_ttft_itl() {
     }
 }
 
+/// `--http3 --openai` without `--model` discovers it over HTTP/3, with
+/// the run's `--cacert`, on both engines: aioquic listens on UDP only.
+/// (Before: discovery spoke HTTP/1.1 over TCP, "cannot discover the model
+/// ... Connection refused ... is the server up?", exit 1.)
+#[test]
+fn h3_openai_discovers_the_model_over_http3() {
+    if !aioquic() {
+        return;
+    }
+    let cert = Cert::new("discover");
+    let srv = h3_server(&cert, &["sse"]);
+    for engine in engines() {
+        let out = metronome(&[
+            "run",
+            &srv.url(),
+            "--http3",
+            "--cacert",
+            cert.cacert(),
+            "--openai",
+            "--max-tokens",
+            "5",
+            "--rate",
+            "10",
+            "--duration",
+            "500ms",
+            "--quiet",
+            "--engine",
+            engine,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {err}");
+        assert!(
+            err.contains("metronome: model: aioquic-model (from /v1/models)"),
+            "{engine}: {err}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("requests: scheduled 5  sent 5  ok 5"),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 /// A certificate not trusted (no --cacert): exit 1, one line naming the
 /// refused certificate and the flags; `--insecure` runs. On each engine.
 #[test]

@@ -98,6 +98,14 @@ fn live_run_with(
     )
 }
 
+/// The report's rows, the lines' counterparts: its `intervals`, then its
+/// `drain` (`"phase": "drain"`, issue 38).
+fn all_rows(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut rows = report["intervals"].as_array().cloned().unwrap_or_default();
+    rows.extend(report["drain"].as_array().cloned().unwrap_or_default());
+    rows
+}
+
 /// Every line equals the report's `intervals[i]`, all of them in order;
 /// those that arrived before the engine could have finished (sooner than
 /// the run's duration after the spawn) were streamed live.
@@ -107,8 +115,9 @@ fn live_intervals_equal_the_final_report() {
         let (lines, report, stderr) = live_run(engine, &[]);
         let rows = report["intervals"].as_array().expect("intervals");
         assert_eq!(rows.len(), 6, "{engine}");
-        assert_eq!(lines.len(), rows.len(), "{engine}: {lines:?}");
-        for (i, ((_, line), row)) in lines.iter().zip(rows).enumerate() {
+        let all = all_rows(&report);
+        assert_eq!(lines.len(), all.len(), "{engine}: {lines:?}");
+        for (i, ((_, line), row)) in lines.iter().zip(&all).enumerate() {
             let live: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
             assert_eq!(&live, row, "{engine}: interval {i}");
         }
@@ -138,12 +147,11 @@ fn closed_loops_threads_and_warmup_too() {
         }
         for extra in configs {
             let (lines, report, _) = live_run(engine, &extra);
-            let rows = report["intervals"].as_array().expect("intervals");
             let got: Vec<serde_json::Value> = lines
                 .iter()
                 .map(|(_, l)| serde_json::from_str(l).expect("a JSON line"))
                 .collect();
-            assert_eq!(&got, rows, "{engine} {extra:?}");
+            assert_eq!(got, all_rows(&report), "{engine} {extra:?}");
             let live = lines.iter().filter(|(at, _)| *at < RUN).count();
             assert!(live >= 1, "{engine} {extra:?}: no line while the run went");
         }
@@ -166,8 +174,9 @@ fn a_late_watcher_loses_no_interval() {
         let (lines, report, stderr) = live_run_with(engine, "20ms", &[], Some(stall));
         let rows = report["intervals"].as_array().expect("intervals");
         assert_eq!(rows.len(), 150, "{engine}");
-        assert_eq!(lines.len(), rows.len(), "{engine}");
-        for (i, ((_, line), row)) in lines.iter().zip(rows).enumerate() {
+        let all = all_rows(&report);
+        assert_eq!(lines.len(), all.len(), "{engine}");
+        for (i, ((_, line), row)) in lines.iter().zip(&all).enumerate() {
             let live: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
             assert_eq!(&live, row, "{engine}: interval {i}");
         }
@@ -226,7 +235,7 @@ fn stdout_lines_are_for_one_run() {
 #[test]
 fn json_format_follows_the_lines() {
     let (lines, report, _) = live_run("std", &["--format", "json"]);
-    let n = report["intervals"].as_array().unwrap().len();
+    let n = all_rows(&report).len();
     assert!(lines.len() > n, "{lines:?}");
     let rest: String = lines[n..].iter().map(|(_, l)| l.as_str()).collect();
     let printed: serde_json::Value = serde_json::from_str(&rest).expect("the JSON report");

@@ -35,6 +35,9 @@ mod intervals;
 mod live;
 // `--out-requests`: one line per measured request, equal to the report's counts.
 mod out_requests;
+// One truth in every view: the lines, the request lines and the page say
+// what the report says, on a matrix of runs (issue 38).
+mod views;
 // The report's `argv` and `protocol`, and the protocol-mismatch hints.
 mod protocol;
 // The engine a container gets: `auto` under a seccomp filter refusing

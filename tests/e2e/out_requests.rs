@@ -388,3 +388,72 @@ fn stdout_and_bad_paths() {
         "{stderr}"
     );
 }
+
+/// A file that takes no line (`/dev/full`: it opens, every write fails)
+/// is a failed output, as `--out` is: exit 1, the counts true (`written`
+/// 0, every request `dropped`: without its line), the warning among the
+/// report's warnings and in the one failure line; the `--out` report is
+/// still written. (Before: exit 0 and `written: 1`, the warning only on
+/// stderr.)
+#[test]
+fn a_file_that_fails_is_a_failed_output() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("SKIP: no /dev/full here");
+        return;
+    }
+    let srv = server(plain(Duration::ZERO));
+    let url = format!("http://{}/", srv.addr());
+    let out_path = temp("full-report");
+    let out = metronome(&[
+        "run",
+        &url,
+        "--engine",
+        "std",
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--quiet",
+        "--out-requests",
+        "/dev/full",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let r = common::read_report(&out_path);
+    let _ = std::fs::remove_file(&out_path);
+    assert_eq!(r.requests.ok, 50);
+    assert_eq!(
+        r.generator.out_requests,
+        Some(OutRequests {
+            written: 0,
+            dropped: 50
+        })
+    );
+    let warned: Vec<&String> = r
+        .generator
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("--out-requests: cannot write /dev/full"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{:?}", r.generator.warnings);
+    assert!(
+        warned[0].contains("0 lines written, 50 requests without one"),
+        "{}",
+        warned[0]
+    );
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("metronome: --out-requests: cannot write /dev/full"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("the JSON report is in"),
+        "--out holds it: {stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: --out-requests: cannot write"));
+}

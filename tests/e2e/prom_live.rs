@@ -464,3 +464,95 @@ fn live_pushes_carry_the_mix_per_name() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Issue 38, item 3: every interval of the schedule has its gauges stored
+/// (interval p99, sent/s, send-lag p99, in flight; connections open live),
+/// the last one's at the end of the measured phase with the totals: live
+/// and from the saved report (`report FILE --prometheus-rw`). Before the
+/// fix a 4-interval run stored 3 samples of each, both ways.
+#[test]
+fn every_interval_has_its_gauges_live_and_saved() {
+    let Some(prom) = Prometheus::start("gauges") else {
+        return;
+    };
+    let srv = server(plain(Duration::from_millis(1)));
+    let dir = scratch("gauges");
+    let out = dir.join("run.json");
+    let url = format!("http://{}/", srv.addr());
+    let w = prom.write_url();
+    let suite = format!("gauges{}", std::process::id());
+    let live = format!("suite={suite}-live");
+    for engine in common::engines() {
+        let args = [
+            "run",
+            &url,
+            "--quiet",
+            "--engine",
+            engine,
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--out",
+            out.to_str().unwrap(),
+            "--prometheus-rw",
+            &w,
+            "--prometheus-label",
+            &live,
+            "--prometheus-label",
+            &format!("eng={engine}"),
+        ];
+        let sel = format!("{{suite=\"{suite}-live\",eng=\"{engine}\"}}");
+        let (r, _) = run_watching(&prom, &args, &format!("metronome_requests_sent_total{sel}"));
+        let saved = format!("suite={suite}-saved-{engine}");
+        let pushed = common::metronome(&[
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            "--prometheus-rw",
+            &w,
+            "--prometheus-label",
+            &saved,
+        ]);
+        assert_eq!(pushed.status.code(), Some(0), "{pushed:?}");
+        let n = r.intervals.len();
+        assert_eq!(n, 4, "{engine}");
+        let end = measured_ms(&r, r.duration_s);
+        let last = &r.intervals[n - 1];
+        let mut gauges = vec![
+            ("metronome_interval_sent_per_second", last.sent as f64 / 0.5),
+            ("metronome_interval_latency_p99_seconds", last.p99 / 1e3),
+            (
+                "metronome_interval_send_lag_p99_seconds",
+                last.send_lag_p99 / 1e3,
+            ),
+            ("metronome_in_flight_requests", last.in_flight as f64),
+        ];
+        for (source, sel) in [
+            ("live", sel.clone()),
+            ("saved", format!("{{suite=\"{suite}-saved-{engine}\"}}")),
+        ] {
+            if source == "live" {
+                gauges.push(("metronome_connections_open", f64::NAN));
+            } else {
+                gauges.retain(|(g, _)| *g != "metronome_connections_open");
+            }
+            for (g, want) in &gauges {
+                let stored = prom.value(&format!("count_over_time({g}{sel}[1h])"), Some(end));
+                assert_eq!(stored, n as f64, "{engine} {source}: samples of {g}");
+                let at_end = prom.value(&format!("{g}{sel}"), Some(end));
+                if !want.is_nan() {
+                    let close = (at_end - want).abs() <= 1e-9 * want.abs().max(1.0);
+                    assert!(
+                        close,
+                        "{engine} {source}: {g} at the end {at_end}, row {want}"
+                    );
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

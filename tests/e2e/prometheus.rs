@@ -48,6 +48,12 @@ impl Prometheus {
     /// Starts Prometheus, or returns `None` (after a SKIP line) where it is
     /// not installed; under CI a missing Prometheus fails the test.
     pub(crate) fn start(test: &str) -> Option<Prometheus> {
+        Prometheus::start_with(test, true)
+    }
+
+    /// [`Prometheus::start`], with native histograms on or (as Prometheus
+    /// 2.42 is by default) off.
+    pub(crate) fn start_with(test: &str, native: bool) -> Option<Prometheus> {
         let Some(bin) = prometheus_binary() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -69,7 +75,11 @@ impl Prometheus {
             .unwrap()
             .port();
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        if native {
+            cmd.arg("--enable-feature=native-histograms");
+        }
+        let child = cmd
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -77,7 +87,6 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--web.enable-remote-write-receiver")
-            .arg("--enable-feature=native-histograms")
             .arg("--storage.tsdb.retention.size=64MB")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -531,4 +540,238 @@ fn live_intervals_arrive_as_cumulative_series() {
         );
         assert_within_bound(p99, p99_ns as f64 * 1e-9, "cumulative p99");
     }
+}
+
+/// `report --prometheus-rw` of a sweep pushes each step's report, and of a
+/// `--repeat` document each run's, each under its own `run_id` (before: a
+/// sweep was refused with advice to push "each step's run report", which
+/// sweep never writes; a repeat document could not be read at all).
+#[test]
+fn a_saved_sweep_and_repeat_push_each_run() {
+    let Some(prom) = Prometheus::start("docs") else {
+        return;
+    };
+    let srv = server(plain(Duration::from_millis(1)));
+    let dir = scratch("docs");
+    let url = format!("http://{}/", srv.addr());
+    let w = prom.write_url();
+    let sweep = dir.join("sweep.json");
+    let repeat = dir.join("repeat.json");
+    let common = ["--duration", "500ms", "--quiet", "--engine", "std"];
+    let mut a = vec![
+        "sweep",
+        &url,
+        "--rates",
+        "20,40",
+        "--out",
+        sweep.to_str().unwrap(),
+    ];
+    a.extend(common);
+    let out = metronome(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut a = vec![
+        "run",
+        &url,
+        "--rate",
+        "30",
+        "--repeat",
+        "2",
+        "--out",
+        repeat.to_str().unwrap(),
+    ];
+    a.extend(common);
+    let out = metronome(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sw: metronome::report::sweep::Sweep =
+        serde_json::from_str(&std::fs::read_to_string(&sweep).unwrap()).unwrap();
+    let rp: metronome::report::repeat::Repeat =
+        serde_json::from_str(&std::fs::read_to_string(&repeat).unwrap()).unwrap();
+    for (file, source, runs) in [(&sweep, "sweep", &sw.steps), (&repeat, "repeat", &rp.runs)] {
+        let label = format!("source={source}");
+        let out = metronome(&[
+            "report",
+            file.to_str().unwrap(),
+            "--prometheus-rw",
+            &w,
+            "--prometheus-label",
+            &label,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{source}: {stderr}");
+        assert!(stderr.is_empty(), "{source}: {stderr}");
+        for r in runs.iter() {
+            let sel = format!("{{source=\"{source}\",run_id=\"{}\"}}", r.run_id);
+            let ok = prom.value(&format!("metronome_requests_ok_total{sel}"), None);
+            assert_eq!(ok, r.requests.ok as f64, "{source} {}", r.run_id);
+        }
+        let series = prom.query(
+            &format!("metronome_requests_ok_total{{source=\"{source}\"}}"),
+            None,
+        );
+        assert_eq!(series.len(), runs.len(), "{source}: one series per run");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A receiver that is down costs at most `--prometheus-timeout` after the
+/// run, and says so while it waits: a closed loopback port (refused at
+/// once, retried), and a listener that accepts and never answers (each
+/// POST waits for its reply; before, the one under way at the deadline
+/// held the run up to its 5 s I/O timeout beyond it, and nothing was
+/// printed while the flush waited).
+#[test]
+fn a_receiver_that_is_down_costs_at_most_the_timeout_and_says_so() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Accepts, reads nothing, answers nothing; connections kept open.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in silent.incoming().take(64) {
+            match c {
+                Ok(c) => held.push(c),
+                Err(_) => return,
+            }
+        }
+    });
+    for (what, port) in [("closed", closed), ("silent", silent_port)] {
+        let w = format!("http://127.0.0.1:{port}/api/v1/write");
+        let t = Instant::now();
+        let out = metronome(&[
+            "run",
+            &url,
+            "--quiet",
+            "--engine",
+            "std",
+            "--rate",
+            "50",
+            "--duration",
+            "1500ms",
+            "--prometheus-rw",
+            &w,
+            "--prometheus-timeout",
+            "1s",
+        ]);
+        let took = t.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
+        assert!(
+            stderr.contains(
+                "metronome: --prometheus-rw: waiting up to 1.000 s (--prometheus-timeout) to push "
+            ),
+            "{what}: {stderr}"
+        );
+        assert!(stderr.contains("not stored"), "{what}: {stderr}");
+        // The run (1.5 s), its set-up and the flush's 1 s, with room for a
+        // loaded machine; the I/O timeout alone is 5 s.
+        assert!(
+            took < Duration::from_millis(1500 + 1000 + 2000),
+            "{what}: {took:?}: {stderr}"
+        );
+    }
+}
+
+/// A Prometheus without native histograms (2.42's default) answers every
+/// push that carries one `HTTP 500: native histograms are disabled` and
+/// stores nothing of it, not even its counters. The run says so once,
+/// naming both remedies, and falls back to classic summaries by itself:
+/// the counters and the totals' summaries are stored, live and from a
+/// saved report. (Before: every push was retried as if the 500 were
+/// transient, and nothing at all was stored.)
+#[test]
+fn without_native_histograms_the_push_falls_back_to_summaries() {
+    let Some(prom) = Prometheus::start_with("nonative", false) else {
+        return;
+    };
+    let srv = server(plain(Duration::from_millis(1)));
+    let dir = scratch("nonative");
+    let out_path = dir.join("r.json");
+    let url = format!("http://{}/", srv.addr());
+    let w = prom.write_url();
+    let out = metronome(&[
+        "run",
+        &url,
+        "--quiet",
+        "--engine",
+        "std",
+        "--rate",
+        "200",
+        "--duration",
+        "2s",
+        "--interval",
+        "500ms",
+        "--out",
+        out_path.to_str().unwrap(),
+        "--prometheus-rw",
+        &w,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("refused native histograms"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {stderr}");
+    for remedy in [
+        "HTTP 500: native histograms are disabled",
+        "--prometheus-summaries",
+        "--enable-feature=native-histograms",
+    ] {
+        assert!(said[0].contains(remedy), "{remedy}: {}", said[0]);
+    }
+    assert!(!stderr.contains("not stored"), "{stderr}");
+    let r = common::read_report(&out_path);
+    let check = |sel: &str| {
+        let q = &r.requests;
+        for (name, want) in [("scheduled", q.scheduled), ("sent", q.sent), ("ok", q.ok)] {
+            let got = prom.value(&format!("metronome_requests_{name}_total{sel}"), None);
+            assert_eq!(got, want as f64, "{sel} {name}");
+        }
+        let m = &r.metrics.latency;
+        let count = prom.value(&format!("metronome_latency_seconds_count{sel}"), None);
+        assert_eq!(count, m.count as f64, "{sel}");
+        let inner = sel.trim_start_matches('{').trim_end_matches('}');
+        let p99 = prom.value(
+            &format!("metronome_latency_seconds{{{inner},quantile=\"0.99\"}}"),
+            None,
+        );
+        assert_eq!(p99, m.p99 / 1e3, "{sel}: the report's own p99");
+    };
+    check(&format!("{{run_id=\"{}\"}}", r.run_id));
+    // A saved report: its totals carry their summaries as the fallback.
+    let out = metronome(&[
+        "report",
+        out_path.to_str().unwrap(),
+        "--format",
+        "json",
+        "--prometheus-rw",
+        &w,
+        "--prometheus-label",
+        "source=saved",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("refused native histograms").count(),
+        1,
+        "{stderr}"
+    );
+    check("{source=\"saved\"}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

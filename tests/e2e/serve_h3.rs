@@ -61,11 +61,11 @@ impl H3Serve {
         self.srv.as_ref().unwrap().addr()
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://{}{path}", self.addr())
     }
 
-    fn ca(&self) -> &str {
+    pub(crate) fn ca(&self) -> &str {
         self.ca.to_str().expect("a UTF-8 temporary path")
     }
 

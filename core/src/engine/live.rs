@@ -31,7 +31,11 @@
 //! holds in full): a value that lands in it later still (a request sent
 //! more than that late, counted by its intended time) is in the final
 //! report but not in the live copy. Only the schedule's intervals are
-//! published live, not the drain's.
+//! published live, not the drain's. A watcher that handed an interval on
+//! before it was complete (its due requests not all settled: a pacer, or
+//! requests, more than the grace behind) takes a second look at its
+//! counters ([`LiveReader::recheck`]): each thread answers at its next
+//! tick, without blocking or allocating.
 //!
 //! With [`LiveIntervals::enable_so_far`] (the Prometheus push), each copy
 //! also carries the thread's whole-run histograms that have no
@@ -39,6 +43,7 @@
 //! hands their sum over the threads on with the interval ([`SoFar`]).
 
 use std::boxed::Box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::vec::Vec;
 
@@ -78,6 +83,11 @@ struct Mailbox {
     /// The thread's whole-run histograms as of the batch's copy (no slots
     /// unless [`LiveIntervals::enable_so_far`]).
     so_far: SoFarRoom,
+    /// The watcher's question ([`LiveReader::recheck`]): the counters of
+    /// this interval again.
+    want: Option<usize>,
+    /// The thread's answer: an interval and its counters as they stood.
+    answer: Option<(usize, Counts)>,
 }
 
 impl Mailbox {
@@ -103,6 +113,9 @@ pub struct LiveIntervals {
     on: std::sync::atomic::AtomicBool,
     so_far: std::sync::atomic::AtomicBool,
     boxes: Mutex<Vec<Shared>>,
+    /// Questions the watcher asked ([`LiveReader::recheck`]): a thread
+    /// looks at its mailbox for one only when this moved.
+    asks: Arc<AtomicU64>,
 }
 
 /// A thread's side of the live intervals and of the progress line: which
@@ -123,6 +136,10 @@ pub struct Published {
     /// Behind because of the watcher: a call found the last batch not yet
     /// taken, and the thread has not copied every closed interval since.
     behind: bool,
+    /// The watcher's count of questions ([`LiveIntervals`]'s `asks`), and
+    /// the last value of it this thread answered.
+    asks: Option<Arc<AtomicU64>>,
+    answered: u64,
 }
 
 impl LiveIntervals {
@@ -179,6 +196,8 @@ impl LiveIntervals {
                 taken: 0,
                 bytes: std::vec![0u8; 3 * SPARSE_MAX_LEN].into_boxed_slice(),
                 so_far: SoFarRoom::new(slots),
+                want: None,
+                answer: None,
             }));
             self.boxes
                 .lock()
@@ -186,6 +205,7 @@ impl LiveIntervals {
                 .push(Arc::clone(&mailbox));
             p.mailbox = Some(mailbox);
             p.scratch = Some(Box::new(Histogram::new()));
+            p.asks = Some(Arc::clone(&self.asks));
         }
         p
     }
@@ -266,6 +286,7 @@ impl Published {
         recorded: Recorded<'_>,
         now_ns: u64,
     ) {
+        self.answer(intervals);
         let Some(mailbox) = &self.mailbox else {
             return;
         };
@@ -289,6 +310,7 @@ impl Published {
             taken,
             bytes,
             so_far,
+            ..
         } = &mut *m;
         (*held, *taken) = (0, 0);
         let mut used = 0;
@@ -323,6 +345,30 @@ impl Published {
             so_far.copy(recorded);
         }
         self.behind &= self.next < last;
+    }
+}
+
+impl Published {
+    /// Answers the watcher's question, if it asked one since the last
+    /// answer ([`LiveReader::recheck`]): the counters of the interval it
+    /// names, as they stand now. An atomic load when there is none; never
+    /// blocks (a `try_lock`: when the watcher holds the mailbox, the next
+    /// call answers), never allocates.
+    fn answer(&mut self, intervals: &dyn IntervalSink) {
+        let (Some(mailbox), Some(asks)) = (&self.mailbox, &self.asks) else {
+            return;
+        };
+        let n = asks.load(Ordering::Acquire);
+        if n == self.answered {
+            return;
+        }
+        let Ok(mut m) = mailbox.try_lock() else {
+            return;
+        };
+        if let Some(i) = m.want.take() {
+            m.answer = Some((i, intervals.counts_at(i).unwrap_or_default()));
+        }
+        self.answered = n;
     }
 }
 
@@ -400,6 +446,9 @@ pub struct LiveReader {
     /// Whether a thread copied interval `next` late.
     next_late: bool,
     late: usize,
+    /// The interval asked about ([`LiveReader::recheck`]), until every
+    /// thread answered.
+    asking: Option<usize>,
 }
 
 impl Default for LiveReader {
@@ -411,6 +460,7 @@ impl Default for LiveReader {
             taken: Vec::new(),
             next_late: false,
             late: 0,
+            asking: None,
         }
     }
 }
@@ -428,6 +478,48 @@ impl LiveReader {
     /// recorded in it up to its copy, later than its grace.
     pub fn late(&self) -> usize {
         self.late
+    }
+
+    /// A second look at interval `i`, handed on before (by
+    /// [`LiveReader::poll`]) when it was not yet complete: the first call
+    /// asks every thread of `live` for the interval's counters as they
+    /// stand; a later one returns their sum once every thread answered (at
+    /// its next publishing tick, within about 50 ms), `None` until then.
+    /// Ask again for a newer look. A thread that no longer publishes (its
+    /// part of the run is over) never answers.
+    pub fn recheck(&mut self, live: &LiveIntervals, i: usize) -> Option<Counts> {
+        let boxes: Vec<Shared> = live
+            .boxes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if boxes.is_empty() {
+            return None;
+        }
+        fn lock(b: &Shared) -> std::sync::MutexGuard<'_, Mailbox> {
+            b.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+        if self.asking != Some(i) {
+            for b in &boxes {
+                let mut m = lock(b);
+                (m.want, m.answer) = (Some(i), None);
+            }
+            self.asking = Some(i);
+            live.asks.fetch_add(1, Ordering::Release);
+            return None;
+        }
+        let mut sum = Counts::new();
+        for b in &boxes {
+            match lock(b).answer {
+                Some((k, c)) if k == i => sum.merge(&c),
+                _ => return None,
+            }
+        }
+        for b in &boxes {
+            lock(b).answer = None;
+        }
+        self.asking = None;
+        Some(sum)
     }
 
     /// Calls `f` with every interval all mailboxes of `live` hold, merged
@@ -645,6 +737,62 @@ mod tests {
             assert_eq!(iv, &full[*i], "interval {i}");
         }
         assert!(seen[3].1.latency.count() == 2 && seen[3].1.ok == 7);
+    }
+
+    /// Issue 38: an interval handed on before it was complete is looked
+    /// at again ([`LiveReader::recheck`]): the first call asks, each thread
+    /// answers at its next tick with the interval's counters as they stand
+    /// then (a late booking included, even once compacted), and the next
+    /// call returns their sum, exactly; a thread that has not ticked yet
+    /// holds the answer back. No question, no lock: a tick without one
+    /// leaves the mailbox alone.
+    #[test]
+    fn a_second_look_at_an_interval_sums_the_threads_as_they_stand() {
+        let mut plan = example_plan();
+        plan.warmup_ns = 0;
+        plan.interval_ns = 20_000_000;
+        plan.duration_ns = 1_000_000_000;
+        let live = LiveIntervals::default();
+        live.enable();
+        let mut pubs = [live.register(&plan), live.register(&plan)];
+        let rec = Recorder::new();
+        let mut series = [Series::for_plan(&plan), Series::for_plan(&plan)];
+        for (t, s) in series.iter_mut().enumerate() {
+            let c = s.counts(2).unwrap();
+            (c.scheduled, c.settled, c.late) = (10, 4 + t as u64, 1);
+        }
+        let mut reader = LiveReader::default();
+        // Nothing asked: a tick answers nothing.
+        for (p, s) in pubs.iter_mut().zip(&series) {
+            p.copy_closed(&plan, s, recorded(&rec, &[]), 0);
+        }
+        assert_eq!(reader.recheck(&live, 2), None, "the first call asks");
+        assert_eq!(reader.recheck(&live, 2), None, "no thread answered yet");
+        // Interval 2 goes on: far behind (the series compacted it), one
+        // thread settles the rest of its due requests, late.
+        for step in 3..40 {
+            for s in &mut series {
+                s.record(step, IntervalMetric::Latency, 1_000);
+            }
+        }
+        let c = series[0].counts(2).unwrap();
+        (c.settled, c.late) = (10, 7);
+        pubs[0].copy_closed(&plan, &series[0], recorded(&rec, &[]), 0);
+        assert_eq!(reader.recheck(&live, 2), None, "thread 1 did not answer");
+        pubs[1].copy_closed(&plan, &series[1], recorded(&rec, &[]), 0);
+        let sum = reader.recheck(&live, 2).expect("both answered");
+        assert_eq!((sum.scheduled, sum.settled, sum.late), (20, 15, 8));
+        assert!(!sum.is_complete(Some(20)));
+        // Asked again: a newer look.
+        let c = series[1].counts(2).unwrap();
+        (c.settled, c.late) = (10, 2);
+        assert_eq!(reader.recheck(&live, 2), None);
+        for (p, s) in pubs.iter_mut().zip(&series) {
+            p.copy_closed(&plan, s, recorded(&rec, &[]), 0);
+        }
+        let sum = reader.recheck(&live, 2).unwrap();
+        assert_eq!((sum.scheduled, sum.settled, sum.late), (20, 20, 9));
+        assert!(sum.is_complete(Some(20)));
     }
 
     /// A watcher that takes nothing for 30 intervals of 20 ms (the series

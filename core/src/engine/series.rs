@@ -396,6 +396,10 @@ impl IntervalSink for Series {
         let slot = self.live.get(i % self.live.len())?;
         (slot.index == i).then(|| (slot.latency.count(), slot.send_lag.count()))
     }
+    fn counts_at(&self, i: usize) -> Option<Counts> {
+        self.counts.get(i).copied()
+    }
+
     fn view(&self, i: usize) -> Option<(&Counts, [Option<&Histogram>; 3])> {
         let counts = self.counts.get(i)?;
         let slot = self.live.get(i % self.live.len())?;

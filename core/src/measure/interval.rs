@@ -54,6 +54,13 @@ pub struct Counts {
     /// Bytes written to the connections in the interval, by the time each
     /// write completed (as `bytes_received`).
     pub bytes_sent: u64,
+    /// Due requests that were settled: sent, dropped or given up unsent,
+    /// by intended time. Once it equals `scheduled` (and `scheduled` the
+    /// schedule's count) no by-intended-time counter of the interval
+    /// (`scheduled`, `dropped`, `waited`, `pool_full`, `late`,
+    /// `late_waiting`) can grow any more: the interval is complete for a
+    /// live view (docs/live.md, "Provisional rows"). Not in the report.
+    pub settled: u64,
 }
 
 impl Counts {
@@ -75,7 +82,34 @@ impl Counts {
             output_tokens: 0,
             bytes_received: 0,
             bytes_sent: 0,
+            settled: 0,
         }
+    }
+
+    /// Whether the interval's by-intended-time counters (`scheduled`,
+    /// `dropped`, `waited`, `pool_full`, `late`, `late_waiting`) are
+    /// final: every due request was handled (`scheduled` is the
+    /// schedule's count, `offered`, when that is known) and settled (sent,
+    /// dropped or given up). A pacer more than the live grace behind its
+    /// schedule leaves the interval incomplete: the one rule every live
+    /// view uses to mark a row provisional (docs/live.md).
+    ///
+    /// ```
+    /// use metronome_core::measure::Counts;
+    /// let mut c = Counts::new();
+    /// (c.scheduled, c.settled) = (90, 90);
+    /// assert!(!c.is_complete(Some(100))); // 10 due, not handled yet
+    /// assert!(c.is_complete(Some(90)));
+    /// c.settled = 80; // 10 still wait for a connection
+    /// assert!(!c.is_complete(Some(90)));
+    /// assert!(!c.is_complete(None));
+    /// ```
+    pub fn is_complete(&self, offered: Option<u64>) -> bool {
+        let handled = match offered {
+            Some(n) => self.scheduled >= n,
+            None => true,
+        };
+        self.settled >= self.scheduled && handled
     }
 
     /// Adds the other interval's counters (saturating).
@@ -95,6 +129,7 @@ impl Counts {
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
         self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
+        self.settled = self.settled.saturating_add(other.settled);
     }
 }
 
@@ -215,6 +250,12 @@ pub trait IntervalSink: core::fmt::Debug {
     /// The samples behind those p99s (latency, send lag), when interval `i`
     /// is still held in full.
     fn samples(&self, i: usize) -> Option<(u64, u64)>;
+    /// The counters of interval `i` as they stand, whether or not it is
+    /// held in full (a live view's second look at an interval it
+    /// published before it was complete); `None` by default.
+    fn counts_at(&self, i: usize) -> Option<Counts> {
+        self.view(i).map(|(c, _)| *c)
+    }
     /// Interval `i` as it stands, to copy: its counters and its latency,
     /// send-lag and TTFT histograms (`None` for one it holds no value of),
     /// when it is still held in full; `None` otherwise.

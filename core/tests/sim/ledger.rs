@@ -735,3 +735,80 @@ fn stream_series_per_interval() {
     assert_eq!(ends, [1, 1, 0, 0]);
     assert_eq!(b.recorder.output_tokens, 13);
 }
+
+/// Issue 38, item 2: a pacer stalled past an interval's end leaves the
+/// interval incomplete by the one rule every live view uses
+/// ([`Counts::is_complete`] against the schedule's count,
+/// [`Plan::interval_offers`]), whatever its counts so far say; so do
+/// requests still waiting for a connection. Once every due request of the
+/// interval was handled and settled (sent, dropped or never sent) it is
+/// complete, and `scheduled` equals the schedule's count exactly.
+///
+/// [`Counts::is_complete`]: metronome_core::measure::Counts::is_complete
+#[test]
+fn a_stalled_pacer_leaves_its_intervals_incomplete() {
+    let plan = plan(); // 100 req/s, 250 ms intervals: 25 due in each
+    let offers: Vec<u64> = plan.interval_offers().unwrap().collect();
+    assert_eq!(offers, [25, 25, 25, 25]);
+    let all: Vec<u64> = plan.schedule(plan.shard).unwrap().collect();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    // The pacer handled the requests due up to 600 ms, then stalled: 10
+    // of interval 0's 25, sent on time.
+    let handled = |t: u64| (500 * MS..600 * MS).contains(&t);
+    for &t in all.iter().filter(|&&t| handled(t)) {
+        assert!(ledger.scheduled(&mut b.tally(), t, 0));
+        assert!(ledger.sent(&mut b.tally(), t, 0, t));
+    }
+    let iv0 = &b.intervals[0].counts;
+    assert_eq!((iv0.scheduled, iv0.settled), (10, 10));
+    // Its counts agree with each other, but not with the schedule.
+    assert!(iv0.is_complete(None));
+    assert!(!iv0.is_complete(Some(offers[0])));
+    // The pacer wakes at 900 ms: interval 0's other 15 are due at once;
+    // 5 of them wait for a connection (and 3 are dropped).
+    let rest: Vec<u64> = all
+        .iter()
+        .copied()
+        .filter(|&t| (600 * MS..750 * MS).contains(&t))
+        .collect();
+    assert_eq!(rest.len(), 15);
+    for (k, &t) in rest.iter().enumerate() {
+        let t_ = &mut b.tally();
+        assert!(ledger.scheduled(t_, t, 0));
+        match k {
+            0..=2 => {
+                assert!(ledger.dropped(t_, t, 0));
+            }
+            3..=7 => {
+                assert!(ledger.waited(t_, t, false));
+            }
+            _ => {
+                assert!(ledger.sent(t_, t, 0, 900 * MS));
+            }
+        }
+    }
+    let iv0 = b.intervals[0].counts;
+    assert_eq!((iv0.scheduled, iv0.settled, iv0.late), (25, 20, 7));
+    assert!(!iv0.is_complete(Some(offers[0])), "5 still wait");
+    // A connection frees at 1.3 s: the 5 that waited leave, late; one of
+    // them (the last) is never sent.
+    for &t in &rest[3..7] {
+        assert!(ledger.sent(&mut b.tally(), t, 0, 1_300 * MS));
+    }
+    assert!(ledger.unsent(&mut b.tally(), rest[7], 0, 1_400 * MS, Unsent::Connect));
+    let iv0 = b.intervals[0].counts;
+    assert!(iv0.is_complete(Some(offers[0])));
+    assert_eq!(
+        (
+            iv0.scheduled,
+            iv0.settled,
+            iv0.dropped,
+            iv0.waited,
+            iv0.late
+        ),
+        (25, 25, 3, 5, 11)
+    );
+    // Interval 1 was never reached: incomplete against its 25.
+    assert!(!b.intervals[1].counts.is_complete(Some(offers[1])));
+}

@@ -588,6 +588,8 @@
   // trace's due requests; null for a steady rate.
   function offeredPerInterval(r, width) {
     var iv = r.intervals;
+    // The drain's rows (after the schedule) offer nothing.
+    var none = (r.drain || []).map(function () { return 0; });
     if (r.stages && r.stages.length) {
       var n = /^\d+\/\d+$/.test(r.shard) ? Number(r.shard.split('/')[1]) : 1;
       var ramp = r.arrival.ramp;
@@ -595,23 +597,29 @@
         var a = r.warmup_s + v.start_s, b = a + width, sum = 0;
         r.stages.forEach(function (s) { sum += stageOffers(s, ramp, a, b); });
         return sum / width / n;
-      });
+      }).concat(none);
     }
-    if (r.arrival.trace || r.live) return iv.map(function (v) { return v.scheduled / width; });
+    if (r.arrival.trace || r.live) return iv.map(function (v) { return v.scheduled / width; }).concat(none);
     return null;
   }
 
+  // The report's rows over time: the schedule's (`intervals`), then the
+  // drain's (`drain`: replies and a backlog's sends after the schedule's
+  // end), so the charts hold every row the totals are the sum of.
   function timeSeries(r) {
-    var iv = r.intervals;
+    var sched = r.intervals, drain = r.drain || [];
+    var iv = sched.concat(drain);
     if (!iv.length) return el('p', { class: 'sub' }, 'No intervals recorded.');
     var width = iv.length > 1 ? iv[1].start_s - iv[0].start_s : (r.duration_s || 1);
     var end = iv[iv.length - 1].start_s + width;
     var zoom = new ZoomGroup([0, end]);
     var xs = iv.map(function (i) { return i.start_s + width / 2; });
     var bands = r.generator.behind.map(function (b) { return { from: b.from_s, to: b.until_s, label: 'behind: ' + b.cause }; });
+    if (drain.length) bands.push({ from: drain[0].start_s, to: end, label: 'drain: after the schedule' });
     var when = function (i) {
       var b = r.generator.behind.filter(function (b) { return iv[i].start_s >= b.from_s && iv[i].start_s < b.until_s; })[0];
-      return 'interval ' + num(iv[i].start_s, 's') + ' (' + num(width, 's') + ' wide' + (b ? ', behind: ' + b.cause : '') + ')';
+      return 'interval ' + num(iv[i].start_s, 's') + ' (' + num(width, 's') + ' wide' + (b ? ', behind: ' + b.cause : '') +
+        (iv[i].phase === 'drain' ? ', drain: after the schedule' : '') + (iv[i]['final'] === false ? ', provisional' : '') + ')';
     };
     var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v, i)]; }); };
     var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
@@ -1010,6 +1018,33 @@
     return out;
   }
 
+  // The runs of `run --repeat N`: each headline number's mean and 95%
+  // confidence interval (the document's own summary, computed in Rust),
+  // then one row per run from its report (latency p99 the exact one when
+  // the report kept it, as the text's run lines).
+  function repeatView(d) {
+    var unitOf = function (n) {
+      return n === 'achieved_rps' ? 'req/s' : n === 'throughput_rps' ? 'ok/s' : n === 'output_tokens_per_s' ? 'tokens/s' :
+        (n === 'error_rate' || n === 'goodput') ? 'fraction' : 'ms';
+    };
+    var summary = table('Mean and 95% confidence interval over the runs', ['number', 'mean', '± 95% CI', 'sd', 'min', 'max'],
+      d.summary.map(function (st) {
+        return [st.name + ' (' + unitOf(st.name) + ')', num(st.mean), num(st.ci95), num(st.sd), num(st.min), num(st.max)];
+      }), 'repeat-summary');
+    var runs = table('The runs', ['run', 'seed', 'scheduled', 'ok', 'errors', 'achieved req/s', 'latency p50 ms', 'latency p99 ms', 'latency max ms', 'warnings'],
+      d.runs.map(function (r, i) {
+        var m = r.metrics.latency;
+        return [String(i + 1), raw(String(r.seed)), cnt(r.requests.scheduled), cnt(r.requests.ok), cnt(r.requests.errors), num(r.achieved_rps),
+          num(m.p50), num(m.exact ? m.exact.p99 : m.p99), num(m.max), cnt(r.generator.warnings.length)];
+      }), 'repeat-runs');
+    var warned = [];
+    d.runs.forEach(function (r, i) {
+      r.generator.warnings.forEach(function (w) { warned.push(el('li', null, el('span', { class: 'warn-t' }, 'Run ' + (i + 1)), ' ', w)); });
+    });
+    return [el('section', { id: 'repeat', 'aria-label': 'Runs' }, summary, runs,
+      warned.length ? el('details', null, el('summary', null, 'Warnings of the runs'), el('ul', null, warned)) : null)];
+  }
+
   function sweepView(sw, meta, app) {
     var steps = sw.steps, knee = sw.knee;
     var out = [];
@@ -1172,7 +1207,7 @@
     var series = el('div', { id: 'live-series' });
     add(app, [head, el('p', { class: 'sub' }, (meta.label ? meta.label + ' · ' : '') + meta.target + ' · ' + num(meta.offered_rps, 'req/s') +
       ' offered, ' + meta.process + ' arrivals, ' + meta.engine + ' engine · drawn by metronome ' + meta.version), bar, prog, warn, series]);
-    var updates = 0, shown = -1, warned = -1, failed = 0, pageId = null;
+    var updates = 0, shown = '', warned = '', failed = 0, pageId = null;
     var mark = el('pre', { id: 'selfcheck', 'aria-hidden': 'true' });
     document.body.appendChild(mark);
     function draw(d) {
@@ -1184,18 +1219,28 @@
       var share = d.duration_s > 0 ? Math.min(1, d.elapsed_s / d.duration_s) : 1;
       document.getElementById('live-done').style.width = (100 * share).toFixed(1) + '%';
       var last = d.rows.length ? d.rows[d.rows.length - 1] : null;
-      prog.textContent = num(d.elapsed_s, 's') + ' of ' + num(d.duration_s, 's') + ': ' + cnt(d.sent, 'request') + ' sent, ' +
+      // Past the schedule's end the run waits for the replies still in
+      // flight (and a backlog's sends): the drain, not more schedule.
+      var when = d.duration_s > 0 && d.elapsed_s > d.duration_s
+        ? 'draining (the schedule of ' + num(d.duration_s, 's') + ' is over; waiting for the replies in flight)'
+        : num(d.elapsed_s, 's') + ' of ' + num(d.duration_s, 's');
+      prog.textContent = when + ': ' + cnt(d.sent, 'request') + ' sent, ' +
         cnt(d.ok) + ' ok, ' + cnt(d.errors, 'error') + '; send lag p99 of the last interval ' + (last ? num(last.send_lag_p99, 'ms') : '-') + '.';
-      if (d.warnings.length !== warned) {
-        warned = d.warnings.length;
+      // Redrawn whenever the text changes (a stretch that grows keeps the
+      // count of warnings but not its words), with the rows it comes from.
+      var words = JSON.stringify(d.warnings);
+      if (words !== warned) {
+        warned = words;
         while (warn.firstChild) warn.removeChild(warn.firstChild);
         d.warnings.forEach(function (w) { warn.appendChild(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
       }
-      if (d.rows.length !== shown) {
-        shown = d.rows.length;
+      var drawn = JSON.stringify([d.rows.length, (d.drain || []).length, d.behind,
+        d.rows.filter(function (v) { return v['final'] === false; }).length]);
+      if (drawn !== shown) {
+        shown = drawn;
         charts.length = 0;
         while (series.firstChild) series.removeChild(series.firstChild);
-        add(series, timeSeries({ live: true, intervals: d.rows, duration_s: d.duration_s, generator: { behind: d.behind || [] }, stages: [], arrival: {},
+        add(series, timeSeries({ live: true, intervals: d.rows, drain: d.drain || [], duration_s: d.duration_s, generator: { behind: d.behind || [] }, stages: [], arrival: {},
           workload: meta.stream ? {} : null, metrics: { ttft: { count: 0 } } }));
       }
       mark.textContent = JSON.stringify({ ok: check.errors.length === 0 && check.csp.length === 0, kind: 'live', errors: check.errors,
@@ -1233,7 +1278,13 @@
       return;
     }
     var data = JSON.parse(document.getElementById('report-data').textContent);
-    if (meta.kind === 'sweep') {
+    if (meta.kind === 'repeat') {
+      var target = data.runs[0] ? data.runs[0].target : '';
+      document.title = 'metronome --repeat: ' + data.runs.length + ' runs of ' + target;
+      add(app, [el('h1', null, 'metronome --repeat'), el('p', { class: 'sub' }, cnt(data.runs.length, 'run') + ' of ' + target +
+        ' (run i with seed --seed + i) · drawn by metronome ' + meta.version)]);
+      add(app, repeatView(data));
+    } else if (meta.kind === 'sweep') {
       document.title = 'metronome sweep: ' + data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '');
       add(app, [el('h1', null, 'metronome sweep'), el('p', { class: 'sub' }, data.steps.length + ' steps against ' + (data.steps[0] ? data.steps[0].target : '') +
         ' · drawn by metronome ' + meta.version)]);

@@ -29,6 +29,8 @@ const LINGER: Duration = Duration::from_secs(3);
 #[derive(Default)]
 struct Board {
     rows: Vec<IntervalReport>,
+    /// The drain's rows (the report's `drain`), once the run is over.
+    drain: Vec<IntervalReport>,
     sent: u64,
     ok: u64,
     errors: u64,
@@ -135,6 +137,23 @@ impl Dashboard {
             .collect();
     }
 
+    /// Row `i` again, complete (it was published provisional): in its
+    /// place, the stretches behind schedule found again.
+    pub(super) fn replace(&self, i: usize, row: &IntervalReport) {
+        let mut b = lock(&self.board);
+        let Some(old) = b.rows.get_mut(i) else {
+            return;
+        };
+        old.clone_from(row);
+        let end_s = b.rows.last().map_or(0.0, |r| r.start_s) + b.interval_s;
+        b.behind = crate::report::behind::behind(&b.rows, None, b.cap, end_s);
+        b.warnings = b
+            .behind
+            .iter()
+            .map(crate::report::build::stretch_warning)
+            .collect();
+    }
+
     /// The CPU time of the dashboard's thread so far, seconds.
     pub(super) fn cpu_s(&self) -> f64 {
         self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9
@@ -160,6 +179,7 @@ impl Dashboard {
         b.page_id += 1;
         b.duration_s = duration_s;
         b.rows.clear();
+        b.drain.clear();
         b.warnings.clear();
         (b.sent, b.ok, b.errors, b.elapsed_s) = (0, 0, 0, 0.0);
         Ok(())
@@ -170,6 +190,7 @@ impl Dashboard {
     pub(crate) fn end_run(&self, r: &Report) {
         let mut b = lock(&self.board);
         b.rows.clone_from(&r.intervals);
+        b.drain.clone_from(&r.drain);
         b.warnings.clone_from(&r.generator.warnings);
         b.behind.clone_from(&r.generator.behind);
         (b.sent, b.ok, b.errors) = (r.requests.sent, r.requests.ok, r.requests.errors);
@@ -260,6 +281,7 @@ fn live_json(b: &Board) -> String {
         "warnings": b.warnings,
         "behind": b.behind,
         "rows": b.rows,
+        "drain": b.drain,
     })
     .to_string()
 }

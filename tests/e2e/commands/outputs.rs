@@ -129,6 +129,21 @@ fn short_demo_shows_the_difference() {
     );
     let text = metronome::demo::render(&args, &parts);
     assert!(text.contains("open, constant") && text.contains("closed + correction"));
+    // Every run's warnings are shown, with the run's label (before, a
+    // demo on a starved host gave no word that the generator fell behind).
+    let mut parts = parts;
+    let behind = "the generator fell behind its schedule from 0.5 s (test)";
+    parts[3].1.generator.warnings.push(behind.to_string());
+    let text = metronome::demo::render(&args, &parts);
+    assert!(
+        text.contains(&format!("  open, Poisson: {behind}\n")),
+        "{text}"
+    );
+    for (_, r) in &parts {
+        for w in &r.generator.warnings {
+            assert!(text.contains(w.as_str()), "{w}: {text}");
+        }
+    }
 }
 
 /// `--hlog` writes an HdrHistogram interval log that the hdrhistogram
@@ -324,5 +339,141 @@ fn an_unwritable_output_falls_back_to_a_named_file() {
         .unwrap()
         .to_string_lossy()
         .starts_with(&format!("metronome-report-{}", r.run_id)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two outputs naming one file (the same path, or `x` and `./x`) are
+/// refused before the run, exit 2, in one line naming both flags; so is
+/// `-` (stdout) given twice. The target receives nothing. (Before: exit
+/// 0, and one output silently overwrote the other.)
+#[test]
+fn two_outputs_naming_one_file_are_refused() {
+    let dir = std::env::temp_dir().join(format!("metronome-same-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = dir.join("x");
+    let x = x.to_str().unwrap();
+    let dotted = dir.join(".").join("x");
+    let dotted = dotted.to_str().unwrap();
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let run = ["run", &url, "--rate", "10", "--duration", "5s", "--quiet"];
+    let with = |more: &[&'static str], paths: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = run.iter().map(|s| s.to_string()).collect();
+        for (flag, p) in more.iter().zip(paths) {
+            a.push(flag.to_string());
+            a.push(p.to_string());
+        }
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            with(&["--out", "--out-intervals", "--html"], &[x, x, x]),
+            "--out and --html both name",
+        ),
+        (
+            with(&["--out", "--out-requests"], &[x, dotted]),
+            "--out and --out-requests both name",
+        ),
+        (
+            with(&["--hgrm", "--svg"], &[dotted, x]),
+            "--hgrm and --svg both name",
+        ),
+        (
+            with(&["--out-intervals", "--out-requests"], &["-", "-"]),
+            "cannot both write to stdout",
+        ),
+        (
+            vec![
+                "report".into(),
+                dir.join("saved.json").display().to_string(),
+                "--svg".into(),
+                x.into(),
+                "--html".into(),
+                x.into(),
+            ],
+            "--svg and --html both name",
+        ),
+    ];
+    for (args, says) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t = Instant::now();
+        let out = metronome(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(t.elapsed() < Duration::from_secs(4), "{args:?}: no run");
+    }
+    assert_eq!(srv.stop(), 0, "no request reached the target");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `report` and `merge` refuse a file that is not theirs in one line that
+/// says what the file is and what they read (before: a serde message of
+/// about 1,000 characters listing the report's 40 field names).
+#[test]
+fn a_file_that_is_not_a_report_is_named_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("metronome-notreport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let not_json = file("a.hgrm", "       Value     Percentile TotalCount\n");
+    let no_schema = file("b.json", "{\"steps\": []}");
+    let other = file(
+        "c.json",
+        "{\"schema\": \"metronome.requests/v1\", \"run_id\": \"x\"}",
+    );
+    let cut = file(
+        "d.json",
+        "{\"schema\": \"metronome.report/v1\", \"run_idd\": 1}",
+    );
+    let repeat = file(
+        "e.json",
+        "{\"schema\": \"metronome.repeat/v1\", \"runs\": [], \"summary\": []}",
+    );
+    let reads = "report reads a run's or merge's report (metronome.report/v1), a sweep \
+                 (metronome.sweep/v1) or a --repeat document (metronome.repeat/v1)";
+    for (args, says) in [
+        (
+            vec!["report", &not_json],
+            format!("{not_json} is not JSON ("),
+        ),
+        (
+            vec!["report", &no_schema],
+            format!("{no_schema} is JSON without a \"schema\" field"),
+        ),
+        (
+            vec!["report", &other],
+            format!("{other} is a metronome.requests/v1 document; {reads}"),
+        ),
+        (
+            vec!["report", &cut],
+            format!("{cut} is a report that does not decode (unknown field `run_idd` at line 1"),
+        ),
+        (
+            vec!["merge", &repeat, &repeat],
+            format!(
+                "{repeat} is a --repeat document (metronome.repeat/v1); a run's or merge's report"
+            ),
+        ),
+    ] {
+        let out = metronome(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&says), "{args:?}: {err}");
+        assert!(err.len() < 400, "{args:?}: {} characters: {err}", err.len());
+    }
+    // An empty --repeat document is one: its summary is printed.
+    let out = metronome(&["report", &repeat]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -125,7 +125,7 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
             }
         }
     }
-    let n = r.intervals.len();
+    let n = rows(r).len();
     let ts = |names: &[&str]| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
     out.push(("ts-latency".into(), ts(&["p50", "p99", "max"])));
     if r.stages.is_empty() && r.arrival.trace.is_none() {
@@ -149,7 +149,7 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
 /// bytes (issue 31), after the others of "Over time": TTFT over the rows
 /// that have one, the rest over every row.
 fn flow_charts(r: &Report) -> Vec<(String, Series)> {
-    let n = r.intervals.len();
+    let n = rows(r).len();
     let ts =
         |names: &[&str], n: usize| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
     let mut out = Vec::new();
@@ -158,7 +158,7 @@ fn flow_charts(r: &Report) -> Vec<(String, Series)> {
         if with > 0 {
             out.push(("ts-ttft".into(), ts(&["TTFT p50", "TTFT p99"], with)));
         }
-        if r.intervals[0].output_tokens_per_s.is_some() {
+        if rows(r)[0].output_tokens_per_s.is_some() {
             out.push(("ts-tokens".into(), ts(&["tokens/s"], n)));
         }
     }
@@ -171,10 +171,16 @@ fn flow_charts(r: &Report) -> Vec<(String, Series)> {
     out
 }
 
+/// The rows the time series draw: the schedule's, then the drain's
+/// (issue 38: page.js charts both).
+fn rows(r: &Report) -> Vec<&metronome::report::IntervalReport> {
+    r.intervals.iter().chain(&r.drain).collect()
+}
+
 /// The rows with a TTFT, the points of the TTFT chart.
 fn ttft_rows(r: &Report) -> Vec<usize> {
-    (0..r.intervals.len())
-        .filter(|&i| r.intervals[i].ttft_p50_ms.is_some())
+    (0..rows(r).len())
+        .filter(|&i| rows(r)[i].ttft_p50_ms.is_some())
         .collect()
 }
 
@@ -253,7 +259,7 @@ fn shard_count(r: &Report) -> f64 {
 /// of the stages' linear ramps over the interval (a trace: its due
 /// requests per second); `None` for a steady rate.
 pub(super) fn offered_in_interval(r: &Report, i: usize, width: f64) -> Option<f64> {
-    let v = &r.intervals[i];
+    let v = &rows(r)[i];
     if r.arrival.trace.is_some() && r.stages.is_empty() {
         return Some(v.scheduled as f64 / width);
     }
@@ -308,7 +314,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eq(label, curve_value(m, i));
         }
         "ts-latency" => {
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             eq("interval ", v.start_s);
             eq("p50 ", v.p50);
             eq("p99 ", v.p99);
@@ -316,7 +322,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eqn("ok ", v.ok);
         }
         "ts-rate" => {
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             eqn("sent ", v.sent);
             eqn("ok ", v.ok);
             eq("sent/s ", v.sent as f64 / width);
@@ -344,26 +350,26 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             }
         }
         "ts-errors" => {
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             eqn("errors ", v.errors);
             eqn("dropped ", v.dropped);
             eqn("unsent ", v.unsent);
             eqn("waited ", v.waited);
         }
-        "ts-lag" => eq("send lag p99 ", r.intervals[i].send_lag_p99),
+        "ts-lag" => eq("send lag p99 ", rows(r)[i].send_lag_p99),
         "ts-ttft" => {
-            let v = &r.intervals[ttft_rows(r)[i]];
+            let v = &rows(r)[ttft_rows(r)[i]];
             eq("interval ", v.start_s);
             eq("TTFT p50 ", v.ttft_p50_ms.unwrap());
             eq("p99 ", v.ttft_p99_ms.unwrap());
             eq("max ", v.ttft_max_ms.unwrap());
         }
-        "ts-tokens" => eq("tokens/s ", r.intervals[i].output_tokens_per_s.unwrap()),
-        "ts-inflight" => eqn("in flight at its end ", r.intervals[i].in_flight),
+        "ts-tokens" => eq("tokens/s ", rows(r)[i].output_tokens_per_s.unwrap()),
+        "ts-inflight" => eqn("in flight at its end ", rows(r)[i].in_flight),
         "ts-transfer" => {
             // Byte counts by the library's formatter: "received 3.080 KiB".
             use metronome::report::num::bytes;
-            let v = &r.intervals[i];
+            let v = &rows(r)[i];
             for (label, n) in [("received ", v.bytes_received), ("sent ", v.bytes_sent)] {
                 let want = format!("{label}{}", bytes(n));
                 assert!(
@@ -372,7 +378,7 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
                 );
             }
         }
-        "ts-cpu" => eq("work_cpu ", r.intervals[i].work_cpu),
+        "ts-cpu" => eq("work_cpu ", rows(r)[i].work_cpu),
         "dist-input" | "dist-output" => {
             let w = r.workload.as_ref().unwrap();
             let d = if chart == "dist-input" {
@@ -454,7 +460,7 @@ pub(super) fn hovers(check: &Value) -> Vec<(String, usize, usize, String)> {
 /// inside it and one neighbour each side; Reset draws them all again.
 pub(super) fn check_zoom(r: &Report, check: &Value) {
     let z = &check["zoom"];
-    let iv = &r.intervals;
+    let iv = rows(r);
     let width = if iv.len() > 1 {
         iv[1].start_s - iv[0].start_s
     } else {
@@ -471,28 +477,37 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
             "zoomed to {d0}..{d1} of {end}"
         );
     }
-    let xs: Vec<f64> = iv.iter().map(|i| i.start_s + width / 2.0).collect();
-    let visible = (0..xs.len())
-        .filter(|&i| {
-            let x = xs[i];
-            let inside = x >= d0 && x <= d1;
-            let before = i + 1 < xs.len() && xs[i + 1] >= d0 && x < d0;
-            let after = i > 0 && xs[i - 1] <= d1 && x > d1;
-            inside || before || after
-        })
-        .count();
+    // The points drawn of rows `of`: those inside the domain, and one
+    // neighbour each side.
+    let visible = |of: &[usize]| {
+        let xs: Vec<f64> = of.iter().map(|&i| iv[i].start_s + width / 2.0).collect();
+        (0..xs.len())
+            .filter(|&i| {
+                let x = xs[i];
+                let inside = x >= d0 && x <= d1;
+                let before = i + 1 < xs.len() && xs[i + 1] >= d0 && x < d0;
+                let after = i > 0 && xs[i - 1] <= d1 && x > d1;
+                inside || before || after
+            })
+            .count()
+    };
+    let all: Vec<usize> = (0..iv.len()).collect();
     let mut ts = vec!["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
     let flow = flow_charts(r);
     ts.extend(flow.iter().map(|(id, _)| id.as_str()));
-    // The TTFT chart draws the rows that have one: all of them here.
-    if flow.iter().any(|(id, _)| id == "ts-ttft") {
-        assert_eq!(ttft_rows(r).len(), iv.len(), "a row without TTFT");
-    }
-    for (key, want) in [("charts", visible), ("reset", iv.len())] {
+    // The TTFT chart draws the rows that have one (a drain's row may not).
+    let ttft = ttft_rows(r);
+    for key in ["charts", "reset"] {
         let charts = z[key].as_array().unwrap();
         let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ts);
         for c in charts {
+            let of = if c["id"] == "ts-ttft" { &ttft } else { &all };
+            let want = if key == "charts" {
+                visible(of)
+            } else {
+                of.len()
+            };
             for n in c["points"].as_array().unwrap() {
                 assert_eq!(n.as_u64().unwrap() as usize, want, "{key}: {c}");
             }
@@ -508,6 +523,6 @@ pub(super) fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, us
     let chart = k["chart"].as_str().unwrap();
     let (_, _, from, _) = hs.iter().find(|h| h.0 == chart).unwrap();
     let i = k["index"].as_u64().unwrap() as usize;
-    assert_eq!(i, (from + 1).min(r.intervals.len() - 1), "{k}");
+    assert_eq!(i, (from + 1).min(rows(r).len() - 1), "{k}");
     check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
 }

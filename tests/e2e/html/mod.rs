@@ -40,6 +40,8 @@ mod runs;
 mod sweep;
 // Reports no run produces, and a 10-minute page within its budget.
 mod edge;
+// The dashboard's live page against a scripted /live.json.
+mod live_page;
 
 use charts::*;
 use format::*;

@@ -275,3 +275,85 @@ fn auto_stream_sweep_page() {
         check_sweep_page(&exe, &page, &sw);
     }
 }
+
+/// `report` reads what `run --repeat N --out F` writes (before: exit 2
+/// with a 1,000-character serde message): the text summary (the one the
+/// run printed), the JSON byte for byte, and `--html`, a page of the
+/// whole document whose tables are the document's summary and runs.
+#[test]
+fn repeat_document_page() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let dir = artifacts();
+    let json = dir.join("repeat.json");
+    let page = dir.join("repeat.html");
+    let run = metronome(&[
+        "run",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "500ms",
+        "--repeat",
+        "2",
+        "--quiet",
+        "--engine",
+        "std",
+        "--out",
+        p(&json),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    let doc: metronome::report::repeat::Repeat = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc.runs.len(), 2);
+    let shown = metronome(&["report", p(&json)]);
+    assert_eq!(
+        shown.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&shown.stdout),
+        String::from_utf8_lossy(&run.stdout),
+        "the summary the run printed"
+    );
+    let again = metronome(&["report", p(&json), "--format", "json"]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+    ok(&["report", p(&json), "--html", p(&page)], 0);
+    check_static(&page, &text);
+    let Some(exe) = exe_or_skip("the --repeat page") else {
+        return;
+    };
+    let (check, _) = load(&exe, &page);
+    check_clean(&check, &page);
+    assert_eq!(check["kind"], "repeat");
+    let rows = |id: &str| -> Vec<Vec<String>> {
+        serde_json::from_value(check["tables"][id].clone()).unwrap()
+    };
+    let runs = rows("repeat-runs");
+    assert_eq!(runs.len(), 2);
+    for (row, r) in runs.iter().zip(&doc.runs) {
+        assert_eq!(row[2], fcount(r.requests.scheduled));
+        assert_eq!(row[3], fcount(r.requests.ok));
+        let p99 = r
+            .metrics
+            .latency
+            .exact
+            .as_ref()
+            .map_or(r.metrics.latency.p99, |e| e.p99);
+        assert_eq!(row[7], fnum(p99), "the p99 of the text's run line");
+    }
+    let summary = rows("repeat-summary");
+    assert_eq!(summary.len(), doc.summary.len());
+    for (row, st) in summary.iter().zip(&doc.summary) {
+        assert!(row[0].starts_with(&st.name), "{row:?}");
+        assert_eq!((&row[1], &row[2]), (&fnum(st.mean), &fnum(st.ci95)));
+    }
+    screenshot(&exe, &page, 1200);
+}
