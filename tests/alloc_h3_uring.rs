@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use metronome_core::engine::Control;
-use metronome_core::plan::{example_plan, H2Request, Http2};
+use metronome_core::plan::{example_plan, EncodedRequest, Streams, Wire};
 use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
 use metronome_uring::{run, Phase, Tls, UringOptions};
 
@@ -100,14 +100,13 @@ fn uring_h3_allocations_per_request_are_bounded() {
         threads: Some(2),
         phase_hook: Some(hook),
         tls: Some(tls),
-        http3: true,
         ..UringOptions::default()
     };
     let msg = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     let mut block = vec![0u8; 512];
     let e = metronome_core::h3::request::from_http1(msg.as_bytes(), b"https", &mut block).unwrap();
     block.truncate(e.len);
-    let h3 = [H2Request {
+    let h3 = [EncodedRequest {
         block: &block,
         body: &msg.as_bytes()[e.body_at..],
         list_size: e.list_size,
@@ -120,7 +119,7 @@ fn uring_h3_allocations_per_request_are_bounded() {
     p.duration_ns = 1_000_000_000;
     p.connections = 2;
     p.max_connections = 2;
-    p.http2 = Some(Http2 {
+    p.wire = Wire::Http3(Streams {
         requests: &h3,
         max_streams: 0,
     });

@@ -4,7 +4,7 @@
 section and stream type built here by hand from RFC 9114 and RFC 9204, so
 the server can send exactly the bytes a scenario needs, valid or not.
 
-usage: h3_hostile.py CERT KEY MODE [SECONDS]
+usage: h3_hostile.py CERT KEY MODE [SECONDS [NAME VALUE]]
 
 Listens on UDP 127.0.0.1 (a free port, printed on stdout) with the PEM
 certificate CERT and key KEY, ALPN h3. Each connection opens its control
@@ -55,7 +55,10 @@ the whole server. MODE:
                   opened at once on each connection, as the client's
                   limits let them out; every answer ok;
   garbage         before each answer, four garbage datagrams to the
-                  client's address from the server's port.
+                  client's address from the server's port;
+  field           every answer 200 with the field NAME: VALUE (a literal
+                  name), then an OpenAI-style event stream in one DATA
+                  frame (one content chunk, [DONE]).
 
 At exit (stdin closed, or after SECONDS, default 60) it prints one line
 per connection: "conn HANDSHAKEN REQUESTS CLOSE UNI GRANTED", CLOSE the
@@ -168,6 +171,10 @@ TRAILERS = frame(HEADERS, PREFIX + literal_name(b"x-trailer", b"1"))
 INFORMATIONAL = HEAD_103 + HEAD_200 + frame(DATA, BODY) + TRAILERS
 
 
+# The event stream of the field mode.
+SSE = b'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n'
+
+
 def bad_answer(mode):
     """A broken answer, by mode: the whole stream."""
     if mode == "data_after_trailers":
@@ -201,6 +208,7 @@ def bad_head(mode):
 
 class Server(QuicConnectionProtocol):
     mode = "ok"
+    field = (b"", b"")
     requests = 0
     all = []
 
@@ -278,6 +286,9 @@ class Server(QuicConnectionProtocol):
             q.send_stream_data(sid, bad_answer(mode), end_stream=True)
         elif mode == "informational":
             q.send_stream_data(sid, INFORMATIONAL, end_stream=True)
+        elif mode == "field":
+            head = frame(HEADERS, PREFIX + STATUS_200 + literal_name(*Server.field))
+            q.send_stream_data(sid, head + frame(DATA, SSE), end_stream=True)
         elif mode == "unknown":
             out = frame(GREASE[0], b"r" * 5) + OK_HEAD + frame(GREASE[2], b"")
             out += frame(DATA, BODY) + frame(GREASE[3], b"zz")
@@ -371,6 +382,8 @@ async def main():
     cert, key, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 60.0
     Server.mode = mode
+    if len(sys.argv) > 6:
+        Server.field = (sys.argv[5].encode(), sys.argv[6].encode())
     config = QuicConfiguration(is_client=False, alpn_protocols=["h3"])
     if mode == "idle":
         config.idle_timeout = 0.3

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use metronome::serve::ServeConfig;
 use metronome_core::engine::{request_queue, Control};
-use metronome_core::plan::{example_plan, H2Request, Http2};
+use metronome_core::plan::{example_plan, EncodedRequest, Streams, Wire};
 use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
 use metronome_uring::{run, Phase, UringOptions};
 
@@ -65,7 +65,7 @@ fn uring_h2_threads_allocate_nothing_while_measuring() {
         let e =
             metronome_core::h2::request::from_http1(msg.as_bytes(), b"http", &mut block).unwrap();
         block.truncate(e.len);
-        let h2 = [H2Request {
+        let h2 = [EncodedRequest {
             block: &block,
             body: &msg.as_bytes()[e.body_at..],
             list_size: e.list_size,
@@ -79,7 +79,7 @@ fn uring_h2_threads_allocate_nothing_while_measuring() {
         p.warmup_ns = 100_000_000;
         p.connections = 2;
         p.max_connections = 32;
-        p.http2 = Some(Http2 {
+        p.wire = Wire::Http2(Streams {
             requests: &h2,
             max_streams,
         });

@@ -187,7 +187,7 @@ impl Finish<'static> {
     /// status, whether the head declared an event stream, whether the
     /// stream carried an error event, and (for a stream) its timing and
     /// gaps. The rule of [`Exchange::finish`] and of
-    /// [`StreamExchange::finish`](crate::h2::StreamExchange::finish) alike.
+    /// [`StreamExchange::finish`](crate::stream::StreamExchange::finish) alike.
     pub(crate) fn for_ended<'a>(
         status: Option<u16>,
         event_stream: bool,

@@ -41,6 +41,8 @@
 use core::fmt;
 use core::mem::MaybeUninit;
 
+use crate::head::{trim, ResponseFields};
+
 /// The largest number of headers a response head may carry; more gives
 /// [`ParseError::HeadTooLarge`].
 pub const MAX_HEADERS: usize = 256;
@@ -585,17 +587,11 @@ struct HeadFacts {
 impl HeadFacts {
     fn scan(headers: &[httparse::Header<'_>]) -> Result<Self, ParseError> {
         let mut facts = HeadFacts::default();
+        let mut fields = ResponseFields::default();
         for h in headers {
             let name = h.name.as_bytes();
-            if name.eq_ignore_ascii_case(b"content-length") {
-                for item in h.value.split(|&b| b == b',') {
-                    let len = parse_decimal(trim(item)).ok_or(ParseError::ContentLength)?;
-                    match facts.content_length {
-                        Some(seen) if seen != len => return Err(ParseError::ContentLength),
-                        _ => facts.content_length = Some(len),
-                    }
-                }
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            fields.field(name, h.value);
+            if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 // The last non-empty coding of the last header counts.
                 if let Some(last) = h
                     .value
@@ -613,40 +609,15 @@ impl HeadFacts {
                         facts.keep_alive = true;
                     }
                 }
-            } else if name.eq_ignore_ascii_case(b"content-type") {
-                let value = trim(h.value);
-                let media = value.split(|&b| b == b';').next().map_or(value, trim);
-                facts.event_stream = media.eq_ignore_ascii_case(b"text/event-stream");
             }
         }
+        if fields.bad_length {
+            return Err(ParseError::ContentLength);
+        }
+        facts.content_length = fields.content_length;
+        facts.event_stream = fields.event_stream;
         Ok(facts)
     }
-}
-
-/// Strips blanks from both ends: spaces and tabs, and the CR and LF of a
-/// folded line (obs-fold, read as spaces).
-fn trim(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t' | b'\r' | b'\n', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t' | b'\r' | b'\n'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// A non-empty run of ASCII digits that fits in a `u64`.
-fn parse_decimal(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    s.iter().try_fold(0u64, |acc, &b| {
-        if b.is_ascii_digit() {
-            acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-        } else {
-            None
-        }
-    })
 }
 
 #[cfg(test)]
@@ -658,12 +629,12 @@ mod tests {
         assert_eq!(trim(b" \tab c\t "), b"ab c");
         assert_eq!(trim(b"   "), b"");
         assert_eq!(trim(b"\r\n  close"), b"close");
-        assert_eq!(parse_decimal(b"0"), Some(0));
-        assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_decimal(b"18446744073709551616"), None);
-        assert_eq!(parse_decimal(b""), None);
-        assert_eq!(parse_decimal(b"+5"), None);
-        assert_eq!(parse_decimal(b"5 "), None);
+        assert_eq!(crate::head::digits(b"0"), Some(0));
+        assert_eq!(crate::head::digits(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(crate::head::digits(b"18446744073709551616"), None);
+        assert_eq!(crate::head::digits(b""), None);
+        assert_eq!(crate::head::digits(b"+5"), None);
+        assert_eq!(crate::head::digits(b"5 "), None);
     }
 
     #[test]

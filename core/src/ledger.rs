@@ -235,7 +235,7 @@ impl<'p> Ledger<'p> {
     ///     requests: None,
     /// };
     /// let t = &mut tally;
-    /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send));
+    /// assert!(!ledger.admitted(t, 600_000_000, 0, Admit::Send { open: 0 }));
     /// assert!(ledger.admitted(t, 700_000_000, 0, Admit::Wait { open: 1, full: true }));
     /// assert!(!ledger.admitted(t, 100_000_000, 0, Admit::Wait { open: 0, full: false })); // warmup
     /// assert!(!ledger.admitted(t, 800_000_000, 0, Admit::Drop { open: 0 }));
@@ -252,7 +252,7 @@ impl<'p> Ledger<'p> {
         use crate::pool::Admit;
         let measured = self.scheduled(tally, intended_ns, request);
         match admit {
-            Admit::Send => false,
+            Admit::Send { .. } => false,
             Admit::Drop { .. } => {
                 self.dropped(tally, intended_ns, request);
                 false
@@ -817,6 +817,9 @@ impl<'p> Ledger<'p> {
             if ok {
                 iv.ok += 1;
                 iv.output_tokens = iv.output_tokens.saturating_add(tokens);
+                iv.service_ns = iv
+                    .service_ns
+                    .saturating_add(done_ns.saturating_sub(sent_ns));
             } else {
                 iv.errors += 1;
             }

@@ -11,11 +11,15 @@
 //! - [`rng`]: PCG32 (O'Neill's pcg32, XSH-RR 64/32), SplitMix64 seeding.
 //! - [`histogram`]: a fixed 7424-counter log-linear histogram, HdrHistogram V2 encoding
 //!   (plain always; zlib-compressed with the `zlib` feature).
+//! - [`head`]: what a head's fields mean, once for HTTP/1.1, HTTP/2 and HTTP/3: the
+//!   client's reading of a response head ([`head::ResponseFields`]: an event stream,
+//!   `grpc-status`, the content length) and the server's rule for a request head's
+//!   fields ([`head::RequestFields`]).
 //! - [`http`]: an incremental HTTP/1.1 response parser.
 //! - [`sse`]: an OpenAI-style Server-Sent Events decoder.
 //! - [`h2`]: a sans-IO HTTP/2 client: frames, HPACK, the connection state machine
-//!   (`frame`, `hpack`, `conn`, `error`, `request` use nothing outside `h2/`); its
-//!   `stream.rs` sits higher, after [`exchange`].
+//!   (`frame`, `hpack`, `conn`, `error`, `request` use nothing outside `h2/` but
+//!   [`head`]); its `stream.rs` and `flights.rs` sit higher, after [`flight`].
 //! - [`h3`]: HTTP/3 above QUIC, sans-IO: QUIC varints, frames and stream types
 //!   (`varint`, `frame`, `error`), QPACK with the static table only (`qpack`, which
 //!   reuses [`h2`]'s HPACK Huffman code and integer writer); QUIC itself is not here.
@@ -39,8 +43,12 @@
 //!   for, which request is due next and intended when, and when a backlog looks at a stop.
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
-//! - `h2/stream.rs`: [`h2::StreamExchange`], one HTTP/2 stream's response to a
-//!   [`exchange::Finish`].
+//! - [`stream`]: [`stream::StreamExchange`], one HTTP/2 or HTTP/3 stream's response to
+//!   a [`exchange::Finish`].
+//! - [`flight`]: the stream vocabulary HTTP/2 and HTTP/3 share: [`flight::FlightJob`],
+//!   [`flight::How`], [`flight::End`], and the refused-stream rule [`flight::How::refused`].
+//! - `h2/stream.rs` and `h2/flights.rs`: HTTP/2's reading of a reset and a connection's
+//!   end, and [`h2::Flights`], the requests in flight on one HTTP/2 connection.
 //! - [`ledger`]: [`ledger::Ledger`], the bookkeeping rules that turn request facts into a recorder.
 //! - `engine` (feature `std`, off by default): core's std side, fenced in one
 //!   place: what both engines share that needs std (the types they are
@@ -48,8 +56,8 @@
 //!   `engine/setup.rs`; the procedures before the clock, the pre-open rule
 //!   `engine/pre_open.rs` and the warm start `engine/warm.rs`; storage
 //!   reserved before the clock, `engine/reserved.rs` and `engine/series.rs`),
-//!   and `engine::tls` (feature `tls`, implies `std`, brings rustls; also
-//!   at `tls`): the TLS both engines share. With default features this
+//!   and `engine::tls` (feature `tls`, implies `std`, brings rustls): the
+//!   TLS both engines share. With default features this
 //!   crate stays `no_std` with no allocator, for anyone embedding the histogram.
 //! - feature `zlib` (implies `std`, brings flate2): HdrHistogram's
 //!   zlib-compressed V2 encoding (`Histogram::encode_v2_compressed`,
@@ -72,8 +80,10 @@ pub mod due;
 #[cfg(feature = "std")]
 pub mod engine;
 pub mod exchange;
+pub mod flight;
 pub mod h2;
 pub mod h3;
+pub mod head;
 pub mod histogram;
 pub mod http;
 pub mod ledger;
@@ -87,6 +97,5 @@ pub mod response;
 pub mod rng;
 pub mod schedule;
 pub mod sse;
-#[cfg(feature = "tls")]
-pub use engine::tls;
+pub mod stream;
 pub mod turns;

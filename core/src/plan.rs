@@ -17,7 +17,7 @@ pub enum Protocol {
     /// OpenAI-style streaming chat completions: an HTTP/1.1 response whose
     /// body is a `text/event-stream` ending in `data: [DONE]`.
     OpenAiSse,
-    /// Unary gRPC over HTTP/2 ([`Plan::http2`] is required): a call
+    /// Unary gRPC over HTTP/2 ([`Wire::Http2`] is required): a call
     /// succeeds on `:status 200` with `grpc-status: 0`
     /// ([`Finish::for_grpc`](crate::exchange::Finish::for_grpc) has the rule).
     Grpc,
@@ -162,54 +162,82 @@ pub struct Plan<'a> {
     /// samples an open-loop run keeps besides metronome's own, each in
     /// [`Plan::exact_capacity`] reserved before the clock; empty: none.
     pub peer_samples: ExactSet,
-    /// HTTP/2 instead of HTTP/1.1 ([`Http2`]): h2c with prior knowledge on
-    /// a plain connection, h2 (ALPN) over TLS. `None`: HTTP/1.1.
-    pub http2: Option<Http2<'a>>,
+    /// Which HTTP the run speaks ([`Wire`]): HTTP/1.1, or HTTP/2 or
+    /// HTTP/3 with each request encoded for it.
+    pub wire: Wire<'a>,
 }
 
-/// The most streams an engine carries at once on one HTTP/2 connection
-/// ([`Http2::max_streams`]); each has a slot allocated before the clock.
-pub const H2_MAX_STREAMS: u32 = 100;
+/// The most streams an engine carries at once on one HTTP/2 or HTTP/3
+/// connection ([`Streams::max_streams`]); each has a slot allocated before
+/// the clock.
+pub const MAX_STREAMS: u32 = 100;
 
-/// A run over HTTP/2: each of [`Plan::requests`] encoded once, before the
-/// clock, as its header block and body (core's
-/// [`from_http1`](crate::h2::request::from_http1)).
+/// Which HTTP a run speaks ([`Plan::wire`]); each engine's `run` matches
+/// on it.
 ///
 /// ```
-/// use metronome_core::plan::{example_plan, H2Request, Http2, PlanError};
-/// let reqs = [H2Request { block: b"\x82", body: b"", list_size: 42 }];
+/// use metronome_core::plan::{example_plan, EncodedRequest, PlanError, Streams, Wire};
+/// let reqs = [EncodedRequest { block: b"\x82", body: b"", list_size: 42 }];
 /// let plan = metronome_core::plan::Plan {
-///     http2: Some(Http2 { requests: &reqs, max_streams: 0 }),
+///     wire: Wire::Http2(Streams { requests: &reqs, max_streams: 0 }),
 ///     ..example_plan()
 /// };
 /// assert_eq!(plan.validate(), Ok(()));
 /// let bad = metronome_core::plan::Plan {
-///     http2: Some(Http2 { requests: &reqs, max_streams: 101 }),
+///     wire: Wire::Http3(Streams { requests: &reqs, max_streams: 101 }),
 ///     ..example_plan()
 /// };
-/// assert_eq!(bad.validate(), Err(PlanError::Http2));
+/// assert_eq!(bad.validate(), Err(PlanError::Http3));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Http2<'a> {
-    /// `requests[i]` is [`Plan::requests`]`[i]` for HTTP/2 (same length).
-    pub requests: &'a [H2Request<'a>],
-    /// Streams per connection at most: 0 takes the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS`; either way at most
-    /// [`H2_MAX_STREAMS`].
+pub enum Wire<'a> {
+    /// HTTP/1.1: [`Plan::requests`] as they are.
+    Http1,
+    /// HTTP/2: h2c with prior knowledge on a plain connection, h2 (ALPN)
+    /// over TLS; each request's HPACK header block (core's
+    /// [`from_http1`](crate::h2::request::from_http1)).
+    Http2(Streams<'a>),
+    /// HTTP/3 over QUIC (ALPN `h3`, TLS only); each request's QPACK field
+    /// section (core's [`from_http1`](crate::h3::request::from_http1)).
+    Http3(Streams<'a>),
+}
+
+impl<'a> Wire<'a> {
+    /// The streams of HTTP/2 or HTTP/3 (each request in a stream of a
+    /// shared connection); `None` for HTTP/1.1.
+    pub fn streams(&self) -> Option<Streams<'a>> {
+        match *self {
+            Wire::Http1 => None,
+            Wire::Http2(s) | Wire::Http3(s) => Some(s),
+        }
+    }
+}
+
+/// A run over HTTP/2 or HTTP/3 ([`Wire`]): each of [`Plan::requests`]
+/// encoded once, before the clock, and the streams per connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streams<'a> {
+    /// `requests[i]` is [`Plan::requests`]`[i]` encoded (same length).
+    pub requests: &'a [EncodedRequest<'a>],
+    /// Streams per connection at most: 0 takes the server's limit
+    /// (HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS`, HTTP/3's
+    /// initial_max_streams_bidi); either way at most [`MAX_STREAMS`].
     pub max_streams: u32,
 }
 
-/// One request for HTTP/2, encoded before the clock.
+/// One request for HTTP/2 or HTTP/3, encoded before the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct H2Request<'a> {
-    /// The HPACK header block (stateless: valid on every connection).
+pub struct EncodedRequest<'a> {
+    /// The header block: HPACK for HTTP/2, a QPACK field section for
+    /// HTTP/3 (stateless both: valid on every connection).
     pub block: &'a [u8],
-    /// The body, sent in DATA frames (empty: the HEADERS end the stream).
+    /// The body, sent in DATA frames (empty: the head ends the stream).
     pub body: &'a [u8],
     /// The size of its field list as the server's limit counts it (name +
     /// value + 32 per field; [`Encoded::list_size`](crate::h2::request::Encoded::list_size)):
-    /// a request above the server's `SETTINGS_MAX_HEADER_LIST_SIZE` is not
-    /// sent ([`Connection::start_planned`](crate::h2::Connection::start_planned)).
+    /// over HTTP/2 a request above the server's
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` is not sent
+    /// ([`Connection::start_planned`](crate::h2::Connection::start_planned)).
     pub list_size: usize,
 }
 
@@ -446,10 +474,15 @@ pub enum PlanError {
     /// need the open loop's schedule.
     Turns,
     /// HTTP/2 requests that do not match the plan's requests, more than
-    /// [`H2_MAX_STREAMS`] streams, or with a closed loop, a warm-up request
+    /// [`MAX_STREAMS`] streams, or with a closed loop, a warm-up request
     /// or conversations (not supported over HTTP/2 yet); or
     /// [`Protocol::Grpc`] without HTTP/2.
     Http2,
+    /// The same for HTTP/3: its requests do not match the plan's, more
+    /// than [`MAX_STREAMS`] streams, or with a closed loop, a warm-up
+    /// request or conversations (not supported over HTTP/3 yet); or (from
+    /// an engine) HTTP/3 without TLS.
+    Http3,
 }
 
 impl fmt::Display for PlanError {
@@ -478,6 +511,10 @@ impl fmt::Display for PlanError {
             PlanError::Http2 => {
                 "HTTP/2 needs one encoded request per request, at most 100 streams, the open \
                  loop, no warm-up request and no conversations; gRPC needs HTTP/2"
+            }
+            PlanError::Http3 => {
+                "HTTP/3 needs TLS (an https:// target), one encoded request per request, at \
+                 most 100 streams, the open loop, no warm-up request and no conversations"
             }
         })
     }
@@ -650,14 +687,17 @@ impl Plan<'_> {
         {
             return Err(PlanError::Turns);
         }
-        if let Some(h2) = self.http2 {
-            if h2.requests.len() != self.requests.len()
-                || h2.max_streams > H2_MAX_STREAMS
+        if let Some(streams) = self.wire.streams() {
+            if streams.requests.len() != self.requests.len()
+                || streams.max_streams > MAX_STREAMS
                 || self.model != Model::Open
                 || self.warm_up == WarmUp::Request
                 || self.turns.is_on()
             {
-                return Err(PlanError::Http2);
+                return Err(match self.wire {
+                    Wire::Http3(_) => PlanError::Http3,
+                    _ => PlanError::Http2,
+                });
             }
         } else if self.protocol == Protocol::Grpc {
             return Err(PlanError::Http2);
@@ -892,6 +932,6 @@ pub fn example_plan() -> Plan<'static> {
         retry_non_idempotent: false,
         warm_up: WarmUp::Off,
         peer_samples: ExactSet::EMPTY,
-        http2: None,
+        wire: Wire::Http1,
     }
 }

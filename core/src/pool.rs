@@ -16,8 +16,10 @@
 //!    `base` is the [`BASE_RANK`]-th smallest service time seen (or the
 //!    warm-up requests' median, if smaller), the service time of a request that
 //!    found no queue (TCP Vegas' BaseRTT). A server that takes 20 ms per
-//!    request in parallel gets `rate x 20 ms x 1.5` at once; a saturated
-//!    server's queueing never raises a minimum.
+//!    request in parallel gets `rate x 20 ms x 1.5` at once (a request that
+//!    takes the last idle connection below it opens a spare, so the next
+//!    does not wait for a connect); a saturated server's queueing never
+//!    raises a minimum.
 //! 2. **By probes whose gain is measured.** While a quarter or more of the
 //!    due requests of a window ([`WINDOW_NS`], at least [`WINDOW_COMPLETIONS`]
 //!    completions) waited for a connection and what completed is below
@@ -39,7 +41,12 @@
 //!    server is stalled or silent, not saturated: each waiting request may
 //!    have a connection, so that it still reaches the server at its intended
 //!    time; they age out once the stall is over ([`Pool::close_idle`]). A
-//!    transient shorter than the stall's length grows nothing.
+//!    transient shorter than the stall's length grows nothing. Before the
+//!    first answer of the run, nothing has answered since the first
+//!    request: a server slower than the gap between requests (a stream of
+//!    seconds on a user's `-c 4`) gives each request that finds every
+//!    connection busy a connection at once, as a pre-opened pool of the
+//!    default size would have had, not at the next due request.
 //!
 //! No probe starts while the pacing thread is itself the bottleneck
 //! ([`Pool::pacer_load`] at or above [`PACER_BOUND_PCT`] of its time
@@ -267,8 +274,15 @@ pub enum Admit {
         /// Connects to start now ([`Pool::to_open`]).
         open: u32,
     },
-    /// Send it now on an idle connection (the most recently used one).
-    Send,
+    /// Send it now on an idle connection (the most recently used one),
+    /// and start `open` connects now: a spare when it takes the last idle
+    /// connection with the pool below [`Pool::wanted`], or before the run's
+    /// first answer once nothing has answered for a stall's length (the
+    /// next request then finds it open).
+    Send {
+        /// Connects to start now (0 or 1).
+        open: u32,
+    },
     /// Let it wait for a connection (its clock runs from its intended
     /// time), and start `open` connects now.
     Wait {
@@ -368,6 +382,9 @@ pub struct Pool {
     /// Since when due requests have waited (`None` when the last one
     /// admitted did not), ns.
     waits_since_ns: Option<u64>,
+    /// When the first request was admitted, ns: before the first answer,
+    /// the requests in flight have gone unanswered since then.
+    first_admit_ns: Option<u64>,
     /// Requests wait and nothing has answered for a stall's length.
     stalled: bool,
     /// Stalls that grew the pool (each counted once).
@@ -398,6 +415,7 @@ impl Pool {
             pacer_bound: false,
             last_answer_ns: None,
             waits_since_ns: None,
+            first_admit_ns: None,
             stalled: false,
             stalls: 0,
             shed: 0,
@@ -572,7 +590,7 @@ impl Pool {
     /// use metronome_core::pool::{Admit, Pool, PoolState};
     /// let mut p = Pool::new(1000.0, 2, 2, 3);
     /// let s = PoolState { idle: 1, open: 2, connecting: 0, waiting: 0, in_flight: 1 };
-    /// assert_eq!(p.admit(0, s), Admit::Send);
+    /// assert_eq!(p.admit(0, s), Admit::Send { open: 0 });
     /// let s = PoolState { idle: 0, open: 2, connecting: 0, waiting: 0, in_flight: 2 };
     /// assert_eq!(p.admit(1_000_000, s), Admit::Wait { open: 0, full: true });
     /// let s = PoolState { in_flight: 3, ..s };
@@ -591,19 +609,26 @@ impl Pool {
         self.window.open_min = self.window.open_min.min(s.open);
         self.window.open_max = self.window.open_max.max(s.open);
         // A stall: requests have waited, and nothing answered, for the
-        // stall's length.
+        // stall's length. Before the first answer, nothing has answered
+        // since the first admission: a request that then finds every
+        // connection busy gets one at once once that is a stall's length
+        // ago (a server that has not yet answered its first requests is
+        // not saturated by them; the default pre-opened pool would have
+        // had the connection).
+        let first = *self.first_admit_ns.get_or_insert(now_ns);
         if waits {
             self.waits_since_ns.get_or_insert(now_ns);
         } else {
             self.waits_since_ns = None;
         }
-        let since = self
-            .waits_since_ns
-            .unwrap_or(now_ns)
-            .max(self.last_answer_ns.unwrap_or(0));
+        let since = match self.last_answer_ns {
+            Some(answer) => self.waits_since_ns.unwrap_or(now_ns).max(answer),
+            None => first,
+        };
         let stall_ns =
             STALL_MIN_NS.max(self.service_ns().unwrap_or(0).saturating_mul(STALL_FACTOR));
-        let stalled = waits && !self.pacer_bound && now_ns.saturating_sub(since) >= stall_ns;
+        let unanswered = !self.pacer_bound && now_ns.saturating_sub(since) >= stall_ns;
+        let stalled = waits && unanswered;
         if stalled && !self.stalled {
             self.stalls += 1;
         }
@@ -615,7 +640,18 @@ impl Pool {
             };
         }
         if !waits {
-            return Admit::Send;
+            // The last idle connection, with the pool below what it aims at
+            // (the base's need) or, before any answer, nothing answered for
+            // a stall's length: a spare for the next request, so that it
+            // does not wait for a connect.
+            let below = s.open + s.connecting < self.wanted();
+            let spare = s.idle == 1
+                && (below || (unanswered && self.last_answer_ns.is_none()))
+                && s.connecting == 0
+                && !self.is_full(s);
+            return Admit::Send {
+                open: u32::from(spare),
+            };
         }
         let waiting = PoolState {
             waiting: s.waiting + 1,

@@ -79,7 +79,7 @@ impl Outcome {
 /// its first byte arrived (HTTP/2: its head) and its HTTP status. Both
 /// unknown (`None`) when nothing arrived
 /// ([`Exchange::head`](crate::exchange::Exchange::head),
-/// [`StreamExchange::head`](crate::h2::StreamExchange::head)).
+/// [`StreamExchange::head`](crate::stream::StreamExchange::head)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     /// Arrival of the first byte of the response (run clock, ns).

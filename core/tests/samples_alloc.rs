@@ -29,7 +29,7 @@ fn peer_samples_allocate_nothing_while_measuring() {
     // 100 req/s for 1 s measured after 0.5 s of warmup: room for 174.
     let plan = Plan {
         peer_samples: ExactSet::of(&Exact::ALL),
-        http2: None,
+        wire: metronome_core::plan::Wire::Http1,
         ..example_plan()
     };
     let ledger = Ledger::new(&plan);

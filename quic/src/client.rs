@@ -26,13 +26,12 @@ use quinn_proto::{
 
 use metronome_core::engine::ZeroRtt;
 use metronome_core::exchange::Finish;
-use metronome_core::h2::{FlightJob, How};
+use metronome_core::flight::{End, FlightJob, How};
 use metronome_core::h3::frame::encode_control_stream_start;
 use metronome_core::h3::qpack::Decoder;
 use metronome_core::h3::{varint, ErrorCode, H3Error};
 use metronome_core::measure::{ErrorKind, FramingCause};
 use metronome_core::plan::Protocol;
-use metronome_core::record::ResponseHead;
 
 use crate::config::{describe, handshake_error, Config};
 use crate::control::{News, Peer, UniStream};
@@ -101,29 +100,6 @@ pub enum Refused<J> {
     },
 }
 
-/// How a stream ended, kept until [`H3Client::poll_end`] hands it out.
-#[derive(Clone, Copy, Debug)]
-enum Ended {
-    Answered,
-    Retry,
-    Failed(Finish<'static>),
-}
-
-/// One stream's end ([`H3Client::poll_end`]).
-#[derive(Clone, Copy, Debug)]
-pub struct End<'a, J> {
-    /// The job the stream carried.
-    pub job: J,
-    /// When its HEADERS left (as given to [`H3Client::start`]).
-    pub sent_ns: u64,
-    /// How it ended: answered (its exchange's [`Finish`], SSE gaps
-    /// borrowed from the connection), to retry once elsewhere (a GOAWAY
-    /// refused it), or failed.
-    pub how: How<'a>,
-    /// What was known of its response's head.
-    pub head: ResponseHead,
-}
-
 /// One HTTP/3 client connection (see the [module](self)).
 pub struct H3Client<J> {
     endpoint: Endpoint,
@@ -134,7 +110,7 @@ pub struct H3Client<J> {
     cap: usize,
     flights: HashMap<StreamId, Box<Flight<J>>>,
     spare: Vec<Box<Flight<J>>>,
-    ended: VecDeque<(Box<Flight<J>>, Ended)>,
+    ended: VecDeque<(Box<Flight<J>>, Option<How<'static>>)>,
     /// The flight last handed out by `poll_end`, recycled by the next call.
     current: Option<Box<Flight<J>>>,
     decoder: Box<Decoder<SECTION>>,
@@ -444,7 +420,7 @@ impl<J: FlightJob> H3Client<J> {
             self.end_stream(
                 id,
                 ErrorCode::REQUEST_CANCELLED,
-                Ended::Failed(Finish::Error(ErrorKind::Timeout)),
+                Some(How::Failed(Finish::Error(ErrorKind::Timeout))),
             );
         }
         next
@@ -474,14 +450,11 @@ impl<J: FlightJob> H3Client<J> {
         }
         let (f, ended) = self.ended.pop_front()?;
         let f = self.current.insert(f);
-        let how = match ended {
-            Ended::Answered => How::Answered(f.ex.finish(&f.gaps)),
-            Ended::Retry => How::Retry,
-            Ended::Failed(finish) => How::Failed(finish),
-        };
+        let how = ended.unwrap_or_else(|| How::Answered(f.ex.finish(&f.gaps)));
         Some(End {
             job: f.job,
             sent_ns: f.sent_ns,
+            gap: None,
             how,
             head: f.ex.head(),
         })
@@ -572,12 +545,8 @@ impl<J: FlightJob> H3Client<J> {
                 }
                 None => {
                     self.blocked = true;
-                    let how = if f.job.retried() {
-                        Ended::Failed(Finish::Error(ErrorKind::Reset))
-                    } else {
-                        Ended::Retry
-                    };
-                    self.ended.push_back((f, how));
+                    let how = How::refused(&f.job);
+                    self.ended.push_back((f, Some(how)));
                 }
             }
         }
@@ -648,22 +617,22 @@ impl<J: FlightJob> H3Client<J> {
     /// Every stream in flight ends as `finish`.
     fn end_all(&mut self, finish: Finish<'static>) {
         for (_, f) in self.flights.drain() {
-            self.ended.push_back((f, Ended::Failed(finish)));
+            self.ended.push_back((f, Some(How::Failed(finish))));
         }
     }
 
     /// Every stream in flight ends as reset (after an SSE head: cut).
     fn end_all_reset(&mut self) {
         for (_, f) in self.flights.drain() {
-            let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
+            let kind = f.ex.on_reset();
             self.ended
-                .push_back((f, Ended::Failed(Finish::Error(kind))));
+                .push_back((f, Some(How::Failed(Finish::Error(kind)))));
         }
     }
 
     /// Ends request stream `id` as `how`, cancelling both its directions
     /// with `c` (nothing more is read or written on it).
-    fn end_stream(&mut self, id: StreamId, c: ErrorCode, how: Ended) {
+    fn end_stream(&mut self, id: StreamId, c: ErrorCode, how: Option<How<'static>>) {
         if let Some(f) = self.flights.remove(&id) {
             let _ = self.conn.recv_stream(id).stop(code(c));
             let _ = self.conn.send_stream(id).reset(code(c));
@@ -691,7 +660,7 @@ impl<J: FlightJob> H3Client<J> {
         let Ok(mut chunks) = rs.read(true) else {
             return;
         };
-        let mut end: Option<Result<(), (ErrorCode, Ended)>> = None;
+        let mut end: Option<Result<(), (ErrorCode, Option<How<'static>>)>> = None;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -699,7 +668,7 @@ impl<J: FlightJob> H3Client<J> {
                         if let Err(e) = f.feed(&chunk.bytes, &mut self.decoder, now) {
                             end = Some(Err((
                                 e.code(),
-                                Ended::Failed(Finish::Framing(FramingCause::Http3Protocol)),
+                                Some(How::Failed(Finish::Framing(FramingCause::Http3Protocol))),
                             )));
                         }
                     }
@@ -710,14 +679,12 @@ impl<J: FlightJob> H3Client<J> {
                 }
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(c)) => {
-                    // H3_REQUEST_REJECTED before any answer: not processed,
-                    // retried once (HTTP/2's REFUSED_STREAM rule).
+                    // H3_REQUEST_REJECTED before any answer: not processed.
                     let rejected = c.into_inner() == ErrorCode::REQUEST_REJECTED.0;
-                    let how = if rejected && !f.job.retried() && !f.ex.has_head() {
-                        Ended::Retry
+                    let how = if rejected && !f.ex.has_head() {
+                        Some(How::refused(&f.job))
                     } else {
-                        let kind = f.ex.on_reset(metronome_core::h2::ErrorCode::CANCEL);
-                        Ended::Failed(Finish::Error(kind))
+                        Some(How::Failed(Finish::Error(f.ex.on_reset())))
                     };
                     end = Some(Err((ErrorCode::REQUEST_CANCELLED, how)));
                     break;
@@ -733,14 +700,14 @@ impl<J: FlightJob> H3Client<J> {
                     self.end_stream(
                         id,
                         c,
-                        Ended::Failed(Finish::Framing(FramingCause::Http3Protocol)),
+                        Some(How::Failed(Finish::Framing(FramingCause::Http3Protocol))),
                     );
                     return;
                 }
                 let Flight { ex, gaps, .. } = &mut **f;
                 ex.on_end(now, gaps);
                 if let Some(f) = self.flights.remove(&id) {
-                    self.ended.push_back((f, Ended::Answered));
+                    self.ended.push_back((f, None));
                 }
             }
             Some(Err((c, how))) => self.end_stream(id, c, how),
@@ -813,13 +780,10 @@ impl<J: FlightJob> H3Client<J> {
         );
         for i in 0..self.late.len() {
             let id = self.late[i];
-            let retried = self.flights.get(&id).is_some_and(|f| f.job.retried());
-            let how = if retried {
-                Ended::Failed(Finish::Error(ErrorKind::Reset))
-            } else {
-                Ended::Retry
-            };
-            self.end_stream(id, ErrorCode::REQUEST_CANCELLED, how);
+            if let Some(f) = self.flights.get(&id) {
+                let how = How::refused(&f.job);
+                self.end_stream(id, ErrorCode::REQUEST_CANCELLED, Some(how));
+            }
         }
     }
 }

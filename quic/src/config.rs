@@ -13,7 +13,7 @@ use quinn_proto::{ClientConfig, ConnectionError, TransportConfig, VarInt};
 
 use metronome_core::engine::tls::{Tls, TlsFailure};
 use metronome_core::engine::HandshakeFailure;
-use metronome_core::plan::{Protocol, H2_MAX_STREAMS};
+use metronome_core::plan::{Protocol, MAX_STREAMS};
 
 /// Unidirectional streams the server may open at once: its control and
 /// QPACK streams, and a few reserved ones (grease) to discard.
@@ -67,8 +67,8 @@ impl Config {
         let mut quic = ClientConfig::new(Arc::new(q));
         quic.transport_config(Arc::new(transport));
         let cap = match max_streams {
-            0 => H2_MAX_STREAMS,
-            n => n.min(H2_MAX_STREAMS),
+            0 => MAX_STREAMS,
+            n => n.min(MAX_STREAMS),
         } as usize;
         Ok(Config {
             quic,

@@ -5,12 +5,13 @@
 //! and gaps, and gRPC's status rule are HTTP/2's.
 
 use metronome_core::exchange::GAP_CAP;
-use metronome_core::h2::StreamExchange;
 use metronome_core::h3::frame::{encode_data_header, encode_header};
 use metronome_core::h3::qpack::Decoder;
 use metronome_core::h3::response::Response;
 use metronome_core::h3::{Frame, FrameReader, H3Error, Role};
+use metronome_core::head::ResponseFields;
 use metronome_core::plan::Protocol;
+use metronome_core::stream::StreamExchange;
 
 /// The largest response field section accepted (advertised as
 /// SETTINGS_MAX_FIELD_SECTION_SIZE).
@@ -117,24 +118,15 @@ impl<J> Flight<J> {
             let (n, frame) = reader.read(input)?;
             match frame {
                 Some(Frame::Headers(block)) => {
-                    let mut event_stream = false;
-                    let mut grpc: Option<u32> = None;
-                    let section = decoder.decode(block, |name, value| {
-                        if name == b"content-type" {
-                            event_stream = value.starts_with(b"text/event-stream");
-                        } else if name == b"grpc-status" {
-                            grpc = core::str::from_utf8(value)
-                                .ok()
-                                .and_then(|v| v.parse().ok());
-                        }
-                    })?;
+                    let mut fields = ResponseFields::default();
+                    let section = decoder.decode(block, |name, value| fields.field(name, value))?;
                     match response.headers(&section)? {
                         Some(status) if status >= 200 => {
-                            ex.on_head(now, status, event_stream);
-                            ex.on_grpc_status(grpc);
+                            ex.on_head(now, status, fields.event_stream);
+                            ex.on_grpc_status(fields.grpc_status);
                         }
                         Some(_) => {}
-                        None => ex.on_grpc_status(grpc),
+                        None => ex.on_grpc_status(fields.grpc_status),
                     }
                 }
                 Some(Frame::Data(d)) => {

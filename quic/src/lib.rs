@@ -31,8 +31,8 @@ pub mod control;
 mod flight;
 
 pub use blocking::{fetch, handshake};
-pub use client::{End, H3Client, Lost, Refused, Request, State, DATAGRAM};
+pub use client::{H3Client, Lost, Refused, Request, State, DATAGRAM};
 pub use config::{describe, handshake_error, handshake_timeout, too_large, Config};
 pub use control::{News, Peer, UniStream};
 pub use flight::SECTION;
-pub use metronome_core::h2::{FlightJob, How};
+pub use metronome_core::flight::{End, FlightJob, How};

@@ -69,12 +69,8 @@ pub struct Options {
     /// Test hook: called by each engine thread at each [`Phase`], on that
     /// thread (e.g. to count allocations made between `Measuring` and `Done`).
     pub phase_hook: Option<fn(Phase)>,
-    /// Speak TLS to the target (an `https://` URL).
+    /// Speak TLS to the target (an `https://` URL; HTTP/3 needs it).
     pub tls: Option<Tls>,
-    /// Speak HTTP/3 over QUIC (`--http3`): needs [`Options::tls`],
-    /// the plan's `http2` requests (their QPACK field sections) and the
-    /// open model.
-    pub http3: bool,
 }
 
 impl Options {

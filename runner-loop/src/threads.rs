@@ -16,7 +16,7 @@ use metronome_core::engine::{
     WarmConn, WarmReply,
 };
 use metronome_core::exchange::Exchange;
-use metronome_core::plan::{Model, Plan, PlanError, WarmUp};
+use metronome_core::plan::{Model, Plan, PlanError, WarmUp, Wire};
 use metronome_quic::Config as QuicConfig;
 
 use crate::clock::Clock;
@@ -91,7 +91,7 @@ pub(crate) fn run<R: Ring>(
     let mut warm = Warm::default();
     let opened_first = (streams.len() + quic.len()) as u64;
     // HTTP/2 connections are usable once greeted (no warm-up request).
-    let http2 = plan.http2.is_some();
+    let http2 = plan.wire.streams().is_some();
     if workers.is_none() && plan.warm_up != WarmUp::Off && !streams.is_empty() && !http2 {
         // Core's warm start over this engine's blocking pre-clock I/O.
         let pre: Vec<Pre> = streams.into_iter().map(|(s, _)| Pre(s)).collect();
@@ -285,21 +285,21 @@ fn open_one(
     Ok((s, Some(Box::new(conn))))
 }
 
-/// HTTP/3 (`Options::http3`): how its connections are opened, from
-/// the https target's TLS; `None` for TCP.
+/// HTTP/3 ([`Wire::Http3`]): how its connections are opened, from the
+/// https target's TLS; `None` for TCP (HTTP/1.1 and HTTP/2).
 ///
 /// # Errors
-/// [`EngineError::Plan`] for a plan without its HTTP/3 requests, not in
-/// the open model, or without TLS (as the std engine's `run_h3`); a TLS
-/// configuration that cannot carry QUIC, as a refused handshake.
+/// [`EngineError::Plan`] ([`PlanError::Http3`]) for an HTTP/3 plan
+/// without TLS; a TLS configuration that cannot carry QUIC, as a refused
+/// handshake.
 fn h3_config(plan: &Plan<'_>, opts: &Options) -> Result<Option<QuicConfig>, EngineError> {
-    if !opts.http3 {
+    let Wire::Http3(streams) = plan.wire else {
         return Ok(None);
-    }
-    let (Some(h2), Some(tls), Model::Open) = (plan.http2, opts.tls.as_ref(), plan.model) else {
-        return Err(EngineError::Plan(PlanError::Http2));
     };
-    QuicConfig::new(tls, plan.addr, plan.protocol, h2.max_streams)
+    let Some(tls) = opts.tls.as_ref() else {
+        return Err(EngineError::Plan(PlanError::Http3));
+    };
+    QuicConfig::new(tls, plan.addr, plan.protocol, streams.max_streams)
         .map(Some)
         .map_err(EngineError::connect)
 }
@@ -329,7 +329,7 @@ fn greet_if_h2(
     (sock, mut tls): Stream,
     timeout: Duration,
 ) -> io::Result<(Stream, Option<Greeted>)> {
-    if plan.http2.is_none() {
+    if plan.wire.streams().is_none() {
         return Ok(((sock, tls), None));
     }
     let deadline = Instant::now() + timeout.max(Duration::from_millis(1));

@@ -53,11 +53,11 @@ pub(crate) enum Fact {
     Opened(Opened),
     /// A connection's TLS handshake failed during the run.
     HandshakeFailed(HandshakeFailure),
-    /// An HTTP/2 worker's streams, once at its end: the most open at once
-    /// on its connection and the server's stream limits (set-up figures
-    /// with nothing else counted); an HTTP/3 connection's 0-RTT counts
-    /// when it is dropped.
-    H2Streams(Box<metronome_core::engine::Setup>),
+    /// Set-up figures with nothing else counted: an HTTP/2 or HTTP/3
+    /// worker's streams, once at its end (the most open at once on its
+    /// connection and the server's stream limits); an HTTP/3 connection's
+    /// handshake time and 0-RTT counts.
+    Setup(Box<metronome_core::engine::Setup>),
     /// A line for the report's warnings (kept once: an HTTP/3 connection
     /// closed by the server with its code).
     Note(String),
@@ -90,7 +90,7 @@ impl<'p> Collector<'p> {
         let ledger = self.ledger;
         match fact {
             Fact::Opened(o) => return o.record(&mut self.out.setup),
-            Fact::H2Streams(s) => return self.out.setup.merge(&s),
+            Fact::Setup(s) => return self.out.setup.merge(&s),
             Fact::HandshakeFailed(kind) => return self.out.setup.failed(kind),
             Fact::Note(line) => {
                 if !self.out.warnings.contains(&line) {
@@ -155,7 +155,7 @@ impl<'p> Collector<'p> {
                 );
                 (ok.map(|ok| counter(progress, ok)), Some(done_ns))
             }
-            Fact::Opened(_) | Fact::HandshakeFailed(_) | Fact::H2Streams(_) | Fact::Note(_) => {
+            Fact::Opened(_) | Fact::HandshakeFailed(_) | Fact::Setup(_) | Fact::Note(_) => {
                 (None, None)
             }
         };

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 
-use metronome_core::h2::{End, How};
+use metronome_core::flight::{End, How};
 
 use crate::collector::Fact;
 use crate::conn::Outcome;

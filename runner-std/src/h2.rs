@@ -24,18 +24,19 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use metronome_core::engine::tls::expect_h2;
 use metronome_core::engine::{greet_h2, Greeted};
 use metronome_core::exchange::GAP_CAP;
-use metronome_core::h2::{Config, Connection, FlightJob, Flights};
-use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS};
-use metronome_core::tls::expect_h2;
+use metronome_core::flight::FlightJob;
+use metronome_core::h2::{Config, Connection, Flights};
+use metronome_core::plan::{Plan, Protocol, MAX_STREAMS};
 
 use crate::conn::Opened;
 use crate::queue::{lock, Job, Shared};
 use crate::tls::Tls;
 
 /// Stream slots per connection (the most any plan may ask).
-const SLOTS: usize = H2_MAX_STREAMS as usize;
+const SLOTS: usize = MAX_STREAMS as usize;
 /// Bytes of frames written at once (a request's HEADERS and DATA, or the
 /// connection's own frames).
 const OUT_BYTES: usize = 64 * 1024;
@@ -162,7 +163,7 @@ impl Link {
     /// grows, which calls this again; a full buffer never waits for an
     /// event.
     fn push_bodies(&mut self, plan: &Plan<'_>) -> io::Result<()> {
-        let Some(h2plan) = plan.http2 else {
+        let Some(h2plan) = plan.wire.streams() else {
             return Ok(());
         };
         loop {

@@ -138,6 +138,6 @@ fn retire(h3: &H3Client<Job>, shared: &Shared, tx: &mpsc::Sender<Fact>) {
         let mut setup = Box::<metronome_core::engine::Setup>::default();
         setup.zero_rtt = zero_rtt;
         setup.resumed = zero_rtt.accepted;
-        let _ = tx.send(Fact::H2Streams(setup));
+        let _ = tx.send(Fact::Setup(setup));
     }
 }

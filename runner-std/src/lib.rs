@@ -22,7 +22,7 @@
 //! each socket operation when mio reports the socket ready and hands the
 //! loop the completion io_uring would have given.
 //!
-//! [`run_h3`] is the older design, kept for `--http3-0rtt` (requests sent
+//! [`run_threaded`] is the older design, kept for `--http3-0rtt` (requests sent
 //! in 0-RTT), which the loop does not have yet: one pacer thread and a
 //! dispatcher and reader thread per QUIC connection with a channel to one
 //! collector (`open`, `pacer`, `queue`, `h3`, `collector`; `h1` and `h2`
@@ -56,7 +56,7 @@ pub use metronome_loop::{parse_cpus, Options, OptionsError, Phase};
 pub use tls::Tls;
 
 use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
-use metronome_core::plan::{Model, Plan};
+use metronome_core::plan::{Model, Plan, PlanError, Wire};
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
 /// what was measured, on the event loop with its default options (one
@@ -73,12 +73,16 @@ pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError>
 /// connection's handshake is done before it carries a request, pre-opened
 /// connections' before the clock starts; connections opened during the run
 /// resume the session where the server allows it, and their handshake is
-/// charged to the request that waits for them.
+/// charged to the request that waits for them. The plan's
+/// [`Wire`] says which HTTP: HTTP/1.1, HTTP/2
+/// (h2c, or h2 over TLS) or HTTP/3 (QUIC, ALPN `h3`, TLS only; the QUIC
+/// handshakes of the pre-opened connections are done before the clock).
 ///
 /// # Errors
 /// As [`run`]; [`EngineError::Handshake`] when the handshake of a
 /// connection opened before the clock fails (a refused certificate, a
-/// server that does not speak TLS).
+/// server that does not speak TLS); [`EngineError::Plan`] for HTTP/3
+/// without `tls`.
 pub fn run_with(
     plan: &Plan<'_>,
     control: &Control,
@@ -107,22 +111,30 @@ pub fn run_on(
     metronome_loop::run::<ready::Ready>(plan, control, opts, "metronome-std")
 }
 
-/// Runs `plan` over HTTP/3 (QUIC, ALPN `h3`) to the https target `tls`:
-/// `plan.http2` carries each request's QPACK field section (core's
-/// `h3::request::from_http1`) and body; streams are admitted as HTTP/2's
-/// are. The QUIC handshakes of `plan.connections` connections are done
-/// before the clock starts.
+/// Runs `plan` on the engine's older design: one pacer thread, a thread
+/// per connection and a channel to one collector (open model; a closed
+/// plan runs on the loop, as [`run_with`]). It alone sends HTTP/3 requests
+/// in 0-RTT (`--http3-0rtt`, a `tls` with early data on), which the loop
+/// does not have yet.
 ///
 /// # Errors
-/// As [`run_with`]; [`EngineError::Plan`] for a plan without its HTTP/3
-/// requests or not in the open model.
-pub fn run_h3(plan: &Plan<'_>, control: &Control, tls: &Tls) -> Result<RunOutput, EngineError> {
-    plan.validate()?;
-    if plan.http2.is_none() || plan.model != Model::Open {
-        return Err(EngineError::Plan(metronome_core::plan::PlanError::Http2));
+/// As [`run_with`].
+pub fn run_threaded(
+    plan: &Plan<'_>,
+    control: &Control,
+    tls: Option<&Tls>,
+) -> Result<RunOutput, EngineError> {
+    if plan.model != Model::Open {
+        return run_with(plan, control, tls);
     }
+    plan.validate()?;
+    if matches!(plan.wire, Wire::Http3(_)) && tls.is_none() {
+        return Err(EngineError::Plan(PlanError::Http3));
+    }
+    // Recorders are a few hundred KiB of inline counters: the threads that
+    // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
-        spawn_big(s, || open::run(plan, control, Some(tls), true))?
+        spawn_big(s, || open::run(plan, control, tls))?
             .join()
             .map_err(|_| {
                 EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))

@@ -21,7 +21,7 @@ use metronome_core::exchange::Exchange;
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::{ThreadStats, Unsent};
 use metronome_core::pace::{Spin, SpinTuner};
-use metronome_core::plan::{Plan, WarmUp};
+use metronome_core::plan::{Plan, WarmUp, Wire};
 use metronome_core::pool::{Pool, PoolOutcome};
 
 use crate::clock::{process_cpu_ns, sleep_overshoot_ns, thread_cpu_ns, Clock};
@@ -58,8 +58,8 @@ pub(crate) fn run(
     plan: &Plan<'_>,
     control: &Control,
     tls: Option<&Tls>,
-    h3: bool,
 ) -> Result<RunOutput, EngineError> {
+    let h3 = matches!(plan.wire, Wire::Http3(_));
     let schedule = plan.schedule(plan.shard)?;
 
     // 1. Before the clock: the connections, pre-opened and warmed.
@@ -171,7 +171,7 @@ fn pre_open(
             h3,
         });
     }
-    if plan.http2.is_some() {
+    if plan.wire.streams().is_some() {
         let open = || {
             let o = crate::h2::open(plan.addr, connect_timeout, tls)?;
             o.opened().record(setup);
@@ -246,7 +246,7 @@ fn shared_for(plan: &Plan<'_>, pre: usize, opened_first: u64, warm: &Warm) -> Sh
             pool,
             idle: 0,
             connecting: 0,
-            h2_linked: 0,
+            linked: 0,
             closing: false,
             sleepers: Vec::with_capacity(plan.max_connections.max(pre as u32) as usize),
             pool_closed: 0,
@@ -314,7 +314,7 @@ fn start_gate(
     pre: usize,
     origin: &OnceLock<Clock>,
 ) -> (Clock, Start) {
-    wait_idle(shared, pre, plan.http2.is_some(), control);
+    wait_idle(shared, pre, plan.wire.streams().is_some(), control);
     let zero = Origin::for_run(control);
     let late_ns = zero.wait_unless(&control.stop);
     let clock = *origin.get_or_init(|| Clock::at(zero.instant));
@@ -392,11 +392,11 @@ fn output(
 }
 
 /// Waits, at most [`READY_LIMIT`] and not past a stop, until `n`
-/// connection threads wait for a job (HTTP/2: have their connection,
-/// whose free stream slots then count as idle).
-fn wait_idle(shared: &Shared, n: usize, h2: bool, control: &Control) {
+/// connection threads wait for a job (HTTP/2 and HTTP/3: have their
+/// connection, whose free stream slots then count as idle).
+fn wait_idle(shared: &Shared, n: usize, streams: bool, control: &Control) {
     let start = Instant::now();
-    let ready = |q: &Queue| if h2 { q.h2_linked } else { q.idle };
+    let ready = |q: &Queue| if streams { q.linked } else { q.idle };
     while ready(&shared.queue.lock().unwrap_or_else(|e| e.into_inner())) < n
         && start.elapsed() < READY_LIMIT
         && !control.stopped()

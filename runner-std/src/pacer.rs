@@ -92,7 +92,7 @@ impl<'scope, 'a: 'scope> Threads<'scope, '_, 'a> {
         for _ in 0..n {
             if self.h3 {
                 self.h3(None);
-            } else if self.plan.http2.is_some() {
+            } else if self.plan.wire.streams().is_some() {
                 self.h2(None);
             } else {
                 self.h1(None);
@@ -168,7 +168,7 @@ pub(crate) fn run<'scope, 'a: 'scope>(
     };
     // The intended time of the last request handed over early.
     let mut early_mark = 0u64;
-    let early_ok = plan.http2.is_none() && !turns_on && rate <= EARLY_MAX_RATE;
+    let early_ok = plan.wire.streams().is_none() && !turns_on && rate <= EARLY_MAX_RATE;
     let mut stats = ThreadStats::default();
     let mut waited = 0u64;
     let mut schedule = schedule;
@@ -278,7 +278,7 @@ pub(crate) fn run<'scope, 'a: 'scope>(
                             talks.open.fetch_add(1, Ordering::Relaxed);
                         }
                         shared.in_flight.fetch_add(1, Ordering::Relaxed);
-                        if plan.http2.is_some() {
+                        if plan.wire.streams().is_some() {
                             shared.ready.notify_one();
                         }
                         stats.sent += 1;
@@ -327,14 +327,14 @@ fn queue_due(
     let in_flight = shared.in_flight.load(Ordering::Relaxed);
     let (admit, grow, top) = {
         let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if plan.http2.is_none() {
+        if plan.wire.streams().is_none() {
             q.shrink_idle(now, shared);
         }
         let state = q.pool_state(shared.open_connections.load(Ordering::Relaxed), in_flight);
         let admit = q.pool.admit(now, state);
         let grow = match admit {
             Admit::Drop { open } => open,
-            Admit::Send | Admit::Wait { .. } => {
+            Admit::Send { .. } | Admit::Wait { .. } => {
                 q.jobs.push_back(Job {
                     request,
                     intended_ns: t,
@@ -343,13 +343,13 @@ fn queue_due(
                     not_before_ns: if early { t } else { 0 },
                 });
                 match admit {
-                    Admit::Wait { open, .. } => open,
-                    _ => 0,
+                    Admit::Wait { open, .. } | Admit::Send { open } => open,
+                    Admit::Drop { .. } => 0,
                 }
             }
         };
         q.connecting += grow as usize;
-        let top = if !matches!(admit, Admit::Drop { .. }) && plan.http2.is_none() {
+        let top = if !matches!(admit, Admit::Drop { .. }) && plan.wire.streams().is_none() {
             q.take_top()
         } else {
             None

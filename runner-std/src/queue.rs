@@ -38,9 +38,9 @@ pub(crate) struct Queue {
     pub(crate) idle: usize,
     /// Connection threads started but not yet connected.
     pub(crate) connecting: usize,
-    /// HTTP/2 connection threads that have had a connection (their free
+    /// HTTP/2 and HTTP/3 connection threads that have had a connection (their free
     /// slots counted in `idle`): the start gate counts these.
-    pub(crate) h2_linked: usize,
+    pub(crate) linked: usize,
     /// The schedule is over: exit once the queue is empty.
     pub(crate) closing: bool,
     /// HTTP/1.1: the connection threads asleep waiting for a job, the

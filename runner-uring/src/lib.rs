@@ -24,9 +24,9 @@
 //! `metronome-quic`'s (the sans-IO client both engines drive); this crate
 //! never depends on the std engine.
 //!
-//! HTTP/3 ([`UringOptions::http3`]) is the exception to "no allocation
-//! per request": `quinn-proto` allocates (about 6 per request, measured by
-//! the workspace's `tests/alloc_h3_uring.rs`).
+//! HTTP/3 ([`Wire::Http3`](metronome_core::plan::Wire::Http3)) is the
+//! exception to "no allocation per request": `quinn-proto` allocates (about
+//! 6 per request, measured by the workspace's `tests/alloc_h3_uring.rs`).
 //!
 //! The event loop itself (the set-up, each thread's worker, the merge) is
 //! `metronome-loop`'s, written once for both engines; this crate is its

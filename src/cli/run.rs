@@ -400,8 +400,8 @@ pub struct RunArgs {
     /// A pass/fail check, e.g. 'latency.p99<50ms' (repeatable; exit 3 when breached)
     ///
     /// More: 'error_rate<0.01', 'send_lag.p99<1ms', 'achieved_ratio>0.99', 'dropped==0'. A metric the run
-    /// cannot have is refused before it (ttft, itl, tpot... need --openai); one with no samples
-    /// fails ("no samples").
+    /// cannot have is refused before it (ttft, itl, tpot... need --openai); one whose metric has
+    /// too few values for its statistic (p99 needs 100, p50 2) is not evaluated and fails.
     #[arg(help_heading = THRESHOLDS, long = "threshold", value_name = "CHECK")]
     pub thresholds: Vec<String>,
     /// A service-level objective, METRIC=DURATION with METRIC one of latency, ttft, itl, tpot (repeatable;

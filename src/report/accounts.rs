@@ -121,10 +121,18 @@ impl Window {
 
 impl IntervalReport {
     /// Adds another interval (the same interval of another shard, or the
-    /// next one of a stretch): counts add; quantiles cannot be merged from
-    /// summaries, so each percentile, the max and the work share are the
+    /// next one of a stretch): counts add, the mean service time is the
+    /// mean of both (weighted by their successes); quantiles cannot be
+    /// merged from summaries, so each percentile, the max and the work share are the
     /// larger of the two (an upper bound).
     pub fn add(&mut self, other: &IntervalReport) {
+        // The mean service time of both: weighted by their successes.
+        self.service_mean_ms = match (self.service_mean_ms, other.service_mean_ms) {
+            (Some(a), Some(b)) if self.ok + other.ok > 0 => {
+                Some((a * self.ok as f64 + b * other.ok as f64) / (self.ok + other.ok) as f64)
+            }
+            (a, b) => a.or(b),
+        };
         self.sent += other.sent;
         self.ok += other.ok;
         self.errors += other.errors;

@@ -247,6 +247,7 @@ impl Report {
                     Compat::from_recorder(peer, rec, Some(&out.exact), PhaseStart::of(plan))
                 })
                 .collect(),
+            samples_needed: Default::default(),
             workload: None,
             interrupted: false,
             partial: false,
@@ -276,13 +277,13 @@ impl Report {
                 .filter(|v| v.len() as u64 == metric.count)
                 .and_then(|v| ExactPercentiles::of_sorted(&v));
         }
-        report.connections.h2 = plan.http2.map(|h| crate::report::H2Streams {
-            peak_streams: out.setup.h2_peak_streams,
+        report.connections.h2 = plan.wire.streams().map(|h| crate::report::H2Streams {
+            peak_streams: out.setup.peak_streams,
             client_max_streams: match h.max_streams {
-                0 => metronome_core::plan::H2_MAX_STREAMS,
+                0 => metronome_core::plan::MAX_STREAMS,
                 n => n,
             },
-            server_max_streams: out.setup.h2_server_max_streams.map(|(lo, _)| lo),
+            server_max_streams: out.setup.server_max_streams.map(|(lo, _)| lo),
         });
         report.connections.h3_0rtt = (meta.protocol == "h3")
             .then(|| crate::report::ZeroRttReport::new(meta.zero_rtt, &out.setup.zero_rtt));
@@ -512,6 +513,7 @@ impl RowMaker {
             p99: ms(iv.latency.quantile(0.99)),
             max: ms(iv.latency.max()),
             send_lag_p99: ms(iv.send_lag.quantile(0.99)),
+            service_mean_ms: (iv.ok > 0).then(|| iv.service_ns as f64 / iv.ok as f64 / 1e6),
             phase: None,
             complete: None,
         }
@@ -571,7 +573,29 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
             unit(r.duration_s, "s")
         ));
     }
-    let lag_p99 = r.metrics.send_lag.p99;
+    let lag = &r.metrics.send_lag;
+    let lag_p99 = lag.p99;
+    // The send lag by the one rule: its p99 where the sends are enough for
+    // one, else its max.
+    let (lag_over_1ms, lag_words) = if super::enough::enough(lag.count, 0.99) {
+        (
+            lag.p99 > 1.0,
+            format!(
+                "send lag p99 is {} (max {})",
+                unit(lag.p99, "ms"),
+                unit(lag.max, "ms")
+            ),
+        )
+    } else {
+        (
+            lag.max > 1.0,
+            format!(
+                "send lag max is {} ({} sends, too few for a p99)",
+                unit(lag.max, "ms"),
+                count(lag.count)
+            ),
+        )
+    };
     // Waits with the pool at its limit, in the stretches they made late.
     let at_limit: u64 = r
         .generator
@@ -616,18 +640,17 @@ fn warnings(r: &Report, plan: &Plan<'_>) -> Vec<String> {
         ));
     } else if r.model == Model::Open
         && queued.is_none()
-        && lag_p99 > 1.0
+        && lag_over_1ms
         && r.generator
             .behind
             .iter()
             .any(|b| b.cause != "concurrency_limit")
     {
-        // Only when it was material: some interval is behind (above).
+        // Only when it was material: some stretch is behind (above).
         w.push(format!(
-            "the generator fell behind its schedule: send lag p99 is {} (max {}); \
-             latency is still measured from the intended time",
-            unit(lag_p99, "ms"),
-            unit(r.metrics.send_lag.max, "ms")
+            "the generator fell behind its schedule: {}; latency is still measured from the \
+             intended time",
+            lag_words
         ));
     }
     // At most three stretches in the warnings; the JSON has them all.

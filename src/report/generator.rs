@@ -22,8 +22,10 @@ pub struct Behind {
     /// `pool_exhausted` (every connection busy with the pool at
     /// `--max-connections`: the server is slower than the connections
     /// allow), `server_slower` (requests waited for a connection while the
-    /// pool was below its limit: it grows only where more connections carry
-    /// more load, [`PoolReport`]),
+    /// pool was below its limit, and the mean service time rose at least
+    /// 1.5 times over the lowest of the intervals before), `waited`
+    /// (the same waits without that evidence: no cause named; the pool
+    /// grows only where more connections carry more load, [`PoolReport`]),
     /// `cpu_saturated` (the pacing threads worked at least 90% of the time,
     /// busy-wait excluded) or `descheduled` (they did not, yet sent late:
     /// the host took the CPU).

@@ -300,6 +300,9 @@ pub struct LiveMeta {
     pub label: Option<String>,
     /// The width of an interval, seconds.
     pub interval_s: f64,
+    /// The one rule for enough samples, as a report carries it (the live
+    /// page has no report yet).
+    pub samples_needed: crate::report::enough::SamplesNeeded,
     /// `--max-concurrency`: waits for a connection are the cap's, as asked
     /// (`report::behind`).
     #[serde(skip)]
@@ -548,6 +551,7 @@ mod tests {
             value: 1.0,
             passed: true,
             samples: Some(10),
+            not_evaluated: None,
         });
         let c = equivalent_command(&r);
         assert!(c.contains("--rate 1000 "), "{c}");

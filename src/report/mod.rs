@@ -67,6 +67,7 @@ pub mod build;
 pub mod compat;
 mod connections;
 mod counts;
+pub mod enough;
 mod generator;
 pub mod hgrm;
 pub mod hlog;
@@ -249,6 +250,12 @@ pub struct Report {
     /// list of one or none).
     #[serde(default, deserialize_with = "compat::one_or_many")]
     pub compat: Vec<compat::Compat>,
+    /// The one rule for "enough samples" ([`enough::SamplesNeeded`]): the
+    /// values each statistic of a metric needs before the views show it
+    /// and a threshold is evaluated on it. Always the current rule (absent
+    /// in reports of older versions, which read as it).
+    #[serde(default)]
+    pub samples_needed: enough::SamplesNeeded,
 }
 
 /// One threshold and its outcome.
@@ -260,9 +267,17 @@ pub struct ThresholdReport {
     /// The measured value (ms for durations); 0 when the metric has no
     /// samples.
     pub value: f64,
-    /// True when it held. A threshold on a metric with no samples (every
-    /// request failed, say) fails: there is nothing to hold.
+    /// True when it held. A threshold that was not evaluated
+    /// (`not_evaluated`) fails: a run too short to measure what the gate
+    /// asks for does not pass it.
     pub passed: bool,
+    /// Why the threshold was not evaluated, when it was not: its metric
+    /// holds too few values for the statistic by the one rule
+    /// (`samples_needed`): "no samples", or "too few samples: 5; a p99
+    /// needs 100". Absent when it was evaluated (and in reports of older
+    /// versions, where a metric with no samples failed as "no samples").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_evaluated: Option<String>,
     /// For a threshold on a metric (`latency.p99`, ...): how many values
     /// the metric holds; 0 is "no samples" (absent for scalars such as
     /// `error_rate`, and in reports of older versions).

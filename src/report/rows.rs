@@ -31,6 +31,11 @@ pub struct IntervalReport {
     pub max: f64,
     /// Send-lag p99 of its sends, ms.
     pub send_lag_p99: f64,
+    /// Mean service time (completion - actual send) of its successes, ms:
+    /// whether the server answered slower than before (`behind`). Absent
+    /// when none succeeded, and in reports of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_mean_ms: Option<f64>,
     /// Due requests dropped above `--max-in-flight` in it.
     #[serde(default)]
     pub dropped: u64,

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::report::enough::enough;
 use crate::report::num::{tick, unit};
 use crate::report::sweep::Sweep;
 use crate::report::{Metric, Report};
@@ -300,7 +301,7 @@ pub fn render_svg(r: &Report) -> String {
     let picks: [(&str, &str, Pick); 3] = [
         ("p50", "#1f77b4", |i| Some(i.p50)),
         ("p99 (intervals of 100+ samples)", "#ff7f0e", |i| {
-            (i.ok >= 100).then_some(i.p99)
+            enough(i.ok, 0.99).then_some(i.p99)
         }),
         ("max", "#d62728", |i| Some(i.max)),
     ];
@@ -401,7 +402,7 @@ pub fn render_sweep_svg(sw: &Sweep) -> String {
         ("p99 (steps of 100+ samples)", "#ff7f0e", 0.99, |m| m.p99),
         ("p99.9 (1000+ samples)", "#d62728", 0.999, |m| m.p999),
     ];
-    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
+    let supported = |m: &Metric, q: f64| enough(m.count, q);
     let values: Vec<f64> = sw
         .steps
         .iter()

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::enough::enough;
 use super::num::{count, num, tick, unit};
-use super::text::samples_for_percentile;
 use super::{Metric, Report};
 
 /// The schema name of a sweep's JSON.
@@ -74,7 +74,8 @@ pub fn auto_rates(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// [`saturated`]), achieved below 99% of offered, dropped requests, a stretch where
 /// requests waited for a connection (`pool_exhausted`: the target is
 /// slower than the connections allow) or the generator's CPU was saturated
-/// (`cpu_saturated`), or a breached threshold. A `descheduled` stretch (the
+/// (`cpu_saturated`), or a breached threshold (not one that was not
+/// evaluated: too few samples show no breach). A `descheduled` stretch (the
 /// host took the generator's CPU) is not the target's doing and does not
 /// make a knee; [`render`] names it apart.
 pub fn fell_behind(r: &Report) -> Option<String> {
@@ -103,9 +104,10 @@ pub fn fell_behind(r: &Report) -> Option<String> {
             b.detail
         ));
     }
+    // A threshold not evaluated (too few samples) showed no breach.
     r.thresholds
         .iter()
-        .find(|t| !t.passed)
+        .find(|t| !t.passed && t.not_evaluated.is_none())
         .map(|t| format!("threshold {} breached", t.expr))
 }
 
@@ -360,9 +362,9 @@ pub fn render(s: &Sweep) -> String {
 }
 
 /// A table cell of a metric's statistic (ms): `-` where its samples are
-/// too few for percentile `q` ([`samples_for_percentile`]), else [`num`].
+/// too few for percentile `q` ([`enough`]: the one rule), else [`num`].
 fn cell(m: &Metric, q: f64, v: f64) -> String {
-    if m.count < samples_for_percentile(q) {
+    if !enough(m.count, q) {
         "-".to_string()
     } else {
         num(v)

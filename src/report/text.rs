@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use metronome_core::measure::FramingCause;
 
+use super::enough::enough;
 use super::num::{bytes, count, counted, num, pct, tick, unit};
 use super::{Metric, Model, Report};
 
@@ -413,11 +414,19 @@ pub fn render_text(r: &Report) -> String {
             counted(w.distinct_requests, "distinct request")
         );
         for (name, d) in [("input", &w.input_tokens), ("output", &w.output_tokens)] {
+            // Each statistic by the one rule ([`enough`]).
+            let q = |q: f64, v: u64| {
+                if enough(d.count, q) {
+                    count(v)
+                } else {
+                    "-".to_string()
+                }
+            };
             let _ = writeln!(
                 s,
                 "  {name} tokens per request: mean {}  p50 {}  p90 {}  p99 {}  max {}  ({} requests, {} tokens)",
-                num(d.mean), count(d.p50), count(d.p90), count(d.p99), count(d.max), count(d.count),
-                count(d.total)
+                pct_ms(d.count, 0.0, d.mean), q(0.5, d.p50), q(0.9, d.p90), q(0.99, d.p99), q(0.0, d.max),
+                count(d.count), count(d.total)
             );
         }
     }
@@ -463,17 +472,20 @@ pub fn render_text(r: &Report) -> String {
         );
     }
     for t in &r.thresholds {
-        let measured = if t.samples == Some(0) {
-            "no samples".to_string()
-        } else {
-            format!("measured {}", measured(&t.expr, t.value))
+        // Reports of older versions: a metric with no samples failed as
+        // "no samples", with no reason given.
+        let why = t
+            .not_evaluated
+            .clone()
+            .or_else(|| (t.samples == Some(0)).then(|| "no samples".to_string()));
+        let (verdict, said) = match why {
+            Some(why) => ("NOT EVALUATED", why),
+            None => (
+                if t.passed { "ok" } else { "BREACHED" },
+                format!("measured {}", measured(&t.expr, t.value)),
+            ),
         };
-        let _ = writeln!(
-            s,
-            "  threshold {:<28} {} ({measured})",
-            t.expr,
-            if t.passed { "ok" } else { "BREACHED" },
-        );
+        let _ = writeln!(s, "  threshold {:<28} {verdict} ({said})", t.expr);
     }
     for w in &g.warnings {
         let _ = writeln!(s, "  warning: {w}");
@@ -503,22 +515,11 @@ fn measured(expr: &str, value: f64) -> String {
     }
 }
 
-/// The samples a percentile `q` needs to be told apart from the maximum:
-/// 1 / (1 - q), so 2 for p50, 10 for p90, 100 for p99, 1000 for p99.9;
-/// 1 for the maximum and the mean (`q` 0).
-pub fn samples_for_percentile(q: f64) -> u64 {
-    if q <= 0.0 {
-        1
-    } else {
-        (1.0 / (1.0 - q)).round() as u64
-    }
-}
-
 /// A percentile cell: `-` where `count` samples are too few for `q`
-/// ([`samples_for_percentile`]), else the value through [`num`] (the
+/// ([`enough`]: the one rule), else the value through [`num`] (the
 /// column's header names the unit).
 fn pct_ms(samples: u64, q: f64, v: f64) -> String {
-    if samples < samples_for_percentile(q) {
+    if !enough(samples, q) {
         "-".to_string()
     } else {
         num(v)

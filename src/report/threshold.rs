@@ -195,17 +195,34 @@ impl Threshold {
         )))
     }
 
-    /// Evaluates against a report (a value that cannot be measured fails,
-    /// and so does a metric with no samples: "no samples", never a pass
-    /// on a 0 that was not measured).
+    /// Evaluates against a report (a value that cannot be measured fails).
+    /// A statistic whose metric holds too few values for it by the one rule
+    /// ([`enough`](super::enough::enough): p99 needs 100, p50 2, the max 1)
+    /// is not evaluated, and fails: "no samples" or "too few samples",
+    /// never a pass (or a breach) on a value that does not measure it.
     pub fn evaluate(&self, r: &Report) -> ThresholdReport {
         let samples = self
             .metric()
             .and_then(|m| r.metrics.get(m))
             .map(|m| m.count);
+        let stat = self.lhs.split_once('.').map(|(_, s)| s);
+        let q = stat.and_then(super::enough::quantile_of).unwrap_or(0.0);
+        let not_evaluated = samples.and_then(|n| {
+            let needs = super::enough::samples_for(q);
+            match n {
+                0 => Some("no samples".to_string()),
+                n if n < needs => Some(format!(
+                    "too few samples: {}; a {} needs {}",
+                    super::num::count(n),
+                    stat.unwrap_or_default(),
+                    super::num::count(needs)
+                )),
+                _ => None,
+            }
+        });
         let v = self.measure(r);
         let passed = !v.is_nan()
-            && samples != Some(0)
+            && not_evaluated.is_none()
             && match self.op {
                 Op::Lt => v < self.value,
                 Op::Le => v <= self.value,
@@ -219,6 +236,70 @@ impl Threshold {
             value: v,
             passed,
             samples,
+            not_evaluated,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example report of docs/report.md.
+    fn example() -> Report {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("```json").unwrap() + 7;
+        let end = start + doc[start..].find("```").unwrap();
+        serde_json::from_str(&doc[start..end]).unwrap()
+    }
+
+    /// The one rule decides whether a threshold is evaluated: on 5 samples
+    /// `latency.p99<1us` is "too few samples" (not a breach measured at
+    /// the max), `latency.p50` and `latency.max` are evaluated, and on 0
+    /// samples nothing is; each not evaluated fails.
+    #[test]
+    fn too_few_samples_are_not_evaluated() {
+        let mut r = example();
+        let eval = |r: &Report, e: &str| Threshold::parse(e).unwrap().evaluate(r);
+        let t = eval(&r, "latency.p99<1us");
+        assert_eq!(
+            (t.passed, t.not_evaluated.as_deref()),
+            (false, None),
+            "{t:?}"
+        );
+        r.metrics.latency.count = 5;
+        let t = eval(&r, "latency.p99<1us");
+        assert_eq!(
+            (t.passed, t.samples, t.not_evaluated.as_deref()),
+            (false, Some(5), Some("too few samples: 5; a p99 needs 100"))
+        );
+        let t = eval(&r, "latency.p99.9<1s");
+        assert_eq!(
+            t.not_evaluated.as_deref(),
+            Some("too few samples: 5; a p99.9 needs 1,000")
+        );
+        assert_eq!(
+            eval(&r, "latency.p95<1s").not_evaluated.as_deref(),
+            Some("too few samples: 5; a p95 needs 20")
+        );
+        for e in [
+            "latency.p50<1s",
+            "latency.median<1s",
+            "latency.max<1s",
+            "latency.mean<1s",
+        ] {
+            let t = eval(&r, e);
+            assert_eq!((t.passed, t.not_evaluated.as_deref()), (true, None), "{e}");
+        }
+        r.metrics.latency.count = 1;
+        assert!(eval(&r, "latency.p50<1s").not_evaluated.is_some());
+        r.metrics.latency.count = 0;
+        let t = eval(&r, "latency.max<1s");
+        assert_eq!(
+            (t.passed, t.not_evaluated.as_deref()),
+            (false, Some("no samples"))
+        );
+        // Scalars have no samples to count.
+        assert_eq!(eval(&r, "dropped==0").not_evaluated, None);
     }
 }

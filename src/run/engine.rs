@@ -2,7 +2,7 @@
 //! std with a one-line notice), `uring` or `std`.
 
 use metronome_core::engine::{Control, RunOutput};
-use metronome_core::plan::Plan;
+use metronome_core::plan::{Plan, Wire};
 
 use crate::cli::EngineArg;
 use crate::tls::ClientTls;
@@ -51,14 +51,13 @@ pub fn run(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
-    http3: bool,
 ) -> anyhow::Result<(Engine, RunOutput)> {
-    if http3 {
-        let Some(client_tls) = tls else {
+    if let Wire::Http3(_) = plan.wire {
+        if tls.is_none() {
             return Err(
                 UsageError("--http3 is HTTP/3 over QUIC, for an https:// URL only".into()).into(),
             );
-        };
+        }
         // `--engine uring` runs HTTP/3 through the ring; `auto` keeps the
         // std engine for it (docs/http3.md, "Engines"): its event loop,
         // or with `--http3-0rtt` its older dispatcher, which alone sends
@@ -69,18 +68,21 @@ pub fn run(
                     "--engine uring: io_uring is not available here ({why}); use --engine std"
                 );
             }
-            let opts = loop_options(threads, cpus, tls, true)?;
+            let opts = loop_options(threads, cpus, tls)?;
             return run_uring(plan, control, &opts).map(|out| (Engine::Uring, out));
         }
-        if !client_tls.early_data() {
-            let opts = loop_options(threads, cpus, tls, true)?;
+        if !tls.is_some_and(ClientTls::early_data) {
+            let opts = loop_options(threads, cpus, tls)?;
             let out = on_big_stack("metronome-std", || {
                 metronome_std::run_on(plan, control, &opts)
             })?;
             return Ok((Engine::Std, out));
         }
-        let tls = client_tls.engine();
-        return Ok((Engine::Std, metronome_std::run_h3(plan, control, &tls)?));
+        let tls = tls.map(ClientTls::engine);
+        return Ok((
+            Engine::Std,
+            metronome_std::run_threaded(plan, control, tls.as_ref())?,
+        ));
     }
     let use_uring = match choice {
         EngineArg::Std => false,
@@ -98,7 +100,7 @@ pub fn run(
             }
         },
     };
-    let opts = loop_options(threads, cpus, tls, false)?;
+    let opts = loop_options(threads, cpus, tls)?;
     if !use_uring {
         return Ok((
             Engine::Std,
@@ -118,7 +120,6 @@ fn loop_options(
     threads: Option<u32>,
     cpus: Option<&str>,
     tls: Option<&ClientTls>,
-    http3: bool,
 ) -> anyhow::Result<metronome_std::Options> {
     let cpus = cpus
         .map(metronome_std::parse_cpus)
@@ -129,7 +130,6 @@ fn loop_options(
         cpus,
         phase_hook: None,
         tls: tls.map(ClientTls::engine),
-        http3,
     };
     opts.validate().map_err(|e| {
         UsageError(match e {

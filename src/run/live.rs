@@ -380,6 +380,7 @@ impl<'a> Live<'a> {
             label,
             cap: args.max_concurrency,
             interval_s: plan.interval_ns as f64 / 1e9,
+            samples_needed: Default::default(),
         };
         let duration_s = plan.duration_ns as f64 / 1e9;
         let dashboard = match (shared, args.dashboard) {

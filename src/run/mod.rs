@@ -14,9 +14,9 @@
 pub mod conversation;
 pub(crate) mod dashboard;
 pub mod discover;
+mod encoded;
 pub mod engine;
 mod grpc;
-mod h2;
 pub mod lengths;
 pub mod limits;
 mod live;
@@ -122,23 +122,24 @@ pub(crate) fn run_on(
         }
     }
     let request_refs: Vec<&[u8]> = p.requests.iter().map(Vec::as_slice).collect();
-    let h2 = h2::h2_requests(args, &p.requests)?;
-    let h2_refs: Option<Vec<metronome_core::plan::H2Request<'_>>> = h2.as_ref().map(|h| {
-        h.blocks
-            .iter()
-            .zip(&h.body_at)
-            .zip(&h.list_size)
-            .zip(&p.requests)
-            .map(
-                |(((block, &at), &list_size), r)| metronome_core::plan::H2Request {
-                    block,
-                    body: &r[at..],
-                    list_size,
-                },
-            )
-            .collect()
-    });
-    let plan = plan::build(args, &p, &request_refs, h2_refs.as_deref());
+    let encoded = encoded::requests(args, &p.requests)?;
+    let encoded_refs: Option<Vec<metronome_core::plan::EncodedRequest<'_>>> =
+        encoded.as_ref().map(|h| {
+            h.blocks
+                .iter()
+                .zip(&h.body_at)
+                .zip(&h.list_size)
+                .zip(&p.requests)
+                .map(
+                    |(((block, &at), &list_size), r)| metronome_core::plan::EncodedRequest {
+                        block,
+                        body: &r[at..],
+                        list_size,
+                    },
+                )
+                .collect()
+        });
+    let plan = plan::build(args, &p, &request_refs, encoded_refs.as_deref());
     plan.validate().map_err(|e| plan::usage(e, args))?;
     let started = SystemTime::now();
     let run_id = report::build::run_id(started, args.seed);
@@ -188,7 +189,6 @@ pub(crate) fn run_on(
             args.threads,
             args.cpus.as_deref(),
             p.tls.as_ref(),
-            args.http3,
         );
         done.store(true, Ordering::Release);
         let _ = watcher.join();

@@ -357,6 +357,9 @@ pub(super) fn usage(e: PlanError, args: &RunArgs) -> UsageError {
         PlanError::Http2 => "HTTP/2 runs the open loop only: drop --closed, \
                              --profile synchronous|concurrent, --multi-turn and --warm-up request"
             .into(),
+        PlanError::Http3 => "HTTP/3 runs the open loop only: drop --closed, \
+                             --profile synchronous|concurrent, --multi-turn and --warm-up request"
+            .into(),
         other => format!("invalid run: {other}"),
     })
 }
@@ -428,7 +431,7 @@ pub(super) fn build<'a>(
     args: &RunArgs,
     p: &'a Prepared,
     requests: &'a [&'a [u8]],
-    h2: Option<&'a [metronome_core::plan::H2Request<'a>]>,
+    encoded: Option<&'a [metronome_core::plan::EncodedRequest<'a>]>,
 ) -> Plan<'a> {
     let model = match args.closed {
         Some(workers) => Model::Closed {
@@ -481,7 +484,7 @@ pub(super) fn build<'a>(
         retry_non_idempotent: args.retry_non_idempotent,
         // The warm-up request is an HTTP/1.1 exchange: HTTP/2 connections
         // are checked only (and opened with their SETTINGS exchange).
-        warm_up: if h2.is_some() {
+        warm_up: if encoded.is_some() {
             WarmUp::Check
         } else {
             warm_up(args.warm_up, requests)
@@ -491,12 +494,9 @@ pub(super) fn build<'a>(
             next: &t.next,
             think_ns: t.think_ns,
         }),
+        wire: super::encoded::wire(args, encoded),
         // Exact samples of the peers' per-request metrics, only for the
         // views asked (a plain run reserves nothing for them).
-        http2: h2.map(|requests| metronome_core::plan::Http2 {
-            requests,
-            max_streams: args.max_streams.unwrap_or(0),
-        }),
         peer_samples: if args.openai {
             crate::report::compat::exact_metrics(&crate::report::compat::peers_once(
                 args.metrics_compat.iter().map(|&p| p.into()),

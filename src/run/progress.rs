@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use metronome_core::engine::Control;
 
+use crate::report::enough::enough;
 use crate::report::ms;
 use crate::report::num::{count, num, unit};
-use crate::report::text::samples_for_percentile;
 
 /// Polls Ctrl-C into the engine's stop flag and draws the progress line.
 pub(super) fn watch(
@@ -47,7 +47,7 @@ pub(super) fn watch(
 /// The progress line's p99s of the last complete interval: `-` for one
 /// with fewer than 100 samples (a p99 needs them).
 fn p99s(p: &metronome_core::engine::Progress) -> String {
-    let enough = |samples: u64| samples >= samples_for_percentile(0.99);
+    let enough = |samples: u64| enough(samples, 0.99);
     let latency = if enough(p.last_samples.load(Ordering::Relaxed)) {
         unit(ms(p.last_p99_ns.load(Ordering::Relaxed)), "ms")
     } else {

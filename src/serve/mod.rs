@@ -49,6 +49,7 @@
 //! and chat bodies; `reply` writes status lines, headers and bodies;
 //! `h2` sniffs the preface and serves HTTP/2 connections; `h3` serves
 //! HTTP/3 on UDP;
+//! `job` is what an HTTP/2 or HTTP/3 stream answers with;
 //! `stream` holds the jobs a connection owes, SSE streams included;
 //! `connection` serves one connection; `wait` is the one `poll`, the only
 //! unsafe code of the server. This file binds, accepts and stops.
@@ -58,6 +59,7 @@ mod connection;
 pub mod fifo;
 mod h2;
 mod h3;
+mod job;
 mod reply;
 mod request;
 mod stream;

@@ -490,7 +490,7 @@ fn breached_threshold_exits_3() {
                 "--duration",
                 "500ms",
                 "--threshold",
-                "latency.p99<1ms",
+                "latency.max<1ms",
                 "--threshold",
                 "dropped==0",
             ],
@@ -510,7 +510,7 @@ fn breached_threshold_exits_3() {
                 "--duration",
                 "500ms",
                 "--threshold",
-                "latency.p99<2s",
+                "latency.max<2s",
                 "--threshold",
                 "error_rate<0.01",
             ],
@@ -524,8 +524,9 @@ fn breached_threshold_exits_3() {
 /// A threshold, SLO or compat view the run cannot have is a usage error
 /// before the run (exit 2, one line naming the flag), and so is
 /// `--timeout 0s`; a threshold on a metric with no samples (a stream of one
-/// token has no inter-token gap) is breached as "no samples", exit 3,
-/// never "measured 0 ... ok".
+/// token has no inter-token gap) is not evaluated ("no samples"), and one
+/// on a statistic its samples are too few for (a p99 of 5) "too few
+/// samples": each fails, exit 3, never "measured 0 ... ok".
 #[test]
 fn thresholds_on_metrics_the_run_lacks() {
     let srv = server(plain(Duration::from_millis(1)));
@@ -595,6 +596,8 @@ fn thresholds_on_metrics_the_run_lacks() {
             "--threshold",
             "itl.p99<1s",
             "--threshold",
+            "ttft.max<10s",
+            "--threshold",
             "ttft.p99<10s",
         ];
         let r = run_json(srv.addr(), "/v1/chat/completions", engine, &args, 3);
@@ -608,9 +611,15 @@ fn thresholds_on_metrics_the_run_lacks() {
         );
         let ttft = &r.thresholds[1];
         assert_eq!((ttft.passed, ttft.samples), (true, Some(5)), "{engine}");
+        let few = &r.thresholds[2];
+        assert_eq!(
+            (few.passed, few.not_evaluated.as_deref()),
+            (false, Some("too few samples: 5; a p99 needs 100")),
+            "{engine}"
+        );
         let text = metronome::report::text::render_text(&r);
         assert!(
-            text.contains("itl.p99<1s") && text.contains("BREACHED (no samples)"),
+            text.contains("itl.p99<1s") && text.contains("NOT EVALUATED (no samples)"),
             "{engine}: {text}"
         );
     }
@@ -682,7 +691,7 @@ fn json_keys_match_docs() {
             "--slo",
             "latency=1s",
             "--threshold",
-            "latency.p99<10s",
+            "latency.max<10s",
             "--threshold",
             "dropped==0",
         ]);

@@ -17,8 +17,8 @@ use crate::common::engines;
 use crate::script::{script, Peer, Script};
 
 /// Frame types (RFC 9113 section 6).
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
+pub(crate) const DATA: u8 = 0;
+pub(crate) const HEADERS: u8 = 1;
 const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
 const PING: u8 = 6;
@@ -28,9 +28,9 @@ const WINDOW_UPDATE: u8 = 8;
 const MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const MAX_HEADER_LIST_SIZE: u16 = 0x6;
 /// Flags.
-const END_STREAM: u8 = 0x1;
+pub(crate) const END_STREAM: u8 = 0x1;
 const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
+pub(crate) const END_HEADERS: u8 = 0x4;
 /// Error codes (RFC 9113 section 7).
 const NO_ERROR: u32 = 0;
 const INTERNAL_ERROR: u32 = 2;
@@ -40,7 +40,7 @@ const REFUSED_STREAM: u32 = 7;
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// A frame: the 9-byte header and the payload.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let len = payload.len() as u32;
     let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
     f.extend_from_slice(&stream.to_be_bytes());
@@ -49,7 +49,7 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 /// `:status 200` is static-table index 8 (RFC 7541 Appendix A).
-const STATUS_200: &[u8] = &[0x88];
+pub(crate) const STATUS_200: &[u8] = &[0x88];
 /// `:status 429`: a literal without indexing, its name static index 8.
 const STATUS_429: &[u8] = &[0x08, 3, b'4', b'2', b'9'];
 /// `content-type: text/plain`: static name index 31, a literal value.
@@ -69,7 +69,7 @@ fn answer(stream: u32, status: &[u8]) -> Vec<u8> {
 }
 
 /// The server's half of an HTTP/2 connection, over a scripted [`Peer`].
-struct H2<'a> {
+pub(crate) struct H2<'a> {
     peer: &'a mut Peer,
 }
 
@@ -129,7 +129,7 @@ impl<'a> H2<'a> {
     /// The stream of the next whole request (a GET: HEADERS with
     /// END_STREAM), counted as the server's request; `None` at the client's
     /// close.
-    fn request(&mut self) -> Option<u32> {
+    pub(crate) fn request(&mut self) -> Option<u32> {
         loop {
             let (kind, flags, stream, _) = self.frame()?;
             if (kind == HEADERS || kind == DATA) && flags & END_STREAM != 0 {
@@ -147,14 +147,14 @@ impl<'a> H2<'a> {
         r
     }
 
-    fn send(&mut self, bytes: &[u8]) -> bool {
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> bool {
         self.peer.send(bytes)
     }
 }
 
 /// A script that runs `f` on each connection once the HTTP/2 handshake is
 /// done (`max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS when given).
-fn h2(max_streams: Option<u32>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
+pub(crate) fn h2(max_streams: Option<u32>, f: impl Fn(&mut H2) + Send + Sync + 'static) -> Script {
     let params: Vec<(u16, u32)> = max_streams
         .map(|n| (MAX_CONCURRENT_STREAMS, n))
         .into_iter()

@@ -40,8 +40,8 @@ struct Conn {
 
 /// One run against tests/h3_hostile.py: the report (as a [`Run`], with
 /// the server's counts as its [`Seen`]) and the server's connections.
-struct H3Run {
-    run: Run,
+pub(crate) struct H3Run {
+    pub(crate) run: Run,
     conns: Vec<Conn>,
 }
 
@@ -69,12 +69,24 @@ fn runs(mode: &str, args: &[&str]) -> Vec<H3Run> {
 /// tests/h3_hostile.py in `mode`, then stops the server and reads its
 /// connections.
 fn run_on(engine: &'static str, mode: &str, args: &[&str]) -> H3Run {
+    run_server(engine, &[mode, "60"], "", args)
+}
+
+/// [`run_on`] with the server's arguments `server` (MODE SECONDS and
+/// more), on the URL's path `path` (after the `/`).
+pub(crate) fn run_server(
+    engine: &'static str,
+    server: &[&str],
+    path: &str,
+    args: &[&str],
+) -> H3Run {
+    let mode = server[0];
     let cert = QuicCert::new(&format!("hostile-{mode}"));
-    let mut server = PyQuicServer::start("h3_hostile.py", &cert, &[mode, "60"]);
+    let mut server = PyQuicServer::start("h3_hostile.py", &cert, server);
     let mut all = vec!["--http3", "--cacert", cert.cacert(), "--warm-up", "off"];
     all.extend_from_slice(args);
     let t = Instant::now();
-    let report = run_url_json_checked(&server.url(), engine, &all);
+    let report = run_url_json_checked(&format!("{}{path}", server.url()), engine, &all);
     let elapsed = t.elapsed();
     // Every run ends, whatever the server does: a generous bound for a
     // loaded machine (the scenarios' own bounds are tighter).

@@ -39,3 +39,7 @@ mod h2;
 mod warm;
 // The hostile scenarios over HTTP/3 (aioquic's QUIC, hand-built HTTP/3).
 mod h3;
+// The golden table of response heads, over HTTP/1.1, HTTP/2 and HTTP/3.
+mod heads;
+#[path = "../../core/tests/data/heads.rs"]
+mod heads_table;

@@ -61,12 +61,13 @@ pub struct Setup {
     /// TLS handshakes completed, by the ALPN protocol the server chose:
     /// `[none, http/1.1, h2, h3]` ([`Setup::ALPN`]); h3 by QUIC.
     pub alpn: [u64; 4],
-    /// HTTP/2: the most streams open at once on one connection.
-    pub h2_peak_streams: u32,
-    /// HTTP/2: the smallest and largest `SETTINGS_MAX_CONCURRENT_STREAMS`
-    /// the server advertised on a connection (`None` until one did; a
+    /// HTTP/2 and HTTP/3: the most streams open at once on one connection.
+    pub peak_streams: u32,
+    /// HTTP/2 and HTTP/3: the smallest and largest stream limit the server
+    /// advertised on a connection (HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS`,
+    /// HTTP/3's initial_max_streams_bidi; `None` until one did; an HTTP/2
     /// server that never sets it allows unlimited streams).
-    pub h2_server_max_streams: Option<(u32, u32)>,
+    pub server_max_streams: Option<(u32, u32)>,
     /// HTTP/3: what the connections did with 0-RTT (`--http3-0rtt`).
     pub zero_rtt: ZeroRtt,
 }
@@ -110,8 +111,8 @@ impl Default for Setup {
             handshake_failures: [0; 3],
             tls_versions: [0; 2],
             alpn: [0; 4],
-            h2_peak_streams: 0,
-            h2_server_max_streams: None,
+            peak_streams: 0,
+            server_max_streams: None,
             zero_rtt: ZeroRtt::default(),
         }
     }
@@ -159,22 +160,22 @@ impl Setup {
         self.alpn[at] += 1;
     }
 
-    /// Records an HTTP/2 connection's state after a stream started: the
-    /// streams open on it and the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// Records an HTTP/2 or HTTP/3 connection's state after a stream
+    /// started: the streams open on it and the server's stream limit
     /// (`None`: not sent, unlimited).
     ///
     /// ```
     /// let mut s = metronome_core::engine::Setup::default();
-    /// s.h2_streams(3, Some(100));
-    /// s.h2_streams(1, Some(8));
-    /// assert_eq!((s.h2_peak_streams, s.h2_server_max_streams), (3, Some((8, 100))));
+    /// s.streams(3, Some(100));
+    /// s.streams(1, Some(8));
+    /// assert_eq!((s.peak_streams, s.server_max_streams), (3, Some((8, 100))));
     /// ```
-    pub fn h2_streams(&mut self, open: usize, server_max: Option<u32>) {
-        self.h2_peak_streams = self
-            .h2_peak_streams
+    pub fn streams(&mut self, open: usize, server_max: Option<u32>) {
+        self.peak_streams = self
+            .peak_streams
             .max(u32::try_from(open).unwrap_or(u32::MAX));
         if let Some(m) = server_max {
-            self.h2_server_max_streams = Some(match self.h2_server_max_streams {
+            self.server_max_streams = Some(match self.server_max_streams {
                 Some((lo, hi)) => (lo.min(m), hi.max(m)),
                 None => (m, m),
             });
@@ -199,11 +200,11 @@ impl Setup {
         for (a, b) in self.alpn.iter_mut().zip(other.alpn) {
             *a += b;
         }
-        if let Some((lo, hi)) = other.h2_server_max_streams {
-            self.h2_streams(0, Some(lo));
-            self.h2_streams(0, Some(hi));
+        if let Some((lo, hi)) = other.server_max_streams {
+            self.streams(0, Some(lo));
+            self.streams(0, Some(hi));
         }
-        self.h2_peak_streams = self.h2_peak_streams.max(other.h2_peak_streams);
+        self.peak_streams = self.peak_streams.max(other.peak_streams);
         self.zero_rtt.add(&other.zero_rtt);
     }
 }

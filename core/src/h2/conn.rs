@@ -39,6 +39,7 @@ use super::frame::{
     HEADER_LEN,
 };
 use super::hpack::{Decoder, HpackError};
+use crate::head::ResponseFields;
 
 /// The client connection preface (RFC 9113 section 3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -219,6 +220,7 @@ struct Head {
 
 fn decode_head<const T: usize>(decoder: &mut Decoder<T>, block: &[u8]) -> Result<Head, HpackError> {
     let mut head = Head::default();
+    let mut fields = ResponseFields::default();
     decoder.decode(block, |name, value| {
         if name.first() == Some(&b':') {
             head.pseudo = true;
@@ -235,23 +237,12 @@ fn decode_head<const T: usize>(decoder: &mut Decoder<T>, block: &[u8]) -> Result
             }
         } else {
             head.regular = true;
-            if name == b"content-type" {
-                let prefix = b"text/event-stream";
-                head.event_stream = value.len() >= prefix.len()
-                    && value[..prefix.len()].eq_ignore_ascii_case(prefix);
-            } else if name == b"grpc-status" {
-                head.grpc_status = parse_u32(value);
-            }
+            fields.field(name, value);
         }
     })?;
+    head.event_stream = fields.event_stream;
+    head.grpc_status = fields.grpc_status;
     Ok(head)
-}
-
-fn parse_u32(v: &[u8]) -> Option<u32> {
-    if v.is_empty() || v.len() > 9 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(v.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
 
 /// A header block being received over CONTINUATION frames.
@@ -670,21 +661,21 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
     ///
     /// ```
     /// use metronome_core::h2::{Connection, SendError};
-    /// use metronome_core::plan::H2Request;
+    /// use metronome_core::plan::EncodedRequest;
     /// let mut conn = Connection::<4>::new(Default::default());
     /// let mut out = [0u8; 256];
     /// conn.poll_transmit(&mut out);
     /// // The server's SETTINGS: MAX_HEADER_LIST_SIZE (0x6) = 100.
     /// conn.handle_read(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 100]).unwrap();
     /// assert_eq!(conn.server_max_header_list(), Some(100));
-    /// let big = H2Request { block: b"\x82", body: b"", list_size: 101 };
+    /// let big = EncodedRequest { block: b"\x82", body: b"", list_size: 101 };
     /// assert_eq!(conn.start_planned(&big, &mut out), Err(SendError::TooLarge { limit: 100 }));
-    /// let fits = H2Request { list_size: 100, ..big };
+    /// let fits = EncodedRequest { list_size: 100, ..big };
     /// assert_eq!(conn.start_planned(&fits, &mut out), Ok((1, 10)));
     /// ```
     pub fn start_planned(
         &mut self,
-        request: &crate::plan::H2Request<'_>,
+        request: &crate::plan::EncodedRequest<'_>,
         out: &mut [u8],
     ) -> Result<(u32, usize), SendError> {
         if request.list_size > self.peer_max_list as usize {

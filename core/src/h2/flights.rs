@@ -9,7 +9,8 @@
 //! every [`Event`] to [`Flights::on_event`], calls [`Flights::expire`] to
 //! time streams out and [`Flights::connection_end`] when the connection
 //! dies, and sends bodies with [`Flights::push_bodies`]. Each stream's end
-//! comes out through the engine's `sink` as an [`End`]:
+//! comes out through the engine's `sink` as core's [`End`] (the stream
+//! vocabulary HTTP/3 shares, [`crate::flight`]):
 //!
 //! - **answered**: its response is complete (END_STREAM on a head, DATA or
 //!   trailers); its exchange's [`Finish`] says how it went;
@@ -25,7 +26,8 @@
 //!
 //! ```
 //! use metronome_core::exchange::Finish;
-//! use metronome_core::h2::flights::{FlightJob, Flights, How};
+//! use metronome_core::flight::{FlightJob, How};
+//! use metronome_core::h2::flights::Flights;
 //! use metronome_core::h2::{Config, Connection};
 //! use metronome_core::plan::Protocol;
 //!
@@ -51,51 +53,13 @@
 //! ```
 
 use crate::exchange::{Finish, GAP_CAP};
+use crate::flight::{End, FlightJob, How};
 use crate::measure::ErrorKind;
 use crate::plan::Protocol;
+use crate::stream::StreamExchange;
 
 use super::conn::{Connection, Event, SendError};
 use super::frame::ErrorCode;
-use super::stream::StreamExchange;
-
-/// What [`Flights`] needs to know of an engine's job (its own type: it
-/// gets it back in each [`End`]).
-pub trait FlightJob: Copy {
-    /// Which of the plan's requests it sends (its body: `bodies(request)`
-    /// in [`Flights::push_bodies`]).
-    fn request(&self) -> usize;
-    /// When it was due (run clock ns): its exchange's intended time.
-    fn intended_ns(&self) -> u64;
-    /// It was refused once already: refused again, it fails.
-    fn retried(&self) -> bool;
-}
-
-/// How a stream ended ([`End::how`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum How<'a> {
-    /// The response is complete; its exchange says how it went. Only an
-    /// answer says something of the service time (the pool's estimate).
-    Answered(Finish<'a>),
-    /// Not processed by the server: send the job once more, retried.
-    Retry,
-    /// Failed as this says (reset, timeout, the connection's end).
-    Failed(Finish<'static>),
-}
-
-/// One stream's end, handed to the engine's sink.
-#[derive(Clone, Copy, Debug)]
-pub struct End<'a, J> {
-    /// The job the stream carried.
-    pub job: J,
-    /// When its HEADERS left.
-    pub sent_ns: u64,
-    /// Its gap storage index, free again (as given to [`Flights::start`]).
-    pub gap: Option<u32>,
-    /// How it ended.
-    pub how: How<'a>,
-    /// What was known of its response's head ([`StreamExchange::head`]).
-    pub head: crate::record::ResponseHead,
-}
 
 /// What an event asks of the engine besides the ends ([`Flights::on_event`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -311,11 +275,12 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
                 remote,
             } => {
                 if let Some(i) = self.slot_of(stream) {
+                    let ex = &self.exchanges[i];
                     let how = match &self.flights[i] {
-                        Some(f) if code == ErrorCode::REFUSED_STREAM && !f.job.retried() => {
-                            How::Retry
+                        Some(f) if code == ErrorCode::REFUSED_STREAM && !ex.has_head() => {
+                            How::refused(&f.job)
                         }
-                        _ => How::Failed(self.exchanges[i].on_stream_reset(code, remote)),
+                        _ => How::Failed(ex.on_stream_reset(code, remote)),
                     };
                     self.end(i, how, sink);
                 }
@@ -324,13 +289,10 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
                 self.goaway = Some(code);
                 while let Some(stream) = conn.take_refused() {
                     if let Some(i) = self.slot_of(stream) {
-                        let how = match &self.flights[i] {
-                            Some(f) if f.job.retried() => {
-                                How::Failed(Finish::Error(ErrorKind::Reset))
-                            }
-                            _ => How::Retry,
-                        };
-                        self.end(i, how, sink);
+                        if let Some(f) = &self.flights[i] {
+                            let how = How::refused(&f.job);
+                            self.end(i, how, sink);
+                        }
                     }
                 }
             }

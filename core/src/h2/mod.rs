@@ -8,6 +8,8 @@
 //!   PING, RST_STREAM and GOAWAY, events out.
 //! - [`error`]: its errors: the server's [`Violation`]s, the connection
 //!   error [`H2Error`] (with its GOAWAY code) and [`SendError`].
+//! - [`stream`]: what a reset stream's or a dead connection's error code
+//!   means for core's [`StreamExchange`](crate::stream::StreamExchange).
 //! - [`flights`]: [`Flights`], the requests in flight on one connection
 //!   and how each ends (answered, retried once, failed, timed out), for
 //!   both engines.
@@ -25,6 +27,5 @@ pub mod request;
 pub mod stream;
 
 pub use conn::{Blocked, Config, Connection, Event, H2Error, SendError, Sent, Violation};
-pub use flights::{End, FlightJob, Flights, How, Pushed, Step};
+pub use flights::{Flights, Pushed, Step};
 pub use frame::ErrorCode;
-pub use stream::StreamExchange;

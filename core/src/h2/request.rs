@@ -5,7 +5,8 @@
 //! sends, the body its DATA frames carry and the size of its field list
 //! the server's limit applies to ([`Encoded::list_size`]).
 
-use super::hpack::{encode_request, CONNECTION_SPECIFIC};
+use super::hpack::encode_request;
+use crate::head::CONNECTION_SPECIFIC;
 
 /// What [`from_http1`] made of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,28 +4,17 @@
 //! flags, the `:method` being CONNECT and the `content-length`).
 //!
 //! A request head ([`Decoder::decode_request`]) is malformed
-//! ([`H3Error::Message`], H3_MESSAGE_ERROR, a stream error) when:
-//! - a pseudo-header is not one of `:method`, `:scheme`, `:authority`,
-//!   `:path` (`:status` included), comes twice, or after a regular field;
-//! - `:method`, `:scheme` or `:path` is missing (except for CONNECT, which
-//!   needs `:authority` and may have neither `:scheme` nor `:path`), or
-//!   `:path` is empty;
-//! - the scheme is `http` or `https` and neither `:authority` nor `host`
-//!   is there (whether both agree is not checked: that would keep a copy);
-//! - a connection-specific field is there (`connection`, `keep-alive`,
-//!   `proxy-connection`, `transfer-encoding`, `upgrade`), or `te` with a
-//!   value other than `trailers`;
-//! - a name or value holds NUL, CR or LF, or a value starts or ends with
-//!   a space or a tab;
-//! - `content-length` is not digits, or comes twice with two values.
-//!
+//! ([`H3Error::Message`], H3_MESSAGE_ERROR, a stream error) by the rule
+//! HTTP/2's server keeps too, [`RequestFields`] (pseudo-headers,
+//! connection-specific fields, bytes, `content-length`), or when it lacks
+//! the pseudo-headers a request needs ([`RequestFields::complete`]).
 //! Trailers ([`Decoder::decode_trailers`]) follow the same field rules and
 //! may carry no pseudo-header. Uppercase names are refused by the decoder
 //! itself.
 
 use super::error::H3Error;
 use super::qpack::Decoder;
-use crate::h2::hpack::CONNECTION_SPECIFIC;
+use crate::head::RequestFields;
 
 /// What a request head held, beyond the fields handed to the callback.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,47 +29,6 @@ pub struct RequestSection {
     /// DATA received: RFC 9114 section 4.1.2).
     pub content_length: Option<u64>,
 }
-
-/// The regular-field rules shared by heads and trailers; `Err` when the
-/// field makes the message malformed.
-fn regular(name: &[u8], value: &[u8], length: &mut Option<u64>) -> Result<(), H3Error> {
-    let bad_byte = |b: &u8| matches!(b, 0 | b'\r' | b'\n');
-    let padded = |v: &[u8]| {
-        matches!(v.first(), Some(b' ' | b'\t')) || matches!(v.last(), Some(b' ' | b'\t'))
-    };
-    // `host` (the last of the list) is allowed in HTTP/3.
-    let specific = CONNECTION_SPECIFIC[..5].contains(&name);
-    if name.is_empty()
-        || name.iter().any(bad_byte)
-        || value.iter().any(bad_byte)
-        || padded(value)
-        || specific
-        || (name == b"te" && value != b"trailers")
-    {
-        return Err(H3Error::Message);
-    }
-    if name == b"content-length" {
-        let n = parse_digits(value).ok_or(H3Error::Message)?;
-        if length.replace(n).is_some_and(|m| m != n) {
-            return Err(H3Error::Message);
-        }
-    }
-    Ok(())
-}
-
-/// A decimal number of 1 to 19 ASCII digits.
-fn parse_digits(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(v.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
-}
-
-/// Pseudo-headers seen, one bit each.
-const METHOD: u8 = 1;
-const SCHEME: u8 = 2;
-const AUTHORITY: u8 = 4;
-const PATH: u8 = 8;
 
 impl<const N: usize> Decoder<N> {
     /// Decodes a request's field section (a HEADERS frame's payload on a
@@ -111,55 +59,20 @@ impl<const N: usize> Decoder<N> {
         block: &[u8],
         mut emit: F,
     ) -> Result<RequestSection, H3Error> {
-        let mut seen = 0u8;
-        let mut regular_seen = false;
-        let mut connect = false;
-        let mut web = false;
-        let mut host = false;
-        let mut length = None;
+        let mut rule = RequestFields::default();
         let (fields, size) = self.lines(block, |name, value| {
-            if let Some(pseudo) = name.strip_prefix(b":") {
-                let bit = match pseudo {
-                    b"method" => METHOD,
-                    b"scheme" => SCHEME,
-                    b"authority" => AUTHORITY,
-                    b"path" => PATH,
-                    _ => return Err(H3Error::Message),
-                };
-                if regular_seen || seen & bit != 0 || (bit == PATH && value.is_empty()) {
-                    return Err(H3Error::Message);
-                }
-                if value.iter().any(|b| matches!(b, 0 | b'\r' | b'\n' | b' ')) {
-                    return Err(H3Error::Message);
-                }
-                seen |= bit;
-                match bit {
-                    METHOD => connect = value == b"CONNECT",
-                    SCHEME => web = value == b"http" || value == b"https",
-                    _ => {}
-                }
-            } else {
-                regular_seen = true;
-                regular(name, value, &mut length)?;
-                host |= name == b"host";
-            }
+            rule.field(name, value).map_err(|_| H3Error::Message)?;
             emit(name, value);
             Ok(())
         })?;
-        let complete = if connect {
-            seen == METHOD | AUTHORITY
-        } else {
-            seen & (METHOD | SCHEME | PATH) == METHOD | SCHEME | PATH
-                && (!web || seen & AUTHORITY != 0 || host)
-        };
-        if !complete {
+        if !rule.complete() {
             return Err(H3Error::Message);
         }
         Ok(RequestSection {
             fields,
             size,
-            connect,
-            content_length: length,
+            connect: rule.connect(),
+            content_length: rule.content_length(),
         })
     }
 
@@ -174,12 +87,12 @@ impl<const N: usize> Decoder<N> {
         block: &[u8],
         mut emit: F,
     ) -> Result<usize, H3Error> {
-        let mut length = None;
+        let mut rule = RequestFields::default();
         let (fields, _) = self.lines(block, |name, value| {
-            if name.first() == Some(&b':') {
+            rule.field(name, value).map_err(|_| H3Error::Message)?;
+            if rule.pseudo() {
                 return Err(H3Error::Message);
             }
-            regular(name, value, &mut length)?;
             emit(name, value);
             Ok(())
         })?;

@@ -24,7 +24,8 @@
 
 use super::error::H3Error;
 pub use super::error::QpackError;
-use crate::h2::hpack::{encode_integer, huffman, CONNECTION_SPECIFIC};
+use crate::h2::hpack::{encode_integer, huffman};
+use crate::head::CONNECTION_SPECIFIC;
 
 impl core::error::Error for QpackError {}
 

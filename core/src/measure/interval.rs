@@ -9,7 +9,7 @@ pub const LATE_NS: u64 = 1_000_000;
 
 /// The counters of one report interval (`--interval`) of one engine
 /// thread: everything an interval row holds but its histograms. Kept
-/// for every interval of a run (120 bytes each), apart from the histograms,
+/// for every interval of a run (128 bytes each), apart from the histograms,
 /// which only the live intervals hold in full (see [`IntervalSink`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -47,6 +47,10 @@ pub struct Counts {
     /// Output tokens of the streams that succeeded in the interval (by
     /// completion time, as `ok`).
     pub output_tokens: u64,
+    /// The service times (completion - actual send, ns) of the interval's
+    /// successes added up (by completion time, as `ok`): with `ok`, their
+    /// mean, the evidence for a server that answered slower.
+    pub service_ns: u64,
     /// Bytes read from the connections in the interval, by the time each
     /// read completed: response heads and bodies as on the wire (over TLS,
     /// after decryption; HTTP/2: frames, headers HPACK-encoded).
@@ -80,6 +84,7 @@ impl Counts {
             cpu_ns: 0,
             spin_ns: 0,
             output_tokens: 0,
+            service_ns: 0,
             bytes_received: 0,
             bytes_sent: 0,
             settled: 0,
@@ -127,6 +132,7 @@ impl Counts {
         self.cpu_ns = self.cpu_ns.saturating_add(other.cpu_ns);
         self.spin_ns = self.spin_ns.saturating_add(other.spin_ns);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.service_ns = self.service_ns.saturating_add(other.service_ns);
         self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
         self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
         self.settled = self.settled.saturating_add(other.settled);

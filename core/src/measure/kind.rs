@@ -175,7 +175,7 @@ pub enum FramingCause {
     /// An HTTP/2 connection failed on malformed bytes: a frame or header
     /// block from the server that broke the protocol, or the server's
     /// GOAWAY saying so (`PROTOCOL_ERROR`, `FRAME_SIZE_ERROR`,
-    /// `COMPRESSION_ERROR`; see `h2::StreamExchange::on_connection_end`),
+    /// `COMPRESSION_ERROR`; see `StreamExchange::on_connection_end` in `h2/stream.rs`),
     /// or a response this client reset as malformed (`PROTOCOL_ERROR`).
     Http2Protocol,
     /// A gRPC response (HTTP `200`) that ended without a `grpc-status`

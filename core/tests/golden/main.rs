@@ -16,6 +16,11 @@ mod h2_python;
 // Cross-checks of core's HTTP/3 framing and QPACK against implementations
 // nobody here wrote.
 mod h3;
+// The golden table of a response head's fields (core/tests/data/heads.rs,
+// shared with tests/hostile/heads.rs) against `head::ResponseFields`.
+mod head;
+#[path = "../data/heads.rs"]
+mod heads;
 // Golden tests for `metronome_core::histogram`.
 mod histogram;
 // RFC 7541 Appendix C, every example.

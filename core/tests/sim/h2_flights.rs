@@ -6,9 +6,10 @@
 
 use crate::h2_drive::{flush, frames};
 use metronome_core::exchange::{Finish, GAP_CAP};
+use metronome_core::flight::{End, FlightJob, How};
 use metronome_core::h2::frame::{setting, ErrorCode, Frame, SettingsParams};
 use metronome_core::h2::hpack::{encode_field, encode_request};
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, How, Step};
+use metronome_core::h2::{Config, Connection, Flights, Step};
 use metronome_core::plan::Protocol;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

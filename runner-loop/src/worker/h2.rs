@@ -19,16 +19,17 @@ use crate::ring::Ring;
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
-use metronome_core::h2::{Config, Connection, End, FlightJob, Flights, SendError, Step};
+use metronome_core::flight::{End, FlightJob};
+use metronome_core::h2::{Config, Connection, Flights, SendError, Step};
 use metronome_core::measure::Unsent;
-use metronome_core::plan::{Plan, Protocol, H2_MAX_STREAMS, READ_BUF_BYTES};
+use metronome_core::plan::{Plan, Protocol, MAX_STREAMS, READ_BUF_BYTES};
 use metronome_core::pool::AfterGoaway;
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
 
 /// Stream slots per connection (the most any plan may ask).
-pub(crate) const SLOTS: usize = H2_MAX_STREAMS as usize;
+pub(crate) const SLOTS: usize = MAX_STREAMS as usize;
 /// Each connection's staging buffer for outgoing frames, and the ring's
 /// send buffer of an h2c slot.
 pub(crate) const OUT_BYTES: usize = 32 * 1024;
@@ -76,7 +77,7 @@ impl Link {
 
     /// Pushes the bodies still owed into the staging buffer (core decides
     /// what the windows allow); notes a body cut short by the buffer.
-    fn push_bodies(&mut self, plan_h2: &metronome_core::plan::Http2<'_>) {
+    fn push_bodies(&mut self, plan_h2: &metronome_core::plan::Streams<'_>) {
         let pushed = self.flights.push_bodies(
             &mut self.conn,
             |r| plan_h2.requests[r].body,
@@ -105,7 +106,7 @@ pub(super) struct H2State {
 impl H2State {
     /// Everything for `slots` connections and `max_in_flight` requests.
     pub(super) fn new(plan: &Plan<'_>, slots: usize, max_in_flight: usize) -> Option<H2State> {
-        let h2 = plan.http2?;
+        let h2 = plan.wire.streams()?;
         let sse = matches!(plan.protocol, Protocol::OpenAiSse);
         let pool = if sse {
             (slots * SLOTS).min(max_in_flight.max(1))
@@ -190,7 +191,7 @@ impl<R: Ring> Worker<'_, R> {
             self.relist(slot);
             return Ok(());
         }
-        let Some(plan_h2) = self.plan.http2 else {
+        let Some(plan_h2) = self.plan.wire.streams() else {
             return Ok(());
         };
         let request = plan_h2.requests[job.request];
@@ -222,7 +223,7 @@ impl<R: Ring> Worker<'_, R> {
         l.out_len += written;
         self.out
             .setup
-            .h2_streams(l.conn.open_streams(), l.conn.server_max_streams());
+            .streams(l.conn.open_streams(), l.conn.server_max_streams());
         let gap = h2.gap_free.pop();
         let l = &mut h2.links[slot];
         let deadline = l
@@ -302,7 +303,7 @@ impl<R: Ring> Worker<'_, R> {
             return Ok(());
         }
         // Room again: bodies cut short by the buffer, then staged frames.
-        if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.http2) {
+        if let (Some(h2), Some(plan_h2)) = (self.h2.as_mut(), self.plan.wire.streams()) {
             let l = &mut h2.links[slot];
             if std::mem::take(&mut l.body_pending) {
                 l.push_bodies(&plan_h2);
@@ -433,7 +434,7 @@ impl<R: Ring> Worker<'_, R> {
             }
         }
         if unblocked {
-            if let Some(plan_h2) = self.plan.http2 {
+            if let Some(plan_h2) = self.plan.wire.streams() {
                 l.push_bodies(&plan_h2);
             }
         }

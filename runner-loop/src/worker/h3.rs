@@ -24,7 +24,6 @@ use std::time::Instant;
 
 use metronome_core::engine::tls::TlsFailure;
 use metronome_core::engine::HandshakeFailure;
-use metronome_core::h2::End;
 use metronome_core::measure::Unsent;
 use metronome_core::plan::Plan;
 use metronome_core::pool::AfterGoaway;
@@ -60,8 +59,6 @@ pub(super) struct H3State {
     timers: Vec<u64>,
     /// Datagrams from `poll_transmit`, copied into the ring's send buffer.
     scratch: Vec<u8>,
-    /// HTTP/3 flights keep their own gaps: an empty gap pool for [`Ends`].
-    no_gaps: Vec<u32>,
     /// SSE gaps dropped beyond a stream's storage by the connections
     /// closed so far.
     dropped_gaps: u64,
@@ -71,14 +68,13 @@ impl H3State {
     /// Everything for `slots` connections, when the run speaks HTTP/3
     /// (`cfg`, checked with the plan's HTTP/3 requests by `threads`).
     pub(super) fn new(plan: &Plan<'_>, cfg: Option<&Config>, slots: usize) -> Option<H3State> {
-        let cfg = cfg.filter(|_| plan.http2.is_some())?.clone();
+        let cfg = cfg.filter(|_| plan.wire.streams().is_some())?.clone();
         Some(H3State {
             cfg,
             links: (0..slots).map(|_| None).collect(),
             caps: vec![UdpCaps::default(); slots],
             timers: vec![u64::MAX; slots],
             scratch: Vec::with_capacity(TX_BYTES),
-            no_gaps: Vec::new(),
             dropped_gaps: 0,
         })
     }
@@ -154,14 +150,14 @@ impl<R: Ring> Worker<'_, R> {
             self.relist(slot);
             return Ok(());
         }
-        let (Some(plan_h2), Some(h3)) = (self.plan.http2, self.h3.as_mut()) else {
+        let (Some(streams), Some(h3)) = (self.plan.wire.streams(), self.h3.as_mut()) else {
             return Ok(());
         };
         let Some(client) = h3.links[slot].as_mut() else {
             self.waiting.push_front(job);
             return Ok(());
         };
-        let r = plan_h2.requests[job.request];
+        let r = streams.requests[job.request];
         let request = Request {
             block: r.block,
             body: r.body,
@@ -169,7 +165,7 @@ impl<R: Ring> Worker<'_, R> {
         match client.start(job, request, now) {
             Ok(()) => {
                 let max = client.server_max_streams();
-                self.out.setup.h2_streams(
+                self.out.setup.streams(
                     client.in_flight(),
                     max.map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
                 );
@@ -414,18 +410,10 @@ impl<R: Ring> Worker<'_, R> {
         let Some(client) = h3.links[slot].as_mut() else {
             return 0;
         };
-        let mut ends = ends!(self, &mut h3.no_gaps, &mut retries);
+        // HTTP/3 keeps its streams' gaps itself: no gap slot comes back.
+        let mut ends = ends!(self, &mut Vec::new(), &mut retries);
         while let Some(e) = client.poll_end() {
-            ends.book(
-                End {
-                    job: e.job,
-                    sent_ns: e.sent_ns,
-                    gap: None,
-                    how: e.how,
-                    head: e.head,
-                },
-                now,
-            );
+            ends.book(e, now);
         }
         retries
     }

@@ -113,7 +113,7 @@ pub(crate) struct Worker<'p, R> {
     conns: Vec<Conn>,
     /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
     h2: Option<H2State>,
-    /// HTTP/3 (`Options::http3`): each slot's QUIC connection.
+    /// HTTP/3 (`Wire::Http3`): each slot's QUIC connection.
     h3: Option<H3State>,
     gaps: Box<[u64]>,
     /// TLS: each connection's plaintext buffer (`READ_BUF_BYTES` a slot);
@@ -181,7 +181,7 @@ impl<'p, R: Ring> Worker<'p, R> {
         let ring_slots = if http3 { 2 * slots } else { slots };
         let tls = opts.tls.is_some();
         let tls = tls && !http3;
-        let http2 = plan.http2.is_some() && !http3;
+        let http2 = plan.wire.streams().is_some() && !http3;
         let tx_len = match (http3, tls, http2) {
             (true, _, _) => h3::TX_BYTES,
             (false, true, _) => TX_BYTES,

@@ -56,11 +56,12 @@ impl<R: Ring> Worker<'_, R> {
         }
         match admit {
             Admit::Drop { open } => self.open_more(open),
-            Admit::Send => {
+            Admit::Send { open } => {
                 self.in_flight += 1;
                 self.stats.sent += 1;
                 let slot = self.idle.pop().expect("admitted on an idle connection");
-                self.start(slot, job)
+                self.start(slot, job)?;
+                self.open_more(open)
             }
             Admit::Wait { open, .. } => {
                 self.in_flight += 1;

@@ -9,7 +9,7 @@
 use crate::ring::Ring;
 use std::io;
 
-use metronome_core::h2::{End, How};
+use metronome_core::flight::{End, How};
 
 use super::{Job, State, Worker};
 

@@ -29,7 +29,9 @@ pub(crate) fn worker(
     first: Option<Opening>,
     all_stats: &Mutex<Vec<ThreadStats>>,
 ) {
-    let Some(h2plan) = plan.http2 else { return };
+    let Some(h2plan) = plan.wire.streams() else {
+        return;
+    };
     let cap = match h2plan.max_streams {
         0 => SLOTS,
         n => n as usize,
@@ -127,7 +129,7 @@ pub(crate) fn worker(
         .dropped_gaps
         .fetch_add(l.flights.dropped_gaps(), Ordering::Relaxed);
     lock(all_stats).push(stats);
-    let _ = tx.send(Fact::H2Streams(streams));
+    let _ = tx.send(Fact::Setup(streams));
 }
 
 /// Waits until the connection has a free stream slot, is dead (`true`:
@@ -174,7 +176,7 @@ fn attach(
     l.sync_idle(shared);
     if !*linked {
         *linked = true;
-        lock(&shared.queue).h2_linked += 1;
+        lock(&shared.queue).linked += 1;
     }
     Some(Io {
         sock: read_sock,
@@ -196,7 +198,7 @@ fn start_stream(
     job: Job,
     streams: &mut Setup,
 ) -> Option<u64> {
-    let request = plan.http2?.requests[job.request];
+    let request = plan.wire.streams()?.requests[job.request];
     let mut l = lock(link);
     let now = clock.now_ns();
     if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
@@ -241,7 +243,7 @@ fn start_stream(
         return None;
     };
     let sent_ns = clock.now_ns();
-    streams.h2_streams(l.h2.open_streams(), l.h2.server_max_streams());
+    streams.streams(l.h2.open_streams(), l.h2.server_max_streams());
     let wrote = l.write_out(written);
     let gap = l.sse.then_some(slot as u32);
     l.flights

@@ -12,7 +12,8 @@ use std::sync::{mpsc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use metronome_core::exchange::compact;
-use metronome_core::h2::{End, Step};
+use metronome_core::flight::End;
+use metronome_core::h2::Step;
 use metronome_core::measure::ErrorKind;
 use metronome_core::plan::{Plan, READ_BUF_BYTES};
 use metronome_core::pool::{after_goaway, AfterGoaway};

@@ -109,7 +109,7 @@ pub(crate) fn worker(
                 }
                 if !linked {
                     linked = true;
-                    lock(&shared.queue).h2_linked += 1;
+                    lock(&shared.queue).linked += 1;
                 }
                 let (link, changed, tx) = (&links[cur], &changed, tx.clone());
                 readers[cur] =
@@ -158,7 +158,7 @@ pub(crate) fn worker(
         }
     }
     lock(all_stats).push(stats);
-    let _ = tx.send(Fact::H2Streams(streams));
+    let _ = tx.send(Fact::Setup(streams));
 }
 
 /// What a connection does after the server's GOAWAY: core's
@@ -197,7 +197,7 @@ fn start_stream(
     job: Job,
     streams: &mut metronome_core::engine::Setup,
 ) -> Option<u64> {
-    let request = plan.http2?.requests[job.request];
+    let request = plan.wire.streams()?.requests[job.request];
     let mut l = lock(link);
     let now = clock.now_ns();
     if now >= shared.hard_end_ns.load(Ordering::Relaxed) {
@@ -249,7 +249,7 @@ fn start_stream(
         let server = h3
             .server_max_streams()
             .map(|m| u32::try_from(m).unwrap_or(u32::MAX));
-        streams.h2_streams(h3.in_flight(), server);
+        streams.streams(h3.in_flight(), server);
     }
     l.count_written(shared, sent_ns);
     l.sync_idle(shared);

@@ -35,7 +35,7 @@ impl Opening {
 /// timed-out handshake as a [`crate::tls::TlsFailure`] of its kind.
 pub(crate) fn open(plan: &Plan<'_>, timeout: Duration, tls: &Tls) -> io::Result<Opening> {
     let addr = plan.addr;
-    let max_streams = plan.http2.map_or(0, |h| h.max_streams);
+    let max_streams = plan.wire.streams().map_or(0, |h| h.max_streams);
     let cfg = Config::new(tls, addr, plan.protocol, max_streams)?;
     let local: SocketAddr = if addr.is_ipv4() {
         (std::net::Ipv4Addr::UNSPECIFIED, 0).into()

@@ -19,7 +19,7 @@ pub(super) fn read_loop(
 ) {
     let clock = origin.get_or_init(Clock::start);
     let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
-    let mut after = Ended::new(metronome_core::plan::H2_MAX_STREAMS as usize);
+    let mut after = Ended::new(metronome_core::plan::MAX_STREAMS as usize);
     loop {
         let wait = match lock(link).h3.as_mut() {
             Some(h3) => {
@@ -78,14 +78,6 @@ pub(super) fn read_loop(
             let _ = tx.send(Fact::Note(lost.text.clone()));
         }
         while let Some(end) = h3.poll_end() {
-            // HTTP/2's end with no gap slot: the booking is the same.
-            let end = metronome_core::h2::End {
-                job: end.job,
-                sent_ns: end.sent_ns,
-                gap: None,
-                how: end.how,
-                head: end.head,
-            };
             after.book(end, shared, &tx, now);
         }
         // A 0-RTT connection's handshake completed: its time.
@@ -96,7 +88,7 @@ pub(super) fn read_loop(
             setup
                 .tls_handshake
                 .record(instant.saturating_duration_since(started).as_nanos() as u64);
-            let _ = tx.send(Fact::H2Streams(setup));
+            let _ = tx.send(Fact::Setup(setup));
         }
         let Some(h3) = l.h3.as_mut() else { return };
         let closed = h3.state() == State::Closed;

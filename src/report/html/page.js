@@ -84,6 +84,16 @@
     return fmtCount(v) + (noun ? ' ' + (v === 1 ? noun : (plural || noun + 's')) : '');
   }
   function pct(v) { return v === null || v === undefined ? '—' : fmtPct(v); }
+  // The one rule for enough samples (docs/report.md, "Enough samples"), as
+  // the report carries it (`samples_needed`; the live page's meta): a
+  // statistic of `n` values is shown only when `n` is enough for it, else
+  // '-', as the text prints it. `stat`: min, mean, p50, p90, p95, p99,
+  // p999 or max.
+  var NEED = {};
+  function shown(n, stat) { return NEED[stat] !== undefined && n >= NEED[stat]; }
+  function qs(n, stat, v, unit) { return shown(n, stat) ? num(v, unit) : '-'; }
+  // A Metric's statistic by the rule.
+  function mq(m, stat, unit) { return qs(m.count, stat, m[stat], unit); }
   function el(tag, attrs) {
     var e = document.createElement(tag);
     if (attrs) { for (var k in attrs) { if (attrs[k] !== null && attrs[k] !== undefined) e.setAttribute(k, attrs[k]); } }
@@ -469,7 +479,7 @@
   }
   // count, min, mean, p50, p90, p95, p99, p99.9, max of a Metric.
   var METRIC_COLS = ['count', 'min', 'mean', 'p50', 'p90', 'p95', 'p99', 'p999', 'max'];
-  function metricCells(m) { return METRIC_COLS.map(function (k) { return k === 'count' ? cnt(m[k]) : num(m[k]); }); }
+  function metricCells(m) { return METRIC_COLS.map(function (k) { return k === 'count' ? cnt(m[k]) : mq(m, k); }); }
   function pctTable(caption, metrics, unit, id) {
     return table(caption, ['metric (' + (unit || 'ms') + ')'].concat(METRIC_COLS.map(function (k) { return k === 'p999' ? 'p99.9' : k; })),
       metrics.filter(function (m) { return m[2]; }).map(function (m) { return [m[1]].concat(metricCells(m[2])); }), id);
@@ -501,12 +511,15 @@
   }
   function verdict(r, meta) {
     var q = r.requests, failed = r.thresholds.filter(function (t) { return !t.passed; });
+    var unmeasured = failed.filter(function (t) { return t.not_evaluated; }).length;
     var warnings = r.generator.warnings, behind = r.generator.behind;
     var bad = failed.length > 0 || (q.ok === 0 && q.sent > 0);
     var cls = bad ? 'verdict fail' : (warnings.length || behind.length || r.interrupted || r.partial) ? 'verdict warn' : 'verdict';
     var head;
     if (q.ok === 0 && q.sent > 0) head = 'No request succeeded.';
-    else if (failed.length) head = 'Thresholds breached: ' + cnt(failed.length) + ' of ' + cnt(r.thresholds.length) + '.';
+    else if (failed.length > unmeasured) head = 'Thresholds breached: ' + cnt(failed.length - unmeasured) + ' of ' + cnt(r.thresholds.length) + '.' +
+      (unmeasured ? ' ' + cnt(unmeasured) + ' not evaluated (too few samples).' : '');
+    else if (failed.length) head = 'Thresholds not evaluated (too few samples): ' + cnt(unmeasured) + ' of ' + cnt(r.thresholds.length) + '.';
     else if (r.thresholds.length) head = r.thresholds.length === 1 ? 'The threshold held.' : 'All ' + cnt(r.thresholds.length) + ' thresholds held.';
     else head = 'No thresholds set.';
     if (warnings.length) head += ' ' + cnt(warnings.length, 'warning') + '.';
@@ -532,8 +545,10 @@
         (Object.keys(r.errors.by_status).length ? '; by status: ' + Object.keys(r.errors.by_status).map(function (s) { return s + ' ' + cnt(r.errors.by_status[s]); }).join(', ') : '') + '.'));
     }
     r.thresholds.forEach(function (t) {
-      lines.push(el('li', null, el('span', { class: t.passed ? 'pass' : 'fail-t' }, t.passed ? 'PASS' : 'FAIL'), ' ',
-        el('code', null, t.expr), ': measured ' + thresholdValue(t)));
+      lines.push(t.not_evaluated
+        ? el('li', null, el('span', { class: 'fail-t' }, 'NOT EVALUATED'), ' ', el('code', null, t.expr), ': ' + t.not_evaluated)
+        : el('li', null, el('span', { class: t.passed ? 'pass' : 'fail-t' }, t.passed ? 'PASS' : 'FAIL'), ' ',
+          el('code', null, t.expr), ': measured ' + thresholdValue(t)));
     });
     warnings.forEach(function (w) { lines.push(el('li', null, el('span', { class: 'warn-t' }, 'Warning'), ' ', w)); });
     // A stretch is usually a warning already (build.rs words the first
@@ -558,8 +573,8 @@
         conv ? stat('planned turns', num(conv.offered_turns_per_s, 'req/s')) : null,
         stat('achieved', num(r.achieved_rps, 'req/s')),
         stat('ok', cnt(q.ok)), stat('errors', cnt(q.errors)), stat('dropped', cnt(q.dropped)),
-        stat('latency p50', num(r.metrics.latency.p50, 'ms')), stat('latency p99', num(r.metrics.latency.p99, 'ms')),
-        stat('latency max', num(r.metrics.latency.max, 'ms')), stat('error rate', pct(r.error_rate)),
+        stat('latency p50', mq(r.metrics.latency, 'p50', 'ms')), stat('latency p99', mq(r.metrics.latency, 'p99', 'ms')),
+        stat('latency max', mq(r.metrics.latency, 'max', 'ms')), stat('error rate', pct(r.error_rate)),
         stat('goodput', pct(r.goodput))));
     return box;
   }
@@ -622,13 +637,24 @@
         (iv[i].phase === 'drain' ? ', drain: after the schedule' : '') + (iv[i]['final'] === false ? ', provisional' : '') + ')';
     };
     var mk = function (f) { return iv.map(function (v, i) { return [xs[i], f(v, i)]; }); };
+    // A series of statistic `stat` over the intervals whose `n` values are
+    // enough for it by the one rule (`idx`: each point's interval).
+    var mkIf = function (name, color, stat, n, f) {
+      var idx = iv.map(function (v, i) { return i; }).filter(function (i) { return shown(n(iv[i]), stat); });
+      return { name: name, color: color, idx: idx, pts: idx.map(function (i) { return [xs[i], f(iv[i], i)]; }) };
+    };
+    var okOf = function (v) { return v.ok; }, sentOf = function (v) { return v.sent; };
     var ts = function (id, title, desc, yLabel, series, hover, head, row, hlines) {
+      // No interval with enough values for any of its statistics: a sentence.
+      if (!series.some(function (s) { return s.pts.length; })) {
+        return el('p', { class: 'sub', id: id }, title + ': no interval has enough values for it (docs/report.md, "Enough samples").');
+      }
       // A marker on each point when there are few (one interval is a point).
       series.forEach(function (s) { s.markers = iv.length <= 60; });
       var c = new Chart({
         id: id, title: title, desc: desc, xType: 'lin', xMin: 0, xMax: end, xLabel: 'seconds since the measured phase began',
         yLabel: yLabel, series: series, bands: bands, hlines: hlines || [], nearest: 'x', zoom: zoom,
-        hover: function (si, pi) { return hover(pi); },
+        hover: function (si, pi) { return hover(series[si].idx ? series[si].idx[pi] : pi); },
         table: { caption: title, head: ['interval start (s)'].concat(head), rows: iv.map(function (v, i) { return [num(v.start_s)].concat(row(v, i)); }) }
       });
       charts.push(c); zoom.charts.push(c);
@@ -637,12 +663,12 @@
     var perS = function (n) { return n / width; };
     var out = [zoom.controls()];
     out.push(ts('ts-latency', 'Latency per interval (by completion time)',
-      'p50, p99 and max latency of each interval\'s successes, ms; shaded: where the generator fell behind its schedule.', 'latency (ms)',
-      [{ name: 'p50', color: COLORS[0], pts: mk(function (v) { return v.p50; }) },
-        { name: 'p99', color: COLORS[1], pts: mk(function (v) { return v.p99; }) },
-        { name: 'max', color: COLORS[2], pts: mk(function (v) { return v.max; }) }],
-      function (i) { var v = iv[i]; return when(i) + ' · p50 ' + num(v.p50, 'ms') + ' · p99 ' + num(v.p99, 'ms') + ' · max ' + num(v.max, 'ms') + ' · ok ' + cnt(v.ok); },
-      ['ok', 'p50 ms', 'p99 ms', 'max ms'], function (v) { return [cnt(v.ok), num(v.p50), num(v.p99), num(v.max)]; }));
+      'p50, p99 and max latency of each interval\'s successes, ms, each where the successes are enough for it (p99: 100); shaded: where the generator fell behind its schedule.', 'latency (ms)',
+      [mkIf('p50', COLORS[0], 'p50', okOf, function (v) { return v.p50; }),
+        mkIf('p99', COLORS[1], 'p99', okOf, function (v) { return v.p99; }),
+        mkIf('max', COLORS[2], 'max', okOf, function (v) { return v.max; })],
+      function (i) { var v = iv[i]; return when(i) + ' · p50 ' + qs(v.ok, 'p50', v.p50, 'ms') + ' · p99 ' + qs(v.ok, 'p99', v.p99, 'ms') + ' · max ' + qs(v.ok, 'max', v.max, 'ms') + ' · ok ' + cnt(v.ok); },
+      ['ok', 'p50 ms', 'p99 ms', 'max ms'], function (v) { return [cnt(v.ok), qs(v.ok, 'p50', v.p50), qs(v.ok, 'p99', v.p99), qs(v.ok, 'max', v.max)]; }));
     // Stages and traces: the offered rate moves, so it is a series (each
     // interval's mean offered rate), not a line at the run's mean.
     var moving = offeredPerInterval(r, width);
@@ -672,10 +698,10 @@
         { name: 'waited', color: COLORS[5], pts: mk(function (v) { return v.waited; }) }],
       function (i) { var v = iv[i]; return when(i) + ' · errors ' + cnt(v.errors) + ' · dropped ' + cnt(v.dropped) + ' · unsent ' + cnt(v.unsent) + ' · waited ' + cnt(v.waited); },
       ['errors', 'dropped', 'unsent', 'waited'], function (v) { return [cnt(v.errors), cnt(v.dropped), cnt(v.unsent), cnt(v.waited)]; }));
-    out.push(ts('ts-lag', 'Send lag p99 per interval', 'How late the generator sent (actual - intended send), p99 of each interval, ms.', 'send lag (ms)',
-      [{ name: 'send lag p99', color: COLORS[4], pts: mk(function (v) { return v.send_lag_p99; }) }],
-      function (i) { return when(i) + ' · send lag p99 ' + num(iv[i].send_lag_p99, 'ms'); },
-      ['send lag p99 ms'], function (v) { return [num(v.send_lag_p99)]; }));
+    out.push(ts('ts-lag', 'Send lag p99 per interval', 'How late the generator sent (actual - intended send), p99 of each interval with enough sends for one (100), ms.', 'send lag (ms)',
+      [mkIf('send lag p99', COLORS[4], 'p99', sentOf, function (v) { return v.send_lag_p99; })],
+      function (i) { return when(i) + ' · send lag p99 ' + qs(iv[i].sent, 'p99', iv[i].send_lag_p99, 'ms'); },
+      ['send lag p99 ms'], function (v) { return [qs(v.sent, 'p99', v.send_lag_p99)]; }));
     out.push(ts('ts-cpu', 'Generator CPU per interval', 'Share of the pacing threads\' time spent working (busy-wait excluded), 0 to 1; near 1 the generator was CPU-bound.', 'work CPU (0..1)',
       [{ name: 'work_cpu', color: COLORS[5], pts: mk(function (v) { return v.work_cpu; }) }],
       function (i) { return when(i) + ' · work_cpu ' + num(iv[i].work_cpu) + ' (' + pct(iv[i].work_cpu) + ' of the time)'; },
@@ -751,7 +777,7 @@
       : 'No SLO set: goodput is ok / scheduled = ' + pct(r.goodput) + '.'));
     if (set.length) {
       out.push(table('SLOs against the distributions (ms)', ['metric', 'SLO', 'p50', 'p90', 'p99', 'max'],
-        set.map(function (s) { return [s[0], num(s[1]), num(s[2].p50), num(s[2].p90), num(s[2].p99), num(s[2].max)]; }), 'slo-table'));
+        set.map(function (s) { return [s[0], num(s[1]), mq(s[2], 'p50'), mq(s[2], 'p90'), mq(s[2], 'p99'), mq(s[2], 'max')]; }), 'slo-table'));
     }
     var line = function (key, bound) { return bound === null ? null : { y: bound, label: key + ' SLO ' + num(bound, 'ms') }; };
     out.push(pctChart('pct-stream-first', 'Time to first token, first answer token, and end to end, by percentile',
@@ -783,7 +809,8 @@
       out.push(table('Token counts (tokens per request)', ['', 'requests', 'total', 'min', 'mean', 'p50', 'p90', 'p99', 'max'],
         [['input', w.input_tokens], ['output', w.output_tokens]].map(function (p) {
           var d = p[1];
-          return [p[0], cnt(d.count), cnt(d.total), cnt(d.min), num(d.mean), cnt(d.p50), cnt(d.p90), cnt(d.p99), cnt(d.max)];
+          var c = function (stat) { return shown(d.count, stat) ? cnt(d[stat]) : '-'; };
+          return [p[0], cnt(d.count), cnt(d.total), c('min'), qs(d.count, 'mean', d.mean), c('p50'), c('p90'), c('p99'), c('max')];
         }), 'token-counts'));
     }
     // compat: a list of views; reports of older versions hold one view or null.
@@ -894,8 +921,8 @@
     var body = rows.map(function (q) {
       var kinds = Object.keys(q.errors_by_kind).filter(function (k) { return q.errors_by_kind[k] > 0; });
       return [q.name, cnt(q.scheduled), cnt(q.sent), cnt(q.ok), cnt(q.errors), cnt(q.dropped), cnt(q.unsent),
-        num(q.latency.p50), num(q.latency.p99), num(q.latency.max), num(q.service_time.p50), num(q.send_lag.p99)]
-        .concat(ttft ? [q.ttft ? num(q.ttft.p50) : '—', q.ttft ? num(q.ttft.p99) : '—'] : [])
+        mq(q.latency, 'p50'), mq(q.latency, 'p99'), mq(q.latency, 'max'), mq(q.service_time, 'p50'), mq(q.send_lag, 'p99')]
+        .concat(ttft ? [q.ttft ? mq(q.ttft, 'p50') : '—', q.ttft ? mq(q.ttft, 'p99') : '—'] : [])
         .concat([kinds.length ? kinds.map(function (k) { return k + ' ' + cnt(q.errors_by_kind[k]); }).join(', ') : 'none']);
     });
     return [el('h2', { id: 'by-request' }, conv ? 'Turns' : 'Requests by name'),
@@ -943,7 +970,7 @@
         'dropped', 'unsent', 'p50 ms', 'p99 ms'],
       st.map(function (s, i) {
         return [String(i + 1), num(s.from_s), num(s.until_s), num(s.start_rps) + ' → ' + num(s.target_rps), num(s.offered), cnt(s.scheduled),
-          cnt(s.sent), cnt(s.ok), cnt(s.errors), cnt(s.dropped), cnt(s.unsent), num(s.p50), num(s.p99)];
+          cnt(s.sent), cnt(s.ok), cnt(s.errors), cnt(s.dropped), cnt(s.unsent), qs(s.ok, 'p50', s.p50), qs(s.ok, 'p99', s.p99)];
       }), 'stages-table'),
       chart({
         id: 'stages-rate', title: 'The ramp: offered against achieved over time',
@@ -992,16 +1019,18 @@
     [['sweep-ttft', 'ttft', 'TTFT against offered rate', 'TTFT (ms)'], ['sweep-itl', 'itl', 'ITL (per token) against offered rate', 'ITL (ms)']].forEach(function (d) {
       var idx = steps.map(function (s, i) { return i; }).filter(function (i) { return steps[i].metrics[d[1]].count > 0; });
       var picks = [['p50', 'p50'], ['p99', 'p99']];
+      // Each pick at the steps whose values are enough for it (the one rule).
+      var at = picks.map(function (p) { return idx.filter(function (i) { return shown(steps[i].metrics[d[1]].count, p[1]); }); });
       out.push(chart({
         id: d[0], title: d[2], xType: 'lin', yType: 'log', yToggle: true, xMin: 0, xMax: xMax, nearest: 'xy', vlines: vl,
         desc: d[1].toUpperCase() + ' p50 and p99, ms, one point per step with streams.', xLabel: 'offered rate (requests/s)', yLabel: d[3],
         series: picks.map(function (p, k) {
-          return { name: p[0], color: COLORS[k], markers: true, pts: idx.map(function (i) { return [steps[i].offered_rps, steps[i].metrics[d[1]][p[1]]]; }) };
+          return { name: p[0], color: COLORS[k], markers: true, pts: at[k].map(function (i) { return [steps[i].offered_rps, steps[i].metrics[d[1]][p[1]]]; }) };
         }),
-        hover: function (si, pi) { var s = steps[idx[pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics[d[1]][picks[si][1]], 'ms'); },
+        hover: function (si, pi) { var s = steps[at[si][pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics[d[1]][picks[si][1]], 'ms'); },
         table: {
           caption: d[2] + ' (ms)', head: ['offered req/s', 'p50', 'p90', 'p99', 'max', 'count'],
-          rows: idx.map(function (i) { var m = steps[i].metrics[d[1]]; return [num(steps[i].offered_rps), num(m.p50), num(m.p90), num(m.p99), num(m.max), cnt(m.count)]; })
+          rows: idx.map(function (i) { var m = steps[i].metrics[d[1]]; return [num(steps[i].offered_rps), mq(m, 'p50'), mq(m, 'p90'), mq(m, 'p99'), mq(m, 'max'), cnt(m.count)]; })
         }
       }));
     });
@@ -1058,9 +1087,8 @@
       sw.auto ? el('p', null, 'sweep --auto: the synchronous probe (one request at a time) sustained ' + num(sw.auto.synchronous_rps, 'req/s') +
         ', the throughput probe (' + cnt(sw.auto.throughput_workers, 'worker') + ') ' + num(sw.auto.throughput_rps, 'req/s') +
         '; the ' + cnt(steps.length, 'step') + ' are spaced evenly between them.') : null));
-    var supported = function (m, q) { return m.count > 0 && m.count * (1 - q) >= 1 - 1e-9; };
-    var picks = [['p50', 0.5, 'p50'], ['p99', 0.99, 'p99'], ['p99.9', 0.999, 'p999']];
-    var idx = picks.map(function (p) { return steps.map(function (s, i) { return i; }).filter(function (i) { return supported(steps[i].metrics.latency, p[1]); }); });
+    var picks = [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999']];
+    var idx = picks.map(function (p) { return steps.map(function (s, i) { return i; }).filter(function (i) { return shown(steps[i].metrics.latency.count, p[1]); }); });
     var vl = knee === null ? [] : [{ x: steps[knee].offered_rps, label: 'knee: ' + num(steps[knee].offered_rps, 'req/s') }];
     var xMax = niceMax(1.05 * steps.reduce(function (a, s) { return Math.max(a, s.offered_rps); }, 0));
     var stepRow = function (s) { return 'offered ' + num(s.offered_rps, 'req/s'); };
@@ -1069,12 +1097,12 @@
       desc: 'Latency p50, p99 (steps of 100+ samples) and p99.9 (1000+ samples), ms, one point per step; the knee is the dashed line.',
       xLabel: 'offered rate (requests/s)', yLabel: 'latency (ms)', nearest: 'xy', vlines: vl,
       series: picks.map(function (p, k) {
-        return { name: p[0], color: COLORS[k], markers: true, dashed: k === 2, pts: idx[k].map(function (i) { return [steps[i].offered_rps, steps[i].metrics.latency[p[2]]]; }) };
+        return { name: p[0], color: COLORS[k], markers: true, dashed: k === 2, pts: idx[k].map(function (i) { return [steps[i].offered_rps, steps[i].metrics.latency[p[1]]]; }) };
       }),
-      hover: function (si, pi) { var s = steps[idx[si][pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics.latency[picks[si][2]], 'ms'); },
+      hover: function (si, pi) { var s = steps[idx[si][pi]]; return stepRow(s) + ' · ' + picks[si][0] + ' ' + num(s.metrics.latency[picks[si][1]], 'ms'); },
       table: {
         caption: 'Latency per step (ms)', head: ['offered req/s', 'p50', 'p99', 'p99.9', 'max', 'count'],
-        rows: steps.map(function (s) { var m = s.metrics.latency; return [num(s.offered_rps), num(m.p50), num(m.p99), num(m.p999), num(m.max), cnt(m.count)]; })
+        rows: steps.map(function (s) { var m = s.metrics.latency; return [num(s.offered_rps), mq(m, 'p50'), mq(m, 'p99'), mq(m, 'p999'), mq(m, 'max'), cnt(m.count)]; })
       }
     }));
     out.push(chart({
@@ -1095,7 +1123,7 @@
       steps.map(function (s, i) {
         var m = s.metrics.latency;
         return [num(s.offered_rps) + (knee === i ? ' (knee)' : ''), num(s.achieved_rps), cnt(s.requests.errors), cnt(s.requests.dropped),
-          num(m.p50), num(m.p99), num(m.p999), num(m.max), num(s.metrics.send_lag.p99), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + meta.runs[i].fell_behind];
+          mq(m, 'p50'), mq(m, 'p99'), mq(m, 'p999'), mq(m, 'max'), mq(s.metrics.send_lag, 'p99'), meta.runs[i].fell_behind === null ? 'yes' : 'no: ' + meta.runs[i].fell_behind];
       }), 'steps-table'));
     if (meta.command !== null) out.push(el('p', null, 'Command line: ', el('code', null, meta.command)));
     var sel = el('select', { id: 'step-select', 'aria-label': 'Step to show' }, steps.map(function (s, i) {
@@ -1274,10 +1302,13 @@
     kind = meta.kind;
     while (app.firstChild) app.removeChild(app.firstChild);
     if (meta.kind === 'live') {
+      NEED = meta.samples_needed;
       liveView(meta, app);
       return;
     }
     var data = JSON.parse(document.getElementById('report-data').textContent);
+    NEED = (meta.kind === 'sweep' ? (data.steps[0] || {}).samples_needed
+      : meta.kind === 'repeat' ? (data.runs[0] || {}).samples_needed : data.samples_needed) || {};
     if (meta.kind === 'repeat') {
       var target = data.runs[0] ? data.runs[0].target : '';
       document.title = 'metronome --repeat: ' + data.runs.length + ' runs of ' + target;

@@ -241,6 +241,7 @@ pub(crate) fn shared(args: &crate::cli::RunArgs, what: &str) -> anyhow::Result<O
         label: Some(format!("{what}: starting")),
         cap: None,
         interval_s: 1.0,
+        samples_needed: Default::default(),
     };
     let d = Dashboard::start(addr, 0.0, &meta)
         .map_err(|e| crate::UsageError(format!("--dashboard: cannot serve on {addr}: {e}")))?;

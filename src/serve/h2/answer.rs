@@ -8,11 +8,11 @@ use metronome_core::h2::hpack::{encode_fields, encode_response, encode_table_siz
 
 use super::conn::put_frame;
 use super::H2Connection;
-use crate::serve::admit::{admit, admit_grpc, Admitted, GrpcAnswer};
-use crate::serve::reply::{Body, ConnectionHeader, Status};
+use crate::serve::admit::{admit, admit_grpc, GrpcAnswer};
+use crate::serve::job::{reply_fields, Job, STREAM_FIELDS};
+use crate::serve::reply::{Body, Status};
 use crate::serve::request::{Method, Route};
-use crate::serve::stream::{Framing, Stream, StreamStep};
-use crate::serve::Shared;
+use crate::serve::stream::StreamStep;
 
 /// The message of a gRPC call answered with an injected status.
 const GRPC_MESSAGE: &[u8] = b"injected by metronome serve";
@@ -26,88 +26,6 @@ pub(super) enum Finish {
     Trailers(u32),
     /// RST_STREAM with this code (a cut SSE stream).
     Reset(ErrorCode),
-}
-
-/// An answer not yet fully written (HTTP/3 makes the same ones, never
-/// [`Job::Grpc`]).
-#[derive(Debug)]
-pub(in crate::serve) enum Job {
-    /// One response written whole at `due`.
-    Reply {
-        due: Instant,
-        status: Status,
-        body: Body,
-        head_only: bool,
-        counted: bool,
-    },
-    /// A unary gRPC answer at `due`.
-    Grpc { due: Instant, answer: GrpcAnswer },
-    /// An SSE stream, event by event.
-    Stream(Stream),
-}
-
-impl Job {
-    /// When the job's next bytes are due.
-    pub(in crate::serve) fn due(&self, shared: &Shared) -> Instant {
-        match self {
-            Job::Reply { due, .. } | Job::Grpc { due, .. } => *due,
-            Job::Stream(stream) => stream.due(&shared.config),
-        }
-    }
-
-    /// The job of the model's answer to a request with `method`, for a
-    /// protocol that frames the head and ends the body itself (an SSE
-    /// stream's events go out bare).
-    pub(in crate::serve) fn admitted(answer: Admitted, method: Method) -> Job {
-        match answer {
-            Admitted::Reply {
-                due,
-                status,
-                body,
-                counted,
-            } => Job::Reply {
-                due,
-                status,
-                body,
-                head_only: method == Method::Head,
-                counted,
-            },
-            Admitted::Stream {
-                arrival,
-                start,
-                tokens,
-                prompt_tokens,
-                kind,
-            } => Job::Stream(Stream {
-                arrival,
-                start,
-                tokens,
-                prompt_tokens,
-                kind,
-                connection: ConnectionHeader::None,
-                framing: Framing::Bare,
-                step: 0,
-            }),
-        }
-    }
-}
-
-/// The head fields of an SSE stream.
-pub(in crate::serve) const STREAM_FIELDS: [(&[u8], &[u8]); 2] = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-];
-
-/// The head fields of a reply with a body of `length` bytes (its decimal
-/// text) of `content_type`.
-pub(in crate::serve) fn reply_fields<'a>(
-    content_type: &'a str,
-    length: &'a str,
-) -> [(&'a [u8], &'a [u8]); 2] {
-    [
-        (b"content-type", content_type.as_bytes()),
-        (b"content-length", length.as_bytes()),
-    ]
 }
 
 impl H2Connection<'_> {

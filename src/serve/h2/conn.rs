@@ -11,14 +11,11 @@ use metronome_core::h2::frame::{
 };
 
 use super::{H2Connection, DEFAULT_WINDOW, RECV_CONNECTION_WINDOW, RECV_STREAM_WINDOW};
+use crate::serve::job::{MAX_STORED_BODIES, MAX_STORED_BODY};
 
 /// A header block (HEADERS and its CONTINUATIONs) longer than this ends
 /// the connection (`ENHANCE_YOUR_CALM`).
 const MAX_HEADER_BLOCK: usize = 64 * 1024;
-/// A chat body kept for `max_tokens` and the prompt size; longer is `413`.
-pub(in crate::serve) const MAX_STORED_BODY: usize = 1 << 20;
-/// Chat bodies kept at once on one connection; beyond, `413`.
-pub(in crate::serve) const MAX_STORED_BODIES: usize = 16 << 20;
 
 /// An error that ends the connection: the GOAWAY's code and debug text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,9 @@
-//! The request-head rules: each decoded field of a header block
-//! (RFC 9113 sections 8.2 and 8.3), and the whole block, request or trailers.
+//! The request-head rules: each decoded field of a header block by core's
+//! rule for HTTP/2 and HTTP/3 ([`RequestFields`], RFC 9113 sections 8.2 and
+//! 8.3), and the whole block, request or trailers.
 
 use metronome_core::h2::frame::ErrorCode;
+use metronome_core::head::RequestFields;
 
 use super::conn::ConnError;
 use super::{H2Connection, H2Stream, RECV_STREAM_WINDOW};
@@ -12,60 +14,38 @@ use crate::serve::request::{Method, Route};
 pub(super) struct Head {
     pub(super) method: Option<Method>,
     pub(super) route: Option<Route>,
-    scheme: bool,
-    authority: bool,
     pub(super) grpc: bool,
     pub(super) content_length: Option<u64>,
-    /// A regular field was seen (pseudo-headers must come first).
-    regular: bool,
-    /// Any pseudo-header was seen (trailers must have none).
-    pseudo: bool,
+    /// Core's rule for a request head's fields, shared with HTTP/3.
+    rule: RequestFields,
     malformed: bool,
 }
 
 impl Head {
-    /// One decoded field (RFC 9113 section 8.2 and 8.3).
+    /// One decoded field: core's rule ([`RequestFields`]), then what this
+    /// server reads of it.
     fn field(&mut self, name: &[u8], value: &[u8]) {
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            self.pseudo = true;
-            let seen = match pseudo {
-                b"method" => self.method.replace(Method::of(value)).is_some(),
-                b"path" => value.is_empty() || self.route.replace(Route::of(value)).is_some(),
-                b"scheme" => std::mem::replace(&mut self.scheme, true),
-                b"authority" => std::mem::replace(&mut self.authority, true),
-                _ => true,
-            };
-            self.malformed |= seen || self.regular;
-            return;
-        }
-        self.regular = true;
-        if name.iter().any(u8::is_ascii_uppercase) {
+        if self.rule.field(name, value).is_err() {
             self.malformed = true;
             return;
         }
         match name {
-            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
-            | b"upgrade" => self.malformed = true,
-            b"te" => self.malformed |= value != b"trailers",
+            b":method" => self.method = Some(Method::of(value)),
+            b":path" => self.route = Some(Route::of(value)),
             b"content-type" => self.grpc = value.starts_with(b"application/grpc"),
-            b"content-length" => {
-                let len = std::str::from_utf8(value)
-                    .ok()
-                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-                    .and_then(|v| v.parse::<u64>().ok());
-                match (len, self.content_length) {
-                    (Some(n), None) => self.content_length = Some(n),
-                    (Some(n), Some(m)) if n == m => {}
-                    _ => self.malformed = true,
-                }
-            }
             _ => {}
         }
+        self.content_length = self.rule.content_length();
+    }
+
+    /// Any pseudo-header was seen (trailers must have none).
+    fn pseudo(&self) -> bool {
+        self.rule.pseudo()
     }
 
     /// A request needs `:method`, `:scheme` and `:path` (no CONNECT here).
     fn complete(&self) -> bool {
-        !self.malformed && self.method.is_some() && self.route.is_some() && self.scheme
+        !self.malformed && !self.rule.connect() && self.rule.complete()
     }
 }
 
@@ -92,7 +72,7 @@ impl H2Connection<'_> {
             // Trailers: they end the request, and carry no pseudo-header.
             if !s.receiving {
                 self.reset(stream, ErrorCode::STREAM_CLOSED);
-            } else if !end_stream || head.pseudo || head.malformed {
+            } else if !end_stream || head.pseudo() || head.malformed {
                 self.reset(stream, ErrorCode::PROTOCOL_ERROR);
             } else {
                 self.complete(stream);
@@ -100,7 +80,7 @@ impl H2Connection<'_> {
             return Ok(());
         }
         if !self.idle(stream) {
-            if head.pseudo {
+            if head.pseudo() {
                 return Err(ConnError(
                     ErrorCode::PROTOCOL_ERROR,
                     "a new stream id not above the last one",

@@ -43,6 +43,7 @@ use metronome_core::h2::frame::{ErrorCode, DEFAULT_MAX_FRAME_SIZE};
 use metronome_core::h2::hpack::Decoder;
 
 use super::connection::{linger, End};
+use super::job::Job;
 use super::transport::Transport;
 use super::wait::{wait, Woken};
 use super::Shared;
@@ -95,9 +96,7 @@ pub(super) fn sniff(
 }
 
 use answer::Finish;
-pub(super) use answer::{reply_fields, Job, STREAM_FIELDS};
 use conn::ConnError;
-pub(super) use conn::{MAX_STORED_BODIES, MAX_STORED_BODY};
 use head::Head;
 
 /// One stream: its request as it arrives, then its answer as it leaves.

@@ -1,4 +1,4 @@
-//! One HTTP/3 connection: its QUIC [`Connection`], its events, the
+//! One HTTP/3 connection's events (its [`H3Conn`] is the parent's): the
 //! server's control stream, the client's unidirectional streams (control,
 //! QPACK) read and checked, and the connection's errors; each request
 //! stream is [`request`](super::request)'s.
@@ -10,18 +10,18 @@ use bytes::Bytes;
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 
 use metronome_core::h3::frame::{encode_control_stream_start, encode_goaway, setting};
-use metronome_core::h3::qpack::{Decoder, DecoderStream, EncoderStream};
+use metronome_core::h3::qpack::{DecoderStream, EncoderStream};
 use metronome_core::h3::varint;
 use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, PeerStreams, Role, StreamType};
 
 use super::request::Request;
-use super::SECTION;
+use super::{code, ConnError, H3Conn, SECTION};
 use crate::serve::Shared;
 
 /// The client's control stream frames read whole (SETTINGS) at most.
 const CONTROL: usize = 4096;
 /// A unidirectional stream the client opened.
-enum Uni {
+pub(super) enum Uni {
     /// Its type is still arriving.
     Type(varint::Reader),
     Control(Box<FrameReader<CONTROL>>),
@@ -39,38 +39,6 @@ enum End {
     Fin,
     /// The client reset it.
     Reset,
-}
-
-/// An error that closes the connection: its code and why (the
-/// CONNECTION_CLOSE's reason phrase).
-pub(super) struct ConnError(pub(super) ErrorCode, pub(super) H3Error);
-
-impl From<H3Error> for ConnError {
-    fn from(e: H3Error) -> Self {
-        ConnError(e.code(), e)
-    }
-}
-
-/// One connection's HTTP/3 state.
-pub(super) struct H3Conn {
-    pub(super) conn: Connection,
-    /// Our control stream, once QUIC let it open.
-    control: Option<StreamId>,
-    /// What is still to write on it: its opening (type, SETTINGS), a GOAWAY.
-    control_owed: Vec<u8>,
-    peer: PeerStreams,
-    uni: HashMap<StreamId, Uni>,
-    pub(super) requests: HashMap<StreamId, Request>,
-    pub(super) decoder: Box<Decoder<SECTION>>,
-    /// The client's SETTINGS_MAX_FIELD_SECTION_SIZE (unlimited until its
-    /// SETTINGS arrive).
-    pub(super) peer_max_section: Option<u64>,
-    /// Chat bodies kept, in bytes, over all streams.
-    pub(super) stored: usize,
-    /// The first request stream ID not accepted yet: the last accepted
-    /// one + 4 (0 before any), what a GOAWAY says.
-    unaccepted: u64,
-    closed: bool,
 }
 
 impl H3Conn {
@@ -342,9 +310,4 @@ impl H3Conn {
             }
         })
     }
-}
-
-/// An HTTP/3 error code as QUIC's varint.
-pub(super) fn code(c: ErrorCode) -> VarInt {
-    VarInt::from_u64(c.0).unwrap_or(VarInt::from_u32(0x102))
 }

@@ -51,13 +51,17 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, ServerConfig, TransportConfig,
-    VarInt,
+    Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, ServerConfig, StreamId,
+    TransportConfig, VarInt,
 };
+
+use metronome_core::h3::qpack::Decoder;
+use metronome_core::h3::{ErrorCode, H3Error, PeerStreams};
 
 use super::wait::{wait, Woken};
 use super::Shared;
-use conn::H3Conn;
+use conn::Uni;
+use request::Request;
 
 /// The largest request field section (and HEADERS frame) read; advertised
 /// as SETTINGS_MAX_FIELD_SECTION_SIZE.
@@ -264,4 +268,41 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// An error that closes the connection: its code and why (the
+/// CONNECTION_CLOSE's reason phrase).
+struct ConnError(ErrorCode, H3Error);
+
+impl From<H3Error> for ConnError {
+    fn from(e: H3Error) -> Self {
+        ConnError(e.code(), e)
+    }
+}
+
+/// One connection's HTTP/3 state.
+struct H3Conn {
+    conn: Connection,
+    /// Our control stream, once QUIC let it open.
+    control: Option<StreamId>,
+    /// What is still to write on it: its opening (type, SETTINGS), a GOAWAY.
+    control_owed: Vec<u8>,
+    peer: PeerStreams,
+    uni: HashMap<StreamId, Uni>,
+    requests: HashMap<StreamId, Request>,
+    decoder: Box<Decoder<SECTION>>,
+    /// The client's SETTINGS_MAX_FIELD_SECTION_SIZE (unlimited until its
+    /// SETTINGS arrive).
+    peer_max_section: Option<u64>,
+    /// Chat bodies kept, in bytes, over all streams.
+    stored: usize,
+    /// The first request stream ID not accepted yet: the last accepted
+    /// one + 4 (0 before any), what a GOAWAY says.
+    unaccepted: u64,
+    closed: bool,
+}
+
+/// An HTTP/3 error code as QUIC's varint.
+fn code(c: ErrorCode) -> VarInt {
+    VarInt::from_u64(c.0).unwrap_or(VarInt::from_u32(0x102))
 }

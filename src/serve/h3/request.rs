@@ -12,10 +12,9 @@ use metronome_core::h3::frame::{encode_data_header, encode_header, kind};
 use metronome_core::h3::qpack::{encode_response, FIELD_OVERHEAD};
 use metronome_core::h3::{ErrorCode, Frame, FrameReader, H3Error, Role};
 
-use super::conn::{code, ConnError, H3Conn};
-use super::SECTION;
+use super::{code, ConnError, H3Conn, SECTION};
 use crate::serve::admit::admit;
-use crate::serve::h2::{reply_fields, Job, MAX_STORED_BODIES, MAX_STORED_BODY, STREAM_FIELDS};
+use crate::serve::job::{reply_fields, Job, MAX_STORED_BODIES, MAX_STORED_BODY, STREAM_FIELDS};
 use crate::serve::reply::{Body, Status};
 use crate::serve::request::{Method, Route};
 use crate::serve::stream::StreamStep;

@@ -127,7 +127,17 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
     }
     let n = rows(r).len();
     let ts = |names: &[&str]| -> Series { names.iter().map(|s| (s.to_string(), n)).collect() };
-    out.push(("ts-latency".into(), ts(&["p50", "p99", "max"])));
+    // Latency and send-lag quantiles only where the interval's values are
+    // enough for them (the one rule).
+    let enough = |q: f64, of: fn(&IntervalReport) -> u64| enough_rows(r, q, of).len();
+    out.push((
+        "ts-latency".into(),
+        vec![
+            ("p50".into(), enough(0.5, |v| v.ok)),
+            ("p99".into(), enough(0.99, |v| v.ok)),
+            ("max".into(), enough(0.0, |v| v.ok)),
+        ],
+    ));
     if r.stages.is_empty() && r.arrival.trace.is_none() {
         out.push(("ts-rate".into(), ts(&["sent/s", "ok/s"])));
     } else {
@@ -137,7 +147,10 @@ pub(super) fn expected_report_charts(r: &Report) -> Vec<(String, Series)> {
         "ts-errors".into(),
         ts(&["errors", "dropped", "unsent", "waited"]),
     ));
-    out.push(("ts-lag".into(), ts(&["send lag p99"])));
+    out.push((
+        "ts-lag".into(),
+        vec![("send lag p99".into(), enough(0.99, |v| v.sent))],
+    ));
     out.push(("ts-cpu".into(), ts(&["work_cpu"])));
     out.extend(flow_charts(r));
     // A chart with nothing to draw is a sentence instead.
@@ -169,6 +182,28 @@ fn flow_charts(r: &Report) -> Vec<(String, Series)> {
         }
     }
     out
+}
+
+/// The rows series `si` of the time-series chart `id` draws where not every
+/// row: the latency quantiles' and the send lag's, by the one rule.
+fn series_rows(r: &Report, id: &str, si: usize) -> Option<Vec<usize>> {
+    match (id, si) {
+        ("ts-latency", 0) => Some(enough_rows(r, 0.5, |v| v.ok)),
+        ("ts-latency", 1) => Some(enough_rows(r, 0.99, |v| v.ok)),
+        ("ts-latency", _) => Some(enough_rows(r, 0.0, |v| v.ok)),
+        ("ts-lag", 0) => Some(enough_rows(r, 0.99, |v| v.sent)),
+        ("ts-lag", _) => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+/// The rows whose values (`of`: `ok` for latency, `sent` for send lag) are
+/// enough for the quantile `q`: the points of its series.
+fn enough_rows(r: &Report, q: f64, of: fn(&IntervalReport) -> u64) -> Vec<usize> {
+    let rows = rows(r);
+    (0..rows.len())
+        .filter(|&i| metronome::report::enough::enough(of(rows[i]), q))
+        .collect()
 }
 
 /// The rows the time series draw: the schedule's, then the drain's
@@ -314,11 +349,19 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eq(label, curve_value(m, i));
         }
         "ts-latency" => {
-            let v = &rows(r)[i];
+            let q = [0.5, 0.99, 0.0][si];
+            let v = &rows(r)[enough_rows(r, q, |v| v.ok)[i]];
             eq("interval ", v.start_s);
-            eq("p50 ", v.p50);
-            eq("p99 ", v.p99);
-            eq("max ", v.max);
+            let shown = |label: &str, q: f64, want: f64| {
+                assert_eq!(
+                    after(text, label),
+                    fq(v.ok, q, want),
+                    "{chart} point {i}: '{label}' in '{text}'"
+                );
+            };
+            shown("p50 ", 0.5, v.p50);
+            shown("p99 ", 0.99, v.p99);
+            shown("max ", 0.0, v.max);
             eqn("ok ", v.ok);
         }
         "ts-rate" => {
@@ -356,7 +399,10 @@ pub(super) fn check_report_hover(r: &Report, chart: &str, si: usize, i: usize, t
             eqn("unsent ", v.unsent);
             eqn("waited ", v.waited);
         }
-        "ts-lag" => eq("send lag p99 ", rows(r)[i].send_lag_p99),
+        "ts-lag" => eq(
+            "send lag p99 ",
+            rows(r)[enough_rows(r, 0.99, |v| v.sent)[i]].send_lag_p99,
+        ),
         "ts-ttft" => {
             let v = &rows(r)[ttft_rows(r)[i]];
             eq("interval ", v.start_s);
@@ -492,7 +538,11 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
             .count()
     };
     let all: Vec<usize> = (0..iv.len()).collect();
-    let mut ts = vec!["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"];
+    // A chart whose series have no row with enough values is a sentence.
+    let mut ts: Vec<&str> = ["ts-latency", "ts-rate", "ts-errors", "ts-lag", "ts-cpu"]
+        .into_iter()
+        .filter(|id| (0..3).any(|si| series_rows(r, id, si).map_or(true, |rows| !rows.is_empty())))
+        .collect();
     let flow = flow_charts(r);
     ts.extend(flow.iter().map(|(id, _)| id.as_str()));
     // The TTFT chart draws the rows that have one (a drain's row may not).
@@ -502,13 +552,20 @@ pub(super) fn check_zoom(r: &Report, check: &Value) {
         let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ts);
         for c in charts {
-            let of = if c["id"] == "ts-ttft" { &ttft } else { &all };
-            let want = if key == "charts" {
-                visible(of)
-            } else {
-                of.len()
-            };
-            for n in c["points"].as_array().unwrap() {
+            let id = c["id"].as_str().unwrap();
+            for (si, n) in c["points"].as_array().unwrap().iter().enumerate() {
+                // The latency and send-lag series: the rows with enough
+                // values (the one rule); TTFT: the rows with one.
+                let of = match series_rows(r, id, si) {
+                    Some(rows) => rows,
+                    None if id == "ts-ttft" => ttft.clone(),
+                    None => all.clone(),
+                };
+                let want = if key == "charts" {
+                    visible(&of)
+                } else {
+                    of.len()
+                };
                 assert_eq!(n.as_u64().unwrap() as usize, want, "{key}: {c}");
             }
         }
@@ -523,6 +580,7 @@ pub(super) fn check_keyboard(r: &Report, check: &Value, hs: &[(String, usize, us
     let chart = k["chart"].as_str().unwrap();
     let (_, _, from, _) = hs.iter().find(|h| h.0 == chart).unwrap();
     let i = k["index"].as_u64().unwrap() as usize;
-    assert_eq!(i, (from + 1).min(rows(r).len() - 1), "{k}");
+    let n = series_rows(r, chart, 0).map_or(rows(r).len(), |rows| rows.len());
+    assert_eq!(i, (from + 1).min(n - 1), "{k}");
     check_report_hover(r, chart, 0, i, k["text"].as_str().unwrap());
 }

@@ -44,6 +44,17 @@ pub(super) fn fnum(v: f64) -> String {
     format!("{sign}{body}")
 }
 
+/// A statistic of `n` values as the page shows it: [`fnum`] where `n`
+/// is enough for the quantile `q` by the one rule
+/// (`metronome::report::enough`), else `-`.
+pub(super) fn fq(n: u64, q: f64, v: f64) -> String {
+    if metronome::report::enough::enough(n, q) {
+        fnum(v)
+    } else {
+        "-".into()
+    }
+}
+
 /// A count, thousands separated.
 pub(super) fn fcount(v: u64) -> String {
     grouped(&v.to_string())

@@ -158,6 +158,7 @@ fn the_live_page_says_what_its_last_poll_says() {
         stream: false,
         label: None,
         interval_s: 1.0,
+        samples_needed: Default::default(),
         cap: None,
     };
     let page = metronome::report::html::render_live(&meta, CSP).unwrap();

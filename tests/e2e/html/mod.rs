@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use common::{metronome, plain, server};
 use metronome::report::sweep::Sweep;
-use metronome::report::{Metric, Report};
+use metronome::report::{IntervalReport, Metric, Report};
 use metronome::serve::ServeConfig;
 use serde_json::Value;
 

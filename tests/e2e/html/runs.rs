@@ -46,6 +46,95 @@ fn poisson_run_with_errors_and_thresholds_page() {
     }
 }
 
+/// Few samples (issue 38, item 7): at 5 req/s for 1 s the page shows
+/// what the text shows, by the one rule: latency p50 and max, `-` for p90
+/// to p99.9 (the tiles' p99 too, not the max), and `latency.p99<1us` is
+/// not evaluated ("too few samples: 5; a p99 needs 100", exit 3) rather
+/// than breached at the max. A refused target's tiles are all `-`, not
+/// "0 ms".
+#[test]
+fn few_samples_show_the_same_on_the_page_and_in_the_text() {
+    let srv = server(plain(Duration::from_millis(1)));
+    let url = format!("http://{}/", srv.addr());
+    let (page, r) = run_page(
+        "few-samples",
+        &url,
+        &[
+            "--rate",
+            "5",
+            "--duration",
+            "1s",
+            "--threshold",
+            "latency.p99<1us",
+        ],
+        3,
+    );
+    assert_eq!(r.metrics.latency.count, 5);
+    let t = &r.thresholds[0];
+    assert_eq!(
+        (t.passed, t.not_evaluated.as_deref()),
+        (false, Some("too few samples: 5; a p99 needs 100"))
+    );
+    let text = metronome::report::text::render_text(&r);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("latency "))
+        .unwrap();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    // latency, count, min, p50, p90, p95, p99, p99.9, max, mean
+    assert_eq!(&cells[4..8], ["-", "-", "-", "-"], "{line}");
+    assert!(cells[3] != "-" && cells[8] != "-", "{line}");
+    assert!(
+        text.contains("NOT EVALUATED (too few samples: 5; a p99 needs 100)"),
+        "{text}"
+    );
+    // The refused target: nothing succeeded.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dead = format!("http://127.0.0.1:{port}/");
+    let refused = artifacts().join("refused.html");
+    let refused_json = artifacts().join("refused.json");
+    ok(
+        &[
+            "run",
+            &dead,
+            "--quiet",
+            "--engine",
+            "std",
+            "--rate",
+            "5",
+            "--duration",
+            "1s",
+            "--out",
+            p(&refused_json),
+            "--html",
+            p(&refused),
+        ],
+        1,
+    );
+    assert_eq!(read(&refused_json).1.metrics.latency.count, 0);
+    if let Some(exe) = exe_or_skip("the few-samples runs") {
+        let (check, _) = check_report_page(&exe, &page, &r);
+        let row = &table_rows(&check, "latency-table")[0];
+        // metric, count, min, mean, p50, p90, p95, p99, p99.9, max
+        assert_eq!(&row[5..9], ["-", "-", "-", "-"], "{row:?}");
+        assert_eq!(row[4], fnum(r.metrics.latency.p50));
+        let v = check["verdict"].as_str().unwrap();
+        assert!(
+            v.contains("latency p99-") && v.contains("NOT EVALUATED"),
+            "{v}"
+        );
+        let (check, _) = load(&exe, &refused);
+        let v = check["verdict"].as_str().unwrap();
+        for k in ["p50", "p99", "max"] {
+            assert!(v.contains(&format!("latency {k}-")), "{v}");
+        }
+        assert!(!v.contains("0 ms"), "{v}");
+    }
+}
+
 #[test]
 fn openai_stream_page() {
     let srv = server(ServeConfig {

@@ -78,12 +78,46 @@ pub(super) fn check_verdict(r: &Report, verdict: &str) {
             "'{want}' not in verdict '{verdict}'"
         );
     }
-    let failed = r.thresholds.iter().filter(|t| !t.passed).count();
+    // The tiles: latency p50, p99 and max by the one rule (`-` without
+    // enough successes), as the text prints them.
+    let m = &r.metrics.latency;
+    for (k, q, v) in [
+        ("p50", 0.5, m.p50),
+        ("p99", 0.99, m.p99),
+        ("max", 0.0, m.max),
+    ] {
+        let shown = fq(m.count, q, v);
+        let want = if shown == "-" {
+            format!("latency {k}-")
+        } else {
+            format!("latency {k}{shown} ms")
+        };
+        assert!(
+            verdict.contains(&want),
+            "'{want}' not in verdict '{verdict}'"
+        );
+    }
+    let failed = r
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed && t.not_evaluated.is_none())
+        .count();
     if failed > 0 {
         let head = format!("Thresholds breached: {failed} of {}.", r.thresholds.len());
         assert!(verdict.starts_with(&head), "{verdict}");
     }
-    for t in &r.thresholds {
+    for t in r.thresholds.iter().filter(|t| t.not_evaluated.is_some()) {
+        let want = format!(
+            "NOT EVALUATED {}: {}",
+            t.expr,
+            t.not_evaluated.as_ref().unwrap()
+        );
+        assert!(
+            verdict.contains(&want),
+            "'{want}' not in verdict '{verdict}'"
+        );
+    }
+    for t in r.thresholds.iter().filter(|t| t.not_evaluated.is_none()) {
         // The value with its unit: ms for a metric's statistic, a
         // percentage for a ratio.
         let lhs = t.expr.split(['<', '>', '=', '!']).next().unwrap();
@@ -146,9 +180,18 @@ pub(super) fn check_verdict(r: &Report, verdict: &str) {
 fn metric_row(name: &str, m: &Metric) -> Vec<String> {
     let mut row = vec![name.to_string(), fcount(m.count)];
     row.extend(
-        [m.min, m.mean, m.p50, m.p90, m.p95, m.p99, m.p999, m.max]
-            .into_iter()
-            .map(fnum),
+        [
+            (0.0, m.min),
+            (0.0, m.mean),
+            (0.5, m.p50),
+            (0.9, m.p90),
+            (0.95, m.p95),
+            (0.99, m.p99),
+            (0.999, m.p999),
+            (0.0, m.max),
+        ]
+        .into_iter()
+        .map(|(q, v)| fq(m.count, q, v)),
     );
     row
 }
@@ -191,19 +234,16 @@ pub(super) fn check_sections(r: &Report, check: &Value) {
             .map(|q| {
                 let mut row = vec![q.name.clone()];
                 row.extend([q.scheduled, q.sent, q.ok, q.errors, q.dropped, q.unsent].map(fcount));
-                row.extend(
-                    [
-                        q.latency.p50,
-                        q.latency.p99,
-                        q.latency.max,
-                        q.service_time.p50,
-                        q.send_lag.p99,
-                    ]
-                    .map(fnum),
-                );
+                row.extend([
+                    fq(q.latency.count, 0.5, q.latency.p50),
+                    fq(q.latency.count, 0.99, q.latency.p99),
+                    fq(q.latency.count, 0.0, q.latency.max),
+                    fq(q.service_time.count, 0.5, q.service_time.p50),
+                    fq(q.send_lag.count, 0.99, q.send_lag.p99),
+                ]);
                 if ttft {
                     let t = q.ttft.as_ref().unwrap();
-                    row.extend([fnum(t.p50), fnum(t.p99)]);
+                    row.extend([fq(t.count, 0.5, t.p50), fq(t.count, 0.99, t.p99)]);
                 }
                 let kinds: Vec<String> = q
                     .errors_by_kind
@@ -235,7 +275,7 @@ pub(super) fn check_sections(r: &Report, check: &Value) {
                     fnum(s.offered),
                 ];
                 row.extend([s.scheduled, s.sent, s.ok, s.errors, s.dropped, s.unsent].map(fcount));
-                row.extend([fnum(s.p50), fnum(s.p99)]);
+                row.extend([fq(s.ok, 0.5, s.p50), fq(s.ok, 0.99, s.p99)]);
                 row
             })
             .collect();
@@ -279,16 +319,24 @@ pub(super) fn check_sections(r: &Report, check: &Value) {
         let want: Vec<Vec<String>> = [("input", &w.input_tokens), ("output", &w.output_tokens)]
             .iter()
             .map(|(n, d)| {
+                // Each statistic by the one rule, `-` without enough requests.
+                let c = |q: f64, v: u64| {
+                    if metronome::report::enough::enough(d.count, q) {
+                        fcount(v)
+                    } else {
+                        "-".to_string()
+                    }
+                };
                 vec![
                     n.to_string(),
                     fcount(d.count),
                     fcount(d.total),
-                    fcount(d.min),
-                    fnum(d.mean),
-                    fcount(d.p50),
-                    fcount(d.p90),
-                    fcount(d.p99),
-                    fcount(d.max),
+                    c(0.0, d.min),
+                    fq(d.count, 0.0, d.mean),
+                    c(0.5, d.p50),
+                    c(0.9, d.p90),
+                    c(0.99, d.p99),
+                    c(0.0, d.max),
                 ]
             })
             .collect();

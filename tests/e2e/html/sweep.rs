@@ -72,7 +72,7 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
             "marked on every chart"
         );
     }
-    let supported = |m: &Metric, q: f64| m.count > 0 && m.count as f64 * (1.0 - q) >= 1.0 - 1e-9;
+    let supported = |m: &Metric, q: f64| metronome::report::enough::enough(m.count, q);
     type Pick = (&'static str, f64, fn(&Metric) -> f64);
     let picks: [Pick; 3] = [
         ("p50", 0.5, |m| m.p50),
@@ -105,18 +105,21 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
     ];
     // Stream sweeps: TTFT and ITL (p50, p99, steps with values) and
     // output tokens/s against the offered rate.
-    let with = |k: &str| -> Vec<&Report> {
+    // The steps whose `k` values are enough for the quantile `q`.
+    let with = |k: &str, q: f64| -> Vec<&Report> {
         sw.steps
             .iter()
-            .filter(|s| s.metrics.get(k).unwrap().count > 0)
+            .filter(|s| supported(s.metrics.get(k).unwrap(), q))
             .collect()
     };
     if stream {
         for (id, k) in [("sweep-ttft", "ttft"), ("sweep-itl", "itl")] {
-            let n = with(k).len();
             want.push((
                 id.to_string(),
-                vec![("p50".to_string(), n), ("p99".to_string(), n)],
+                vec![
+                    ("p50".to_string(), with(k, 0.5).len()),
+                    ("p99".to_string(), with(k, 0.99).len()),
+                ],
             ));
         }
         want.push((
@@ -142,11 +145,11 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
                 fnum(s.achieved_rps),
                 fcount(s.requests.errors),
                 fcount(s.requests.dropped),
-                fnum(m.p50),
-                fnum(m.p99),
-                fnum(m.p999),
-                fnum(m.max),
-                fnum(s.metrics.send_lag.p99),
+                fq(m.count, 0.5, m.p50),
+                fq(m.count, 0.99, m.p99),
+                fq(m.count, 0.999, m.p999),
+                fq(m.count, 0.0, m.max),
+                fq(s.metrics.send_lag.count, 0.99, s.metrics.send_lag.p99),
             ]
         })
         .collect();
@@ -189,7 +192,7 @@ fn check_sweep_page(exe: &Path, page: &Path, sw: &Sweep) {
             }
             "sweep-ttft" | "sweep-itl" => {
                 let k = if chart == "sweep-ttft" { "ttft" } else { "itl" };
-                let s = with(k)[i];
+                let s = with(k, [0.5, 0.99][si])[i];
                 let m = s.metrics.get(k).unwrap();
                 let (name, v) = if si == 0 {
                     ("p50 ", m.p50)

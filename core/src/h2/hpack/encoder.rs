@@ -9,17 +9,7 @@
 
 use super::huffman;
 use super::table::STATIC_TABLE;
-
-/// Headers that HTTP/2 forbids in a request (RFC 9113 section 8.2.2); the
-/// encoder drops them, and `host` (replaced by `:authority`).
-pub(crate) const CONNECTION_SPECIFIC: [&[u8]; 6] = [
-    b"connection",
-    b"keep-alive",
-    b"proxy-connection",
-    b"transfer-encoding",
-    b"upgrade",
-    b"host",
-];
+use crate::head::CONNECTION_SPECIFIC;
 
 /// Writes `value` as an HPACK integer with an `n`-bit prefix, the bits
 /// above the prefix in the first byte taken from `flags`. Returns the

@@ -22,8 +22,6 @@ pub use encoder::{
     encode_table_size_update,
 };
 pub use table::DynamicTable;
-// For HTTP/3, whose requests drop the same fields (RFC 9114 section 4.2).
-pub(crate) use encoder::CONNECTION_SPECIFIC;
 
 /// Why a header block could not be decoded. Each is a
 /// `COMPRESSION_ERROR` for the connection (RFC 9113 section 4.3).

@@ -80,7 +80,7 @@ fn max_concurrent_streams_is_honoured() {
 #[test]
 fn max_header_list_size_is_kept() {
     use metronome_core::h2::request::from_http1;
-    use metronome_core::plan::H2Request;
+    use metronome_core::plan::EncodedRequest;
     let mut conn = Connection::<8>::new(Config::DEFAULT);
     let mut out = [0u8; 512];
     flush(&mut conn, &mut out, &mut Vec::new());
@@ -94,12 +94,12 @@ fn max_header_list_size_is_kept() {
     // :method GET 10+32, :scheme http 11+32, :authority a 11+32, :path / 6+32.
     assert_eq!(s.list_size, 38 + 4 * 32);
     assert_eq!(l.list_size, s.list_size + 5 + 40 + 32);
-    let long = H2Request {
+    let long = EncodedRequest {
         block: &b0[..l.len],
         body: b"",
         list_size: l.list_size,
     };
-    let short = H2Request {
+    let short = EncodedRequest {
         block: &b1[..s.len],
         body: b"",
         list_size: s.list_size,

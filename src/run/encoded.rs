@@ -1,14 +1,17 @@
-//! The requests encoded for HTTP/2 (`--http2-prior-knowledge`, `--http2`):
-//! each one's HPACK header block, where its body starts and its field
-//! list's size (the server's header size limit applies to it).
+//! The requests encoded for HTTP/2 (`--http2-prior-knowledge`, `--http2`)
+//! or HTTP/3 (`--http3`): each one's HPACK header block or QPACK field
+//! section, where its body starts and its field list's size (the server's
+//! header size limit applies to it); and the plan's [`Wire`] they make.
+
+use metronome_core::plan::{EncodedRequest, Streams, Wire};
 
 use crate::cli::RunArgs;
 use crate::UsageError;
 
-/// `--http2-prior-knowledge` or `--http2`: each request's HPACK header block,
-/// where its body starts in the HTTP/1.1 encoding and its field list's
-/// size, made before the clock.
-pub(super) struct H2Plan {
+/// `--http2-prior-knowledge`, `--http2` or `--http3`: each request's header
+/// block (HPACK or QPACK), where its body starts in the HTTP/1.1 encoding
+/// and its field list's size, made before the clock.
+pub(super) struct Encoded {
     pub(super) blocks: Vec<Vec<u8>>,
     pub(super) body_at: Vec<usize>,
     pub(super) list_size: Vec<usize>,
@@ -19,8 +22,8 @@ pub(super) struct H2Plan {
 /// scheme `https`), before the clock.
 ///
 /// # Errors
-/// A [`UsageError`] naming the request that cannot go over HTTP/2.
-pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<H2Plan>> {
+/// A [`UsageError`] naming the request that cannot go over HTTP/2 (or HTTP/3).
+pub(super) fn requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Result<Option<Encoded>> {
     if !args.http2_prior_knowledge && !args.http2 && !args.http3 {
         if args.max_streams.is_some() {
             return Err(UsageError(
@@ -51,10 +54,10 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
         .into());
     }
     if let Some(n) = args.max_streams {
-        if n == 0 || n > metronome_core::plan::H2_MAX_STREAMS {
+        if n == 0 || n > metronome_core::plan::MAX_STREAMS {
             return Err(UsageError(format!(
                 "--max-streams {n} must be 1 to {}",
-                metronome_core::plan::H2_MAX_STREAMS
+                metronome_core::plan::MAX_STREAMS
             ))
             .into());
         }
@@ -77,9 +80,26 @@ pub(super) fn h2_requests(args: &RunArgs, requests: &[Vec<u8>]) -> anyhow::Resul
         body_at.push(e.body_at);
         list_size.push(e.list_size);
     }
-    Ok(Some(H2Plan {
+    Ok(Some(Encoded {
         blocks,
         body_at,
         list_size,
     }))
+}
+
+/// The plan's [`Wire`]: HTTP/3 for `--http3`, HTTP/2 for the other
+/// requests `encoded` (made by [`requests`]), else HTTP/1.1.
+pub(super) fn wire<'a>(args: &RunArgs, encoded: Option<&'a [EncodedRequest<'a>]>) -> Wire<'a> {
+    let Some(requests) = encoded else {
+        return Wire::Http1;
+    };
+    let streams = Streams {
+        requests,
+        max_streams: args.max_streams.unwrap_or(0),
+    };
+    if args.http3 {
+        Wire::Http3(streams)
+    } else {
+        Wire::Http2(streams)
+    }
 }
