@@ -31,6 +31,8 @@
 //!   by side.
 //! - [`simulate`]: the same experiment on a virtual clock, with exact numbers.
 //! - [`sweep`]: one run per rate, tabulated to show where latency bends.
+//! - [`manual`]: `metronome completions SHELL` and `metronome man`, generated
+//!   from the clap definition.
 //! - [`signal`]: Ctrl-C and SIGTERM as a flag the commands poll.
 //! - [`output`]: output paths checked before the work, and the fallback file.
 //! - [`units`]: durations as written on the command line and printed back.
@@ -51,6 +53,7 @@ pub mod background;
 pub mod cli;
 pub mod demo;
 pub mod error;
+pub mod manual;
 pub mod merge;
 pub mod output;
 pub mod prom;

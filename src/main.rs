@@ -51,6 +51,12 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Report(args) => metronome::show::run(&args),
         Command::Merge(args) => metronome::merge::run(&args),
         Command::Sweep(args) => metronome::sweep::run(&args),
+        Command::Completions(args) => {
+            metronome::manual::completions(&args, &mut std::io::stdout().lock()).map(|()| EXIT_OK)
+        }
+        Command::Man(args) => {
+            metronome::manual::man(&args, &mut std::io::stdout().lock()).map(|()| EXIT_OK)
+        }
     }
 }
 

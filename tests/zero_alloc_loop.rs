@@ -39,6 +39,62 @@ fn hook(phase: Phase) {
     }
 }
 
+/// A regex-automata dense DFA as core's body matcher (the CLI's, in
+/// src/run/check.rs, is the same walk).
+#[derive(Debug)]
+struct Dfa(regex_automata::dfa::dense::DFA<Vec<u32>>, u32);
+
+impl metronome_core::check::BodyMatcher for Dfa {
+    fn start(&self) -> u32 {
+        self.1
+    }
+    fn step(&self, state: u32, bytes: &[u8]) -> u32 {
+        use regex_automata::dfa::Automaton;
+        let mut s = regex_automata::util::primitives::StateID::new_unchecked(state as usize);
+        for &b in bytes {
+            s = self.0.next_state(s, b);
+        }
+        s.as_u32()
+    }
+    fn matched_at_end(&self, state: u32) -> bool {
+        use regex_automata::dfa::Automaton;
+        let s = regex_automata::util::primitives::StateID::new_unchecked(state as usize);
+        self.0.is_match_state(s) || self.0.is_match_state(self.0.next_eoi_state(s))
+    }
+    fn matched(&self, _: u32) -> bool {
+        false
+    }
+}
+
+/// Request 0: status 200, `content-length: 2`, body "ok" and /^o+k$/;
+/// request 1: also a body "nope" it fails.
+fn checks() -> &'static [metronome_core::check::Check] {
+    use metronome_core::check::{Check, HeaderCheck, Substring};
+    use regex_automata::dfa::Automaton;
+    static OK: [u32; 2] = Substring::table_of(b"ok");
+    static NOPE: [u32; 4] = Substring::table_of(b"nope");
+    let dfa = regex_automata::dfa::dense::DFA::new("^o+k$").unwrap();
+    let start = dfa
+        .start_state(&regex_automata::util::start::Config::new())
+        .unwrap()
+        .as_u32();
+    let re: &'static Dfa = Box::leak(Box::new(Dfa(dfa, start)));
+    let good = Check {
+        status: Some((200, 200)),
+        header: Some(HeaderCheck {
+            name: b"content-length",
+            value: Some(b"2"),
+        }),
+        body: Some(Substring::new(b"ok", &OK)),
+        regex: Some(re),
+    };
+    let bad = Check {
+        body: Some(Substring::new(b"nope", &NOPE)),
+        ..good.clone()
+    };
+    Box::leak(vec![good, bad].into_boxed_slice())
+}
+
 /// One test function runs every case on each engine one after the
 /// other, so the global counter belongs to one run at a time.
 #[test]
@@ -189,6 +245,28 @@ fn cases(run: Engine) {
         ALLOCATIONS.swap(0, Ordering::Relaxed),
         0,
         "allocations while copying live intervals for a late watcher"
+    );
+
+    // Checks on every answer: the status, a header, a body substring and
+    // a body regex (a regex-automata DFA, as the CLI builds it), decided
+    // as the bytes arrive, without allocating; half the requests of a mix
+    // fail theirs.
+    static REQS2: [&[u8]; 2] = [common::REQ, common::REQ];
+    let server = Server::start(Behaviour::default());
+    let mut p = plan(server.addr, 500.0, Duration::from_millis(400));
+    p.requests = &REQS2;
+    p.checks = checks();
+    let out = run(&p, &Control::default(), &opts).unwrap();
+    assert_eq!(out.recorder.ok, 100);
+    assert_eq!(
+        out.recorder.checks[metronome_core::check::CheckFailure::Body.index()],
+        100
+    );
+    assert_eq!(MEASURING_THREADS.swap(0, Ordering::Relaxed), 2);
+    assert_eq!(
+        ALLOCATIONS.swap(0, Ordering::Relaxed),
+        0,
+        "allocations with checks"
     );
 
     // Connection: close on every reply: a replacement connect per request.

@@ -55,6 +55,7 @@
 //! assert_eq!(gaps, [15_000]);
 //! ```
 
+use crate::check::{Check, CheckFailure};
 use crate::http::ParseError;
 use crate::measure::{ErrorKind, FramingCause, StreamTiming};
 use crate::plan::{Plan, Protocol};
@@ -115,6 +116,9 @@ pub enum Finish<'a> {
     /// A response with bad HTTP framing, by cause
     /// ([`ErrorKind::BadFraming`]).
     Framing(FramingCause),
+    /// A complete response that failed one of its checks
+    /// ([`ErrorKind::Check`], [`crate::check`]).
+    Check(CheckFailure),
     /// A streamed response that reached its end; the recorder decides
     /// whether it succeeded (it needs content and `[DONE]`).
     Stream {
@@ -123,6 +127,39 @@ pub enum Finish<'a> {
         /// Gaps between consecutive content chunks, ns.
         gaps: &'a [u64],
     },
+}
+
+impl<'a> Finish<'a> {
+    /// This finish of a complete response, judged by its checks
+    /// ([`crate::check::judge`]): `status` its status, `verdict` its header
+    /// and body checks' verdict. Failures of the exchange itself (not a
+    /// complete response) are kept as they are. The rule of every protocol.
+    ///
+    /// ```
+    /// use metronome_core::check::{Check, CheckFailure};
+    /// use metronome_core::exchange::Finish;
+    /// let created: &'static Check = Box::leak(Box::new(Check { status: Some((201, 201)), ..Check::NONE }));
+    /// assert_eq!(Finish::Status(201).checked(Some(created), Some(201), None), Finish::Ok);
+    /// assert_eq!(Finish::Ok.checked(Some(created), Some(200), None), Finish::Check(CheckFailure::Status));
+    /// assert_eq!(Finish::Ok.checked(None, Some(200), Some(CheckFailure::Body)), Finish::Ok);
+    /// ```
+    pub fn checked(
+        self,
+        check: Option<&Check>,
+        status: Option<u16>,
+        verdict: Option<CheckFailure>,
+    ) -> Finish<'a> {
+        let Some(check) = check else { return self };
+        let success = matches!(self, Finish::Ok | Finish::Stream { .. });
+        if !(success || matches!(self, Finish::Status(_))) {
+            return self;
+        }
+        match crate::check::judge(check, status, verdict, success) {
+            None => self,
+            Some(Ok(())) => Finish::Ok,
+            Some(Err(f)) => Finish::Check(f),
+        }
+    }
 }
 
 impl Finish<'static> {
@@ -233,6 +270,10 @@ pub struct Exchange {
     /// The first response of every connection is refused
     /// ([`Exchange::distrust_first_responses`]).
     distrust_first: bool,
+    /// The current request's checks ([`Exchange::set_check`]).
+    check: Option<&'static Check>,
+    /// The header and body checks' verdict on the complete response.
+    check_verdict: Option<CheckFailure>,
 }
 
 impl Exchange {
@@ -260,7 +301,39 @@ impl Exchange {
             idled: false,
             dropped_gaps: 0,
             distrust_first: false,
+            check: None,
+            check_verdict: None,
         }
+    }
+
+    /// The checks of the request begun (or about to be): `None` checks
+    /// nothing. Kept for the next requests until changed; the engines set
+    /// it for every request from [`Plan::check_of`].
+    ///
+    /// ```
+    /// use metronome_core::check::{Check, CheckFailure, Substring};
+    /// use metronome_core::exchange::{Exchange, Finish};
+    /// static TABLE: [u32; 6] = Substring::table_of(b"a blue");
+    /// let check: &'static Check = Box::leak(Box::new(Check {
+    ///     body: Some(Substring::new(b"a blue", &TABLE)),
+    ///     ..Check::NONE
+    /// }));
+    /// // "a blue" straddles two chunks.
+    /// let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nin a\r\n7\r\n blue x\r\n0\r\n\r\n";
+    /// let mut ex = Exchange::new(false);
+    /// ex.set_check(Some(check));
+    /// ex.begin(0, 0, b"GET / HTTP/1.1\r\n\r\n");
+    /// ex.handle_read(1, wire, &mut []).unwrap();
+    /// assert_eq!(ex.finish(&[]), Finish::Ok);
+    /// // "a red" fails it: an error of kind `check`, by `body`.
+    /// let red = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nin a red";
+    /// ex.begin(2, 2, b"GET / HTTP/1.1\r\n\r\n");
+    /// ex.handle_read(3, red, &mut []).unwrap();
+    /// assert_eq!(ex.finish(&[]), Finish::Check(CheckFailure::Body));
+    /// ```
+    pub fn set_check(&mut self, check: Option<&'static Check>) {
+        self.check = check;
+        self.reader.set_check(check);
     }
 
     /// From now on, on every connection of this exchange (it survives
@@ -333,6 +406,7 @@ impl Exchange {
         self.gaps = 0;
         self.response_bytes = false;
         self.first_byte_ns = None;
+        self.check_verdict = None;
         let method = method(request);
         self.idempotent = is_idempotent(method);
         self.served += 1;
@@ -531,6 +605,7 @@ impl Exchange {
             &self.timing,
             &gaps[..self.gaps.min(gaps.len())],
         )
+        .checked(self.check, self.status, self.check_verdict)
     }
 
     /// What is known of the current response's head: when its first byte
@@ -609,6 +684,7 @@ impl Exchange {
             ReadEvent::Done => self.timing.on_done(now_ns),
             ReadEvent::Complete { keep_alive, .. } => {
                 self.timing.on_end(now_ns);
+                self.check_verdict = self.reader.check_verdict();
                 self.reader.reset();
                 return Some(keep_alive);
             }

@@ -191,6 +191,11 @@ pub struct ResponseParser {
     state: State,
     max_head: usize,
     no_body: bool,
+    /// `--check-header`: the field the head is scanned for.
+    header_check: Option<crate::check::HeaderCheck>,
+    /// The last final head held a field [`ResponseParser::header_check`]
+    /// accepts.
+    header_ok: bool,
 }
 
 impl Default for ResponseParser {
@@ -231,7 +236,30 @@ impl ResponseParser {
             state: State::Head,
             max_head,
             no_body: false,
+            header_check: None,
+            header_ok: false,
         }
+    }
+
+    /// Scans every final head for a field `check` accepts (or for none):
+    /// [`ResponseParser::header_ok`] tells. Kept across
+    /// [`reset`](Self::reset).
+    pub fn set_header_check(&mut self, check: Option<crate::check::HeaderCheck>) {
+        self.header_check = check;
+    }
+
+    /// Whether the last final head held a field the header check accepts.
+    ///
+    /// ```
+    /// use metronome_core::check::HeaderCheck;
+    /// use metronome_core::http::ResponseParser;
+    /// let mut p = ResponseParser::new();
+    /// p.set_header_check(Some(HeaderCheck { name: b"x-served-by", value: Some(b"b") }));
+    /// p.feed(b"HTTP/1.1 200 OK\r\nX-Served-By: a\r\nX-Served-By:  b\r\n\r\n").unwrap();
+    /// assert!(p.header_ok());
+    /// ```
+    pub fn header_ok(&self) -> bool {
+        self.header_ok
     }
 
     /// Declares that the current response has no body whatever its headers
@@ -267,6 +295,7 @@ impl ResponseParser {
     pub fn reset(&mut self) {
         self.state = State::Head;
         self.no_body = false;
+        self.header_ok = false;
     }
 
     /// Whether the parser is waiting for a response head (no final head
@@ -483,6 +512,12 @@ impl ResponseParser {
             return Ok(Some((n, None)));
         }
         let head = HeadFacts::scan(response.headers)?;
+        if let Some(check) = &self.header_check {
+            self.header_ok = response
+                .headers
+                .iter()
+                .any(|h| check.accepts(h.name.as_bytes(), h.value));
+        }
         let framing = if self.no_body || status == 204 || status == 304 {
             Framing::Length(0)
         } else if let Some(chunked) = head.transfer_chunked {

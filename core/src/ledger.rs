@@ -738,6 +738,10 @@ impl<'p> Ledger<'p> {
                 rec.record_framing(cause);
                 Some(ErrorKind::BadFraming)
             }
+            Finish::Check(which) => {
+                rec.record_check(which);
+                Some(ErrorKind::Check)
+            }
             Finish::Stream { timing, gaps } => rec.record_stream(timing, gaps, &slo).err(),
         };
         let ok = failed.is_none();
@@ -795,6 +799,7 @@ impl<'p> Ledger<'p> {
                 (Finish::Status(code), _) => Outcome::Status(code),
                 (Finish::GrpcStatus(code), _) => Outcome::GrpcStatus(code),
                 (Finish::Framing(cause), _) => Outcome::Framing(cause),
+                (Finish::Check(which), _) => Outcome::Check(which),
                 (_, Some(kind)) => Outcome::Error(kind),
             };
             let mut r = self.record(intended_ns, request, Some(done_ns), outcome);

@@ -32,6 +32,8 @@
 //!   process under `schedule/`.
 //! - [`turns`]: conversations, each later turn due when the previous answer ended plus a
 //!   think time ([`turns::Turns::after`]), and the sessions' counts.
+//! - [`check`]: checks on the answer (status, a header, a body substring or
+//!   regular expression), fed the body as it arrives, never copied.
 //! - [`response`]: [`response::Reader`], HTTP + SSE to measurement events.
 //! - [`measure`]: the per-thread [`measure::Recorder`] (`measure/mod.rs`), error kinds
 //!   (`kind.rs`), stream timing (`stream.rs`), the peers' metric definitions
@@ -76,6 +78,7 @@
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod check;
 pub mod due;
 #[cfg(feature = "std")]
 pub mod engine;

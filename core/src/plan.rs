@@ -79,6 +79,28 @@ pub enum Profile<'a> {
 
 /// What an engine needs to run: borrowed data only.
 ///
+/// The checks of request `request` among a plan's `checks`
+/// ([`Plan::check_of`]): none, one for all, or one each.
+#[inline]
+pub fn check_in(
+    checks: &'static [crate::check::Check],
+    request: usize,
+) -> Option<&'static crate::check::Check> {
+    let c = checks.get(check_slot(checks, request)?)?;
+    c.any().then_some(c)
+}
+
+/// Where request `request`'s checks are in a plan's `checks`: none when
+/// empty, 0 when one serves all, else `request`.
+#[inline]
+pub fn check_slot(checks: &[crate::check::Check], request: usize) -> Option<usize> {
+    match checks.len() {
+        0 => None,
+        1 => Some(0),
+        _ => Some(request),
+    }
+}
+
 /// The schedule spans `warmup_ns + duration_ns`; requests intended before
 /// `warmup_ns` are sent but not recorded, and the arrival exactly at
 /// `warmup_ns + duration_ns` is not sent.
@@ -115,6 +137,14 @@ pub struct Plan<'a> {
     pub shard: Shard,
     /// Measured duration, after the warmup.
     pub duration_ns: u64,
+    /// Checks on the answer ([`crate::check`]): none when empty; one: for
+    /// every request; else `checks[i]` for request `i` (as `requests`).
+    /// Built before the run and kept for the process (`'static`).
+    pub checks: &'static [crate::check::Check],
+    /// `-n N`: only the first N arrivals of the whole schedule (over every
+    /// shard, the warmup's included), and those before the end
+    /// ([`Schedule::first`]); `None`: every arrival before the end.
+    pub count: Option<u64>,
     /// Warmup before the measured duration: sent, not recorded.
     pub warmup_ns: u64,
     /// Connections opened before the clock starts.
@@ -332,6 +362,22 @@ impl Plan<'_> {
         Some((since / self.interval_ns.max(1)) as usize)
     }
 
+    /// The checks of request `request` (its index in `requests`), or
+    /// `None` ([`Plan::checks`]).
+    ///
+    /// ```
+    /// use metronome_core::check::Check;
+    /// let p = metronome_core::plan::example_plan();
+    /// assert!(p.check_of(0).is_none());
+    /// static ONE: [Check; 1] = [Check { status: Some((200, 200)), ..Check::NONE }];
+    /// let p = metronome_core::plan::Plan { checks: &ONE, ..p };
+    /// assert!(p.check_of(3).is_some());
+    /// ```
+    #[inline]
+    pub fn check_of(&self, request: usize) -> Option<&'static crate::check::Check> {
+        check_in(self.checks, request)
+    }
+
     /// Number of report intervals covering the measured duration.
     ///
     /// ```
@@ -377,15 +423,23 @@ impl<'a> Plan<'a> {
     /// let p = example_plan(); // 100 req/s constant over 1.5 s
     /// assert_eq!(p.schedule(Shard::WHOLE).unwrap().count(), 150);
     /// assert_eq!(p.schedule(Shard { index: 1, count: 2 }).unwrap().count(), 75);
+    /// // -n 101: the first 101 of them, 51 and 50 in the two halves.
+    /// let n = Plan { count: Some(101), ..p };
+    /// assert_eq!(n.schedule(Shard::WHOLE).unwrap().count(), 101);
+    /// assert_eq!(n.schedule(Shard { index: 0, count: 2 }).unwrap().count(), 51);
     /// ```
     pub fn schedule(&self, shard: Shard) -> Result<Schedule<'a>, PlanError> {
         let end = self.end_ns();
-        Ok(match self.profile {
+        let all = match self.profile {
             Profile::Steady => Schedule::new(self.arrival, self.rate, self.seed, end, shard)?,
             Profile::Stages(stages) => {
                 Schedule::staged(self.arrival, stages, self.seed, end, shard)?
             }
             Profile::Trace(trace) => Schedule::trace(trace, end, shard)?,
+        };
+        Ok(match self.count {
+            Some(n) => all.first(n),
+            None => all,
         })
     }
 
@@ -916,6 +970,8 @@ pub fn example_plan() -> Plan<'static> {
         seed: 42,
         shard: Shard::WHOLE,
         duration_ns: 1_000_000_000,
+        count: None,
+        checks: &[],
         warmup_ns: 500_000_000,
         connections: 4,
         max_connections: 64,

@@ -27,6 +27,8 @@ pub enum Outcome {
     GrpcStatus(u32),
     /// A response with bad HTTP framing, by cause ([`ErrorKind::BadFraming`]).
     Framing(FramingCause),
+    /// A complete response that failed this check ([`ErrorKind::Check`]).
+    Check(crate::check::CheckFailure),
     /// Any other failure of a sent request, by kind.
     Error(ErrorKind),
     /// Dropped when due: too many in flight.
@@ -69,6 +71,7 @@ impl Outcome {
             Outcome::Status(_) => ErrorKind::Status.name(),
             Outcome::GrpcStatus(_) => ErrorKind::GrpcStatus.name(),
             Outcome::Framing(_) => ErrorKind::BadFraming.name(),
+            Outcome::Check(_) => ErrorKind::Check.name(),
             Outcome::Error(kind) => kind.name(),
             Outcome::Unsent(reason) => reason.name(),
         }

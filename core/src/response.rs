@@ -171,6 +171,10 @@ pub struct Reader {
     queued: Option<ReadEvent>,
     /// `Complete` was produced.
     complete: bool,
+    /// The current request's checks ([`Reader::set_check`]).
+    check: Option<&'static crate::check::Check>,
+    /// What the current response showed them.
+    check_state: crate::check::CheckState,
 }
 
 impl Reader {
@@ -220,7 +224,29 @@ impl Reader {
             pending: 0,
             queued: None,
             complete: false,
+            check: None,
+            check_state: crate::check::CheckState::new(),
         }
+    }
+
+    /// The checks of the request whose response comes next (`None`: no
+    /// check), kept until changed: its body flows through them as it is
+    /// read, never copied ([`crate::check`]).
+    pub fn set_check(&mut self, check: Option<&'static crate::check::Check>) {
+        self.check = check;
+        self.check_state = crate::check::CheckState::new();
+        self.http.set_header_check(check.and_then(|c| c.header));
+    }
+
+    /// The first header or body check the response read so far failed
+    /// (the status is judged apart, [`crate::check::judge`]).
+    pub fn check_verdict(&self) -> Option<crate::check::CheckFailure> {
+        let check = self.check?;
+        let mut state = self.check_state;
+        if self.http.header_ok() {
+            state.header_passed();
+        }
+        state.verdict(check)
     }
 
     /// Declares that the current response has no body: the request was
@@ -261,6 +287,7 @@ impl Reader {
         self.pending = 0;
         self.queued = None;
         self.complete = false;
+        self.check_state = crate::check::CheckState::new();
     }
 
     /// Whether the current response's head declared
@@ -338,6 +365,19 @@ impl Reader {
                     self.event_stream = event_stream;
                     self.stream = self.expect_stream && (200..300).contains(&status);
                     return Ok((pos + n, Some(ReadEvent::Head { status })));
+                }
+                Some(Event::Body(body)) if self.check.is_some() && self.stream => {
+                    if let Some(c) = self.check {
+                        self.check_state.body(c, body);
+                    }
+                    pos += n - body.len();
+                    self.pending = body.len();
+                }
+                Some(Event::Body(body)) if self.check.is_some() => {
+                    if let Some(c) = self.check {
+                        self.check_state.body(c, body);
+                    }
+                    pos += n;
                 }
                 Some(Event::Body(body)) if self.stream => {
                     // The body is the tail of the consumed bytes: hand it

@@ -54,6 +54,10 @@ pub struct StreamExchange {
     timing: StreamTiming,
     gaps: usize,
     dropped_gaps: u64,
+    /// The current request's checks ([`StreamExchange::set_check`]).
+    check: Option<&'static crate::check::Check>,
+    /// What its response showed them so far.
+    check_state: crate::check::CheckState,
 }
 
 impl StreamExchange {
@@ -73,6 +77,53 @@ impl StreamExchange {
             timing: StreamTiming::new(0, 0),
             gaps: 0,
             dropped_gaps: 0,
+            check: None,
+            check_state: crate::check::CheckState::new(),
+        }
+    }
+
+    /// The checks of the request begun (`None`: none); its DATA flows
+    /// through them as it arrives, frame by frame, never copied.
+    ///
+    /// ```
+    /// use metronome_core::check::{Check, CheckFailure, Substring};
+    /// use metronome_core::exchange::Finish;
+    /// use metronome_core::stream::StreamExchange;
+    /// static TABLE: [u32; 4] = Substring::table_of(b"done");
+    /// let check: &'static Check = Box::leak(Box::new(Check {
+    ///     body: Some(Substring::new(b"done", &TABLE)),
+    ///     ..Check::NONE
+    /// }));
+    /// let mut s = StreamExchange::new(false);
+    /// s.begin(0, 1);
+    /// s.set_check(Some(check));
+    /// s.on_head(2, 200, false);
+    /// s.on_data(3, b"all do", &mut []); // "done" across two DATA frames
+    /// s.on_data(4, b"ne", &mut []);
+    /// s.on_end(5, &mut []);
+    /// assert_eq!(s.finish(&[]), Finish::Ok);
+    /// s.begin(6, 7);
+    /// s.on_head(8, 200, false);
+    /// s.on_data(9, b"all do", &mut []);
+    /// s.on_end(10, &mut []);
+    /// assert_eq!(s.finish(&[]), Finish::Check(CheckFailure::Body));
+    /// ```
+    pub fn set_check(&mut self, check: Option<&'static crate::check::Check>) {
+        self.check = check;
+        self.check_state = crate::check::CheckState::new();
+    }
+
+    /// A field of the response head passed its header check (HTTP/2: the
+    /// connection compared them as it decoded the head,
+    /// `Connection::watch_fields`).
+    pub fn header_passed(&mut self) {
+        self.check_state.header_passed();
+    }
+
+    /// One field of the response head or trailers, for a header check.
+    pub fn on_field(&mut self, name: &[u8], value: &[u8]) {
+        if let Some(c) = self.check {
+            self.check_state.field(c, name, value);
         }
     }
 
@@ -111,6 +162,7 @@ impl StreamExchange {
         self.stream_error = false;
         self.timing = StreamTiming::new(intended_ns, sent_ns);
         self.gaps = 0;
+        self.check_state = crate::check::CheckState::new();
     }
 
     /// The final response head arrived at `now_ns` ([`Event::Headers`](crate::h2::Event::Headers)).
@@ -161,6 +213,9 @@ impl StreamExchange {
     /// chunks go into `gaps` (the caller's slice, as for
     /// [`Exchange`](crate::exchange::Exchange)).
     pub fn on_data(&mut self, now_ns: u64, mut data: &[u8], gaps: &mut [u64]) {
+        if let Some(c) = self.check {
+            self.check_state.body(c, data);
+        }
         if !self.decoding {
             return;
         }
@@ -202,8 +257,13 @@ impl StreamExchange {
     /// into `gaps`: the same rules as [`Exchange::finish`](crate::exchange::Exchange::finish).
     /// A gRPC exchange ends as [`Finish::for_grpc`] says.
     pub fn finish<'a>(&'a self, gaps: &'a [u64]) -> Finish<'a> {
+        let verdict = self.check.and_then(|c| self.check_state.verdict(c));
         if self.grpc {
-            return Finish::for_grpc(self.status, self.grpc_status);
+            return Finish::for_grpc(self.status, self.grpc_status).checked(
+                self.check,
+                self.status,
+                verdict,
+            );
         }
         Finish::for_ended(
             self.status,
@@ -213,6 +273,7 @@ impl StreamExchange {
             &self.timing,
             &gaps[..self.gaps.min(gaps.len())],
         )
+        .checked(self.check, self.status, verdict)
     }
 
     /// Gaps that did not fit in the caller's slice, over this slot's life.
@@ -286,6 +347,7 @@ mod tests {
                 Finish::GrpcStatus(c) => Finish::GrpcStatus(c),
                 Finish::Framing(c) => Finish::Framing(c),
                 Finish::Error(k) => Finish::Error(k),
+                Finish::Check(c) => Finish::Check(c),
                 Finish::Stream { .. } => panic!("a gRPC call is no event stream"),
             }
         };

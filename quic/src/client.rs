@@ -108,6 +108,8 @@ pub struct H3Client<J> {
     remote: SocketAddr,
     protocol: Protocol,
     cap: usize,
+    /// The plan's checks on the answers.
+    checks: &'static [metronome_core::check::Check],
     flights: HashMap<StreamId, Box<Flight<J>>>,
     spare: Vec<Box<Flight<J>>>,
     ended: VecDeque<(Box<Flight<J>>, Option<How<'static>>)>,
@@ -167,6 +169,7 @@ impl<J: FlightJob> H3Client<J> {
             remote: cfg.remote,
             protocol: cfg.protocol,
             cap: cfg.cap,
+            checks: cfg.checks,
             flights: HashMap::with_capacity(cfg.cap),
             spare: Vec::with_capacity(cfg.cap),
             ended: VecDeque::with_capacity(cfg.cap),
@@ -370,6 +373,7 @@ impl<J: FlightJob> H3Client<J> {
             job.intended_ns(),
             sent_ns,
         );
+        f.ex.set_check(metronome_core::plan::check_in(self.checks, job.request()));
         f.frame(req.block, req.body);
         f.body = self.keep.then(Vec::new);
         // A stream that cannot be written is ended by its reset or the

@@ -27,6 +27,8 @@ pub struct Config {
     pub(crate) remote: SocketAddr,
     pub(crate) protocol: Protocol,
     pub(crate) cap: usize,
+    /// The plan's checks on the answers ([`Config::with_checks`]).
+    pub(crate) checks: &'static [metronome_core::check::Check],
 }
 
 impl Config {
@@ -76,7 +78,17 @@ impl Config {
             remote,
             protocol,
             cap,
+            checks: &[],
         })
+    }
+
+    /// The checks on each request's answer (core's `Plan::checks`: request
+    /// `i`'s by `Plan::check_of(i)`), fed the response's fields and DATA
+    /// as they arrive.
+    #[must_use]
+    pub fn with_checks(mut self, checks: &'static [metronome_core::check::Check]) -> Config {
+        self.checks = checks;
+        self
     }
 
     /// The server's address.

@@ -119,7 +119,10 @@ impl<J> Flight<J> {
             match frame {
                 Some(Frame::Headers(block)) => {
                     let mut fields = ResponseFields::default();
-                    let section = decoder.decode(block, |name, value| fields.field(name, value))?;
+                    let section = decoder.decode(block, |name, value| {
+                        ex.on_field(name, value);
+                        fields.field(name, value)
+                    })?;
                     match response.headers(&section)? {
                         Some(status) if status >= 200 => {
                             ex.on_head(now, status, fields.event_stream);

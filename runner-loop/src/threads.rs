@@ -300,7 +300,7 @@ fn h3_config(plan: &Plan<'_>, opts: &Options) -> Result<Option<QuicConfig>, Engi
         return Err(EngineError::Plan(PlanError::Http3));
     };
     QuicConfig::new(tls, plan.addr, plan.protocol, streams.max_streams)
-        .map(Some)
+        .map(|c| Some(c.with_checks(plan.checks)))
         .map_err(EngineError::connect)
 }
 

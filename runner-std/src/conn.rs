@@ -52,6 +52,7 @@ impl Outcome {
             Finish::GrpcStatus(code) => Outcome::Failed(Finish::GrpcStatus(code)),
             Finish::Error(kind) => Outcome::Failed(Finish::Error(kind)),
             Finish::Framing(cause) => Outcome::Failed(Finish::Framing(cause)),
+            Finish::Check(which) => Outcome::Failed(Finish::Check(which)),
             Finish::Stream { timing, gaps } => Outcome::Stream {
                 timing: *timing,
                 gaps: gaps.to_vec(),
@@ -420,6 +421,11 @@ impl Conn {
     /// (read again every [`SLICE`]: a stop moves it earlier), whichever
     /// comes first. The connection is closed after any fault, a
     /// `Connection: close` or unsolicited bytes.
+    /// The checks of the next request (core's `Plan::check_of`).
+    pub(crate) fn set_check(&mut self, check: Option<&'static metronome_core::check::Check>) {
+        self.exchange.set_check(check);
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn exchange(
         &mut self,

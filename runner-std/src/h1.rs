@@ -185,6 +185,7 @@ pub(crate) fn worker(
                     waited_since: job.waited_since,
                 });
             }
+            conn.set_check(plan.check_of(job.request));
             let ended = conn.exchange(
                 clock,
                 request,

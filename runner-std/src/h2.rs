@@ -84,12 +84,11 @@ struct Link {
 impl Link {
     fn new(plan: &Plan<'_>, cap: usize) -> Link {
         let sse = matches!(plan.protocol, Protocol::OpenAiSse);
-        let protocol = plan.protocol;
         Link {
             h2: Box::new(H2::new(Config::DEFAULT)),
             sock: None,
             tls: None,
-            flights: Box::new(Flights::new(protocol)),
+            flights: Box::new(Flights::for_plan(plan)),
             gaps: vec![0u64; if sse { SLOTS * GAP_CAP } else { 0 }].into_boxed_slice(),
             sse,
             out: vec![0u8; OUT_BYTES].into_boxed_slice(),

@@ -30,9 +30,9 @@ pub use commands::{DemoArgs, MergeArgs, ReportArgs, SimulateArgs, SweepArgs};
 pub use run::{PrometheusArgs, RunArgs, DEFAULT_DURATION, DEFAULT_RATE};
 pub use serve::{parse_grpc_status_every, ServeArgs};
 pub use values::{
-    parse_listen, ArrivalArg, CompatArg, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg,
-    MixArg, ProfileArg, RampArg, ShapeArg, SpinArg, WarmUpArg, SPIN_AUTO_INITIAL,
-    THROUGHPUT_WORKERS,
+    parse_connect_to, parse_listen, parse_resolve, ArrivalArg, CompatArg, ConnectTo, EndpointArg,
+    EngineArg, FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, Resolve, ShapeArg,
+    SpinArg, WarmUpArg, SPIN_AUTO_INITIAL, THROUGHPUT_WORKERS,
 };
 
 /// metronome: an open-loop load generator with honest latency.
@@ -66,4 +66,34 @@ pub enum Command {
     /// Run the same test at a series of rates and tabulate where latency bends.
     #[command(after_help = SWEEP_AFTER_HELP, after_long_help = SWEEP_AFTER_HELP)]
     Sweep(Box<SweepArgs>),
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = COMPLETIONS_AFTER_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) of metronome and its subcommands.
+    #[command(after_help = "Example:\n  metronome man > ~/.local/share/man/man1/metronome.1")]
+    Man(ManArgs),
+}
+
+/// The end of `completions --help`: where each shell looks.
+const COMPLETIONS_AFTER_HELP: &str = "\
+Install (then open a new shell):
+  bash:  metronome completions bash > ~/.local/share/bash-completion/completions/metronome
+  zsh:   metronome completions zsh > ~/.zfunc/_metronome  (with fpath+=~/.zfunc before compinit)
+  fish:  metronome completions fish > ~/.config/fish/completions/metronome.fish";
+
+/// `metronome completions SHELL`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `metronome man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write one page per command into DIR (metronome.1, metronome-run.1, ...) instead of
+    /// printing the top page.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<std::path::PathBuf>,
 }

@@ -12,8 +12,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::values::{
-    parse_fraction, parse_listen, parse_profile, parse_spin, ArrivalArg, CompatArg, EndpointArg,
-    EngineArg, FormatArg, MaxTokensFieldArg, MixArg, ProfileArg, RampArg, SpinArg, WarmUpArg,
+    parse_connect_to, parse_fraction, parse_listen, parse_profile, parse_resolve, parse_spin,
+    ArrivalArg, CompatArg, ConnectTo, EndpointArg, EngineArg, FormatArg, MaxTokensFieldArg, MixArg,
+    ProfileArg, RampArg, Resolve, SpinArg, WarmUpArg,
 };
 use crate::units::parse_duration;
 
@@ -55,6 +56,8 @@ const HTTP2: &str = "HTTP/2 and gRPC";
 const LLM: &str = "LLM (OpenAI)";
 /// Heading: pass/fail checks and SLOs.
 const THRESHOLDS: &str = "Thresholds";
+/// Heading: checks on each response.
+const CHECKS: &str = "Checks on the answer";
 /// Heading: what is written where.
 const OUTPUTS: &str = "Outputs";
 /// Heading: the engine and its threads.
@@ -74,7 +77,8 @@ macro_rules! run_examples {
 /// The end of `run -h`: where the other flags are, then the examples.
 const RUN_AFTER_SHORT_HELP: &str = concat!(
     "`metronome run --help` shows every flag, grouped: target and request, rate and schedule,
-workloads, connections, TLS, HTTP/2 and gRPC, LLM (OpenAI), thresholds, outputs, engine.
+workloads, connections, TLS, HTTP/2 and gRPC, LLM (OpenAI), checks on the answer, thresholds,
+outputs, engine.
 
 ",
     run_examples!()
@@ -125,11 +129,20 @@ pub struct RunArgs {
     /// 65536; a larger one (or more than 256 headers) is counted as `too_large`.
     #[arg(help_heading = TARGET, hide_short_help = true, long, default_value_t = 32 * 1024)]
     pub max_header_bytes: usize,
-    /// Offered rate, requests per second [default: 100]
+    /// Offered rate, requests per second [default: 100] (also --rps, --qps)
     ///
     /// Across all threads. With --stages: the rate the first stage starts from [default: 0].
-    #[arg(help_heading = SCHEDULE, short, long)]
+    #[arg(help_heading = SCHEDULE, short, long, visible_aliases = ["rps", "qps"])]
     pub rate: Option<f64>,
+    /// Send the first N requests of the schedule, then stop (as oha, hey, ab -n)
+    ///
+    /// The schedule's first N intended send times after the --warmup, at --rate and
+    /// --arrival: exact for any thread and --shard split. Without --duration the run lasts
+    /// until the N-th (N / rate for --arrival constant); with --duration, --stages or
+    /// --trace too, whichever ends first. The report says it was a count (`count`).
+    #[arg(help_heading = SCHEDULE, short = 'n', long = "count", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..), conflicts_with_all = ["closed", "profile"])]
+    pub count: Option<u64>,
     /// Measured duration, like 30s or 2m [default: 10s]
     ///
     /// After the --warmup. With --trace: cuts the replay (default: up to the last offset).
@@ -246,6 +259,18 @@ pub struct RunArgs {
     /// OPTIONS and `check` otherwise (never a POST unless asked).
     #[arg(help_heading = CONNECTIONS, hide_short_help = true, long, value_enum, default_value_t = WarmUpArg::Auto)]
     pub warm_up: WarmUpArg,
+    /// Requests for HOST:PORT connect to ADDR:PORT instead (curl's and oha's --connect-to);
+    /// the URL's host stays in Host, TLS SNI and the certificate check (repeatable: the first
+    /// that matches the URL applies; an empty field is any host or port, or keeps the URL's;
+    /// IPv6 in []).
+    #[arg(help_heading = CONNECTIONS, hide_short_help = true, long = "connect-to",
+          value_name = "HOST:PORT:ADDR:PORT", value_parser = parse_connect_to)]
+    pub connect_to: Vec<ConnectTo>,
+    /// HOST at PORT resolves to ADDR, without DNS (curl's and oha's --resolve); the URL's
+    /// host stays in Host, TLS SNI and the certificate check (repeatable; HOST `*`: any).
+    #[arg(help_heading = CONNECTIONS, hide_short_help = true, long = "resolve",
+          value_name = "HOST:PORT:ADDR", value_parser = parse_resolve)]
+    pub resolve: Vec<Resolve>,
     /// Also retry non-idempotent requests (POST, PATCH) once when their reused connection
     /// turns out closed by the server before any response byte. Idempotent ones (GET, HEAD,
     /// PUT, DELETE, OPTIONS, TRACE) always are (RFC 9110 section 9.2.2).
@@ -397,6 +422,22 @@ pub struct RunArgs {
     /// metric).
     #[arg(help_heading = LLM, hide_short_help = true, long, value_enum, value_name = "PEER[,PEER...]", value_delimiter = ',')]
     pub metrics_compat: Vec<CompatArg>,
+    /// The status every response must have: 200, 2xx or 200-204 (one that does not is an
+    /// error of kind `check`). A status it accepts is a success even outside 2xx.
+    #[arg(help_heading = CHECKS, long, value_name = "STATUS")]
+    pub check_status: Option<String>,
+    /// A header every response must carry, "Name: value" (the value exact, without the
+    /// surrounding blanks), or "Name" for any value.
+    #[arg(help_heading = CHECKS, long, value_name = "NAME[: VALUE]")]
+    pub check_header: Option<String>,
+    /// A text every response body must contain (found across reads, chunks, frames and
+    /// events, never copying the body; docs/requests.md).
+    #[arg(help_heading = CHECKS, long, value_name = "TEXT")]
+    pub check_body: Option<String>,
+    /// A regular expression (Rust's regex syntax) every response body must match somewhere,
+    /// as a DFA of at most 4 MiB walked across reads (docs/requests.md).
+    #[arg(help_heading = CHECKS, long, value_name = "REGEX")]
+    pub check_regex: Option<String>,
     /// A pass/fail check, e.g. 'latency.p99<50ms' (repeatable; exit 3 when breached)
     ///
     /// More: 'error_rate<0.01', 'send_lag.p99<1ms', 'achieved_ratio>0.99', 'dropped==0'. A metric the run

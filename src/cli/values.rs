@@ -231,6 +231,139 @@ pub enum ShapeArg {
     Json,
 }
 
+/// `--connect-to HOST:PORT:ADDR:PORT` (curl's and oha's): requests for
+/// the first HOST and PORT connect to the second pair. An empty field
+/// matches any host or port (the first pair) or keeps the URL's (the
+/// second); an IPv6 address is written in brackets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectTo {
+    /// The URL host this applies to (`None`: any).
+    pub host: Option<String>,
+    /// The URL port this applies to (`None`: any).
+    pub port: Option<u16>,
+    /// The host (name or address) to connect to (`None`: the URL's).
+    pub to_host: Option<String>,
+    /// The port to connect to (`None`: the URL's).
+    pub to_port: Option<u16>,
+}
+
+/// `--resolve HOST:PORT:ADDR` (curl's and oha's): HOST at PORT resolves
+/// to ADDR, without asking DNS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolve {
+    /// The host name (or `*`: any).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The address connected to.
+    pub addr: std::net::IpAddr,
+}
+
+/// Splits `s` at its colons, keeping a bracketed IPv6 address whole (its
+/// brackets removed).
+fn colon_fields(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    loop {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']').ok_or("an unclosed '['")?;
+            out.push(inner[..end].to_string());
+            rest = &inner[end + 1..];
+            match rest.strip_prefix(':') {
+                Some(r) => rest = r,
+                None if rest.is_empty() => return Ok(out),
+                None => return Err(format!("'{rest}' after ']'")),
+            }
+        } else {
+            match rest.split_once(':') {
+                Some((field, r)) => {
+                    out.push(field.to_string());
+                    rest = r;
+                }
+                None => {
+                    out.push(rest.to_string());
+                    return Ok(out);
+                }
+            }
+        }
+    }
+}
+
+/// A port field: empty is `None`.
+fn port_field(p: &str) -> Result<Option<u16>, String> {
+    if p.is_empty() {
+        return Ok(None);
+    }
+    match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(format!("'{p}' is not a port (1 to 65535)")),
+    }
+}
+
+/// Parses `--connect-to HOST:PORT:ADDR:PORT`.
+///
+/// # Errors
+/// A message saying what to write.
+///
+/// ```
+/// use metronome::cli::{parse_connect_to, ConnectTo};
+/// assert_eq!(
+///     parse_connect_to("example.com:443:[::1]:8443").unwrap(),
+///     ConnectTo { host: Some("example.com".into()), port: Some(443),
+///                 to_host: Some("::1".into()), to_port: Some(8443) }
+/// );
+/// assert_eq!(parse_connect_to("::127.0.0.1:").unwrap().to_host.as_deref(), Some("127.0.0.1"));
+/// assert!(parse_connect_to("a:1:b").is_err());
+/// ```
+pub fn parse_connect_to(s: &str) -> Result<ConnectTo, String> {
+    let what = "write HOST:PORT:ADDR:PORT, like example.com:443:127.0.0.1:8443 (an empty field: \
+                any, or the URL's)";
+    let f = colon_fields(s).map_err(|e| format!("{e}; {what}"))?;
+    let [host, port, to_host, to_port] = f.as_slice() else {
+        return Err(format!("{} fields, not 4; {what}", f.len()));
+    };
+    let some = |h: &String| (!h.is_empty()).then(|| h.clone());
+    Ok(ConnectTo {
+        host: some(host),
+        port: port_field(port).map_err(|e| format!("{e}; {what}"))?,
+        to_host: some(to_host),
+        to_port: port_field(to_port).map_err(|e| format!("{e}; {what}"))?,
+    })
+}
+
+/// Parses `--resolve HOST:PORT:ADDR`.
+///
+/// # Errors
+/// A message saying what to write.
+///
+/// ```
+/// use metronome::cli::parse_resolve;
+/// let r = parse_resolve("example.com:443:[::1]").unwrap();
+/// assert_eq!((r.host.as_str(), r.port, r.addr.to_string()), ("example.com", 443, "::1".into()));
+/// assert!(parse_resolve("example.com:443:not-an-address").is_err());
+/// ```
+pub fn parse_resolve(s: &str) -> Result<Resolve, String> {
+    let what = "write HOST:PORT:ADDR, like example.com:443:127.0.0.1 (an IPv6 address in [])";
+    let f = colon_fields(s).map_err(|e| format!("{e}; {what}"))?;
+    let [host, port, addr] = f.as_slice() else {
+        return Err(format!("{} fields, not 3; {what}", f.len()));
+    };
+    if host.is_empty() {
+        return Err(format!("no host; {what}"));
+    }
+    let port = port_field(port)
+        .and_then(|p| p.ok_or_else(|| "no port".to_string()))
+        .map_err(|e| format!("{e}; {what}"))?;
+    let addr = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IP address; {what}"))?;
+    Ok(Resolve {
+        host: host.clone(),
+        port,
+        addr,
+    })
+}
+
 /// Parses a listen address, the one parser of `serve --listen` and `run
 /// --dashboard=ADDR`: `IP:PORT`, `HOST:PORT` (first address, e.g.
 /// `localhost:0`), or a bare `PORT` meaning `127.0.0.1:PORT`.

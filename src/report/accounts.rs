@@ -95,6 +95,12 @@ impl Errors {
                 *into.entry(k.clone()).or_default() += v;
             }
         }
+        if let Some(from) = &other.by_check {
+            let into = self.by_check.get_or_insert_with(BTreeMap::new);
+            for (k, v) in from {
+                *into.entry(k.clone()).or_default() += v;
+            }
+        }
         // Present in the sum when present in either (a gRPC shard's).
         if let Some(from) = &other.by_grpc_status {
             let into = self.by_grpc_status.get_or_insert_with(BTreeMap::new);

@@ -49,6 +49,8 @@ pub struct RunMeta {
     pub argv: Option<Vec<String>>,
     /// `--http3-0rtt` was given.
     pub zero_rtt: bool,
+    /// `-n N`, as given.
+    pub count: Option<u64>,
 }
 
 /// A unique id of a run: its start in Unix seconds, then 32 bits mixed from
@@ -143,6 +145,7 @@ impl Report {
             seed: plan.seed,
             shard: format!("{}/{}", plan.shard.index, plan.shard.count),
             max_concurrency: plan.max_concurrency,
+            count: meta.count,
             profile: meta.profile.clone(),
             closed_workers: match plan.model {
                 PlanModel::Closed { workers, .. } => workers,
@@ -176,6 +179,7 @@ impl Report {
             errors: Errors::from_recorder(
                 rec,
                 plan.protocol == metronome_core::plan::Protocol::Grpc,
+                plan.checks.iter().any(|c| c.any()),
             ),
             // Ratios of the counts: set by `derive` below.
             error_rate: 0.0,
@@ -851,6 +855,15 @@ pub fn no_success_line(r: &Report) -> Option<String> {
             .map_or_else(String::new, |(code, c)| {
                 let name = super::grpc_code_name(code).map_or(String::new(), |n| format!(" {n}"));
                 format!("grpc-status {code}{name} on {c}")
+            }),
+        "check" => r
+            .errors
+            .by_check
+            .iter()
+            .flatten()
+            .max_by_key(|(_, &c)| c)
+            .map_or_else(String::new, |(which, c)| {
+                format!("the {which} check (--check-{which}) on {c}")
             }),
         "timeout" => "no complete response within --timeout".to_string(),
         "reset" => "the connection was reset or closed before the response completed".to_string(),

@@ -45,7 +45,7 @@ pub struct Requests {
 pub struct Errors {
     /// Sent requests that failed, by kind (every kind listed): reset, timeout, status,
     /// bad_framing, too_large, stream_cut, stream_error, no_content, not_event_stream,
-    /// grpc_status.
+    /// grpc_status, check.
     pub by_kind: BTreeMap<String, u64>,
     /// Non-success responses by status code (every code seen, 100..=999); they sum to
     /// `by_kind.status`.
@@ -61,6 +61,12 @@ pub struct Errors {
     /// `by_kind.grpc_status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_grpc_status: Option<BTreeMap<String, u64>>,
+    /// Runs with checks on the answer only (`--check-*`, a `--requests`
+    /// line's `check`; absent otherwise): `check` errors by which check
+    /// failed (every one listed): status, header, body, regex; they sum to
+    /// `by_kind.check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_check: Option<BTreeMap<String, u64>>,
 }
 
 /// SLO bounds in ms.
@@ -153,8 +159,9 @@ impl Transfer {
 
 impl Errors {
     /// Errors of a recorder by kind (all kinds listed) and status code;
-    /// `grpc`: a gRPC run, whose errors also go by `grpc-status`.
-    pub fn from_recorder(rec: &Recorder, grpc: bool) -> Errors {
+    /// `grpc`: a gRPC run, whose errors also go by `grpc-status`;
+    /// `checks`: a run with checks, whose `check` errors go by check.
+    pub fn from_recorder(rec: &Recorder, grpc: bool, checks: bool) -> Errors {
         let by_kind = ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), rec.errors[k.index()]))
@@ -182,12 +189,19 @@ impl Errors {
                 .map(|(i, &n)| (grpc_code_key(i), n))
                 .collect()
         });
+        let by_check = checks.then(|| {
+            metronome_core::check::CheckFailure::ALL
+                .iter()
+                .map(|c| (c.name().to_string(), rec.checks[c.index()]))
+                .collect()
+        });
         Errors {
             by_kind,
             by_status,
             bad_framing_by_cause,
             unsent_by_reason,
             by_grpc_status,
+            by_check,
         }
     }
 }

@@ -152,6 +152,11 @@ pub struct Report {
     pub throughput_rps: f64,
     /// Measured duration actually run, seconds.
     pub duration_s: f64,
+    /// `-n N`: the run was a count, the schedule's first N measured
+    /// requests (the whole run's, over every shard); absent for a run
+    /// timed by its duration alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
     /// Measured duration planned (`--duration`), seconds: the same in every
     /// shard of a run, whatever each actually ran. (Absent in reports of
     /// older versions: read as 0.)

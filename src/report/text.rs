@@ -68,6 +68,21 @@ pub fn render_text(r: &Report) -> String {
             unit(r.window.in_schedule_throughput_rps, "ok/s")
         );
     }
+    if let Some(n) = r.count {
+        let sched = r.requests.scheduled;
+        let tail = if r.shard != "0/1" {
+            format!(", {} of them in this report", count(sched))
+        } else if sched < n {
+            format!(", cut by the duration after {}", count(sched))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "  a count (-n): the schedule's first {}{tail}",
+            counted(n, "request")
+        );
+    }
     let q = &r.requests;
     let _ =
         writeln!(
@@ -129,6 +144,20 @@ pub fn render_text(r: &Report) -> String {
             )
             .collect();
         let _ = writeln!(s, "  errors by kind: {}", kinds.join(", "));
+        // Which check the answers failed.
+        if let Some(by) = r
+            .errors
+            .by_check
+            .as_ref()
+            .filter(|b| b.values().any(|&n| n > 0))
+        {
+            let which: Vec<String> = by
+                .iter()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| format!("{k} {}", count(n)))
+                .collect();
+            let _ = writeln!(s, "  failed checks: {}", which.join(", "));
+        }
         // The parser's cause, each once: the fix is often in the URL.
         for cause in FramingCause::ALL {
             let n = r

@@ -18,7 +18,9 @@
 //! `weight` to 1; `headers` is an object or a list of `"Name: value"`;
 //! `body_file` is relative to the file's folder. A `url` must name the
 //! run's origin (one connection pool per run). Lines of the same name
-//! share one row of the report.
+//! share one row of the report. `"check"`: `{"status", "header", "body",
+//! "regex"}`, the line's own checks over the run's `--check-*`
+//! ([`super::check`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -45,6 +47,8 @@ pub struct NamedRequest {
     pub body: Option<Vec<u8>>,
     /// Its weight (positive).
     pub weight: f64,
+    /// Its own checks (`"check"`), over the run's `--check-*`.
+    pub check: Option<super::check::CheckSpec>,
 }
 
 /// The most requests a mix may hold.
@@ -60,7 +64,8 @@ pub enum Format {
 }
 
 impl Format {
-    fn flag(self) -> &'static str {
+    /// The flag the file was given with.
+    pub fn flag(self) -> &'static str {
         match self {
             Format::Requests => "--requests",
             Format::Targets => "--targets",
@@ -100,6 +105,7 @@ struct Line {
     body: Option<String>,
     body_file: Option<String>,
     weight: Option<f64>,
+    check: Option<super::check::CheckSpec>,
 }
 
 /// Parses `--requests` JSON Lines (see the module docs); `dir` is where
@@ -217,6 +223,7 @@ pub fn parse_requests(
             headers,
             body,
             weight,
+            check: line.check,
         });
         if out.len() > MAX_REQUESTS {
             return Err(UsageError(format!(
@@ -294,6 +301,7 @@ pub fn parse_targets(
                             headers: Vec::new(),
                             body: None,
                             weight: 1.0,
+                            check: None,
                         },
                         false,
                     ));
@@ -371,6 +379,7 @@ fn vegeta_json(raw: &str, target: &Target) -> Result<NamedRequest, String> {
         headers,
         body,
         weight: 1.0,
+        check: None,
     })
 }
 

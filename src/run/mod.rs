@@ -11,6 +11,7 @@
 //!
 //! The report itself is built and rendered in [`crate::report`].
 
+pub mod check;
 pub mod conversation;
 pub(crate) mod dashboard;
 pub mod discover;
@@ -244,6 +245,7 @@ pub(crate) fn run_on(
         protocol: protocol.to_string(),
         argv: Some(report::argv::this_argv()),
         zero_rtt: args.http3_0rtt,
+        count: args.count,
     };
     let pacers = engine.pacers(output.threads.len(), args.http3_0rtt);
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);

@@ -34,6 +34,8 @@ pub(super) struct Prepared {
     pub(super) thresholds: Vec<Threshold>,
     /// Conversations: which request follows which, and the think time.
     pub(super) turns: Option<TurnsPlan>,
+    /// Checks on the answer (core's `Plan::checks`), kept for the process.
+    pub(super) checks: &'static [metronome_core::check::Check],
 }
 
 /// Conversations, laid out before the clock: the plan's first `sessions`
@@ -113,7 +115,13 @@ fn check_meaning(args: &RunArgs, slo: &Slo, thresholds: &[Threshold]) -> Result<
 /// # Errors
 /// A [`UsageError`] naming the flag to change.
 pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
-    let target = Target::parse(&args.url)?;
+    let mut target = Target::parse(&args.url)?;
+    for unused in target.route(&args.connect_to, &args.resolve)? {
+        eprintln!(
+            "metronome: notice: {unused} matches neither the URL's host and port nor the \
+             address it connects to; not used"
+        );
+    }
     // The numbers a plan is made of are checked by core's
     // `Plan::validate` (see `usage`), once the plan is built.
     let arrival = match args.arrival {
@@ -130,7 +138,8 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         None => Shard::WHOLE,
         Some(s) => parse_shard(s)?,
     };
-    let load = super::profile::load(args)?;
+    let mut load = super::profile::load(args)?;
+    super::profile::counted(args, arrival, &mut load);
     super::limits::check(args, &load)?;
     for h in &args.headers {
         check_header(h)?;
@@ -199,6 +208,13 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
     };
     let mut mix = None;
     let mut turns = None;
+    let run_checks = super::check::CheckSpec {
+        status: args.check_status.clone(),
+        header: args.check_header.clone(),
+        body: args.check_body.clone(),
+        regex: args.check_regex.clone(),
+    };
+    let mut checks = super::check::build(&run_checks, &[])?;
     let (requests, addr, workload) = if args.openai {
         let w = openai_requests(args, &target, body.as_deref(), &shard, &load, tls.as_ref())?;
         if let Some(table) = w.table {
@@ -234,6 +250,11 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         })
     {
         let named = super::mix::load(path, format, &target)?;
+        let own: Vec<(String, Option<super::check::CheckSpec>)> = named
+            .iter()
+            .map(|r| (format!("{} '{}'", format.flag(), r.name), r.check.clone()))
+            .collect();
+        checks = super::check::build(&run_checks, &own)?;
         let e = super::mix::encode_all(&named, &target, &args.headers);
         let weighted = match args.mix {
             Some(MixArg::Weighted) => true,
@@ -279,6 +300,15 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         let requests = vec![encode(&target, method, &args.headers, body.as_deref())];
         (requests, target.resolve()?, None)
     };
+    let http2 = args.http2 || args.http2_prior_knowledge || args.grpc.is_some();
+    if http2 && checks.iter().skip(64).any(|c| c.header.is_some()) {
+        return Err(UsageError(
+            "over HTTP/2, header checks apply to the first 64 requests of a mix only: give the \
+             others none, or check the header run-wide with --check-header"
+                .into(),
+        )
+        .into());
+    }
     Ok(Prepared {
         tls,
         addr,
@@ -291,6 +321,7 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<Prepared> {
         slo,
         thresholds,
         turns,
+        checks,
     })
 }
 
@@ -458,6 +489,8 @@ pub(super) fn build<'a>(
         seed: args.seed,
         shard: p.shard,
         duration_ns: p.load.duration_ns,
+        count: p.load.count,
+        checks: p.checks,
         warmup_ns: ns(args.warmup),
         connections: connections(args, p.load.rate, p.shard),
         max_connections: max_connections(args),

@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use metronome_core::plan::{Profile, MAX_RATE};
-use metronome_core::schedule::{Ramp, ScheduleError, Stage, Stages, Trace};
+use metronome_core::schedule::{
+    Arrival, Ramp, Schedule, ScheduleError, Shard, Stage, Stages, Trace,
+};
 
 use crate::cli::{RampArg, RunArgs};
 use crate::UsageError;
@@ -27,6 +29,9 @@ pub(super) struct Load {
     pub(super) rate: f64,
     /// The measured duration, ns (after the warmup).
     pub(super) duration_ns: u64,
+    /// `-n N`: the plan's count, the arrivals of the warmup plus N
+    /// ([`counted`]).
+    pub(super) count: Option<u64>,
 }
 
 impl Load {
@@ -139,6 +144,80 @@ pub(super) fn load(args: &RunArgs) -> Result<Load, UsageError> {
         duration_ns: ns(args.duration()),
         ..Load::default()
     })
+}
+
+/// `-n N`: the plan's count (the warmup's arrivals plus N, so that N are
+/// measured) and, without `--duration`, `--stages` or `--trace`, the
+/// measured duration, through the N-th measured arrival: `N / rate` when
+/// that holds all N (constant arrivals), else 1 ns past the N-th. An
+/// invalid schedule is left to the plan's check, which words it.
+pub(super) fn counted(args: &RunArgs, arrival: Arrival, load: &mut Load) {
+    let Some(n) = args.count else { return };
+    let timed = args.duration.is_some() || load.ramp.is_some() || load.replay;
+    let (count, duration_ns) = count_and_duration(args, arrival, load, n, timed);
+    load.count = Some(count);
+    if let Some(d) = duration_ns {
+        load.duration_ns = d;
+    }
+}
+
+/// [`counted`]'s two numbers: the plan's count, and the measured duration
+/// when the count sets it (not `timed`).
+fn count_and_duration(
+    args: &RunArgs,
+    arrival: Arrival,
+    load: &Load,
+    n: u64,
+    timed: bool,
+) -> (u64, Option<u64>) {
+    let warmup_ns = ns(args.warmup);
+    // The whole schedule without an end (or up to its own end when timed).
+    let end = if timed {
+        warmup_ns.saturating_add(load.duration_ns)
+    } else {
+        u64::MAX
+    };
+    let whole = match load.profile() {
+        Profile::Steady => Schedule::new(arrival, load.rate, args.seed, end, Shard::WHOLE),
+        Profile::Stages(s) => Schedule::staged(arrival, s, args.seed, end, Shard::WHOLE),
+        Profile::Trace(t) => Schedule::trace(t, end, Shard::WHOLE),
+    };
+    // An invalid schedule is refused with core's words when the plan is
+    // checked.
+    let Ok(mut whole) = whole else {
+        return (n, None);
+    };
+    let mut before = 0u64;
+    let mut first = None;
+    for t in whole.by_ref() {
+        if t >= warmup_ns {
+            first = Some(t);
+            break;
+        }
+        before += 1;
+    }
+    let count = before.saturating_add(n);
+    if timed {
+        return (count, None);
+    }
+    let last = match (first, n) {
+        (Some(first), 1) => Some(first),
+        (Some(_), _) => usize::try_from(n - 2).ok().and_then(|k| whole.nth(k)),
+        (None, _) => None,
+    };
+    let Some(last) = last else {
+        return (count, None);
+    };
+    let by_rate = (n as f64 * 1e9 / load.rate).ceil();
+    let by_rate = if by_rate < u64::MAX as f64 {
+        by_rate as u64
+    } else {
+        u64::MAX
+    };
+    (
+        count,
+        Some(by_rate.max((last + 1).saturating_sub(warmup_ns))),
+    )
 }
 
 /// The one-line error of invalid stages.

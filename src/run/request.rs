@@ -15,6 +15,9 @@ pub struct Target {
     pub port: u16,
     /// Path and query, at least "/".
     pub path: String,
+    /// `--connect-to`, `--resolve`: the address connected to in place of
+    /// the host's ([`Target::route`]); `None`: the host's, by DNS.
+    pub connect: Option<SocketAddr>,
 }
 
 impl Target {
@@ -85,6 +88,7 @@ impl Target {
             host,
             port,
             path,
+            connect: None,
         })
     }
 
@@ -102,11 +106,92 @@ impl Target {
         }
     }
 
-    /// Resolves the host to one socket address (the first).
+    /// Applies `--connect-to` (the first that matches the URL's host and
+    /// port) then `--resolve` (the first that matches the host and port
+    /// connected to) as curl does: [`Target::connect`] becomes the address
+    /// connected to, the host stays in Host, SNI and the certificate
+    /// check. Returns the flags that matched nothing, for a notice.
+    ///
+    /// # Errors
+    /// A [`UsageError`] when the host to connect to does not resolve.
+    ///
+    /// ```
+    /// use metronome::cli::{parse_connect_to, parse_resolve};
+    /// use metronome::run::request::Target;
+    /// let mut t = Target::parse("https://vhost.test:8443/").unwrap();
+    /// let c = [parse_connect_to("vhost.test:8443:127.0.0.1:9443").unwrap()];
+    /// t.route(&c, &[]).unwrap();
+    /// assert_eq!(t.connect, Some("127.0.0.1:9443".parse().unwrap()));
+    /// assert_eq!(t.authority(), "vhost.test:8443");
+    /// let mut t = Target::parse("https://vhost.test/").unwrap();
+    /// let r = [parse_resolve("other:443:127.0.0.2").unwrap(), parse_resolve("vhost.test:443:::1").unwrap()];
+    /// let unused = t.route(&[], &r).unwrap();
+    /// assert_eq!(t.connect, Some("[::1]:443".parse().unwrap()));
+    /// assert_eq!(unused, ["--resolve other:443:127.0.0.2"]);
+    /// ```
+    pub fn route(
+        &mut self,
+        connect_to: &[crate::cli::ConnectTo],
+        resolve: &[crate::cli::Resolve],
+    ) -> Result<Vec<String>, UsageError> {
+        let mut unused = Vec::new();
+        let mut host = self.host.clone();
+        let mut port = self.port;
+        let mut matched = false;
+        for c in connect_to {
+            let applies = c
+                .host
+                .as_ref()
+                .map_or(true, |h| h.eq_ignore_ascii_case(&self.host))
+                && c.port.map_or(true, |p| p == self.port);
+            if applies && !matched {
+                matched = true;
+                host = c.to_host.clone().unwrap_or(host);
+                port = c.to_port.unwrap_or(port);
+            } else if !applies {
+                unused.push(format!(
+                    "--connect-to {}:{}:{}:{}",
+                    c.host.as_deref().unwrap_or(""),
+                    c.port.map_or(String::new(), |p| p.to_string()),
+                    c.to_host.as_deref().unwrap_or(""),
+                    c.to_port.map_or(String::new(), |p| p.to_string())
+                ));
+            }
+        }
+        let mut fixed = None;
+        for r in resolve {
+            let applies = (r.host == "*" || r.host.eq_ignore_ascii_case(&host)) && r.port == port;
+            if applies && fixed.is_none() {
+                fixed = Some(SocketAddr::new(r.addr, port));
+            } else if !applies {
+                unused.push(format!("--resolve {}:{}:{}", r.host, r.port, r.addr));
+            }
+        }
+        self.connect = match fixed {
+            Some(a) => Some(a),
+            None if matched => Some(
+                (host.as_str(), port)
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut a| a.next())
+                    .ok_or_else(|| {
+                        UsageError(format!("--connect-to: cannot resolve host '{host}'"))
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(unused)
+    }
+
+    /// The address connected to: [`Target::connect`] when `--connect-to`
+    /// or `--resolve` set it, else the host resolved (the first address).
     ///
     /// # Errors
     /// A [`UsageError`] when the name does not resolve.
     pub fn resolve(&self) -> Result<SocketAddr, UsageError> {
+        if let Some(a) = self.connect {
+            return Ok(a);
+        }
         (self.host.as_str(), self.port)
             .to_socket_addrs()
             .ok()

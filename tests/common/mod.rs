@@ -11,6 +11,8 @@ use metronome::serve::{self, ServeConfig, ServerHandle};
 
 // The Python HTTP/3 servers (aioquic) and their certificates.
 pub mod quic_peer;
+// nginx with the server blocks a test gives, and certificates for names.
+pub mod nginx;
 
 /// The engines every end-to-end test runs against. io_uring is skipped
 /// visibly when the kernel refuses it.
@@ -257,6 +259,12 @@ pub fn assert_accounting(r: &Report) {
         e.by_kind.get("grpc_status").copied().unwrap_or(0),
         e.by_grpc_status.as_ref().map_or(0, sum),
         "grpc_status = sum(by_grpc_status); {ctx}"
+    );
+    // Runs without checks have no by_check (and no check errors).
+    assert_eq!(
+        e.by_kind.get("check").copied().unwrap_or(0),
+        e.by_check.as_ref().map_or(0, sum),
+        "check = sum(by_check); {ctx}"
     );
     assert_eq!(
         q.timeouts, e.by_kind["timeout"],

@@ -54,6 +54,7 @@ fn the_docs_blocks_are_the_test_files() {
         paths,
         [
             "tests/data/requests/mix.jsonl",
+            "tests/data/requests/checks.jsonl",
             "tests/data/requests/targets.txt",
             "tests/data/requests/trace.jsonl",
             "tests/data/requests/trace-named.jsonl",
@@ -171,6 +172,36 @@ fn the_mix_and_the_traces_run_as_documented() {
     );
     assert_eq!((r.requests.scheduled, r.requests.ok), (5, 5));
     assert_eq!(r.planned_duration_s, 0.020000001);
+    srv.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// checks.jsonl with `--mix round-robin -n 10`, on both engines: `home`
+/// passes its checks 5 times, `gone` fails its status check 5 times (serve
+/// answers 200 to every path), as docs/requests.md says.
+#[test]
+fn the_checks_run_as_documented() {
+    let srv = server(plain(Duration::ZERO));
+    let dir = copy_for(srv.addr(), "checks");
+    let file = dir.join("checks.jsonl");
+    for engine in common::engines() {
+        let args = [
+            "--requests",
+            path(&file),
+            "--mix",
+            "round-robin",
+            "-n",
+            "10",
+        ];
+        let r = run_json(srv.addr(), "/", engine, &args, 0);
+        assert_eq!(
+            rows(&r),
+            [("home".to_string(), 5, 5), ("gone".to_string(), 5, 0)],
+            "{engine}"
+        );
+        assert_eq!(r.errors.by_check.as_ref().unwrap()["status"], 5);
+        assert_eq!(r.errors.by_kind["check"], 5);
+    }
     srv.stop();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -29,6 +29,8 @@ mod signals;
 mod start;
 // `--stages`, `--ramp`, `--trace`: exact counts per stage, a trace in full.
 mod workloads;
+// `-n N`: the schedule's first N requests, exact for any split.
+mod count;
 // The per-interval stream series and the bytes on the wire (curl's count).
 mod intervals;
 // `--out-intervals`: each row written as it closes, equal to the report's.
@@ -56,6 +58,10 @@ mod tls;
 mod tls_peer;
 // HTTP/2 (h2c and h2) against the embedded server and nginx.
 mod h2;
+// `--connect-to` and `--resolve`: an nginx vhost by name at 127.0.0.1.
+mod connect_to;
+// Checks on the answer: nginx chunks and SSE, serve over h1, h2 and h3.
+mod checks;
 // Unary gRPC against the embedded server and grpcio's health service.
 mod grpc;
 // HTTP/3 (--http3, std engine) against aioquic: ok, reset, close, silent, SSE.
@@ -81,6 +87,8 @@ mod peer_datasets;
 // Ctrl-C during `run`, `report`, `merge`, `--hgrm`, `--out`, `demo`,
 // `sweep`, `--repeat`, help and usage errors.
 mod commands;
+// `--rps`/`--qps`, shell completions and man pages from the CLI definition.
+mod habits;
 // `merge`: the shards of one run merge to the single run exactly.
 mod merge;
 // Lossless reports: histograms another implementation decodes exactly.

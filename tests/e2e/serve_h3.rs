@@ -80,9 +80,14 @@ impl H3Serve {
 
     /// [`H3Serve::run`] on `engine`.
     pub(crate) fn run_on(&self, engine: &str, path: &str, args: &[&str]) -> Report {
+        self.run_code(engine, path, args, 0)
+    }
+
+    /// [`H3Serve::run_on`], expecting the exit code `code`.
+    pub(crate) fn run_code(&self, engine: &str, path: &str, args: &[&str], code: i32) -> Report {
         let mut all = vec!["--http3", "--cacert", self.ca()];
         all.extend_from_slice(args);
-        run_url_json(&self.url(path), engine, &all, 0)
+        run_url_json(&self.url(path), engine, &all, code)
     }
 }
 

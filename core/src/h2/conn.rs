@@ -216,12 +216,23 @@ struct Head {
     malformed: bool,
     pseudo: bool,
     regular: bool,
+    /// Bit `i`: a field `watched[i]`'s header check accepts.
+    fields: u64,
 }
 
-fn decode_head<const T: usize>(decoder: &mut Decoder<T>, block: &[u8]) -> Result<Head, HpackError> {
+fn decode_head<const T: usize>(
+    decoder: &mut Decoder<T>,
+    block: &[u8],
+    watched: &[crate::check::Check],
+) -> Result<Head, HpackError> {
     let mut head = Head::default();
     let mut fields = ResponseFields::default();
     decoder.decode(block, |name, value| {
+        for (i, c) in watched.iter().take(64).enumerate() {
+            if c.header.is_some_and(|h| h.accepts(name, value)) {
+                head.fields |= 1 << i;
+            }
+        }
         if name.first() == Some(&b':') {
             head.pseudo = true;
             if head.regular || name != b":status" || head.status.is_some() {
@@ -315,9 +326,29 @@ pub struct Connection<const S: usize, const T: usize = 4096, const B: usize = 40
     /// Where the payload of the last [`Event::Data`] starts in the input
     /// of the [`handle_read`](Self::handle_read) that returned it.
     data_at: usize,
+    /// Checks whose header check each head is scanned for
+    /// ([`Connection::watch_fields`]).
+    watched: &'static [crate::check::Check],
+    /// Bit `i`: the last head decoded held a field `watched[i]`'s header
+    /// check accepts.
+    fields: u64,
 }
 
 impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
+    /// Scans every response head (and trailers) for the fields the
+    /// header checks of `checks` accept (the first 64):
+    /// [`Connection::head_fields`] tells, after each head. The engines
+    /// call it with the plan's checks before each request starts.
+    pub fn watch_fields(&mut self, checks: &'static [crate::check::Check]) {
+        self.watched = checks;
+    }
+
+    /// Bit `i`: the last head decoded held a field the header check of
+    /// the `i`-th watched check accepts ([`Connection::watch_fields`]).
+    pub fn head_fields(&self) -> u64 {
+        self.fields
+    }
+
     /// A connection not yet started: the first [`poll_transmit`](Self::poll_transmit)
     /// writes the preface.
     pub fn new(config: Config) -> Self {
@@ -348,6 +379,8 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
             recv_unacked: 0,
             blocked_sends: 0,
             data_at: 0,
+            watched: &[],
+            fields: 0,
         }
     }
 
@@ -927,7 +960,8 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                 return Ok((n, None));
             }
             self.continuing = None;
-            let head = decode_head(&mut self.decoder, &self.block[..end])?;
+            let head = decode_head(&mut self.decoder, &self.block[..end], self.watched)?;
+            self.fields = head.fields;
             return Ok((n, self.on_head(c.stream, c.end_stream, head)));
         }
         let event = match frame {
@@ -963,7 +997,8 @@ impl<const S: usize, const T: usize, const B: usize> Connection<S, T, B> {
                     });
                     return Ok((n, None));
                 }
-                let head = decode_head(&mut self.decoder, block)?;
+                let head = decode_head(&mut self.decoder, block, self.watched)?;
+                self.fields = head.fields;
                 self.on_head(stream, end_stream, head)
             }
             Frame::Continuation { .. } => {

@@ -105,6 +105,8 @@ pub struct Flights<J, const N: usize> {
     open: usize,
     /// The code of the server's last GOAWAY on this connection.
     goaway: Option<ErrorCode>,
+    /// The plan's checks on the answers ([`Flights::for_plan`]).
+    checks: &'static [crate::check::Check],
 }
 
 impl<J: FlightJob, const N: usize> Flights<J, N> {
@@ -115,6 +117,16 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
             exchanges: core::array::from_fn(|_| StreamExchange::for_protocol(protocol)),
             open: 0,
             goaway: None,
+            checks: &[],
+        }
+    }
+
+    /// Slots for `plan`'s requests: its protocol, and the checks on each
+    /// answer ([`Plan::check_of`](crate::plan::Plan::check_of)).
+    pub fn for_plan(plan: &crate::plan::Plan<'_>) -> Self {
+        Self {
+            checks: plan.checks,
+            ..Self::new(plan.protocol)
         }
     }
 
@@ -164,6 +176,8 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
         });
         self.open += 1;
         self.exchanges[slot].begin(job.intended_ns(), sent_ns);
+        let check = crate::plan::check_in(self.checks, job.request());
+        self.exchanges[slot].set_check(check);
         deadline_ns
     }
 
@@ -241,6 +255,12 @@ impl<J: FlightJob, const N: usize> Flights<J, N> {
                 if let Some(i) = self.slot_of(stream) {
                     self.exchanges[i].on_head(now, status, event_stream);
                     self.exchanges[i].on_grpc_status(grpc_status);
+                    if let Some(f) = &self.flights[i] {
+                        let bit = crate::plan::check_slot(self.checks, f.job.request());
+                        if bit.is_some_and(|b| b < 64 && conn.head_fields() >> b & 1 == 1) {
+                            self.exchanges[i].header_passed();
+                        }
+                    }
                     if end_stream {
                         self.answered(i, now, gaps, sink);
                     }

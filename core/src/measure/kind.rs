@@ -33,11 +33,15 @@ pub enum ErrorKind {
     /// than 0 (`OK`); [`Recorder::grpc`](super::Recorder::grpc) counts
     /// them by code.
     GrpcStatus,
+    /// A complete response failed one of the request's checks
+    /// (`--check-*`); [`Recorder::checks`](super::Recorder::checks)
+    /// counts them by [`CheckFailure`](crate::check::CheckFailure).
+    Check,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
 
     /// The kind of a socket error on an established connection, the same
     /// on both engines: a read or write that timed out (or would block
@@ -71,11 +75,12 @@ impl ErrorKind {
         ErrorKind::NoContent,
         ErrorKind::NotEventStream,
         ErrorKind::GrpcStatus,
+        ErrorKind::Check,
     ];
 
     /// The kind's key in reports: `reset`, `timeout`, `status`,
     /// `bad_framing`, `too_large`, `stream_cut`, `stream_error`,
-    /// `no_content`, `not_event_stream`, `grpc_status`.
+    /// `no_content`, `not_event_stream`, `grpc_status`, `check`.
     ///
     /// # Example
     /// ```
@@ -94,6 +99,7 @@ impl ErrorKind {
             ErrorKind::NoContent => "no_content",
             ErrorKind::NotEventStream => "not_event_stream",
             ErrorKind::GrpcStatus => "grpc_status",
+            ErrorKind::Check => "check",
         }
     }
 

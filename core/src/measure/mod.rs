@@ -193,6 +193,9 @@ pub struct Recorder {
     pub errors: [u64; ErrorKind::COUNT],
     /// [`ErrorKind::BadFraming`] errors by [`FramingCause::index`].
     pub framing: [u64; FramingCause::COUNT],
+    /// [`ErrorKind::Check`] errors by which check failed
+    /// ([`CheckFailure::index`](crate::check::CheckFailure::index)).
+    pub checks: [u64; crate::check::CheckFailure::COUNT],
     /// Non-success HTTP responses by status code: `status[code - 100]` for
     /// codes 100..=999.
     pub status: [u64; STATUS_CODES],
@@ -257,6 +260,7 @@ impl Recorder {
             input_len: Histogram::new(),
             errors: [0; ErrorKind::COUNT],
             framing: [0; FramingCause::COUNT],
+            checks: [0; crate::check::CheckFailure::COUNT],
             status: [0; STATUS_CODES],
             grpc: [0; GRPC_CODES],
         }
@@ -600,6 +604,23 @@ impl Recorder {
         *f = f.saturating_add(1);
     }
 
+    /// A response that failed a check, `which`: counts `errors[Check]`
+    /// and `checks[which]`.
+    ///
+    /// ```
+    /// use metronome_core::check::CheckFailure;
+    /// use metronome_core::measure::{ErrorKind, Recorder};
+    /// let mut r = Recorder::new();
+    /// r.record_check(CheckFailure::Body);
+    /// assert_eq!(r.errors[ErrorKind::Check.index()], 1);
+    /// assert_eq!(r.checks[CheckFailure::Body.index()], 1);
+    /// ```
+    pub fn record_check(&mut self, which: crate::check::CheckFailure) {
+        self.record_error(ErrorKind::Check);
+        let f = &mut self.checks[which.index()];
+        *f = f.saturating_add(1);
+    }
+
     /// All failed requests, over every kind.
     ///
     /// # Example
@@ -665,6 +686,9 @@ impl Recorder {
             *a = a.saturating_add(b);
         }
         for (a, &b) in self.framing.iter_mut().zip(&other.framing) {
+            *a = a.saturating_add(b);
+        }
+        for (a, &b) in self.checks.iter_mut().zip(&other.checks) {
             *a = a.saturating_add(b);
         }
         for (a, &b) in self.errors.iter_mut().zip(&other.errors) {

@@ -137,7 +137,7 @@ impl GammaDist {
 /// Arrivals per gamma block: a shard keeps whole blocks, so the others'
 /// blocks cost it one draw each (their length), and a block of its own costs
 /// 16 gap draws for 16 offsets.
-const BLOCK: usize = 16;
+pub(super) const BLOCK: usize = 16;
 
 /// The gamma schedule, cut into blocks of [`BLOCK`] consecutive arrivals.
 ///

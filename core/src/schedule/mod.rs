@@ -208,6 +208,71 @@ pub struct Schedule<'a> {
     end_ns: u64,
     done: bool,
     kind: Kind<'a>,
+    /// The first arrivals of the whole run kept ([`Schedule::first`]):
+    /// `u64::MAX` for all of them.
+    limit: u64,
+    /// How this shard's arrivals are numbered in the whole run.
+    numbering: Numbering,
+    /// This shard's arrivals produced so far.
+    taken: u64,
+}
+
+/// How arrival `k` of a shard is numbered among the arrivals of the whole
+/// run, in the order of their offsets (ties in the order the whole
+/// schedule produces them).
+#[derive(Clone, Copy, Debug)]
+enum Numbering {
+    /// `index + k * count` (constant, Poisson, traces).
+    Dealt(Shard),
+    /// `copies` of each burst of `size`: request `index + r * count` of
+    /// burst `k / copies`, `r = k % copies`.
+    Burst {
+        shard: Shard,
+        size: u64,
+        copies: u64,
+    },
+    /// Blocks `index, index + count, ...` of `len` consecutive arrivals
+    /// (gamma).
+    Blocks { shard: Shard, len: u64 },
+}
+
+impl Numbering {
+    /// The number of this shard's arrival `k` in the whole run (saturating).
+    fn global(self, k: u64) -> u64 {
+        match self {
+            Numbering::Dealt(shard) => {
+                u64::from(shard.index).saturating_add(k.saturating_mul(u64::from(shard.count)))
+            }
+            Numbering::Burst {
+                shard,
+                size,
+                copies,
+            } => (k / copies.max(1))
+                .saturating_mul(size)
+                .saturating_add(u64::from(shard.index))
+                .saturating_add((k % copies.max(1)).saturating_mul(u64::from(shard.count))),
+            Numbering::Blocks { shard, len } => u64::from(shard.index)
+                .saturating_add((k / len).saturating_mul(u64::from(shard.count)))
+                .saturating_mul(len)
+                .saturating_add(k % len),
+        }
+    }
+
+    /// The numbering of `arrival` for `shard`.
+    fn of(arrival: Arrival, shard: Shard) -> Numbering {
+        match arrival {
+            Arrival::Constant | Arrival::Poisson => Numbering::Dealt(shard),
+            Arrival::Burst { size } => Numbering::Burst {
+                shard,
+                size: u64::from(size),
+                copies: u64::from(burst_copies(size, shard.index, shard.count)),
+            },
+            Arrival::Gamma { .. } => Numbering::Blocks {
+                shard,
+                len: gamma::BLOCK as u64,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -363,7 +428,14 @@ impl Schedule<'static> {
             )),
         };
         let done = matches!(&kind, Kind::Grid(g) if g.copies == 0);
-        Ok(Schedule { end_ns, done, kind })
+        Ok(Schedule {
+            end_ns,
+            done,
+            kind,
+            limit: u64::MAX,
+            numbering: Numbering::of(arrival, shard),
+            taken: 0,
+        })
     }
 }
 
@@ -450,6 +522,9 @@ impl<'a> Schedule<'a> {
                 unit,
                 curve: Curve::new(stages),
             },
+            limit: u64::MAX,
+            numbering: Numbering::of(arrival, shard),
+            taken: 0,
         })
     }
 
@@ -484,7 +559,34 @@ impl<'a> Schedule<'a> {
                 index: shard.index as usize,
                 step: shard.count as usize,
             },
+            limit: u64::MAX,
+            numbering: Numbering::Dealt(shard),
+            taken: 0,
         })
+    }
+
+    /// Keeps only the first `count` arrivals of the whole run (`-n`): this
+    /// shard's arrivals numbered below `count` among all the run's
+    /// arrivals, in the order of their offsets. The shards of a run limited
+    /// alike hold exactly the first `count` offsets of the whole schedule
+    /// (those below the end), whatever the shard and thread split.
+    ///
+    /// ```
+    /// use metronome_core::schedule::{Arrival, Schedule, Shard};
+    /// // Bursts of 3 every 100 ms, the first 5 arrivals: 3 at 0, 2 at 100 ms.
+    /// let burst = Arrival::Burst { size: 3 };
+    /// let s = Schedule::new(burst, 30.0, 0, 1_000_000_000, Shard::WHOLE)?.first(5);
+    /// assert!(s.eq([0, 0, 0, 100_000_000, 100_000_000]));
+    /// // Shard 1 of 2 holds request 1 of each burst: 1 and 4 of the first 5.
+    /// let half = Schedule::new(burst, 30.0, 0, 1_000_000_000, Shard { index: 1, count: 2 })?;
+    /// assert!(half.first(5).eq([0, 100_000_000]));
+    /// # Ok::<(), metronome_core::schedule::ScheduleError>(())
+    /// ```
+    #[must_use]
+    pub fn first(mut self, count: u64) -> Self {
+        self.limit = count;
+        self.done |= self.numbering.global(self.taken) >= count;
+        self
     }
 
     /// The end of the schedule: every offset is below it.
@@ -524,7 +626,8 @@ impl Iterator for Schedule<'_> {
                 at.filter(|&t| t < self.end_ns)
             }
         };
-        self.done = next.is_none();
+        self.taken += 1;
+        self.done = next.is_none() || self.numbering.global(self.taken) >= self.limit;
         next
     }
 
@@ -535,9 +638,16 @@ impl Iterator for Schedule<'_> {
             return None;
         }
         match &mut self.kind {
-            Kind::Grid(g) => {
+            Kind::Grid(g) if self.limit == u64::MAX => {
                 // usize is at most 64 bits on every supported target.
                 g.skip(n as u64);
+                self.taken = self.taken.saturating_add(n as u64);
+                self.next()
+            }
+            Kind::Grid(_) => {
+                for _ in 0..n {
+                    self.next()?;
+                }
                 self.next()
             }
             Kind::Poisson(_) | Kind::Gamma(_) | Kind::Staged { .. } | Kind::Trace { .. } => {

@@ -156,7 +156,7 @@ fn no_content_and_no_done_are_errors_that_enter_no_histogram() {
     assert_eq!((r.ok, r.good, r.output_tokens), (0, 0, 0));
     // reset, timeout, status, bad_framing, too_large, stream_cut,
     // stream_error, no_content, not_event_stream, grpc_status
-    assert_eq!(r.errors, [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]);
+    assert_eq!(r.errors, [0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 0]);
     assert_eq!(r.timeouts, 1);
     assert_eq!(r.status[403], 1);
     assert_eq!(r.errors_total(), 4);
@@ -302,10 +302,11 @@ fn error_kind_names_and_indices() {
             "stream_error",
             "no_content",
             "not_event_stream",
-            "grpc_status"
+            "grpc_status",
+            "check"
         ]
     );
-    assert_eq!(ErrorKind::COUNT, 10);
+    assert_eq!(ErrorKind::COUNT, 11);
     for (i, k) in ErrorKind::ALL.into_iter().enumerate() {
         assert_eq!(k.index(), i);
         assert_eq!(k.to_string(), k.name());

@@ -41,6 +41,7 @@ enum Owned {
     GrpcStatus(u32),
     Error(ErrorKind),
     Framing(FramingCause),
+    Check(metronome_core::check::CheckFailure),
     Stream {
         timing: StreamTiming,
         gaps: Vec<u64>,
@@ -54,6 +55,7 @@ fn own(f: Finish<'_>) -> Owned {
         Finish::GrpcStatus(c) => Owned::GrpcStatus(c),
         Finish::Error(k) => Owned::Error(k),
         Finish::Framing(c) => Owned::Framing(c),
+        Finish::Check(c) => Owned::Check(c),
         Finish::Stream { timing, gaps } => Owned::Stream {
             timing: *timing,
             gaps: gaps.to_vec(),

@@ -274,3 +274,91 @@ fn traces_split_exactly() {
         assert_eq!(union, offsets, "{n} parts");
     }
 }
+
+/// `-n N` ([`Schedule::first`]): for every arrival process, steady, staged
+/// and replayed, every split into 1..=5 threads inside 1..=3 shards sends
+/// exactly the first N offsets of the whole schedule, for N cutting inside
+/// a burst, a gamma block and a Poisson window, and for N beyond the end
+/// (then the end cuts first).
+#[test]
+fn first_n_is_exact_for_every_split() {
+    let stages = [
+        Stage {
+            duration_ns: S,
+            target_rps: 3000.0,
+        },
+        Stage {
+            duration_ns: S,
+            target_rps: 500.0,
+        },
+    ];
+    let trace_offsets: Vec<u64> = (0..4000u64).map(|i| i * 997 % 3 + i * 250_000).collect();
+    let mut trace_sorted = trace_offsets.clone();
+    trace_sorted.sort_unstable();
+    let arrivals = [
+        Arrival::Constant,
+        Arrival::Poisson,
+        Arrival::Burst { size: 1 },
+        Arrival::Burst { size: 7 },
+        Arrival::Gamma { burstiness: 0.5 },
+        Arrival::Gamma { burstiness: 3.0 },
+    ];
+    type Make<'a> = Box<dyn Fn(Shard) -> Schedule<'a> + 'a>;
+    let mut makers: Vec<(String, Make<'_>)> = Vec::new();
+    for arrival in arrivals {
+        makers.push((
+            format!("{arrival:?} steady"),
+            Box::new(move |shard| Schedule::new(arrival, 2000.0, 9, 2 * S, shard).unwrap()),
+        ));
+        let st = &stages;
+        makers.push((
+            format!("{arrival:?} staged"),
+            Box::new(move |shard| {
+                let ramp = Stages {
+                    start_rps: 100.0,
+                    stages: st,
+                    ramp: Ramp::Linear,
+                };
+                Schedule::staged(arrival, ramp, 9, 2 * S, shard).unwrap()
+            }),
+        ));
+    }
+    let tr = &trace_sorted;
+    makers.push((
+        "trace".into(),
+        Box::new(move |shard| {
+            let trace = Trace {
+                offsets_ns: tr,
+                speed: 1.0,
+            };
+            Schedule::trace(trace, 2 * S, shard).unwrap()
+        }),
+    ));
+    for (what, make) in &makers {
+        let whole: Vec<u64> = make(Shard::WHOLE).collect();
+        assert!(whole.len() > 1_000, "{what}: {} offsets", whole.len());
+        for n in [0u64, 1, 5, 17, 1_001, whole.len() as u64, 10_000_000] {
+            let expected: Vec<u64> = whole.iter().copied().take(n as usize).collect();
+            for shards in 1..=3u32 {
+                for threads in 1..=5u32 {
+                    let mut union = Vec::new();
+                    for k in 0..shards {
+                        for t in 0..threads {
+                            let part = Shard {
+                                index: k,
+                                count: shards,
+                            }
+                            .split(t, threads);
+                            union.extend(make(part).first(n));
+                        }
+                    }
+                    assert_eq!(
+                        sorted(union),
+                        expected,
+                        "{what}: first {n} over {shards} shards x {threads} threads"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -65,10 +65,10 @@ pub(super) struct Link {
 }
 
 impl Link {
-    fn new(protocol: Protocol) -> Link {
+    fn new(plan: &Plan<'_>) -> Link {
         Link {
             conn: Box::new(H2::new(Config::DEFAULT)),
-            flights: Box::new(Flights::new(protocol)),
+            flights: Box::new(Flights::for_plan(plan)),
             out: vec![0u8; OUT_BYTES].into_boxed_slice(),
             out_len: 0,
             body_pending: false,
@@ -121,7 +121,7 @@ impl H2State {
             .unwrap_or(0)
             + 64;
         Some(H2State {
-            links: (0..slots).map(|_| Link::new(plan.protocol)).collect(),
+            links: (0..slots).map(|_| Link::new(plan)).collect(),
             gaps: vec![0u64; pool * GAP_CAP].into_boxed_slice(),
             gap_free: (0..pool as u32).rev().collect(),
             cap: match h2.max_streams {
@@ -199,6 +199,7 @@ impl<R: Ring> Worker<'_, R> {
             return Ok(());
         };
         let l = &mut h2.links[slot];
+        l.conn.watch_fields(self.plan.checks);
         let started = match l.flights.free_slot() {
             Some(fi) => l
                 .conn

@@ -97,6 +97,7 @@ impl<R: Ring> Worker<'_, R> {
         c.sending = true;
         c.exchange
             .begin(job.intended_ns, now, self.plan.requests[job.request]);
+        c.exchange.set_check(self.plan.check_of(job.request));
         c.sends += 1;
         c.unused = false;
         self.next_deadline_ns = self.next_deadline_ns.min(deadline);

@@ -217,6 +217,7 @@ fn start_stream(
     let started = match (slot, l.free() > 0) {
         (Some(slot), true) => {
             let Link { h2, out, .. } = &mut *l;
+            h2.watch_fields(plan.checks);
             h2.start_planned(&request, out).map(|r| (slot, r))
         }
         _ => Err(SendError::StreamLimit),

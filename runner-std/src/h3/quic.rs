@@ -36,7 +36,7 @@ impl Opening {
 pub(crate) fn open(plan: &Plan<'_>, timeout: Duration, tls: &Tls) -> io::Result<Opening> {
     let addr = plan.addr;
     let max_streams = plan.wire.streams().map_or(0, |h| h.max_streams);
-    let cfg = Config::new(tls, addr, plan.protocol, max_streams)?;
+    let cfg = Config::new(tls, addr, plan.protocol, max_streams)?.with_checks(plan.checks);
     let local: SocketAddr = if addr.is_ipv4() {
         (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
