@@ -20,7 +20,7 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The most report intervals of a run: the measured duration plus the
 /// drain (`--timeout`) over `--interval`. 200,000 is a day at 1 s intervals
-/// twice over; each costs 128 bytes per engine thread whatever happens in it
+/// twice over; each costs 136 bytes per engine thread whatever happens in it
 /// (docs/report.md, "Memory").
 pub const MAX_INTERVALS: u64 = 200_000;
 

@@ -9,7 +9,7 @@ pub const LATE_NS: u64 = 1_000_000;
 
 /// The counters of one report interval (`--interval`) of one engine
 /// thread: everything an interval row holds but its histograms. Kept
-/// for every interval of a run (128 bytes each), apart from the histograms,
+/// for every interval of a run (136 bytes each), apart from the histograms,
 /// which only the live intervals hold in full (see [`IntervalSink`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
