@@ -106,6 +106,11 @@ impl ClientTls {
         self.config = Arc::new(config);
     }
 
+    /// True when `--http3-0rtt` switched early data on.
+    pub fn early_data(&self) -> bool {
+        self.config.enable_early_data
+    }
+
     /// The client side for `host`: the system trust store plus `--cacert`,
     /// or no verification with `--insecure`; the client certificate of
     /// `--cert/--key`; key logging when `SSLKEYLOGFILE` is set.

@@ -652,6 +652,32 @@ impl<'p> Ledger<'p> {
         }
     }
 
+    /// The run's hard-end rule, the same on every engine and protocol: a
+    /// job taken at `now_ns` at or after the run's hard end (`hard_end_ns`)
+    /// is never sent ([`Unsent::Timeout`]; a `retried` one fails as
+    /// [`Ledger::not_sent`] says). `None`: not too late, send it; else
+    /// booked, and `Some` of what [`Ledger::not_sent`] returned.
+    pub fn too_late(
+        &self,
+        tally: &mut Tally<'_>,
+        now_ns: u64,
+        hard_end_ns: u64,
+        intended_ns: u64,
+        request: usize,
+        retried: bool,
+    ) -> Option<Option<bool>> {
+        (now_ns >= hard_end_ns).then(|| {
+            self.not_sent(
+                tally,
+                intended_ns,
+                request,
+                now_ns,
+                Unsent::Timeout,
+                retried,
+            )
+        })
+    }
+
     /// A record of request `request` intended at `intended_ns`, ended at
     /// `end_ns` as `outcome`, with its input tokens; nothing else known.
     fn record(

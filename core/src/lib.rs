@@ -41,6 +41,8 @@
 //! - [`record`]: [`record::RequestRecord`], one measured request as it ended, and the
 //!   [`record::RequestSink`] the ledger hands it to (`--out-requests`).
 //! - [`plan`]: what an engine needs to run, and its validation.
+//! - [`due`]: [`due::DueLoop`], the due loop every engine thread drives: what to pace
+//!   for, which request is due next and intended when, and when a backlog looks at a stop.
 //! - [`exchange`]: [`exchange::Exchange`], one request/response on one connection, for the
 //!   engines, and [`exchange::Finish`], how it ended.
 //! - [`stream`]: [`stream::StreamExchange`], one HTTP/2 or HTTP/3 stream's response to
@@ -77,6 +79,7 @@
 extern crate std;
 
 pub mod check;
+pub mod due;
 #[cfg(feature = "std")]
 pub mod engine;
 pub mod exchange;

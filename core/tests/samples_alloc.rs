@@ -2,8 +2,8 @@
 //! ledger's path from a finished stream to the samples of metronome's own
 //! metrics and of every peer's (`--metrics-compat`), into storage
 //! [`RunOutput::empty`] reserved before, under a counting allocator. (The
-//! engines' whole event loops are checked by runner-uring's zero_alloc
-//! test; this covers the peers' samples, which that test's plain HTTP
+//! engines' whole event loops are checked by the workspace's
+//! tests/zero_alloc_loop.rs; this covers the peers' samples, which that test's plain HTTP
 //! server does not exercise.)
 
 #![cfg(feature = "std")]

@@ -1,4 +1,5 @@
-//! metronome-std: the portable engine, std threads and blocking sockets.
+//! metronome-std: the portable engine, one event loop per core over
+//! readiness I/O (mio: epoll on Linux, kqueue on the BSDs and macOS).
 //!
 //! It takes a [`Plan`] and honours the semantics of the io_uring engine rule
 //! for rule (DESIGN section 3): connections pre-opened before the clock
@@ -11,23 +12,31 @@
 //! the end not sent; warmup requests sent but not recorded; the closed model
 //! only to show the difference.
 //!
-//! Its cost per request is higher than io_uring's (a thread per connection
-//! and a channel to one collector), so it reports its own send lag: when it
-//! cannot keep up, the report shows it.
+//! HTTP/1.1 (plain and TLS, SSE), HTTP/2 and gRPC, HTTP/3 (QUIC over a
+//! non-blocking UDP socket), open and closed, run on
+//! the event loop of `metronome-loop` ([`run_on`]), the very loop the
+//! io_uring engine runs: one pinned thread per core (`--threads`,
+//! `--cpus`), each with its own connections, its own shard of the schedule
+//! and its own recorder, no allocation per request. Only how bytes move
+//! differs: `ready` is this engine's [`metronome_loop::Ring`], which does
+//! each socket operation when mio reports the socket ready and hands the
+//! loop the completion io_uring would have given.
 //!
-//! It shares nothing with the io_uring engine but core: what both engines
-//! share that needs std ([`metronome_core::engine`]), the per-request exchange
-//! ([`metronome_core::exchange`]) and the bookkeeping
-//! ([`metronome_core::ledger`]). This crate moves bytes, reads the clock and
-//! sleeps.
+//! [`run_threaded`] is the older design, kept for `--http3-0rtt` (requests sent
+//! in 0-RTT), which the loop does not have yet: one pacer thread and a
+//! dispatcher and reader thread per QUIC connection with a channel to one
+//! collector (`open`, `pacer`, `queue`, `h3`, `collector`; `h1` and `h2`
+//! are that design's HTTP/1.1 and HTTP/2, no longer reached by [`run`]).
+//!
+//! It shares nothing with the io_uring engine but core and the loop. This
+//! crate moves bytes, reads the clock and sleeps.
 //!
 //! `unsafe` is denied in the crate and allowed in one private module only,
-//! `sys`: the socket and CPU-clock calls, each behind a safe function.
+//! `sys`: the socket, timer and CPU-clock calls, each behind a safe function.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 mod clock;
-mod closed;
 mod collector;
 mod conn;
 mod ended;
@@ -37,24 +46,27 @@ mod h3;
 mod open;
 mod pacer;
 mod queue;
+mod ready;
 #[allow(unsafe_code)]
 mod sys;
 mod tls;
 mod traffic;
 
+pub use metronome_loop::{parse_cpus, Options, OptionsError, Phase};
 pub use tls::Tls;
 
 use metronome_core::engine::{Control, EngineError, RunOutput, RECORDER_STACK};
 use metronome_core::plan::{Model, Plan, PlanError, Wire};
 
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
-/// what was measured.
+/// what was measured, on the event loop with its default options (one
+/// thread per allowed CPU, plain TCP).
 ///
 /// # Errors
 /// [`EngineError`] when the plan is invalid or no connection can be opened
 /// before the clock starts (for example the port refuses).
 pub fn run(plan: &Plan<'_>, control: &Control) -> Result<RunOutput, EngineError> {
-    run_with(plan, control, None)
+    run_on(plan, control, &Options::default())
 }
 
 /// [`run`], over TLS when `tls` is given (an `https://` target): every
@@ -76,6 +88,45 @@ pub fn run_with(
     control: &Control,
     tls: Option<&Tls>,
 ) -> Result<RunOutput, EngineError> {
+    let opts = Options {
+        tls: tls.cloned(),
+        ..Options::default()
+    };
+    run_on(plan, control, &opts)
+}
+
+/// Runs `plan` on the event loop of `metronome-loop` (one pinned thread
+/// per core, readiness I/O through mio: epoll, kqueue) with `opts`
+/// (threads, CPUs, TLS, HTTP/3, the test hook), as the io_uring engine
+/// runs it on its ring.
+///
+/// # Errors
+/// As [`run_with`]; [`EngineError::Io`] with an [`OptionsError`] inside
+/// for invalid options.
+pub fn run_on(
+    plan: &Plan<'_>,
+    control: &Control,
+    opts: &Options,
+) -> Result<RunOutput, EngineError> {
+    metronome_loop::run::<ready::Ready>(plan, control, opts, "metronome-std")
+}
+
+/// Runs `plan` on the engine's older design: one pacer thread, a thread
+/// per connection and a channel to one collector (open model; a closed
+/// plan runs on the loop, as [`run_with`]). It alone sends HTTP/3 requests
+/// in 0-RTT (`--http3-0rtt`, a `tls` with early data on), which the loop
+/// does not have yet.
+///
+/// # Errors
+/// As [`run_with`].
+pub fn run_threaded(
+    plan: &Plan<'_>,
+    control: &Control,
+    tls: Option<&Tls>,
+) -> Result<RunOutput, EngineError> {
+    if plan.model != Model::Open {
+        return run_with(plan, control, tls);
+    }
     plan.validate()?;
     if matches!(plan.wire, Wire::Http3(_)) && tls.is_none() {
         return Err(EngineError::Plan(PlanError::Http3));
@@ -83,14 +134,11 @@ pub fn run_with(
     // Recorders are a few hundred KiB of inline counters: the threads that
     // hold them get a stack to match (debug builds copy them on the stack).
     std::thread::scope(|s| {
-        spawn_big(s, || match plan.model {
-            Model::Open => open::run(plan, control, tls),
-            Model::Closed { workers, .. } => closed::run(plan, control, tls, workers),
-        })?
-        .join()
-        .map_err(|_| {
-            EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
-        })?
+        spawn_big(s, || open::run(plan, control, tls))?
+            .join()
+            .map_err(|_| {
+                EngineError::Io("the engine thread panicked", std::io::Error::other("panic"))
+            })?
     })
 }
 

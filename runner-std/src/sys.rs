@@ -1,6 +1,6 @@
 //! The engine's system calls, each behind a safe function: the non-blocking
-//! `send(2)`, `recv(2)` and peek, the `poll(2)` of a blocked send, and the
-//! CPU-time clocks. This is the only module of the crate allowed `unsafe`
+//! `send(2)`, `recv(2)` and peek, the `poll(2)` of a blocked send, the
+//! CPU-time clocks, and the readiness ring's timer (`timerfd`, Linux). This is the only module of the crate allowed `unsafe`
 //! (`lib.rs` denies it everywhere else); every block says why it holds.
 //! Where the platform is not Unix, each function has a portable form in
 //! safe std code.
@@ -168,4 +168,67 @@ pub(crate) mod libc_clock {
 #[cfg(not(unix))]
 pub(crate) fn cpu_clock_ns(_id: i32) -> u64 {
     0
+}
+
+/// A monotonic timer descriptor (`timerfd`, non-blocking) the readiness
+/// ring sleeps on: the poll's own timeout has millisecond steps, the timer
+/// nanosecond ones. Linux only; elsewhere the ring sleeps in the poll's
+/// timeout (see `ready`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn timer_fd() -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain timerfd_create(2) call with constant arguments; no pointer.
+    let raw = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor timerfd_create just returned and nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}
+
+/// Arms the timer `fd` to expire once, `after_ns` from now (at least 1 ns:
+/// 0 would disarm it).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn timer_set(fd: &std::os::fd::OwnedFd, after_ns: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let after_ns = after_ns.max(1);
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (after_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (after_ns % 1_000_000_000) as libc::c_long,
+        },
+    };
+    // SAFETY: `spec` is a valid itimerspec for the duration of the call, the
+    // old value pointer is null (not wanted), and `fd` is an open timerfd.
+    let rc = unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads the timer's expirations away (so that the next expiry is a new
+/// readiness edge); nothing when none is pending.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn timer_drain(fd: &std::os::fd::OwnedFd) {
+    use std::os::fd::AsRawFd;
+    let mut count = 0u64;
+    // SAFETY: `count` is a valid, writable 8-byte buffer for the duration
+    // of the call, the size a timerfd read needs; `fd` is an open timerfd.
+    let _ = unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            (&mut count as *mut u64).cast(),
+            std::mem::size_of::<u64>(),
+        )
+    };
 }

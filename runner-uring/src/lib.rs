@@ -28,11 +28,11 @@
 //! exception to "no allocation per request": `quinn-proto` allocates (about
 //! 6 per request, measured by the workspace's `tests/alloc_h3_uring.rs`).
 //!
-//! Its modules: `threads` sets the engine up (pre-opened connections, each
-//! thread's share, the start gate, the merge); `worker/` is one thread's
-//! event loop, split by concept (slots, requests, completions, TLS,
-//! HTTP/2, HTTP/3);
-//! `clock` reads the monotonic clock.
+//! The event loop itself (the set-up, each thread's worker, the merge) is
+//! `metronome-loop`'s, written once for both engines; this crate is its
+//! io_uring [`Ring`](metronome_loop::Ring): `ring` (the ring and the memory
+//! the kernel touches, UDP in `ring/udp`) and `sys` (socket calls), and the
+//! [`probe`] that tells whether the kernel allows it.
 //!
 //! ```no_run
 //! use metronome_core::engine::Control;
@@ -58,93 +58,17 @@ use metronome_core::engine::{Control, EngineError, RunOutput};
 use metronome_core::plan::Plan;
 
 #[cfg(target_os = "linux")]
-mod clock;
-#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod ring;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod sys;
-#[cfg(target_os = "linux")]
-mod threads;
-#[cfg(target_os = "linux")]
-mod worker;
 
-/// Where an engine thread is, reported to [`UringOptions::phase_hook`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// The clock has started: from here on the thread allocates nothing.
-    Measuring,
-    /// The schedule is over (or stopped): only replies in flight are awaited.
-    Draining,
-    /// The event loop is over: the thread builds its output (allocates again).
-    Done,
-}
-
-/// Options of the io_uring engine beyond the [`Plan`].
-#[derive(Clone, Debug, Default)]
-pub struct UringOptions {
-    /// Engine threads; default one per allowed CPU. Never more than the
-    /// plan's connections (closed model: workers) or `max_in_flight`, so each
-    /// thread gets at least one of each.
-    pub threads: Option<u32>,
-    /// CPUs to pin the threads to, round-robin (see [`parse_cpus`]); default
-    /// the CPUs this process may run on.
-    pub cpus: Option<Vec<usize>>,
-    /// Test hook: called by each engine thread at each [`Phase`], on that
-    /// thread (e.g. to count allocations made between `Measuring` and `Done`).
-    pub phase_hook: Option<fn(Phase)>,
-    /// Speak TLS to the target (an `https://` URL; HTTP/3 needs it).
-    pub tls: Option<Tls>,
-}
-
-pub use metronome_core::engine::tls::Tls;
-
-impl UringOptions {
-    /// Checks the options.
-    ///
-    /// # Errors
-    /// [`UringOptionsError`] naming the option to change.
-    ///
-    /// ```
-    /// use metronome_uring::{UringOptions, UringOptionsError};
-    /// assert_eq!(UringOptions::default().validate(), Ok(()));
-    /// let opts = UringOptions { threads: Some(0), ..UringOptions::default() };
-    /// assert_eq!(opts.validate(), Err(UringOptionsError::NoThreads));
-    /// ```
-    pub fn validate(&self) -> Result<(), UringOptionsError> {
-        if self.threads == Some(0) {
-            return Err(UringOptionsError::NoThreads);
-        }
-        if self.cpus.as_ref().is_some_and(Vec::is_empty) {
-            return Err(UringOptionsError::NoCpus);
-        }
-        Ok(())
-    }
-}
-
+/// Options of the io_uring engine beyond the [`Plan`]: the event loop's.
+pub use metronome_loop::Options as UringOptions;
 /// Why [`UringOptions`] cannot be used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum UringOptionsError {
-    /// [`UringOptions::threads`] is 0: give at least one thread, or none
-    /// for one per allowed CPU.
-    NoThreads,
-    /// [`UringOptions::cpus`] is an empty list: name at least one CPU, or
-    /// none for the CPUs this process may run on.
-    NoCpus,
-}
-
-impl fmt::Display for UringOptionsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            UringOptionsError::NoThreads => "the engine needs at least one thread",
-            UringOptionsError::NoCpus => "the CPU list names no CPU",
-        })
-    }
-}
-
-impl std::error::Error for UringOptionsError {}
+pub use metronome_loop::OptionsError as UringOptionsError;
+pub use metronome_loop::{parse_cpus, Phase, Tls};
 
 /// Why io_uring cannot be used here.
 #[derive(Debug)]
@@ -208,48 +132,6 @@ pub fn probe() -> Result<(), ProbeError> {
     }
 }
 
-/// Parses a CPU list such as `0,2-3` into `[0, 2, 3]` (sorted, deduplicated).
-///
-/// # Errors
-/// A message naming the bad part (empty list, not a number, a reversed range).
-///
-/// # Example
-/// ```
-/// assert_eq!(metronome_uring::parse_cpus("0,2-3"), Ok(vec![0, 2, 3]));
-/// assert_eq!(metronome_uring::parse_cpus(" 5 , 1 "), Ok(vec![1, 5]));
-/// assert!(metronome_uring::parse_cpus("3-1").is_err());
-/// assert!(metronome_uring::parse_cpus("").is_err());
-/// ```
-pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
-    const LIMIT: usize = 1 << 16;
-    let mut cpus = Vec::new();
-    for part in list.split(',').map(str::trim) {
-        if part.is_empty() {
-            return Err(format!("empty entry in CPU list {list:?}"));
-        }
-        let num = |s: &str| -> Result<usize, String> {
-            s.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&c| c < LIMIT)
-                .ok_or_else(|| format!("{s:?} is not a CPU number (in {list:?})"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("reversed CPU range {part:?} (write {b}-{a})"));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(part)?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
 /// Runs `plan` to completion (or until `control.stop` is set) and returns
 /// what was measured, with the same semantics as the portable engine.
 ///
@@ -266,7 +148,7 @@ pub fn run(
 ) -> Result<RunOutput, EngineError> {
     #[cfg(target_os = "linux")]
     {
-        threads::run(plan, control, opts)
+        metronome_loop::run::<ring::Ring>(plan, control, opts, "metronome-uring")
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -30,7 +30,7 @@
 //! Reserved `user_data` tags are named constants ([`TAG_TIMER`]).
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
@@ -39,8 +39,8 @@ use io_uring::{opcode, types, IoUring};
 
 use crate::sys::{shutdown, sockaddr};
 
+use metronome_loop::{Completion, UdpCaps};
 use udp::Msgs;
-pub(crate) use udp::{connected_udp, UdpCaps, GSO_MAX_SEGMENTS};
 
 mod udp;
 
@@ -60,21 +60,6 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 fn tag(op: u64, slot: usize) -> u64 {
     (op << OP_SHIFT) | slot as u64
-}
-
-/// One completion, decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Completion {
-    /// A recv into the slot's buffer ended: bytes read (0 = end of file) or `-errno`.
-    Recv { slot: usize, res: i32 },
-    /// A send ended: bytes sent or `-errno`.
-    Send { slot: usize, res: i32 },
-    /// A connect ended: 0 or `-errno`.
-    Connect { slot: usize, res: i32 },
-    /// The pacing timer fired (or was cut short).
-    Timer,
-    /// A slot being closed has nothing in flight any more; its socket is closed.
-    Closed { slot: usize },
 }
 
 /// What the ring knows about one slot.
@@ -666,6 +651,92 @@ fn retryable(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME)
     )
+}
+
+/// The event loop's [`metronome_loop::Ring`], each operation one sqe
+/// (the inherent methods above, with their invariants).
+impl metronome_loop::Ring for Ring {
+    fn new(
+        slots: usize,
+        buf_len: usize,
+        tx_len: usize,
+        requests: &[&[u8]],
+        addr: SocketAddr,
+    ) -> io::Result<Ring> {
+        Ring::new(slots, buf_len, tx_len, requests, addr)
+    }
+    fn buf(&mut self, slot: usize) -> &mut [u8] {
+        Ring::buf(self, slot)
+    }
+    fn tx(&mut self, slot: usize) -> &mut [u8] {
+        Ring::tx(self, slot)
+    }
+    fn send_tx(&mut self, slot: usize, from: usize, to: usize) -> io::Result<()> {
+        Ring::send_tx(self, slot, from, to)
+    }
+    fn recv_nop(&mut self, slot: usize) -> io::Result<()> {
+        Ring::recv_nop(self, slot)
+    }
+    fn adopt(&mut self, slot: usize, stream: TcpStream) {
+        Ring::adopt(self, slot, stream);
+    }
+    fn connect(&mut self, slot: usize) -> io::Result<()> {
+        Ring::connect(self, slot)
+    }
+    fn send_pending(&self, slot: usize) -> bool {
+        Ring::send_pending(self, slot)
+    }
+    fn recv_pending(&self, slot: usize) -> bool {
+        Ring::recv_pending(self, slot)
+    }
+    fn recv(&mut self, slot: usize, filled: usize) -> io::Result<()> {
+        Ring::recv(self, slot, filled)
+    }
+    fn send(&mut self, slot: usize, request: usize, offset: usize) -> io::Result<()> {
+        Ring::send(self, slot, request, offset)
+    }
+    fn cancel_send(&mut self, slot: usize) -> io::Result<()> {
+        Ring::cancel_send(self, slot)
+    }
+    fn timer(&mut self, after_ns: u64) -> io::Result<bool> {
+        Ring::timer(self, after_ns)
+    }
+    fn timer_sooner(&mut self, after_ns: u64) -> io::Result<bool> {
+        Ring::timer_sooner(self, after_ns)
+    }
+    fn close(&mut self, slot: usize) -> bool {
+        Ring::close(self, slot)
+    }
+    fn submit(&mut self) -> io::Result<()> {
+        Ring::submit(self)
+    }
+    fn submit_and_wait(&mut self) -> io::Result<()> {
+        Ring::submit_and_wait(self)
+    }
+    fn completion_ready(&mut self) -> io::Result<bool> {
+        Ring::completion_ready(self)
+    }
+    fn reap(&mut self, out: &mut [Completion]) -> usize {
+        Ring::reap(self, out)
+    }
+    fn adopt_udp(&mut self, slot: usize, sock: UdpSocket) -> UdpCaps {
+        Ring::adopt_udp(self, slot, sock)
+    }
+    fn recv_dgram(&mut self, slot: usize) -> io::Result<()> {
+        Ring::recv_dgram(self, slot)
+    }
+    fn gro_segment(&self, slot: usize) -> Option<usize> {
+        Ring::gro_segment(self, slot)
+    }
+    fn send_dgrams(
+        &mut self,
+        slot: usize,
+        from: usize,
+        to: usize,
+        segment: Option<usize>,
+    ) -> io::Result<()> {
+        Ring::send_dgrams(self, slot, from, to, segment)
+    }
 }
 
 /// Whether io_uring works here: a tiny ring, and the opcodes the engine

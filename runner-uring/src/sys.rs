@@ -1,8 +1,8 @@
 //! The raw system calls of the engine that are not the ring: socket
-//! shutdown and addresses, CPU affinity, the thread CPU clock. Each is a
-//! safe function over one `unsafe` call with its `// SAFETY:` reason.
+//! shutdown and addresses (CPU affinity and the thread CPU clock are the
+//! event loop's, `metronome-loop`). Each is a safe function over one
+//! `unsafe` call with its `// SAFETY:` reason.
 
-use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
@@ -58,56 +58,4 @@ pub(crate) fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::sockl
             )
         }
     }
-}
-
-/// Pins the calling thread to `cpu`.
-///
-/// # Errors
-/// `sched_setaffinity` refused (e.g. the CPU is outside the allowed set).
-pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu < CPU_SETSIZE` (checked above), so CPU_SET stays inside `set`.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The CPUs this process may run on (empty when unknown).
-pub(crate) fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `c < CPU_SETSIZE`, so CPU_ISSET reads inside `set`.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
-}
-
-/// CPU time consumed by the calling thread, in nanoseconds
-/// (`CLOCK_THREAD_CPUTIME_ID`); 0 if the clock cannot be read.
-pub(crate) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec owned by this frame, and
-    // CLOCK_THREAD_CPUTIME_ID is a clock id Linux defines.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -137,7 +137,7 @@ pub enum EngineArg {
     Auto,
     /// The Linux io_uring engine.
     Uring,
-    /// The portable engine (std threads, blocking sockets).
+    /// The portable engine: the same event loop over readiness I/O (mio).
     Std,
 }
 

@@ -13,7 +13,8 @@ use crate::UsageError;
 pub enum Engine {
     /// The Linux io_uring engine: every thread paces.
     Uring,
-    /// The portable std engine: one pacer thread.
+    /// The portable std engine: the same event loop over readiness (mio),
+    /// every thread pacing; with `--http3-0rtt` still one pacer thread.
     Std,
 }
 
@@ -27,11 +28,12 @@ impl Engine {
     }
 
     /// The threads that paced, of the `threads` the engine ran: every
-    /// io_uring thread; the std engine's one pacer.
-    pub fn pacers(self, threads: usize) -> u64 {
+    /// thread of the event loop (either engine); with `--http3-0rtt`
+    /// (`zero_rtt`) the std engine's one pacer (its older dispatcher).
+    pub fn pacers(self, threads: usize, zero_rtt: bool) -> u64 {
         match self {
-            Engine::Uring => threads.max(1) as u64,
-            Engine::Std => 1,
+            Engine::Std if zero_rtt => 1,
+            Engine::Uring | Engine::Std => threads.max(1) as u64,
         }
     }
 }
@@ -57,19 +59,29 @@ pub fn run(
             );
         }
         // `--engine uring` runs HTTP/3 through the ring; `auto` keeps the
-        // std engine for it (docs/http3.md, "Engines").
+        // std engine for it (docs/http3.md, "Engines"): its event loop,
+        // or with `--http3-0rtt` its older dispatcher, which alone sends
+        // requests in 0-RTT.
         if choice == EngineArg::Uring {
             if let Err(why) = uring_probe() {
                 anyhow::bail!(
                     "--engine uring: io_uring is not available here ({why}); use --engine std"
                 );
             }
-            return run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out));
+            let opts = loop_options(threads, cpus, tls)?;
+            return run_uring(plan, control, &opts).map(|out| (Engine::Uring, out));
+        }
+        if !tls.is_some_and(ClientTls::early_data) {
+            let opts = loop_options(threads, cpus, tls)?;
+            let out = on_big_stack("metronome-std", || {
+                metronome_std::run_on(plan, control, &opts)
+            })?;
+            return Ok((Engine::Std, out));
         }
         let tls = tls.map(ClientTls::engine);
         return Ok((
             Engine::Std,
-            metronome_std::run_with(plan, control, tls.as_ref())?,
+            metronome_std::run_threaded(plan, control, tls.as_ref())?,
         ));
     }
     let use_uring = match choice {
@@ -88,17 +100,62 @@ pub fn run(
             }
         },
     };
+    let opts = loop_options(threads, cpus, tls)?;
     if !use_uring {
-        if threads.is_some() || cpus.is_some() {
-            eprintln!("metronome: notice: --threads and --cpus apply to the io_uring engine only");
-        }
-        let tls = tls.map(ClientTls::engine);
         return Ok((
             Engine::Std,
-            metronome_std::run_with(plan, control, tls.as_ref())?,
+            on_big_stack("metronome-std", || {
+                metronome_std::run_on(plan, control, &opts)
+            })?,
         ));
     }
-    run_uring(plan, control, threads, cpus, tls).map(|out| (Engine::Uring, out))
+    run_uring(plan, control, &opts).map(|out| (Engine::Uring, out))
+}
+
+/// The event loop's options from the command line (both engines run it).
+///
+/// # Errors
+/// A bad `--cpus` list or `--threads 0` (a [`UsageError`], exit 2).
+fn loop_options(
+    threads: Option<u32>,
+    cpus: Option<&str>,
+    tls: Option<&ClientTls>,
+) -> anyhow::Result<metronome_std::Options> {
+    let cpus = cpus
+        .map(metronome_std::parse_cpus)
+        .transpose()
+        .map_err(|e| UsageError(format!("bad --cpus: {e}")))?;
+    let opts = metronome_std::Options {
+        threads,
+        cpus,
+        phase_hook: None,
+        tls: tls.map(ClientTls::engine),
+    };
+    opts.validate().map_err(|e| {
+        UsageError(match e {
+            metronome_std::OptionsError::NoThreads => "--threads must be at least 1".into(),
+            metronome_std::OptionsError::NoCpus => "--cpus lists no CPU".into(),
+            other => format!("bad engine options: {other}"),
+        })
+    })?;
+    Ok(opts)
+}
+
+/// Runs an engine on a thread of its own whose stack fits the recorders
+/// (a few hundred KiB each): the engine builds its merged output there.
+fn on_big_stack(
+    name: &str,
+    f: impl FnOnce() -> Result<RunOutput, metronome_core::engine::EngineError> + Send,
+) -> anyhow::Result<RunOutput> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(metronome_core::engine::RECORDER_STACK)
+            .spawn_scoped(s, f)?
+            .join()
+            .map_err(|_| anyhow::anyhow!("the {name} engine panicked"))?
+            .map_err(anyhow::Error::from)
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -115,37 +172,10 @@ fn uring_probe() -> Result<(), String> {
 fn run_uring(
     plan: &Plan<'_>,
     control: &Control,
-    threads: Option<u32>,
-    cpus: Option<&str>,
-    tls: Option<&ClientTls>,
+    opts: &metronome_std::Options,
 ) -> anyhow::Result<RunOutput> {
-    let cpus = cpus
-        .map(metronome_uring::parse_cpus)
-        .transpose()
-        .map_err(|e| UsageError(format!("bad --cpus: {e}")))?;
-    let opts = metronome_uring::UringOptions {
-        threads,
-        cpus,
-        phase_hook: None,
-        tls: tls.map(ClientTls::engine),
-    };
-    opts.validate().map_err(|e| {
-        UsageError(match e {
-            metronome_uring::UringOptionsError::NoThreads => "--threads must be at least 1".into(),
-            metronome_uring::UringOptionsError::NoCpus => "--cpus lists no CPU".into(),
-            other => format!("bad io_uring options: {other}"),
-        })
-    })?;
-    // The engine builds its merged output on this thread: give it a stack
-    // that fits the recorders (a few hundred KiB each).
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("metronome-uring".into())
-            .stack_size(metronome_core::engine::RECORDER_STACK)
-            .spawn_scoped(s, || metronome_uring::run(plan, control, &opts))?
-            .join()
-            .map_err(|_| anyhow::anyhow!("the io_uring engine panicked"))?
-            .map_err(anyhow::Error::from)
+    on_big_stack("metronome-uring", || {
+        metronome_uring::run(plan, control, opts)
     })
 }
 
@@ -153,9 +183,7 @@ fn run_uring(
 fn run_uring(
     _plan: &Plan<'_>,
     _control: &Control,
-    _threads: Option<u32>,
-    _cpus: Option<&str>,
-    _tls: Option<&ClientTls>,
+    _opts: &metronome_std::Options,
 ) -> anyhow::Result<RunOutput> {
     anyhow::bail!("io_uring exists on Linux only")
 }

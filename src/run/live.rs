@@ -293,6 +293,8 @@ pub(super) struct Live<'a> {
     poll: Duration,
     schedule: usize,
     engine: Engine,
+    /// `--http3-0rtt` (the std engine's one pacer there).
+    zero_rtt: bool,
     maker: Option<RowMaker>,
     plan_rows: RowMaker,
 }
@@ -410,6 +412,7 @@ impl<'a> Live<'a> {
             poll: poll_period(plan.interval_ns),
             schedule: plan.interval_count(),
             engine,
+            zero_rtt: args.http3_0rtt,
             maker: None,
             plan_rows: RowMaker::new(plan, 1),
         })
@@ -454,7 +457,7 @@ impl<'a> Live<'a> {
                 }
                 let maker = self.maker.get_or_insert_with(|| {
                     let mut m = self.plan_rows.clone();
-                    m.set_pacers(self.engine.pacers(live.mailboxes()));
+                    m.set_pacers(self.engine.pacers(live.mailboxes(), self.zero_rtt));
                     m
                 });
                 let mut row = maker.row(i, iv);

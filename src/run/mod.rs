@@ -154,7 +154,7 @@ pub(crate) fn run_on(
     // The watching threads (live streamer, dashboard, pusher, writer) keep
     // off the CPUs the pacing threads are pinned to, when another is allowed.
     #[cfg(target_os = "linux")]
-    if let Some(Ok(cpus)) = args.cpus.as_deref().map(metronome_uring::parse_cpus) {
+    if let Some(Ok(cpus)) = args.cpus.as_deref().map(metronome_std::parse_cpus) {
         crate::background::keep_off(&cpus);
     }
     let mut live = live::Live::open(
@@ -247,7 +247,7 @@ pub(crate) fn run_on(
         zero_rtt: args.http3_0rtt,
         count: args.count,
     };
-    let pacers = engine.pacers(output.threads.len());
+    let pacers = engine.pacers(output.threads.len(), args.http3_0rtt);
     let mut report = Report::from_run(&plan, &output, engine.as_str(), pacers, run_id, &meta);
     report.workload = p.workload.as_ref().map(|w| w.report(&output.recorder));
     if refused.is_some() {

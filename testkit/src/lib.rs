@@ -1,6 +1,6 @@
 //! Test-only helpers of the metronome workspace (a dev-dependency, never
 //! published): the counting global allocator the zero-allocation tests
-//! share (`runner-uring/tests/zero_alloc.rs`, `tests/zero_alloc_h2.rs`,
+//! share (`tests/zero_alloc_loop.rs`, `tests/zero_alloc_h2.rs`,
 //! `core/tests/samples_alloc.rs`), and on Linux the seccomp filter that
 //! refuses io_uring in a child process ([`seccomp`], for the fallback test
 //! `tests/e2e/fallback.rs`).

@@ -419,7 +419,8 @@ fn h3_stream_flood_is_bounded_and_harmless() {
         // the flood was read on, at most 100 + 3000 that it stayed bounded.
         assert!(
             c.granted > 100 && c.granted <= 100 + 3000,
-            "MAX_STREAMS: {c:?}"
+            "MAX_STREAMS ({}): {c:?}",
+            r.run.engine
         );
         assert_eq!(
             r.closes(),

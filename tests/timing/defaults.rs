@@ -603,9 +603,9 @@ fn a_saturated_fifo_server_gets_no_more_connections() {
         assert_eq!(r.requests.ok, 3600, "{ctx}");
         assert!(r.generator.peak_connections <= 32, "{ctx}");
         let knee = r.generator.pool.knee.as_ref().expect("a knee");
-        // The knee is the run's: the std engine's one pacer's, or the sum
-        // of uring's per-core threads' (8 of the 16 connections each on
-        // two cores), scaled to both when only one found it (on a loaded
+        // The knee is the run's: the sum of the event loop's per-core
+        // threads' (either engine: 8 of the 16 connections each on two
+        // cores), scaled to both when only one found it (on a loaded
         // machine one thread may keep a probe that seemed to gain: a CI
         // run had one thread's 411 req/s with 8 connections; core's
         // `PoolOutcome::merge`).

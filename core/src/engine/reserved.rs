@@ -161,6 +161,17 @@ pub struct FollowUps {
     heap: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
+/// The due loop's waiting turns ([`crate::due::DueLoop`]).
+impl crate::due::Waiting for FollowUps {
+    fn next_ns(&self) -> Option<u64> {
+        FollowUps::next_ns(self)
+    }
+
+    fn pop_due(&mut self, now_ns: u64) -> Option<(u64, usize)> {
+        FollowUps::pop_due(self, now_ns)
+    }
+}
+
 impl FollowUps {
     /// Room for `n` waiting turns (0: a run without conversations).
     pub fn with_capacity(n: usize) -> FollowUps {

@@ -159,6 +159,39 @@ fn unsent_requests_are_neither_ok_nor_errors() {
     assert_eq!(b.column(|iv| iv.errors), [0, 0, 0, 0]);
 }
 
+/// The hard-end rule every engine asks (`Ledger::too_late`): a job taken
+/// 1 ns before the hard end is sent; at it or after, it is never sent,
+/// `Unsent::Timeout`; a retried one fails as the reset it retried.
+#[test]
+fn a_job_taken_at_the_hard_end_is_never_sent() {
+    let plan = plan();
+    let ledger = Ledger::new(&plan);
+    let mut b = Books::new(&plan);
+    let t = &mut b.tally();
+    let end = plan.hard_end_ns();
+    assert!(ledger.scheduled(t, 1_200 * MS, 0));
+    assert_eq!(ledger.too_late(t, end - 1, end, 1_200 * MS, 0, false), None);
+    assert_eq!(
+        ledger.too_late(t, end, end, 1_200 * MS, 0, false),
+        Some(None)
+    );
+    assert!(ledger.scheduled(t, 1_300 * MS, 0));
+    assert_eq!(
+        ledger.too_late(t, end + 7, end, 1_300 * MS, 0, false),
+        Some(None)
+    );
+    assert!(ledger.scheduled(t, 1_400 * MS, 0));
+    assert!(ledger.sent(t, 1_400 * MS, 0, 1_400 * MS));
+    assert_eq!(
+        ledger.too_late(t, end, end, 1_400 * MS, 0, true),
+        Some(Some(false))
+    );
+    let r = &b.recorder;
+    assert_eq!((r.scheduled, r.sent, r.timeouts), (3, 1, 0));
+    assert_eq!(r.unsent, [0, 2, 0]);
+    assert_eq!(r.errors[ErrorKind::Reset.index()], 1);
+}
+
 #[test]
 fn retries_and_connection_events_are_counted_apart() {
     let plan = plan();

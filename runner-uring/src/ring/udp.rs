@@ -12,19 +12,18 @@
 //! each header is rewritten only while the kernel does not read it.
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use io_uring::{opcode, types};
+
+use metronome_loop::UdpCaps;
 
 use super::{tag, Ring, OP_RECV, OP_SEND};
 
 /// `SOL_UDP` options (linux/udp.h).
 const UDP_SEGMENT: libc::c_int = 103;
 const UDP_GRO: libc::c_int = 104;
-/// The kernel's limit of segments in one GSO send (`UDP_MAX_SEGMENTS`).
-pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
-
 /// Room for one control message of an `int` (8-byte aligned).
 type Cmsg = [u64; 4];
 
@@ -66,32 +65,6 @@ impl Msgs {
     }
 }
 
-/// What a UDP socket of the kernel can do.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct UdpCaps {
-    /// Sends may carry several datagrams (`UDP_SEGMENT`).
-    pub(crate) gso: bool,
-    /// Receives may carry several datagrams (`UDP_GRO`).
-    pub(crate) gro: bool,
-}
-
-/// A UDP socket connected to `addr` (bound to any local port); GRO is
-/// switched on when the ring adopts it ([`Ring::adopt_udp`]), so that a
-/// plain `recv` before (a handshake before the clock) gets one datagram.
-///
-/// # Errors
-/// The socket could not be created or connected.
-pub(crate) fn connected_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
-    let local: SocketAddr = if addr.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(local)?;
-    sock.connect(addr)?;
-    Ok(sock)
-}
-
 /// `setsockopt(fd, SOL_UDP, opt, value)`; whether it succeeded.
 fn set_udp_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> bool {
     // SAFETY: `fd` is an open socket borrowed for the call; the option
@@ -109,7 +82,7 @@ fn set_udp_opt(fd: RawFd, opt: libc::c_int, value: libc::c_int) -> bool {
 }
 
 impl Ring {
-    /// Takes ownership of a connected UDP socket (see [`connected_udp`])
+    /// Takes ownership of a connected UDP socket (see [`metronome_loop::connected_udp`])
     /// for `slot`, switching GRO on where the kernel has it; returns what
     /// the socket can do.
     ///
@@ -132,7 +105,7 @@ impl Ring {
 
     /// Starts a receive of one datagram (with GRO, of a run of them) into
     /// the slot's whole read buffer; its completion is a
-    /// [`Completion::Recv`](super::Completion::Recv) with the byte count,
+    /// [`Completion::Recv`](metronome_loop::Completion::Recv) with the byte count,
     /// and [`Ring::gro_segment`] then tells the datagrams' size.
     ///
     /// # Panics
@@ -205,7 +178,7 @@ impl Ring {
     /// Starts a send of `tx(slot)[from..to]`: one datagram, or with
     /// `segment` (GSO) datagrams of `segment` bytes each (the last may be
     /// shorter). Its completion is a
-    /// [`Completion::Send`](super::Completion::Send) with the bytes sent.
+    /// [`Completion::Send`](metronome_loop::Completion::Send) with the bytes sent.
     ///
     /// # Panics
     /// When the slot has no UDP socket or a send in flight, or the range is
@@ -277,8 +250,9 @@ impl Ring {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Completion;
     use super::*;
+    use metronome_loop::{connected_udp, Completion};
+    use std::net::SocketAddr;
     use std::time::{Duration, Instant};
 
     /// Waits for the next completion of a socket operation (at most 2 s).

@@ -1,5 +1,6 @@
 //! A small loopback HTTP/1.1 server for the engine tests: std threads,
 //! bounded lifetime, configurable delay, silence, stall and `Connection: close`.
+//! Also the workspace's `tests/zero_alloc_loop.rs` uses it (both engines).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -148,6 +149,7 @@ pub fn plan(addr: SocketAddr, rate: f64, duration: Duration) -> Plan<'static> {
 }
 
 /// True when io_uring works here; otherwise says so visibly.
+#[cfg(target_os = "linux")]
 pub fn uring_available() -> bool {
     match metronome_uring::probe() {
         Ok(()) => true,
@@ -163,7 +165,7 @@ pub fn uring_available() -> bool {
 /// dropped (or after 20 s). `client` trusts its certificate.
 pub struct TlsServer {
     pub addr: SocketAddr,
-    pub client: metronome_uring::Tls,
+    pub client: metronome_core::engine::tls::Tls,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
@@ -215,7 +217,7 @@ impl TlsServer {
         });
         TlsServer {
             addr,
-            client: metronome_uring::Tls::new(
+            client: metronome_core::engine::tls::Tls::new(
                 Arc::new(client),
                 ServerName::try_from("localhost").unwrap(),
                 Arc::default(),

@@ -8,11 +8,11 @@ use metronome_core::exchange::GAP_CAP;
 use metronome_core::measure::{ErrorKind, Unsent};
 use metronome_core::plan::{Model, WarmUp, FRESH_SETTLE_NS};
 
-use crate::ring::Completion;
+use crate::ring::{Completion, Ring};
 
 use super::{State, Worker};
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     pub(super) fn on_completion(&mut self, c: Completion) -> io::Result<()> {
         if let Completion::Send { slot, res } = c {
             self.conns[slot].tx_busy = false;

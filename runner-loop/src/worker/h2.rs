@@ -15,6 +15,7 @@
 //! (TLS) whenever no send is in flight. Everything here is allocated in
 //! [`H2State::new`], before the clock.
 
+use crate::ring::Ring;
 use std::io::{self, Write};
 
 use metronome_core::exchange::{compact, GAP_CAP};
@@ -143,7 +144,7 @@ impl H2State {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The pre-opened, greeted connection `greeted` in `slot`.
     pub(super) fn h2_adopt(&mut self, slot: usize, greeted: Greeted) {
         let tls = self.conns[slot].tls.is_some();
@@ -186,10 +187,7 @@ impl Worker<'_> {
     pub(super) fn h2_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
         self.conns[slot].listed = false;
-        if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent.
-            self.in_flight -= 1;
-            self.never_sent(job, now, Unsent::Timeout);
+        if self.too_late(&job, now) {
             self.relist(slot);
             return Ok(());
         }

@@ -2,6 +2,7 @@
 //! response fed to the exchange, and how it ends (completed, failed,
 //! retried or never sent).
 
+use crate::ring::Ring;
 use std::io;
 
 use metronome_core::exchange::{compact, Feed, Finish, GAP_CAP};
@@ -25,7 +26,7 @@ pub(crate) struct Job {
     pub(super) waited_since: Option<u64>,
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The pool as core's [`Pool`](metronome_core::pool::Pool) rules see it.
     pub(super) fn pool_state(&self) -> PoolState {
         PoolState {
@@ -80,10 +81,7 @@ impl Worker<'_> {
             return self.stream_start(slot, job);
         }
         let now = self.clock.now_ns();
-        if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent.
-            self.in_flight -= 1;
-            self.never_sent(job, now, Unsent::Timeout);
+        if self.too_late(&job, now) {
             self.idle.push(slot);
             return Ok(());
         }
@@ -116,6 +114,27 @@ impl Worker<'_> {
             return Ok(());
         }
         self.process(slot)
+    }
+
+    /// Core's hard-end rule ([`Ledger::too_late`]): true when `job`, taken
+    /// at `now`, came at or after the run's hard end, and was booked as
+    /// never sent (no longer in flight).
+    ///
+    /// [`Ledger::too_late`]: metronome_core::ledger::Ledger::too_late
+    pub(super) fn too_late(&mut self, job: &Job, now: u64) -> bool {
+        let Some(ok) = self.ledger.too_late(
+            &mut self.out.tally(),
+            now,
+            self.hard_end_ns,
+            job.intended_ns,
+            job.request,
+            job.retried,
+        ) else {
+            return false;
+        };
+        self.pending.count(ok);
+        self.in_flight -= 1;
+        true
     }
 
     /// A due request that cannot go out at `at_ns` (core's
@@ -271,7 +290,7 @@ impl Worker<'_> {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// `job` went out at `now`: counted sent (a retry was counted the first
     /// time), with the time it waited for a connection, if it did. Both
     /// protocols' sends end here.

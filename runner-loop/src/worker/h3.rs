@@ -31,7 +31,7 @@ use metronome_quic::{Config, H3Client, Refused, Request, State as Quic};
 
 use super::streams::{ends, Ends};
 use super::{Job, State, Worker};
-use crate::ring::{connected_udp, UdpCaps, GSO_MAX_SEGMENTS};
+use crate::ring::{connected_udp, Ring, UdpCaps, GSO_MAX_SEGMENTS};
 
 /// Each HTTP/3 slot's send buffer: one GSO run of datagrams.
 pub(crate) const TX_BYTES: usize = 64 * 1024;
@@ -86,7 +86,7 @@ impl H3State {
     }
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// The connection `opened` before the clock, in `slot` (its recv is
     /// armed when the event loop starts).
     pub(super) fn h3_adopt(&mut self, slot: usize, (sock, client): Opened) {
@@ -146,10 +146,7 @@ impl Worker<'_> {
     pub(super) fn h3_start(&mut self, slot: usize, job: Job) -> io::Result<()> {
         let now = self.clock.now_ns();
         self.conns[slot].listed = false;
-        if now >= self.hard_end_ns {
-            // The run's hard end came first: never sent.
-            self.in_flight -= 1;
-            self.never_sent(job, now, Unsent::Timeout);
+        if self.too_late(&job, now) {
             self.relist(slot);
             return Ok(());
         }

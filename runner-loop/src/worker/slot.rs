@@ -1,6 +1,7 @@
 //! Connection slots: their states, and how a slot is opened, made ready,
 //! closed and replaced. The slot index is also the ring's slot.
 
+use crate::ring::Ring;
 use std::io;
 
 use metronome_core::exchange::{Exchange, Idle};
@@ -96,7 +97,7 @@ pub(super) struct Conn {
     pub(super) listed: bool,
 }
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// Starts core's count of connects when requests still wait
     /// ([`Pool::to_open`](metronome_core::pool::Pool::to_open)): after a
     /// connect failed or a connection closed.

@@ -6,13 +6,14 @@
 //! connection is busy. A stream's end, whichever protocol carried it, is
 //! core's [`End`] booked by [`Ends::book`].
 
+use crate::ring::Ring;
 use std::io;
 
 use metronome_core::flight::{End, How};
 
 use super::{Job, State, Worker};
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// Whether `slot` can open one more stream now (its protocol's rule).
     fn stream_free(&self, slot: usize) -> bool {
         if self.h3.is_some() {

@@ -4,6 +4,7 @@
 //! `plain`. (rustls 0.23 allocates one buffer per record it encrypts and
 //! per application-data record it decrypts, in either API: see docs/tls.md.)
 
+use crate::ring::Ring;
 use std::io::{self, Read, Write};
 
 use metronome_core::engine::HandshakeFailure;
@@ -14,7 +15,7 @@ use rustls::HandshakeKind;
 use super::{State, Worker};
 use crate::Tls;
 
-impl Worker<'_> {
+impl<R: Ring> Worker<'_, R> {
     /// A connect completed on `slot` at `now`: start the TLS handshake.
     pub(super) fn tls_start(&mut self, slot: usize, tls: &Tls, now: u64) -> io::Result<()> {
         let session = match metronome_core::engine::tls::client(tls) {

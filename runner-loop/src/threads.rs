@@ -20,10 +20,10 @@ use metronome_core::plan::{Model, Plan, PlanError, WarmUp, Wire};
 use metronome_quic::Config as QuicConfig;
 
 use crate::clock::Clock;
-use crate::ring::connected_udp;
+use crate::ring::{connected_udp, Ring};
 use crate::sys::{allowed_cpus, pin_to_cpu};
 use crate::worker::{Greeted, H3Opened, Share, Stream, ThreadOut, Worker};
-use crate::UringOptions;
+use crate::Options;
 
 /// Engine thread stack (the recorder is large and built on the thread).
 const STACK: usize = 16 << 20;
@@ -40,15 +40,16 @@ fn split(total: u64, n: usize, i: usize) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-pub(crate) fn run(
+pub(crate) fn run<R: Ring>(
     plan: &Plan<'_>,
     control: &Control,
-    opts: &UringOptions,
+    opts: &Options,
+    name: &str,
 ) -> Result<RunOutput, EngineError> {
     plan.validate()?;
     opts.validate().map_err(|e| {
         EngineError::Io(
-            "invalid io_uring options",
+            "invalid engine options",
             io::Error::new(io::ErrorKind::InvalidInput, e),
         )
     })?;
@@ -149,9 +150,11 @@ pub(crate) fn run(
         for share in shares {
             let gate = &gate;
             let h = std::thread::Builder::new()
-                .name(format!("metronome-uring-{}", share.thread))
+                .name(format!("{name}-{}", share.thread))
                 .stack_size(STACK)
-                .spawn_scoped(s, move || thread_main(plan, control, opts, share, gate));
+                .spawn_scoped(s, move || {
+                    thread_main::<R>(plan, control, opts, share, gate)
+                });
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -187,9 +190,7 @@ pub(crate) fn run(
     out.start_unix_ns = gate.origin().map_or(0, |o| o.unix_ns);
     for r in results {
         out.start_late_ns = out.start_late_ns.max(r.late_ns);
-        let t = r
-            .out
-            .map_err(|e| EngineError::Io("io_uring engine thread", e))?;
+        let t = r.out.map_err(|e| EngineError::Io("engine thread", e))?;
         out.merge(&t.out);
         if let Some(at) = t.stopped_at {
             stopped_at = Some(stopped_at.map_or(at, |s| s.min(at)));
@@ -259,7 +260,7 @@ impl WarmConn for Pre {
 /// on https; records its set-up times.
 fn open_one(
     plan: &Plan<'_>,
-    opts: &UringOptions,
+    opts: &Options,
     timeout: Duration,
     setup: &mut Setup,
 ) -> io::Result<(TcpStream, Option<Box<ClientConnection>>)> {
@@ -291,7 +292,7 @@ fn open_one(
 /// [`EngineError::Plan`] ([`PlanError::Http3`]) for an HTTP/3 plan
 /// without TLS; a TLS configuration that cannot carry QUIC, as a refused
 /// handshake.
-fn h3_config(plan: &Plan<'_>, opts: &UringOptions) -> Result<Option<QuicConfig>, EngineError> {
+fn h3_config(plan: &Plan<'_>, opts: &Options) -> Result<Option<QuicConfig>, EngineError> {
     let Wire::Http3(streams) = plan.wire else {
         return Ok(None);
     };
@@ -393,10 +394,10 @@ impl Gate {
     }
 }
 
-fn thread_main(
+fn thread_main<R: Ring>(
     plan: &Plan<'_>,
     control: &Control,
-    opts: &UringOptions,
+    opts: &Options,
     share: Share,
     gate: &Gate,
 ) -> Started {
@@ -410,7 +411,7 @@ fn thread_main(
             ));
         }
     }
-    let setup = Worker::new(plan, control, opts, share, warning);
+    let setup = Worker::<R>::new(plan, control, opts, share, warning);
     let origin = gate.arrive(setup.is_ok());
     let worker = match setup {
         Ok(w) => w,

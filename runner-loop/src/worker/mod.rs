@@ -4,7 +4,8 @@
 //! One loop iteration: reap every completion without blocking (each is
 //! stamped with the clock as it is handled), check deadlines when the
 //! earliest one has passed (a linear scan of the connections, at most every
-//! [`SCAN_NS`]), then ask core's [`pace`] what to do: send every due request
+//! [`SCAN_NS`]), then ask core's due loop
+//! ([`DueLoop`]) what to do: send every due request
 //! in one batch and submit, busy-wait the last slice (leaving it as soon as
 //! a completion is ready, core's [`spin_step`], so a response that arrives
 //! during the spin is stamped when it arrives), or arm the ring's
@@ -36,23 +37,21 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use metronome_core::due::DueLoop;
 use metronome_core::engine::{Control, RunOutput};
 use metronome_core::exchange::{Exchange, GAP_CAP};
 use metronome_core::ledger::Ledger;
 use metronome_core::measure::ThreadStats;
 use metronome_core::pace::{
-    linger_ns, pace, spin_step, Pace, SpinMeter, SpinStep, SpinTuner, BACKLOG_STOP_CHECK,
-    REAP_GUARD_NS,
+    linger_ns, spin_step, Pace, SpinMeter, SpinStep, SpinTuner, REAP_GUARD_NS,
 };
 use metronome_core::plan::{Model, Plan, READ_BUF_BYTES};
 use metronome_core::pool::{after_goaway, AfterGoaway, Pool, PoolOutcome};
-use metronome_core::schedule::{Schedule, Shard};
-use metronome_core::turns::{earliest, next_due, Due};
 
 use crate::clock::Clock;
 use crate::ring::{Completion, Ring};
 use crate::sys::thread_cpu_ns;
-use crate::{Phase, UringOptions};
+use crate::{Options, Phase};
 
 use h2::H2State;
 use h3::H3State;
@@ -102,14 +101,15 @@ impl Pending {
     }
 }
 
-/// One engine thread: its ring, its connections, its part of the output.
-pub(crate) struct Worker<'p> {
+/// One engine thread: its ring (`R`: how its bytes move), its
+/// connections, its part of the output.
+pub(crate) struct Worker<'p, R> {
     plan: &'p Plan<'p>,
     control: &'p Control,
-    opts: &'p UringOptions,
+    opts: &'p Options,
     ledger: Ledger<'p>,
     clock: Clock,
-    ring: Ring,
+    ring: R,
     conns: Vec<Conn>,
     /// HTTP/2 (`Plan::http2`): each slot's connection and streams.
     h2: Option<H2State>,
@@ -121,10 +121,8 @@ pub(crate) struct Worker<'p> {
     plain: Box<[u8]>,
     idle: Vec<usize>,
     waiting: VecDeque<Job>,
-    schedule: Schedule<'p>,
-    /// This thread's index and the thread count (for request indices).
-    thread: u64,
-    threads: u64,
+    /// Core's due loop over this thread's shard of the schedule.
+    due: DueLoop<'p>,
     /// Open loop, or closed with its workers and expected interval.
     model: Model,
     workers_total: u64,
@@ -166,16 +164,16 @@ pub(crate) struct Worker<'p> {
     goaway: AfterGoaway,
 }
 
-impl<'p> Worker<'p> {
+impl<'p, R: Ring> Worker<'p, R> {
     /// Sets the thread up: everything it will use is allocated here,
     /// before the clock starts.
     pub(crate) fn new(
         plan: &'p Plan<'p>,
         control: &'p Control,
-        opts: &'p UringOptions,
+        opts: &'p Options,
         share: Share,
         warning: Option<String>,
-    ) -> io::Result<Worker<'p>> {
+    ) -> io::Result<Worker<'p, R>> {
         // The pool's connections at most; the ring's slots (HTTP/3: twice
         // as many, a spare for each connection a GOAWAY retires, draining).
         let slots = share.slots.max(1);
@@ -190,7 +188,7 @@ impl<'p> Worker<'p> {
             (false, false, true) => H2_OUT_BYTES,
             (false, false, false) => 0,
         };
-        let mut ring = Ring::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
+        let mut ring = R::new(ring_slots, READ_BUF_BYTES, tx_len, plan.requests, plan.addr)?;
         let mut conns: Vec<Conn> = (0..ring_slots)
             .map(|i| Conn {
                 state: State::Free,
@@ -293,9 +291,12 @@ impl<'p> Worker<'p> {
             plain: vec![0u8; if tls { slots * READ_BUF_BYTES } else { 0 }].into_boxed_slice(),
             idle,
             waiting: VecDeque::with_capacity(share.max_in_flight),
-            schedule,
-            thread: share.thread as u64,
-            threads: share.threads as u64,
+            due: DueLoop::new(
+                schedule,
+                share.thread as u64,
+                share.threads as u64,
+                plan.model == Model::Open,
+            ),
             model: plan.model,
             workers_total,
             pool,
@@ -380,12 +381,6 @@ impl<'p> Worker<'p> {
     fn event_loop(&mut self) -> io::Result<Option<u64>> {
         let end_ns = self.plan.end_ns();
         let mut batch = [Completion::Timer; REAP_BATCH];
-        let mut next = if self.is_closed() {
-            None
-        } else {
-            self.schedule.next()
-        };
-        let mut index = 0u64;
         let mut stopped_at = None;
         let mut next_scan = 0u64;
         let mut next_publish = PUBLISH_NS;
@@ -442,7 +437,7 @@ impl<'p> Worker<'p> {
                     // With conversations, a turn in flight before the end
                     // may still bring a next one.
                     Model::Open => {
-                        next.is_none()
+                        self.due.schedule_over()
                             && self.out.follow_ups.is_empty()
                             && !(self.plan.turns.is_on() && self.in_flight > 0 && now < end_ns)
                     }
@@ -465,50 +460,29 @@ impl<'p> Worker<'p> {
                 .min(self.next_deadline_ns.max(next_scan));
             if self.scheduling && !self.is_closed() {
                 // The schedule's next request, or a conversation's next
-                // turn, whichever is due first.
-                let first_due = earliest(next, self.out.follow_ups.next_ns());
-                match pace(now, first_due, self.tuner.slice_ns()) {
+                // turn, whichever is due first (core's due loop).
+                let first_due = self.due.first_due(&self.out.follow_ups);
+                match self
+                    .due
+                    .pace(now, &self.out.follow_ups, self.tuner.slice_ns())
+                {
                     Pace::Send => {
-                        let mut due = 0u32;
-                        loop {
-                            let job = match next_due(next, self.out.follow_ups.next_ns(), now) {
-                                Due::Nothing => break,
-                                Due::Schedule(t) => {
-                                    let request = self.plan.request_index(Shard::dealt(
-                                        self.thread,
-                                        self.threads,
-                                        index,
-                                    ));
-                                    index += 1;
-                                    next = self.schedule.next();
-                                    Job {
-                                        request,
-                                        intended_ns: t,
-                                        retried: false,
-                                        waited_since: None,
-                                    }
-                                }
-                                Due::Turn => {
-                                    let (t, request) = self
-                                        .out
-                                        .follow_ups
-                                        .pop_due(now)
-                                        .expect("a due turn was seen");
-                                    Job {
-                                        request,
-                                        intended_ns: t,
-                                        retried: false,
-                                        waited_since: None,
-                                    }
-                                }
-                            };
-                            self.dispatch(job)?;
-                            // A backlog (after a stall of this thread) is
-                            // sent or dropped at once, but a stop is seen.
-                            due += 1;
-                            if due % BACKLOG_STOP_CHECK == 0 && self.control.stopped() {
-                                break;
-                            }
+                        // A backlog (after a stall of this thread) is sent
+                        // or dropped at once, but a stop is seen.
+                        self.due.batch();
+                        let control = self.control;
+                        while let Some((intended_ns, request)) =
+                            self.due
+                                .next_due(self.plan, &mut self.out.follow_ups, now, || {
+                                    control.stopped()
+                                })
+                        {
+                            self.dispatch(Job {
+                                request,
+                                intended_ns,
+                                retried: false,
+                                waited_since: None,
+                            })?;
                         }
                         self.ring.submit()?;
                         self.last_send_ns = now;

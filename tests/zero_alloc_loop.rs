@@ -1,17 +1,25 @@
-//! The engine threads allocate nothing between the start of the clock and
-//! the end of the event loop: a counting global allocator, switched on per
-//! thread by the engine's phase hook.
+//! The event loop's threads allocate nothing between the start of the
+//! clock and the end of the loop, on both engines (the loop is one,
+//! `metronome-loop`; the std engine's readiness ring and the io_uring ring
+//! are what differ): a counting global allocator, switched on per thread by
+//! the engine's phase hook.
 
+#[path = "../runner-uring/tests/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{plan, uring_available, Behaviour, Server, TlsServer};
-use metronome_core::engine::{request_queue, Control, LiveReader};
-use metronome_core::plan::Model;
+#[cfg(target_os = "linux")]
+use common::uring_available;
+use common::{plan, Behaviour, Server, TlsServer};
+use metronome_core::engine::{request_queue, Control, EngineError, LiveReader, RunOutput};
+use metronome_core::plan::{Model, Plan};
+use metronome_std::{Options, Phase};
 use metronome_testkit::{count_on_this_thread, Counting, ALLOCATIONS};
-use metronome_uring::{run, Phase, UringOptions};
+
+/// An engine's entry point on the event loop.
+type Engine = fn(&Plan<'_>, &Control, &Options) -> Result<RunOutput, EngineError>;
 
 static MEASURING_THREADS: AtomicU64 = AtomicU64::new(0);
 
@@ -87,17 +95,25 @@ fn checks() -> &'static [metronome_core::check::Check] {
     Box::leak(vec![good, bad].into_boxed_slice())
 }
 
-/// One test function runs both cases one after the other, so the global
-/// counter belongs to one run at a time.
+/// One test function runs every case on each engine one after the
+/// other, so the global counter belongs to one run at a time.
 #[test]
 fn engine_threads_allocate_nothing_while_measuring() {
-    if !uring_available() {
-        return;
+    eprintln!("engine std");
+    cases(metronome_std::run_on);
+    #[cfg(target_os = "linux")]
+    if uring_available() {
+        eprintln!("engine uring");
+        cases(metronome_uring::run);
     }
-    let opts = UringOptions {
+}
+
+/// Every case on the engine `run`.
+fn cases(run: Engine) {
+    let opts = Options {
         threads: Some(2),
         phase_hook: Some(hook),
-        ..UringOptions::default()
+        ..Options::default()
     };
 
     // Open model with connection growth (1 pre-opened per thread, a 5 ms
@@ -325,7 +341,7 @@ fn engine_threads_allocate_nothing_while_measuring() {
     let mut p = plan(server.addr, 500.0, Duration::from_millis(400));
     p.connections = 4;
     p.max_connections = 4;
-    let tls_opts = UringOptions {
+    let tls_opts = Options {
         tls: Some(server.client.clone()),
         ..opts.clone()
     };
