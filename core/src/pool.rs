@@ -684,11 +684,16 @@ impl Pool {
             let below = self
                 .base_need()
                 .is_some_and(|need| s.open + s.connecting < need);
+            // Silence counts only while requests are out: a server whose
+            // every answer so far was an error has answered. No spare for
+            // a next request that `max_in_flight` would drop anyway.
+            let silent = unanswered && self.last_answer_ns.is_none() && s.in_flight > 0;
             let spare = s.idle == 1
                 && !self.multiplexed
-                && (below || (unanswered && self.last_answer_ns.is_none()))
+                && (below || silent)
                 && s.connecting == 0
-                && !self.is_full(s);
+                && !self.is_full(s)
+                && s.in_flight + 1 < self.max_in_flight;
             return Admit::Send {
                 open: u32::from(spare),
             };

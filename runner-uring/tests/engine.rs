@@ -134,9 +134,17 @@ fn above_max_in_flight_requests_are_dropped() {
     let out = run(&p, &Control::default(), &one_thread()).unwrap();
     let r = &out.recorder;
     assert_eq!((r.scheduled, r.sent, r.dropped, r.timeouts), (50, 5, 45, 5));
-    // 4 pre-opened, one more grown for the fifth request.
+    // 4 pre-opened, one more for the fifth request: the fourth took the
+    // last idle connection with nothing answered for a stall's length, so
+    // core's pool opened a spare then (none for a sixth, which
+    // max_in_flight drops). The fifth waits only if that loopback connect
+    // is not done 10 ms later.
     assert_eq!(out.peak_connections, 5);
-    assert_eq!(out.waited_for_connection, 1);
+    assert!(
+        out.waited_for_connection <= 1,
+        "{}",
+        out.waited_for_connection
+    );
 }
 
 #[test]

@@ -132,6 +132,7 @@ pub struct RunArgs {
     /// Offered rate, requests per second [default: 100]
     ///
     /// Across all threads. With --stages: the rate the first stage starts from [default: 0].
+    /// Also spelled --rps or --qps.
     #[arg(help_heading = SCHEDULE, short, long, visible_aliases = ["rps", "qps"])]
     pub rate: Option<f64>,
     /// Send the first N requests of the schedule, then stop (as oha, hey, ab -n)

@@ -245,11 +245,12 @@ fn a_misspelling_gets_a_did_you_mean() {
             vec!["run", "http://127.0.0.1:1/", "--connectio", "4"],
             "metronome: unexpected argument '--connectio' found; did you mean '--connections'? (see --help)\n",
         ),
-        // A far guess is no suggestion (clap offered `--cpus` for these).
+        // Transactions per second: one letter from --qps, the rate.
         (
             vec!["run", "http://127.0.0.1:1/", "--tps", "10"],
-            "metronome: unexpected argument '--tps' found (see --help)\n",
+            "metronome: unexpected argument '--tps' found; did you mean '--qps'? (see --help)\n",
         ),
+        // A far guess is no suggestion (clap offered `--cpus` for these).
         (
             vec!["run", "http://127.0.0.1:1/", "--vus", "10"],
             "metronome: unexpected argument '--vus' found (see --help)\n",
