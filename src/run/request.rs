@@ -124,7 +124,7 @@ impl Target {
     /// assert_eq!(t.connect, Some("127.0.0.1:9443".parse().unwrap()));
     /// assert_eq!(t.authority(), "vhost.test:8443");
     /// let mut t = Target::parse("https://vhost.test/").unwrap();
-    /// let r = [parse_resolve("other:443:127.0.0.2").unwrap(), parse_resolve("vhost.test:443:::1").unwrap()];
+    /// let r = [parse_resolve("other:443:127.0.0.2").unwrap(), parse_resolve("vhost.test:443:[::1]").unwrap()];
     /// let unused = t.route(&[], &r).unwrap();
     /// assert_eq!(t.connect, Some("[::1]:443".parse().unwrap()));
     /// assert_eq!(unused, ["--resolve other:443:127.0.0.2"]);
