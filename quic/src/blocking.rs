@@ -77,22 +77,7 @@ pub fn handshake<J: FlightJob>(
         if now >= deadline {
             return Err(handshake_timeout(cfg.remote(), timeout.as_millis()));
         }
-        let until = h3.poll_timeout().unwrap_or(deadline).min(deadline);
-        let wait = until
-            .saturating_duration_since(now)
-            .max(Duration::from_micros(50));
-        sock.set_read_timeout(Some(wait))?;
-        match sock.recv(&mut buf) {
-            Ok(n) => h3.datagram(Instant::now(), 0, &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        receive(&mut h3, sock, &mut buf, now, deadline)?;
     }
 }
 
@@ -174,22 +159,7 @@ pub fn fetch(
                 ),
             ));
         }
-        let until = h3.poll_timeout().unwrap_or(deadline).min(deadline);
-        let wait = until
-            .saturating_duration_since(now)
-            .max(Duration::from_micros(50));
-        sock.set_read_timeout(Some(wait))?;
-        match sock.recv(&mut buf) {
-            Ok(n) => h3.datagram(Instant::now(), 0, &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        receive(&mut h3, sock, &mut buf, now, deadline)?;
     };
     h3.close(Instant::now());
     let mut tx = Vec::with_capacity(DATAGRAM);
@@ -199,4 +169,31 @@ pub fn fetch(
         }
     }
     answer
+}
+
+/// Waits on `sock` until the connection's next timer or `deadline`
+/// (at least 50 us), and hands a datagram that came to `h3`; a wait that
+/// ends with none is no error.
+fn receive<J: FlightJob>(
+    h3: &mut H3Client<J>,
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    now: Instant,
+    deadline: Instant,
+) -> io::Result<()> {
+    let until = h3.poll_timeout().unwrap_or(deadline).min(deadline);
+    let wait = until
+        .saturating_duration_since(now)
+        .max(Duration::from_micros(50));
+    sock.set_read_timeout(Some(wait))?;
+    match sock.recv(buf) {
+        Ok(n) => h3.datagram(Instant::now(), 0, &buf[..n]),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(())
 }
